@@ -1,0 +1,87 @@
+# binlake developer entry points. See README.md.
+#
+#   make setup   idempotent: .venv from requirements.lock, JVM jars via Maven into .jars/,
+#                system packages (mariadb, docker-compose) via apt when missing.
+#   make demo    end-to-end run of the nightly DAG on the bundled sample binlogs.
+#   make test    pytest over tests/ (exit 5 "no tests collected" counts as failure).
+#   make lock    re-resolve requirements.in into requirements.lock (needs network).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+JARS_DIR := .jars
+VPY := $(VENV)/bin/python
+PYTEST_TIMEOUT ?= 900
+PYTEST_ARGS ?=
+APT_PACKAGES := mariadb-server mariadb-client docker-compose
+
+.PHONY: help setup setup-python setup-jars setup-system demo test lock clean
+
+help:
+	@echo "make setup | make demo | make test | make lock | make clean"
+
+setup: setup-system setup-python setup-jars
+
+# Stamp keyed on the lock + pyproject hash: a second run is a no-op.
+# editable_mode=compat puts the repo root on sys.path (.pth), so packages added later
+# (binlake/, binlog_parser/, spark_jobs/) import without reinstalling.
+setup-python:
+	@want="$$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)"; \
+	stamp="$(VENV)/.binlake-python-$$want"; \
+	if [ -f "$$stamp" ] && [ -x "$(VPY)" ]; then echo "[setup] python env up to date ($(VENV))"; exit 0; fi; \
+	echo "[setup] creating $(VENV) with $(PYTHON) and installing requirements.lock (first run: a few minutes)"; \
+	[ -x "$(VPY)" ] || $(PYTHON) -m venv $(VENV); \
+	$(VPY) -m pip install -q --upgrade pip setuptools wheel; \
+	$(VPY) -m pip install -q -r requirements.lock; \
+	$(VPY) -m pip install -q --no-deps -e . --config-settings editable_mode=compat; \
+	rm -f $(VENV)/.binlake-python-*; touch "$$stamp"; \
+	echo "[setup] python env ready"
+
+# Stamp keyed on the pom hash; jars are copied by Maven (no Ivy at Spark start).
+setup-jars:
+	@want="$$(sha256sum conf/pom.xml | cut -c1-16)"; \
+	stamp="$(JARS_DIR)/.binlake-jars-$$want"; \
+	if [ -f "$$stamp" ]; then echo "[setup] jars up to date ($(JARS_DIR))"; exit 0; fi; \
+	command -v mvn >/dev/null || { echo "[setup] mvn not found: install maven (apt-get install maven)" >&2; exit 1; }; \
+	echo "[setup] fetching Delta + hadoop-aws + AWS SDK jars with Maven into $(JARS_DIR)"; \
+	rm -rf $(JARS_DIR).tmp; \
+	mvn -q -B -f conf/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS_DIR).tmp; \
+	rm -rf $(JARS_DIR); mv $(JARS_DIR).tmp $(JARS_DIR); touch "$$stamp"; \
+	echo "[setup] jars ready: $$(ls $(JARS_DIR)/*.jar | wc -l) jars"
+
+# mariadbd (a test starts a real MariaDB) and docker-compose (config validation).
+setup-system:
+	@missing=""; \
+	command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || missing="$$missing mariadb-server"; \
+	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
+	if [ -z "$$missing" ]; then echo "[setup] system packages present"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "[setup] WARNING: missing system packages:$$missing (not root or no apt-get; install them yourself)" >&2; exit 0; fi; \
+	echo "[setup] apt-get install$$missing"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq >/dev/null; \
+	apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	echo "[setup] system packages installed"
+
+demo: setup
+	$(VPY) -m binlake.demo
+
+test: setup
+	@rc=0; $(VENV)/bin/pytest -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
+	exit $$rc
+
+lock:
+	rm -rf .lock-venv; $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install -q --upgrade pip
+	.lock-venv/bin/pip install -q -r requirements.in
+	{ head -4 requirements.lock; .lock-venv/bin/pip freeze --exclude-editable; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock; rm -rf .lock-venv
+
+clean:
+	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache

@@ -1,0 +1,151 @@
+"""A real S3-API server on loopback (moto in server mode) for the demo and the tests.
+
+Why a server and not ``mock_aws``: Spark's S3A connector (JVM) and boto3 must both talk to the
+same bucket over HTTP, exactly as they would to AWS or MinIO, so the plumbing under test is the
+production plumbing. Only 127.0.0.1 is ever bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+# Dummy credentials: moto accepts anything, and setting them keeps boto3/S3A from looking for
+# real ones (and from ever sending real ones to the loopback server).
+DUMMY_AWS_ENV: dict[str, str] = {
+    "AWS_ACCESS_KEY_ID": "binlake-test",
+    "AWS_SECRET_ACCESS_KEY": "binlake-test-secret",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A currently free TCP port on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class S3Server:
+    """moto server on 127.0.0.1. ``mode="thread"`` (in-process) or ``"process"`` (``python -m moto.server``).
+
+    Use as a context manager, or call :meth:`start` / :meth:`stop`.
+    """
+
+    mode: str = "thread"
+    host: str = "127.0.0.1"
+    port: int = 0
+    _thread_server: Any = field(default=None, init=False, repr=False)
+    _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "S3Server":
+        if not self.host.startswith("127.") and self.host != "localhost":
+            raise ValueError("the test S3 server only binds loopback addresses")
+        if self.mode == "thread":
+            from moto.server import ThreadedMotoServer
+
+            # werkzeug logs every request at INFO; keep the demo and test output readable.
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+            server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
+            server.start()
+            self.port = server.get_host_and_port()[1]
+            self._thread_server = server
+        elif self.mode == "process":
+            self.port = self.port or free_port(self.host)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+        else:
+            raise ValueError(f"unknown mode {self.mode!r}")
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(self.endpoint_url + "/moto-api/", timeout=2):
+                    return
+            except urllib.error.HTTPError:
+                return  # it answered
+            except OSError:
+                if self._proc is not None and self._proc.poll() is not None:
+                    raise RuntimeError("moto server process exited during start-up")
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"moto server not ready at {self.endpoint_url}")
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self._thread_server is not None:
+            self._thread_server.stop()
+            self._thread_server = None
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+
+    def reset(self) -> None:
+        """Drop every bucket and object (moto's reset API)."""
+        req = urllib.request.Request(self.endpoint_url + "/moto-api/reset", method="POST")
+        with urllib.request.urlopen(req, timeout=10):
+            pass
+
+    def env(self) -> dict[str, str]:
+        """Env vars pointing boto3 and binlake at this server with dummy credentials."""
+        return {**DUMMY_AWS_ENV, "BINLAKE_S3_ENDPOINT": self.endpoint_url, "AWS_ENDPOINT_URL_S3": self.endpoint_url}
+
+    def client(self) -> Any:
+        """A boto3 S3 client for this server (dummy credentials)."""
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            region_name=DUMMY_AWS_ENV["AWS_DEFAULT_REGION"],
+            aws_access_key_id=DUMMY_AWS_ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DUMMY_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def __enter__(self) -> "S3Server":
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def apply_env(values: dict[str, str]) -> dict[str, str | None]:
+    """Set env vars; returns the previous values so :func:`restore_env` can undo it."""
+    previous = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    return previous
+
+
+def restore_env(previous: dict[str, str | None]) -> None:
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

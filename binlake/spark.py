@@ -1,0 +1,160 @@
+"""SparkSession and spark-submit settings for binlake (Delta Lake + S3A, jars from Maven).
+
+Why here: every Spark entry point (tests, the demo, Airflow tasks in local mode, spark-submit in
+cluster mode, ``binlake sql``) must agree on the same jars and the same Delta/S3A settings; one
+function builds the conf map and both the in-process builder and the spark-submit helper use it.
+
+The jars are the ones ``make setup`` copied with Maven into the jars dir (``conf/pom.xml``); they
+go in via ``spark.jars`` so Spark never resolves packages through Ivy when it starts.
+Nothing here starts Spark at import time; pyspark is imported lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from binlake.config import BinlakeConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+S3A_FS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+# Spark's jar for S3A and the SDK bundle must be present; anything else is up to the pom.
+REQUIRED_JAR_PREFIXES = ("delta-spark_", "delta-storage-", "hadoop-aws-", "bundle-")
+
+
+class MissingJarsError(RuntimeError):
+    """The jars dir lacks the Delta / hadoop-aws jars: run `make setup`."""
+
+
+def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
+    """Absolute paths of the jars in ``jars_dir`` (sorted), checked for the required ones."""
+    folder = Path(jars_dir)
+    jars = sorted(str(p.resolve()) for p in folder.glob("*.jar")) if folder.is_dir() else []
+    names = [Path(j).name for j in jars]
+    missing = [p for p in REQUIRED_JAR_PREFIXES if not any(n.startswith(p) for n in names)]
+    if missing:
+        raise MissingJarsError(
+            f"jars dir {folder} lacks {', '.join(m.rstrip('_-') for m in missing)}: run `make setup` "
+            "(fetches them with Maven from conf/pom.xml)"
+        )
+    return jars
+
+
+def s3a_conf(cfg: BinlakeConfig) -> dict[str, str]:
+    """Hadoop S3A settings (prefixed ``spark.hadoop.``). No secrets: the provider chain finds them."""
+    s3 = cfg.s3
+    conf: dict[str, str] = {
+        "spark.hadoop.fs.s3a.impl": S3A_FS,
+        # s3:// and s3n:// URIs go through S3A as well.
+        "spark.hadoop.fs.s3.impl": S3A_FS,
+        "spark.hadoop.fs.s3n.impl": S3A_FS,
+        "spark.hadoop.fs.s3a.aws.credentials.provider": s3.credentials_provider,
+        "spark.hadoop.fs.s3a.path.style.access": str(s3.path_style_access).lower(),
+        "spark.hadoop.fs.s3a.endpoint.region": s3.region,
+        "spark.hadoop.fs.s3a.attempts.maximum": str(s3.max_attempts),
+        "spark.hadoop.fs.s3a.retry.limit": str(s3.max_attempts),
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": str(s3.ssl_enabled).lower(),
+    }
+    if s3.endpoint_url:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint_url
+    return conf
+
+
+def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None = None) -> dict[str, str]:
+    """The full Spark conf map for binlake: jars, Delta, S3A, sizing, plus ``[spark.conf]`` extras."""
+    sp = cfg.spark
+    conf: dict[str, str] = {
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.shuffle.partitions": str(sp.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": str(sp.ui_enabled if ui is None else ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(Path(cfg.state_dir) / "spark-warehouse"),
+        "spark.driver.memory": sp.driver_memory,
+        # Small batch jobs on few cores: avoid the 200-partition default and Derby/Hive.
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.adaptive.enabled": "true",
+    }
+    if include_jars:
+        conf["spark.jars"] = ",".join(jar_paths(cfg.jars_dir))
+    conf.update(s3a_conf(cfg))
+    conf.update(sp.extra_conf)
+    return conf
+
+
+def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bool | None = None,
+                        master: str | None = None) -> "SparkSession":
+    """A SparkSession with Delta + S3A configured (or the already-running one in this process).
+
+    Static settings (jars, S3A endpoint) only take effect when this call starts the JVM; a second
+    call in the same process returns the existing session, as ``getOrCreate`` does.
+    """
+    from pyspark.sql import SparkSession
+
+    # Python workers must use this interpreter (the venv), not whatever `python3` is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = master or cfg.spark.master
+    if master.startswith("local"):
+        # In-process runs stay on loopback (no hostname lookups, nothing exposed).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in spark_conf(cfg, ui=ui).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(cfg.spark.log_level)
+    return spark
+
+
+@contextlib.contextmanager
+def spark_session(cfg: BinlakeConfig, app_name: str = "binlake", **kwargs: object) -> Iterator["SparkSession"]:
+    """Context manager: yields a session; stops it on exit only if this call started it.
+
+    Why: Airflow tasks run in-process under ``dag.test()`` and in tests that already hold a
+    session; stopping a borrowed session would break the caller.
+    """
+    from pyspark.sql import SparkSession
+
+    existed = SparkSession.getActiveSession() is not None
+    spark = build_spark_session(cfg, app_name, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield spark
+    finally:
+        if not existed:
+            spark.stop()
+
+
+def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:
+    """Keyword arguments for Airflow's ``SparkSubmitOperator`` (jars, conf, conn_id).
+
+    The same conf as :func:`build_spark_session`, minus ``spark.jars`` (passed as ``jars``) and
+    the local-only sizing that the cluster's own defaults should decide.
+    """
+    conf = spark_conf(cfg, include_jars=False)
+    conf.pop("spark.driver.memory", None)
+    return {
+        "conn_id": cfg.spark.conn_id,
+        "jars": ",".join(jar_paths(cfg.jars_dir)),
+        "conf": conf,
+    }
+
+
+def spark_submit_cli_args(cfg: BinlakeConfig) -> list[str]:
+    """The same settings as a ``spark-submit`` argument list (``--jars`` + ``--conf k=v`` ...)."""
+    kw = spark_submit_kwargs(cfg)
+    args = ["--jars", str(kw["jars"])]
+    for key, value in dict(kw["conf"]).items():  # type: ignore[call-overload]
+        args += ["--conf", f"{key}={value}"]
+    return args

@@ -1,0 +1,72 @@
+"""``python -m binlog_parser``: print the events of binlog files as JSON lines (or text).
+
+Exit status: 0 when every file decoded to its end, 2 on a format error (the events
+before it are printed; ``file:offset: message`` goes to stderr), 1 on other errors
+(missing file...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from binlog_parser.errors import BinlogError
+from binlog_parser.reader import read_events
+from binlog_parser.render import event_to_dict, event_to_text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m binlog_parser",
+                                description="Decode MySQL/MariaDB binlog files into JSON lines.")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--verify-checksum", dest="verify", action="store_true", default=True,
+                   help="verify CRC32 trailers when the FORMAT_DESCRIPTION declares them (default)")
+    p.add_argument("--no-verify-checksum", dest="verify", action="store_false",
+                   help="do not verify checksums (checksum_ok is then null)")
+    p.add_argument("--lenient", action="store_true",
+                   help="a checksum mismatch sets checksum_ok=false instead of stopping")
+    p.add_argument("--start-position", type=int, default=None, metavar="N",
+                   help="first event at or after offset N (first file only)")
+    p.add_argument("--stop-position", type=int, default=None, metavar="N",
+                   help="stop at the first event at or after offset N (last file only)")
+    p.add_argument("--text", action="store_true", help="mysqlbinlog-like text instead of JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = sys.stdout
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    n = len(args.files)
+    try:
+        for i, path in enumerate(args.files):
+            start = args.start_position if i == 0 else None
+            stop = args.stop_position if i == n - 1 else None
+            payload_next: int | None = None
+            try:
+                for event in read_events(path, verify_checksum=args.verify, lenient=args.lenient,
+                                         start_position=start, stop_position=stop):
+                    h = event.header
+                    if h.payload_pos is None and h.type_code == 40:
+                        payload_next = h.next_pos
+                    if args.text:
+                        out.write(event_to_text(event) + "\n")
+                    else:
+                        out.write(dumps(event_to_dict(event, path, payload_next_pos=payload_next)) + "\n")
+            except BinlogError as exc:
+                out.flush()
+                sys.stderr.write(f"{exc}\n")
+                return 2
+            except OSError as exc:
+                out.flush()
+                sys.stderr.write(f"{path}: {exc.strerror or exc}\n")
+                return 1
+        out.flush()
+    except BrokenPipeError:
+        try:
+            sys.stdout = None  # type: ignore[assignment]
+        finally:
+            return 0
+    return 0

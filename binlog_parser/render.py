@@ -1,0 +1,147 @@
+"""Rendering events: JSON objects (one per event) and a mysqlbinlog-like text view."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from binlog_parser.events import Event
+
+MAX_SAFE_INT = 1 << 53
+
+#: keys every JSON event object carries (from the header), in this order
+COMMON_KEYS = ("file", "pos", "next_pos", "type", "type_code", "timestamp", "server_id",
+               "event_size", "log_pos", "flags", "checksum_ok")
+
+
+def _safe(value: Any) -> Any:
+    """Ints beyond 2**53 (JavaScript's exact range) as strings, recursively."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return str(value) if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT else value
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value
+
+
+def event_to_dict(event: Event, file: str | None, *, payload_next_pos: int | None = None) -> dict[str, Any]:
+    """The JSON object of one event: the common header keys merged with ``event.fields()``.
+
+    Events inside a TRANSACTION_PAYLOAD carry the payload's ``pos`` (and ``next_pos``
+    when given), plus ``in_payload: true`` and their ``payload_offset`` inside it.
+    """
+    h = event.header
+    if h.payload_pos is not None:
+        pos = h.payload_pos
+        next_pos = payload_next_pos if payload_next_pos is not None else h.payload_pos
+    else:
+        pos, next_pos = h.pos, h.next_pos
+    out: dict[str, Any] = {
+        "file": file,
+        "pos": pos,
+        "next_pos": next_pos,
+        "type": event.name,
+        "type_code": h.type_code,
+        "timestamp": h.timestamp,
+        "server_id": h.server_id,
+        "event_size": h.event_size,
+        "log_pos": h.log_pos,
+        "flags": h.flags,
+        "checksum_ok": h.checksum_ok,
+    }
+    if h.payload_pos is not None:
+        out["in_payload"] = True
+        out["payload_offset"] = h.pos
+    if h.raw_type_code is not None:
+        out["raw_type_code"] = h.raw_type_code
+    for k, v in event.fields().items():
+        if k in out:
+            k = f"event_{k}"
+        out[k] = v
+    return _safe(out)
+
+
+# ---------------------------------------------------------------------------
+# Text view (mysqlbinlog-like)
+# ---------------------------------------------------------------------------
+
+_TEXT_NAMES = {
+    "FORMAT_DESCRIPTION": "Start", "START_V3": "Start", "QUERY": "Query", "STOP": "Stop",
+    "ROTATE": "Rotate", "INTVAR": "Intvar", "RAND": "Rand", "USER_VAR": "User_var",
+    "XID": "Xid", "GTID": "GTID", "ANONYMOUS_GTID": "Anonymous_GTID",
+    "GTID_TAGGED": "GTID_TAGGED", "PREVIOUS_GTIDS": "Previous-GTIDs",
+    "TABLE_MAP": "Table_map", "WRITE_ROWS_V1": "Write_rows_v1", "UPDATE_ROWS_V1": "Update_rows_v1",
+    "DELETE_ROWS_V1": "Delete_rows_v1", "WRITE_ROWS_V2": "Write_rows", "UPDATE_ROWS_V2": "Update_rows",
+    "DELETE_ROWS_V2": "Delete_rows", "ROWS_QUERY": "Rows_query", "INCIDENT": "Incident",
+    "TRANSACTION_PAYLOAD": "Transaction_Payload", "MARIA_GTID": "GTID",
+    "MARIA_GTID_LIST": "Gtid list", "MARIA_BINLOG_CHECKPOINT": "Binlog checkpoint",
+    "MARIA_ANNOTATE_ROWS": "Annotate_rows", "XA_PREPARE": "XA_prepare",
+}
+
+
+def _ts(t: int) -> str:
+    g = time.gmtime(t)
+    return f"{g.tm_year % 100:02d}{g.tm_mon:02d}{g.tm_mday:02d} {g.tm_hour:2d}:{g.tm_min:02d}:{g.tm_sec:02d}"
+
+
+def event_to_text(event: Event) -> str:
+    """A mysqlbinlog-style block: ``# at N``, the header comment line, then a summary."""
+    h = event.header
+    name = event.name
+    f = event.fields() if not hasattr(event, "gtid_set") else {}
+    at = f"# at {h.pos}" if h.payload_pos is None else f"# at {h.payload_pos} (payload offset {h.pos})"
+    crc = "" if h.checksum_ok is None else (" CRC32 ok" if h.checksum_ok else " CRC32 MISMATCH")
+    line = (f"#{_ts(h.timestamp)} server id {h.server_id}  end_log_pos {h.log_pos}{crc} \t"
+            f"{_TEXT_NAMES.get(name, name)}")
+    body = ""
+    e: Any = event
+    if name == "FORMAT_DESCRIPTION":
+        line += f": binlog v {e.binlog_version}, server v {e.server_version} created {_ts(e.create_timestamp)}"
+        if e.in_use:
+            line += "\n# Warning: this binlog is either in use or was not closed properly."
+    elif name == "START_V3":
+        line += f": binlog v {e.binlog_version}, server v {e.server_version} created {_ts(e.create_timestamp)}"
+    elif name in ("QUERY", "MARIA_QUERY_COMPRESSED", "EXECUTE_LOAD_QUERY"):
+        line += f"\tthread_id={e.thread_id}\texec_time={e.exec_time}\terror_code={e.error_code}"
+        use = f"use `{e.schema}`/*!*/;\n" if e.schema else ""
+        body = f"{use}{e.query}\n/*!*/;"
+    elif name == "ROTATE":
+        line += f": Rotate to {e.next_file}  pos: {e.next_position}"
+    elif name == "XID":
+        line += f" = {e.xid}\nCOMMIT/*!*/;"
+    elif name in ("GTID", "GTID_TAGGED", "ANONYMOUS_GTID"):
+        line += (f"\tlast_committed={e.last_committed}\tsequence_number={e.sequence_number}"
+                 f"\trbr_only={'no' if e.may_have_sbr else 'yes'}"
+                 f"\toriginal_committed_timestamp={e.original_commit_timestamp}"
+                 f"\timmediate_commit_timestamp={e.immediate_commit_timestamp}"
+                 f"\ttransaction_length={e.transaction_length}")
+        body = f"SET @@SESSION.GTID_NEXT= '{e.gtid or 'ANONYMOUS'}'/*!*/;"
+    elif name == "PREVIOUS_GTIDS":
+        body = f"# {e.gtid_set or '[empty]'}"
+    elif name == "MARIA_GTID_LIST":
+        line += f" [{e.gtid_set}]"
+    elif name == "MARIA_GTID":
+        line += f" {e.gtid}" + (f" cid={e.commit_id}" if e.commit_id is not None else "")
+        body = "START TRANSACTION" if not e.standalone else ""
+    elif name == "MARIA_BINLOG_CHECKPOINT":
+        line += f" {e.binlog_file}"
+    elif name == "INTVAR":
+        body = f"SET {e.intvar_name}={e.value}/*!*/;"
+    elif name == "RAND":
+        body = f"SET @@RAND_SEED1={e.seed1}, @@RAND_SEED2={e.seed2}/*!*/;"
+    elif name == "USER_VAR":
+        body = f"SET @`{e.var_name}`:={'NULL' if e.is_null else repr(e.value)}/*!*/;"
+    elif name in ("ROWS_QUERY", "MARIA_ANNOTATE_ROWS"):
+        body = "# " + e.query.replace("\n", "\n# ")
+    elif name == "INCIDENT":
+        line += f" #{e.incident} ({e.incident_name}) {e.message}"
+    elif name == "STOP":
+        pass
+    else:
+        extra = {k: v for k, v in f.items() if k not in ("body",)}
+        if extra and len(str(extra)) < 300:
+            line += f"\t{extra}"
+    return f"{at}\n{line}" + (f"\n{body}" if body else "")

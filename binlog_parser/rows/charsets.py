@@ -1,0 +1,125 @@
+"""Collation ids (as TABLE_MAP's charset metadata carries them) -> character sets -> Python codecs.
+
+The id table is MariaDB 10.11's ``information_schema.COLLATIONS`` plus MySQL 8's additions
+(76 utf8mb3_tolower_ci, 248-250 gb18030, 255-323 utf8mb4 *_0900_* collations) and MariaDB
+10.10+'s UCA-14.0 collation blocks (2048 + 256*k). Only the character set matters for decoding;
+the collation part of the id is irrelevant to bytes -> text.
+"""
+
+from __future__ import annotations
+
+_RANGES: dict[str, list[tuple[int, int]]] = {
+    "armscii8": [(32, 32), (64, 64), (1056, 1056), (1088, 1088)],
+    "ascii": [(11, 11), (65, 65), (1035, 1035), (1089, 1089)],
+    "big5": [(1, 1), (84, 84), (1025, 1025), (1108, 1108)],
+    "binary": [(63, 63)],
+    "cp1250": [(26, 26), (34, 34), (44, 44), (66, 66), (99, 99), (1050, 1050), (1090, 1090)],
+    "cp1251": [(14, 14), (23, 23), (50, 52), (1074, 1075)],
+    "cp1256": [(57, 57), (67, 67), (1081, 1081), (1091, 1091)],
+    "cp1257": [(29, 29), (58, 59), (1082, 1083)],
+    "cp850": [(4, 4), (80, 80), (1028, 1028), (1104, 1104)],
+    "cp852": [(40, 40), (81, 81), (1064, 1064), (1105, 1105)],
+    "cp866": [(36, 36), (68, 68), (1060, 1060), (1092, 1092)],
+    "cp932": [(95, 96), (1119, 1120)],
+    "dec8": [(3, 3), (69, 69), (1027, 1027), (1093, 1093)],
+    "eucjpms": [(97, 98), (1121, 1122)],
+    "euckr": [(19, 19), (85, 85), (1043, 1043), (1109, 1109)],
+    "gb18030": [(248, 250)],
+    "gb2312": [(24, 24), (86, 86), (1048, 1048), (1110, 1110)],
+    "gbk": [(28, 28), (87, 87), (1052, 1052), (1111, 1111)],
+    "geostd8": [(92, 93), (1116, 1117)],
+    "greek": [(25, 25), (70, 70), (1049, 1049), (1094, 1094)],
+    "hebrew": [(16, 16), (71, 71), (1040, 1040), (1095, 1095)],
+    "hp8": [(6, 6), (72, 72), (1030, 1030), (1096, 1096)],
+    "keybcs2": [(37, 37), (73, 73), (1061, 1061), (1097, 1097)],
+    "koi8r": [(7, 7), (74, 74), (1031, 1031), (1098, 1098)],
+    "koi8u": [(22, 22), (75, 75), (1046, 1046), (1099, 1099)],
+    "latin1": [(5, 5), (8, 8), (15, 15), (31, 31), (47, 49), (94, 94), (1032, 1032), (1071, 1071)],
+    "latin2": [(2, 2), (9, 9), (21, 21), (27, 27), (77, 77), (1033, 1033), (1101, 1101)],
+    "latin5": [(30, 30), (78, 78), (1054, 1054), (1102, 1102)],
+    "latin7": [(20, 20), (41, 42), (79, 79), (1065, 1065), (1103, 1103)],
+    "macce": [(38, 38), (43, 43), (1062, 1062), (1067, 1067)],
+    "macroman": [(39, 39), (53, 53), (1063, 1063), (1077, 1077)],
+    "sjis": [(13, 13), (88, 88), (1037, 1037), (1112, 1112)],
+    "swe7": [(10, 10), (82, 82), (1034, 1034), (1106, 1106)],
+    "tis620": [(18, 18), (89, 89), (1042, 1042), (1113, 1113)],
+    "ucs2": [(35, 35), (90, 90), (128, 151), (159, 159), (640, 642), (1059, 1059), (1114, 1114),
+             (1152, 1152), (1174, 1174), (2560, 2815)],
+    "ujis": [(12, 12), (91, 91), (1036, 1036), (1115, 1115)],
+    "utf16": [(54, 55), (101, 124), (672, 674), (1078, 1079), (1125, 1125), (1147, 1147), (2816, 3071)],
+    "utf16le": [(56, 56), (62, 62), (1080, 1080), (1086, 1086)],
+    "utf32": [(60, 61), (160, 183), (736, 738), (1084, 1085), (1184, 1184), (1206, 1206), (3072, 3327)],
+    "utf8mb3": [(33, 33), (76, 76), (83, 83), (192, 215), (223, 223), (576, 578), (1057, 1057),
+                (1107, 1107), (1216, 1216), (1238, 1238), (2048, 2303)],
+    "utf8mb4": [(45, 46), (224, 247), (255, 323), (608, 610), (1069, 1070), (1248, 1248),
+                (1270, 1270), (2304, 2559)],
+}
+
+COLLATION_CHARSET: dict[int, str] = {}
+for _cs, _ranges in _RANGES.items():
+    for _lo, _hi in _ranges:
+        for _i in range(_lo, _hi + 1):
+            COLLATION_CHARSET[_i] = _cs
+del _cs, _ranges, _lo, _hi, _i
+
+BINARY_COLLATION = 63
+
+# MySQL charset name -> Python codec. None: no Python codec (values stay bytes).
+# MySQL's "latin1" is Windows-1252 (with the 5 undefined bytes mapped through), handled below.
+CHARSET_CODEC: dict[str, str | None] = {
+    "armscii8": None, "ascii": "ascii", "big5": "big5", "binary": None,
+    "cp1250": "cp1250", "cp1251": "cp1251", "cp1256": "cp1256", "cp1257": "cp1257",
+    "cp850": "cp850", "cp852": "cp852", "cp866": "cp866", "cp932": "cp932", "dec8": None,
+    "eucjpms": "euc_jp", "euckr": "euc_kr", "gb18030": "gb18030", "gb2312": "gb2312", "gbk": "gbk",
+    "geostd8": None, "greek": "iso8859_7", "hebrew": "iso8859_8", "hp8": None, "keybcs2": None,
+    "koi8r": "koi8_r", "koi8u": "koi8_u", "latin1": "mysql_latin1", "latin2": "iso8859_2",
+    "latin5": "iso8859_9", "latin7": "iso8859_13", "macce": "mac_latin2", "macroman": "mac_roman",
+    "sjis": "shift_jis", "swe7": None, "tis620": "tis_620", "ucs2": "utf_16_be", "ujis": "euc_jp",
+    "utf16": "utf_16_be", "utf16le": "utf_16_le", "utf32": "utf_32_be", "utf8mb3": "utf_8",
+    "utf8mb4": "utf_8", "utf8": "utf_8",
+}
+
+
+def charset_of(collation_id: int | None) -> str | None:
+    """Character set name for a collation id, or None when unknown."""
+    if collation_id is None:
+        return None
+    return COLLATION_CHARSET.get(collation_id)
+
+
+def _decode_mysql_latin1(data: bytes) -> str:
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        # The 5 bytes cp1252 leaves undefined map to U+0081.. in MySQL's latin1.
+        return "".join(
+            bytes((b,)).decode("cp1252") if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else chr(b)
+            for b in data
+        )
+
+
+def make_text_decoder(charset: str | None):
+    """A ``bytes -> str | bytes`` function for a charset.
+
+    Binary / unknown / codec-less charsets return the bytes unchanged; bytes that are invalid in
+    the charset also come back unchanged (raw), never replaced or dropped.
+    """
+    codec = CHARSET_CODEC.get(charset) if charset else None
+    if codec is None:
+        return None
+    if codec == "mysql_latin1":
+        return _decode_mysql_latin1
+    if codec == "utf_8":
+        def dec_utf8(data: bytes):
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                return data
+        return dec_utf8
+
+    def dec(data: bytes):
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:
+            return data
+    return dec

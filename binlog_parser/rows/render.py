@@ -1,0 +1,143 @@
+"""Column values -> the text MySQL's SELECT prints (one set of rules for the CLI JSON, the text
+view and the Spark jobs' ``map<string,string>`` columns).
+
+``render_value(value, column)`` -> JSON-able: integers as JSON numbers (strings beyond 2**53),
+FLOAT/DOUBLE as JSON numbers equal to MySQL's printed value, DECIMAL/dates/times/YEAR/strings/
+ENUM/SET/JSON as MySQL's text, binary data (BLOB, BINARY, BIT, GEOMETRY, bytes of unknown
+charset that are not UTF-8) as ``0x``-prefixed hex, VECTOR as a list of numbers, NULL as None.
+
+``render_value_text(value, column)`` -> ``str | None``: the same as a string (VECTOR as
+MySQL's ``VECTOR_TO_STRING``), NULL -> None.
+
+``render_value_bytes(value, column)`` -> ``bytes | None``: what the server's text protocol sends
+(utf8mb4 text, raw bytes for binary data), for comparisons with ``mysql --batch`` output.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.decimal import decimal_text
+from binlog_parser.rows.json_binary import MySQLJson
+from binlog_parser.rows.json_diff import PartialJson
+from binlog_parser.rows.numbers import format_double, format_float, shortest_float32
+from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
+from binlog_parser.rows.values import Geometry, Vector
+
+_MAX_SAFE = 2 ** 53
+
+
+def _is_float_col(column) -> bool:
+    return column is not None and column.type == T.FLOAT
+
+
+def _bytes_text(value: bytes, column) -> str:
+    if column is not None and (column.is_binary or column.charset is not None):
+        return "0x" + value.hex()
+    try:  # charset unknown (no FULL metadata, no schema): UTF-8 text if it is valid UTF-8
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + value.hex()
+
+
+def _vector_text(v: Vector) -> str:
+    return "[" + ",".join(f"{x:.5e}" for x in v.values) + "]"
+
+
+def _partial_json(value: PartialJson) -> Any:
+    if value.document is not None:
+        return str(value.document)
+    return {"partial_json": [d.to_json() for d in value.diffs]}
+
+
+def render_value(value: Any, column=None) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        if column is not None and column.type == T.YEAR:
+            return f"{value:04d}"
+        if -_MAX_SAFE <= value <= _MAX_SAFE:
+            return value
+        return str(value)
+    if isinstance(value, float):
+        text = format_float(value) if _is_float_col(column) else format_double(value)
+        return float(text)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _bytes_text(bytes(value), column)
+    if isinstance(value, Decimal):
+        return decimal_text(value, column.scale if column is not None else None)
+    if isinstance(value, (MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp, MySQLJson)):
+        return str(value)
+    if isinstance(value, PartialJson):
+        return _partial_json(value)
+    if isinstance(value, Geometry):
+        return "0x" + value.to_bytes().hex()
+    if isinstance(value, Vector):
+        return [shortest_float32(x) for x in value.values]
+    return str(value)
+
+
+def render_value_text(value: Any, column=None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        if column is not None and column.type == T.YEAR:
+            return f"{value:04d}"
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value) if _is_float_col(column) else format_double(value)
+    if isinstance(value, Vector):
+        return _vector_text(value)
+    if isinstance(value, PartialJson):
+        r = _partial_json(value)
+        return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
+    r = render_value(value, column)
+    return r if isinstance(r, str) else str(r)
+
+
+def render_value_bytes(value: Any, column=None) -> bytes | None:
+    """The bytes a text-protocol SELECT returns for the value (strings as UTF-8)."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, Geometry):
+        return value.to_bytes()
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="surrogateescape")
+    return (render_value_text(value, column) or "").encode("utf-8")
+
+
+def render_value_sql(value: Any, column=None) -> str:
+    """A SQL-literal-ish form for the text view: NULL, numbers bare, everything else quoted."""
+    if value is None:
+        return "NULL"
+    r = render_value_text(value, column)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+            column is not None and column.type == T.YEAR):
+        return r
+    if isinstance(value, (bytes, Geometry)) and r.startswith("0x"):
+        return r
+    return "'" + r.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def render_row(row: dict[str, Any] | None, columns_by_name: dict[str, Any]) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {name: render_value(v, columns_by_name.get(name)) for name, v in row.items()}
+
+
+def render_row_text(row: dict[str, Any] | None, columns_by_name: dict[str, Any]) -> dict[str, str | None] | None:
+    """A row as ``{name: text or None}`` (the Spark ``map<string,string>`` form)."""
+    if row is None:
+        return None
+    return {name: render_value_text(v, columns_by_name.get(name)) for name, v in row.items()}

@@ -1,0 +1,378 @@
+"""Rows events: WRITE / UPDATE / DELETE in every generation.
+
+- pre-GA (20-22, MySQL 5.1.5-5.1.17), v1 (23-25; MariaDB, MySQL < 8.2 with log-bin-use-v1-row-events),
+  v2 (30-32, with the extra-data block: NDB info, partition ids), PARTIAL_UPDATE_ROWS (39),
+  MariaDB compressed (166-168 v1, 169-171 v2: the row data after the bitmaps is zlib-compressed
+  behind a 1-byte header ``0x80 | len_bytes`` and a big-endian uncompressed length).
+- Post-header: table_id (6 bytes; 4 when the FORMAT_DESCRIPTION's post-header length is 6),
+  flags (2), v2: extra-data length (2, counting itself) + extra data.
+- Body: column count (packed int), columns-present bitmap (before image / only image), a
+  second bitmap for UPDATE (after image), then rows: per image a NULL bitmap over the present
+  columns (LSB first) and the non-NULL values. PARTIAL_UPDATE_ROWS after images start with
+  ``value_options`` (packed int) and, with PARTIAL_JSON_UPDATES, one bit per JSON column
+  telling whether that column holds diffs instead of a document.
+
+Columns absent from an image (MINIMAL / NOBLOB row images) are absent from the row dict: absent
+is not NULL.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from binlog_parser.context import DecodeContext
+from binlog_parser.errors import CorruptEventError
+from binlog_parser.events import Event
+from binlog_parser.header import EventHeader
+from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
+from binlog_parser.rows.json_binary import MySQLJson
+from binlog_parser.rows.table_map import TableMapEvent
+from binlog_parser.wire import packed_int
+
+WRITE, UPDATE, DELETE = "insert", "update", "delete"
+
+_KIND = {20: WRITE, 21: UPDATE, 22: DELETE, 23: WRITE, 24: UPDATE, 25: DELETE,
+         30: WRITE, 31: UPDATE, 32: DELETE, 39: UPDATE,
+         166: WRITE, 167: UPDATE, 168: DELETE, 169: WRITE, 170: UPDATE, 171: DELETE}
+_VERSION = {20: 0, 21: 0, 22: 0, 23: 1, 24: 1, 25: 1, 30: 2, 31: 2, 32: 2, 39: 2,
+            166: 1, 167: 1, 168: 1, 169: 2, 170: 2, 171: 2}
+ROWS_EVENT_TYPES = tuple(_KIND)
+
+# Rows event flags
+STMT_END_F = 0x0001
+NO_FOREIGN_KEY_CHECKS_F = 0x0002
+RELAXED_UNIQUE_CHECKS_F = 0x0004
+COMPLETE_ROWS_F = 0x0008
+PARTIAL_JSON_UPDATES = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    """One changed row: ``before`` (UPDATE/DELETE) and ``after`` (INSERT/UPDATE) images.
+
+    Each image maps column name -> typed value (None = SQL NULL); a column missing from the
+    dict was not in the image.
+    """
+
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RowsEvent(Event):
+    table_id: int
+    flags: int
+    extra_data: bytes
+    column_count: int
+    columns_present: bytes            # before image (UPDATE/DELETE) or the only image (WRITE)
+    columns_present_after: bytes | None  # UPDATE / PARTIAL_UPDATE only
+    rows: tuple[RowChange, ...]
+    table: TableMapEvent | None
+
+    type_name = "ROWS"
+
+    @property
+    def kind(self) -> str:
+        return _KIND[self.header.type_code]
+
+    @property
+    def version(self) -> int:
+        """0 pre-GA, 1, 2."""
+        return _VERSION[self.header.type_code]
+
+    @property
+    def compressed(self) -> bool:
+        return 166 <= self.header.type_code <= 171
+
+    @property
+    def schema_name(self) -> str | None:
+        return self.table.schema if self.table is not None else None
+
+    @property
+    def table_name(self) -> str | None:
+        return self.table.table if self.table is not None else None
+
+    @property
+    def partition_id(self) -> int | None:
+        return _extra_info(self.extra_data, self.kind).get("partition_id")
+
+    @property
+    def source_partition_id(self) -> int | None:
+        return _extra_info(self.extra_data, self.kind).get("source_partition_id")
+
+    def fields(self) -> dict[str, Any]:
+        from binlog_parser.rows.render import render_row
+
+        cols = self.table.columns if self.table is not None else ()
+        by_name = {c.name: c for c in cols}
+        out: dict[str, Any] = {
+            "schema": self.schema_name,
+            "table": self.table_name,
+            "kind": self.kind,
+            "table_id": self.table_id,
+            "flags": self.flags,
+        }
+        if self.extra_data:
+            out["extra_data"] = self.extra_data.hex()
+            out.update(_extra_info(self.extra_data, self.kind))
+        out["rows"] = [
+            {"before": render_row(r.before, by_name), "after": render_row(r.after, by_name)}
+            for r in self.rows
+        ]
+        return out
+
+    def text_lines(self) -> list[str]:
+        """mysqlbinlog -v style lines (``### UPDATE `db`.`t` / ### WHERE / ###   @1=...``)."""
+        from binlog_parser.rows.render import render_value_sql
+
+        cols = self.table.columns if self.table is not None else ()
+        by_name = {c.name: c for c in cols}
+        verb = {WRITE: "INSERT INTO", UPDATE: "UPDATE", DELETE: "DELETE FROM"}[self.kind]
+        lines = []
+        for r in self.rows:
+            lines.append(f"### {verb} `{self.schema_name}`.`{self.table_name}`")
+            images = []
+            if r.before is not None:
+                images.append(("WHERE", r.before))
+            if r.after is not None:
+                images.append(("SET", r.after))
+            for clause, img in images:
+                lines.append(f"### {clause}")
+                for name, v in img.items():
+                    lines.append(f"###   {name}={render_value_sql(v, by_name.get(name))}")
+        return lines
+
+
+def _extra_info(extra: bytes, kind: str) -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    pos = 0
+    while pos < len(extra):
+        t = extra[pos]
+        pos += 1
+        if t == 0 and pos < len(extra):  # NDB: length (incl. len+format), format, data
+            n = extra[pos]
+            info["ndb_info"] = extra[pos:pos + n].hex()
+            pos += max(n, 1)
+        elif t == 1 and pos + 2 <= len(extra):
+            info["partition_id"] = int.from_bytes(extra[pos:pos + 2], "little")
+            pos += 2
+            if kind == UPDATE and pos + 2 <= len(extra):
+                info["source_partition_id"] = int.from_bytes(extra[pos:pos + 2], "little")
+                pos += 2
+        else:
+            break
+    return info
+
+
+# ---------------------------------------------------------------- decoding
+
+class _RowsError(Exception):
+    pass
+
+
+def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
+    """Per (table, bitmap): [(name, decoder, is_json_col, column)] for present columns."""
+    key = (bitmap, partial)
+    plan = tm.plan_cache.get(key)
+    if plan is not None:
+        return plan
+    present = []
+    for c in tm.columns:
+        i = c.index
+        if i // 8 < len(bitmap) and bitmap[i // 8] >> (i % 8) & 1:
+            dec = tm.decoders[i]
+            if dec is None:
+                raise _RowsError(f"column {i + 1} ({c.name}) has type {c.binlog_type} which cannot be decoded")
+            present.append((c.name, dec, c))
+    plan = tuple(present)
+    tm.plan_cache[key] = plan
+    return plan
+
+
+def _read_image_pre_ga(buf: bytes, pos: int, plan):
+    """Pre-GA (5.1.5-5.1.17) images carry the record's own NULL bytes: bit 0 is reserved and
+    only NULL-able columns have a bit (TABLE_MAPs of that era have no NULL bitmap, so every
+    column counts as NULL-able unless the map says otherwise)."""
+    n_nullable = sum(1 for _n, _d, c in plan if c.nullable)
+    nb = (n_nullable + 1 + 7) >> 3
+    if pos + nb > len(buf):
+        raise _RowsError("row image runs past the end of the event")
+    nulls = int.from_bytes(buf[pos:pos + nb], "little")
+    pos += nb
+    row = {}
+    bit = 1
+    for name, dec, c in plan:
+        if c.nullable:
+            is_null = nulls >> bit & 1
+            bit += 1
+            if is_null:
+                row[name] = None
+                continue
+        row[name], pos = dec(buf, pos)
+    if pos > len(buf):
+        raise _RowsError("row image runs past the end of the event")
+    return row, pos
+
+
+def _read_image(buf: bytes, pos: int, plan, partial_cols: set[int] | None = None):
+    n = len(plan)
+    nb = (n + 7) >> 3
+    if pos + nb > len(buf):
+        raise _RowsError("row image runs past the end of the event")
+    nulls = int.from_bytes(buf[pos:pos + nb], "little")
+    pos += nb
+    row = {}
+    if partial_cols is None:
+        for i, (name, dec, _c) in enumerate(plan):
+            if nulls >> i & 1:
+                row[name] = None
+            else:
+                row[name], pos = dec(buf, pos)
+    else:
+        for i, (name, dec, c) in enumerate(plan):
+            if nulls >> i & 1:
+                row[name] = None
+            elif c.index in partial_cols:
+                ln = c.meta
+                size = int.from_bytes(buf[pos:pos + ln], "little")
+                start = pos + ln
+                pos = start + size
+                if pos > len(buf):
+                    raise _RowsError("JSON diff runs past the end of the event")
+                row[name] = PartialJson(parse_json_diffs(buf[start:pos]))
+            else:
+                row[name], pos = dec(buf, pos)
+    if pos > len(buf):
+        raise _RowsError("row image runs past the end of the event")
+    return row, pos
+
+
+def _uncompress(data: bytes, pos: int) -> bytes:
+    b = data[pos]
+    if not b & 0x80 or (b >> 4) & 7 != 0:
+        raise _RowsError(f"unknown compressed rows header 0x{b:02x}")
+    lenlen = b & 7
+    if not 1 <= lenlen <= 4:
+        raise _RowsError(f"bad compressed length size {lenlen}")
+    size = int.from_bytes(data[pos + 1:pos + 1 + lenlen], "big")
+    out = zlib.decompress(data[pos + 1 + lenlen:])
+    if len(out) != size:
+        raise _RowsError(f"compressed rows: {len(out)} bytes, header says {size}")
+    return out
+
+
+def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext) -> RowsEvent:
+    t = header.type_code
+    data = bytes(body)
+    try:
+        phl = ctx.post_header_length(t)
+        id_len = 4 if phl == 6 else 6
+        table_id = int.from_bytes(data[0:id_len], "little")
+        flags = int.from_bytes(data[id_len:id_len + 2], "little")
+        pos = id_len + 2
+        extra = b""
+        has_extra = phl == 10 if phl else _VERSION[t] == 2
+        if has_extra:
+            elen = int.from_bytes(data[pos:pos + 2], "little")
+            if elen < 2:
+                raise _RowsError(f"bad extra-data length {elen}")
+            extra = data[pos + 2:pos + elen]
+            pos += elen
+        elif phl > pos:
+            pos = phl
+        tm = ctx.table_maps.get(table_id)
+        if tm is None:
+            raise CorruptEventError(
+                f"rows event for table_id {table_id} without a preceding TABLE_MAP",
+                file=ctx.file, offset=header.pos, type_code=t)
+        width, pos = packed_int(data, pos)
+        if width is None:
+            raise _RowsError("bad column count")
+        nb = (width + 7) // 8
+        bm_before = data[pos:pos + nb]
+        pos += nb
+        kind = _KIND[t]
+        bm_after = None
+        if kind == UPDATE and _VERSION[t] > 0:
+            bm_after = data[pos:pos + nb]
+            pos += nb
+        elif kind == UPDATE:
+            bm_after = bm_before  # pre-GA update: one bitmap for both images
+        if len(bm_before) != nb or (bm_after is not None and len(bm_after) != nb):
+            raise _RowsError("columns bitmap runs past the end of the event")
+        if width != tm.column_count:
+            raise _RowsError(f"rows event has {width} columns, TABLE_MAP has {tm.column_count}")
+        if 166 <= t <= 171:
+            data = data[:pos] + _uncompress(data, pos)
+        rows = _decode_rows(data, pos, tm, kind, t, bm_before, bm_after)
+    except CorruptEventError:
+        raise
+    except (_RowsError, ValueError, IndexError, OverflowError, zlib.error, JsonDiffError) as exc:
+        raise CorruptEventError(f"bad rows event: {exc}", file=ctx.file, offset=header.pos,
+                                type_code=t) from None
+    return RowsEvent(header, table_id, flags, extra, width, bm_before,
+                     bm_after if kind == UPDATE else None, rows, tm)
+
+
+def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
+    rows = []
+    end = len(data)
+    if _VERSION[t] == 0:
+        plan = _plan(tm, bm_before, False)
+        while pos < end:
+            first, pos = _read_image_pre_ga(data, pos, plan)
+            if kind == WRITE:
+                rows.append(RowChange(None, first))
+            elif kind == DELETE:
+                rows.append(RowChange(first, None))
+            else:
+                second, pos = _read_image_pre_ga(data, pos, plan)
+                rows.append(RowChange(first, second))
+        return tuple(rows)
+    if kind == WRITE:
+        plan = _plan(tm, bm_before, False)
+        while pos < end:
+            after, pos = _read_image(data, pos, plan)
+            rows.append(RowChange(None, after))
+    elif kind == DELETE:
+        plan = _plan(tm, bm_before, False)
+        while pos < end:
+            before, pos = _read_image(data, pos, plan)
+            rows.append(RowChange(before, None))
+    elif t != 39:
+        plan_b = _plan(tm, bm_before, False)
+        plan_a = _plan(tm, bm_after, False)
+        while pos < end:
+            before, pos = _read_image(data, pos, plan_b)
+            after, pos = _read_image(data, pos, plan_a)
+            rows.append(RowChange(before, after))
+    else:
+        plan_b = _plan(tm, bm_before, False)
+        plan_a = _plan(tm, bm_after, True)
+        json_cols = [c.index for c in tm.columns if c.type == T.JSON]
+        while pos < end:
+            before, pos = _read_image(data, pos, plan_b)
+            opts, pos = packed_int(data, pos)
+            partial_cols: set[int] | None = None
+            if opts and opts & PARTIAL_JSON_UPDATES:
+                jb = (len(json_cols) + 7) // 8
+                bits = int.from_bytes(data[pos:pos + jb], "little")
+                pos += jb
+                partial_cols = {ci for k, ci in enumerate(json_cols) if bits >> k & 1}
+            after, pos = _read_image(data, pos, plan_a, partial_cols)
+            if partial_cols:
+                for c in tm.columns:
+                    if c.index in partial_cols and isinstance(after.get(c.name), PartialJson):
+                        pj = after[c.name]
+                        prev = before.get(c.name)
+                        if isinstance(prev, MySQLJson):
+                            try:
+                                doc = MySQLJson(apply_json_diffs(prev.tree, pj.diffs))
+                            except JsonDiffError:
+                                doc = None
+                            after[c.name] = PartialJson(pj.diffs, doc)
+            rows.append(RowChange(before, after))
+    return tuple(rows)

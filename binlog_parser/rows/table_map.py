@@ -1,0 +1,435 @@
+"""TABLE_MAP_EVENT (19): table id -> schema, table, column types, metadata, optional metadata.
+
+Layout (MySQL ``libs/mysql/binlog/event/rows_event.{h,cpp}``): post-header table_id (6 bytes,
+4 when the FORMAT_DESCRIPTION says the post-header is 6 long) + flags (2); body: schema name
+(1-byte length, bytes, NUL), table name (same), column count (packed int), one type byte per
+column, metadata length (packed int) + metadata block, NULL-ability bitmap, then optional
+metadata as TLV fields (type byte, packed length, value) when ``binlog_row_metadata`` allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from binlog_parser.context import DecodeContext
+from binlog_parser.errors import CorruptEventError
+from binlog_parser.events import Event, to_json_value
+from binlog_parser.header import EventHeader
+from binlog_parser.rows.charsets import BINARY_COLLATION, charset_of
+from binlog_parser.rows.column_types import (
+    ENUM_SET_TYPES,
+    MARIADB_CHARACTER_TYPES,
+    MYSQL_CHARACTER_TYPES,
+    MARIADB_NUMERIC_TYPES,
+    NUMERIC_TYPES,
+    ColumnType as T,
+    read_column_metadata,
+    string_real_type_and_length,
+    type_name,
+)
+from binlog_parser.wire import ShortBufferError, packed_int
+
+# Optional metadata field types
+SIGNEDNESS = 1
+DEFAULT_CHARSET = 2
+COLUMN_CHARSET = 3
+COLUMN_NAME = 4
+SET_STR_VALUE = 5
+ENUM_STR_VALUE = 6
+GEOMETRY_TYPE = 7
+SIMPLE_PRIMARY_KEY = 8
+PRIMARY_KEY_WITH_PREFIX = 9
+ENUM_AND_SET_DEFAULT_CHARSET = 10
+ENUM_AND_SET_COLUMN_CHARSET = 11
+COLUMN_VISIBILITY = 12
+VECTOR_DIMENSIONALITY = 13
+
+GEOMETRY_TYPE_NAMES = {0: "GEOMETRY", 1: "POINT", 2: "LINESTRING", 3: "POLYGON", 4: "MULTIPOINT",
+                       5: "MULTILINESTRING", 6: "MULTIPOLYGON", 7: "GEOMETRYCOLLECTION"}
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    """One column as the TABLE_MAP (and, as a fallback, a user schema) describes it.
+
+    ``type`` is the real type (ENUM/SET for CHAR-encoded enums and sets), ``binlog_type`` the
+    byte in the event. ``length`` is the maximum byte length (CHAR/VARCHAR), the length-prefix
+    size (BLOB/JSON/GEOMETRY/VECTOR), or the value size (ENUM/SET). Fields the event does not
+    carry are None.
+    """
+
+    index: int
+    name: str
+    type: int
+    binlog_type: int
+    meta: int
+    nullable: bool
+    unsigned: bool | None = None
+    collation: int | None = None
+    charset: str | None = None
+    length: int = 0
+    precision: int | None = None
+    scale: int | None = None
+    fsp: int | None = None
+    bits: int | None = None
+    enum_values: tuple[str, ...] | None = None
+    set_values: tuple[str, ...] | None = None
+    geometry_type: int | None = None
+    visible: bool | None = None
+    vector_dimensions: int | None = None
+    primary_key: bool = False
+    primary_key_prefix: int | None = None
+    name_from: str = "fallback"  # 'metadata' | 'schema' | 'fallback'
+
+    @property
+    def type_name(self) -> str:
+        return type_name(self.type)
+
+    @property
+    def is_binary(self) -> bool:
+        """True when values are raw bytes by definition (BINARY/BLOB/BIT/GEOMETRY...)."""
+        return self.charset == "binary" or self.type in (T.BIT, T.GEOMETRY)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "type": self.type_name}
+        for k in ("unsigned", "charset", "collation", "precision", "scale", "fsp", "bits",
+                  "enum_values", "set_values", "geometry_type", "visible", "vector_dimensions",
+                  "primary_key_prefix"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = list(v) if isinstance(v, tuple) else v
+        if self.type in (T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.JSON, T.GEOMETRY, T.VECTOR,
+                         T.ENUM, T.SET):
+            d["length"] = self.length
+        d["nullable"] = self.nullable
+        if self.primary_key:
+            d["primary_key"] = True
+        if self.name_from != "metadata":
+            d["name_from"] = self.name_from
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class TableMapEvent(Event):
+    table_id: int
+    flags: int
+    schema: str
+    table: str
+    column_count: int
+    column_types: tuple[int, ...]
+    column_metadata: tuple[int, ...]
+    null_bitmap: bytes
+    signedness: tuple[bool, ...] | None = None
+    default_charset: int | None = None
+    column_charsets: tuple[int, ...] | None = None
+    column_names: tuple[str, ...] | None = None
+    set_str_values: tuple[tuple[str, ...], ...] | None = None
+    enum_str_values: tuple[tuple[str, ...], ...] | None = None
+    geometry_types: tuple[int, ...] | None = None
+    primary_key: tuple[tuple[int, int], ...] | None = None
+    enum_set_default_charset: int | None = None
+    enum_set_column_charsets: tuple[int, ...] | None = None
+    column_visibility: tuple[bool, ...] | None = None
+    vector_dimensions: tuple[int, ...] | None = None
+    unknown_optional_metadata: tuple[tuple[int, bytes], ...] = ()
+    columns: tuple[ColumnInfo, ...] = ()
+    decoders: tuple = field(default=(), repr=False, compare=False)
+    plan_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    type_name = "TABLE_MAP"
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "table_id": self.table_id,
+            "flags": self.flags,
+            "schema": self.schema,
+            "table": self.table,
+            "column_count": self.column_count,
+            "columns": [c.to_json() for c in self.columns],
+            "primary_key": [c.name for c in self.columns if c.primary_key] or None,
+            "has_full_metadata": self.column_names is not None,
+            "unknown_optional_metadata": to_json_value(self.unknown_optional_metadata) or None,
+        }
+
+
+# ---------------------------------------------------------------- optional metadata parsing
+
+def _packed_list(v: bytes) -> list[int]:
+    out = []
+    pos = 0
+    while pos < len(v):
+        x, pos = packed_int(v, pos)
+        out.append(x)
+    return out
+
+
+def _bits_msb(v: bytes) -> list[bool]:
+    return [bool(b & (0x80 >> i)) for b in v for i in range(8)]
+
+
+def _str_lists(v: bytes) -> tuple[tuple[str, ...], ...]:
+    out = []
+    pos = 0
+    while pos < len(v):
+        count, pos = packed_int(v, pos)
+        items = []
+        for _ in range(count):
+            n, pos = packed_int(v, pos)
+            if pos + n > len(v):
+                raise ShortBufferError("enum/set string past end")
+            items.append(v[pos:pos + n].decode("utf-8", errors="surrogateescape"))
+            pos += n
+        out.append(tuple(items))
+    return tuple(out)
+
+
+def _default_charset(v: bytes) -> tuple[int, dict[int, int]]:
+    vals = _packed_list(v)
+    default = vals[0]
+    pairs = {}
+    for i in range(1, len(vals) - 1, 2):
+        pairs[vals[i]] = vals[i + 1]
+    return default, pairs
+
+
+def _parse_optional(data: bytes) -> dict[int, bytes]:
+    fields: dict[int, bytes] = {}
+    pos = 0
+    while pos < len(data):
+        t = data[pos]
+        n, pos = packed_int(data, pos + 1)
+        if n is None or pos + n > len(data):
+            raise ShortBufferError("optional metadata field runs past the end")
+        fields[t] = data[pos:pos + n]  # later duplicates win (servers never repeat)
+        pos += n
+    return fields
+
+
+# ---------------------------------------------------------------- decoder
+
+def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) -> TableMapEvent:
+    data = bytes(body)
+    try:
+        ev = _decode(header, data, ctx)
+    except (ShortBufferError, IndexError, ValueError, UnicodeDecodeError) as exc:
+        raise CorruptEventError(f"bad TABLE_MAP: {exc}", file=ctx.file, offset=header.pos,
+                                type_code=header.type_code) from None
+    ctx.table_maps[ev.table_id] = ev
+    return ev
+
+
+def _decode(header: EventHeader, data: bytes, ctx: DecodeContext) -> TableMapEvent:
+    phl = ctx.post_header_length(T_TABLE_MAP)
+    id_len = 4 if phl == 6 else 6
+    table_id = int.from_bytes(data[0:id_len], "little")
+    flags = int.from_bytes(data[id_len:id_len + 2], "little")
+    pos = id_len + 2 if phl in (0, 6, 8) else phl
+    slen = data[pos]
+    schema = data[pos + 1:pos + 1 + slen].decode("utf-8", errors="surrogateescape")
+    pos += 1 + slen + 1
+    tlen = data[pos]
+    table = data[pos + 1:pos + 1 + tlen].decode("utf-8", errors="surrogateescape")
+    pos += 1 + tlen + 1
+    ncols, pos = packed_int(data, pos)
+    if ncols is None or pos + ncols > len(data):
+        raise ShortBufferError("column types past end")
+    types = data[pos:pos + ncols]
+    pos += ncols
+    metas: list[int] = [0] * ncols
+    null_bitmap = b"\xff" * ((ncols + 7) // 8)
+    optional: dict[int, bytes] = {}
+    if pos < len(data):
+        mlen, pos = packed_int(data, pos)
+        block = data[pos:pos + mlen]
+        if len(block) != mlen:
+            raise ShortBufferError("metadata block past end")
+        metas = read_column_metadata(types, block)
+        pos += mlen
+        nb = (ncols + 7) // 8
+        null_bitmap = data[pos:pos + nb]
+        if len(null_bitmap) != nb:
+            raise ShortBufferError("null bitmap past end")
+        pos += nb
+        if pos < len(data):
+            optional = _parse_optional(data[pos:])
+
+    opt_kwargs = _optional_fields(optional)
+    columns = _build_columns(types, metas, null_bitmap, opt_kwargs, ctx, schema, table)
+    from binlog_parser.rows.values import make_decoder, UnsupportedColumnType
+
+    decoders = []
+    for c in columns:
+        try:
+            decoders.append(make_decoder(c))
+        except UnsupportedColumnType:
+            decoders.append(None)  # reported when a rows event needs this column
+    return TableMapEvent(
+        header, table_id, flags, schema, table, ncols, tuple(types), tuple(metas), null_bitmap,
+        columns=tuple(columns), decoders=tuple(decoders), **opt_kwargs)
+
+
+T_TABLE_MAP = 19
+
+
+def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    unknown = []
+    for t, v in optional.items():
+        if t == SIGNEDNESS:
+            kw["signedness"] = tuple(_bits_msb(v))
+        elif t == DEFAULT_CHARSET:
+            d, pairs = _default_charset(v)
+            kw["default_charset"] = d
+            kw["_charset_pairs"] = pairs
+        elif t == COLUMN_CHARSET:
+            kw["column_charsets"] = tuple(_packed_list(v))
+        elif t == COLUMN_NAME:
+            names = []
+            pos = 0
+            while pos < len(v):
+                n, pos = packed_int(v, pos)
+                names.append(v[pos:pos + n].decode("utf-8", errors="surrogateescape"))
+                pos += n
+            kw["column_names"] = tuple(names)
+        elif t == SET_STR_VALUE:
+            kw["set_str_values"] = _str_lists(v)
+        elif t == ENUM_STR_VALUE:
+            kw["enum_str_values"] = _str_lists(v)
+        elif t == GEOMETRY_TYPE:
+            kw["geometry_types"] = tuple(_packed_list(v))
+        elif t == SIMPLE_PRIMARY_KEY:
+            kw["primary_key"] = tuple((i, 0) for i in _packed_list(v))
+        elif t == PRIMARY_KEY_WITH_PREFIX:
+            vals = _packed_list(v)
+            kw["primary_key"] = tuple((vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2))
+        elif t == ENUM_AND_SET_DEFAULT_CHARSET:
+            d, pairs = _default_charset(v)
+            kw["enum_set_default_charset"] = d
+            kw["_enum_set_charset_pairs"] = pairs
+        elif t == ENUM_AND_SET_COLUMN_CHARSET:
+            kw["enum_set_column_charsets"] = tuple(_packed_list(v))
+        elif t == COLUMN_VISIBILITY:
+            kw["column_visibility"] = tuple(_bits_msb(v))
+        elif t == VECTOR_DIMENSIONALITY:
+            kw["vector_dimensions"] = tuple(_packed_list(v))
+        else:
+            unknown.append((t, v))
+    if unknown:
+        kw["unknown_optional_metadata"] = tuple(unknown)
+    return kw
+
+
+def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[ColumnInfo]:
+    charset_pairs = kw.pop("_charset_pairs", {})
+    es_pairs = kw.pop("_enum_set_charset_pairs", {})
+    ncols = len(types)
+    char_types = MARIADB_CHARACTER_TYPES if ctx.is_mariadb else MYSQL_CHARACTER_TYPES
+    num_types = MARIADB_NUMERIC_TYPES if ctx.is_mariadb else NUMERIC_TYPES
+    names = kw.get("column_names")
+    user = _user_schema(ctx, schema, table, ncols)
+    signedness = kw.get("signedness")
+    col_charsets = kw.get("column_charsets")
+    es_col_charsets = kw.get("enum_set_column_charsets")
+    enum_vals = kw.get("enum_str_values")
+    set_vals = kw.get("set_str_values")
+    geo_types = kw.get("geometry_types")
+    visibility = kw.get("column_visibility")
+    vec_dims = kw.get("vector_dimensions")
+    pk = dict(kw.get("primary_key") or ())
+
+    cols = []
+    i_num = i_char = i_es = i_enum = i_set = i_geo = i_vec = 0
+    for i in range(ncols):
+        bt = types[i]
+        meta = metas[i]
+        real = bt
+        extra: dict[str, Any] = {}
+        if bt == T.STRING:
+            real, length = string_real_type_and_length(meta)
+            extra["length"] = length
+        elif bt in (T.VARCHAR, T.VAR_STRING):
+            extra["length"] = meta
+        elif bt in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.JSON, T.GEOMETRY, T.VECTOR):
+            extra["length"] = meta
+        elif bt == T.NEWDECIMAL:
+            extra["precision"], extra["scale"] = meta >> 8, meta & 0xFF
+        elif bt in (T.TIME2, T.DATETIME2, T.TIMESTAMP2):
+            extra["fsp"] = meta
+        elif bt in (T.TIME, T.DATETIME, T.TIMESTAMP):
+            extra["fsp"] = 0
+        elif bt == T.BIT:
+            extra["bits"] = (meta >> 8) * 8 + (meta & 0xFF)
+        nullable = bool(null_bitmap[i // 8] >> (i % 8) & 1) if i // 8 < len(null_bitmap) else True
+
+        unsigned = None
+        if real in num_types:
+            if signedness is not None and real != T.YEAR:
+                unsigned = signedness[i_num] if i_num < len(signedness) else None
+            i_num += 1
+        collation = None
+        if real in char_types:
+            if col_charsets is not None:
+                collation = col_charsets[i_char] if i_char < len(col_charsets) else None
+            elif "default_charset" in kw:
+                collation = charset_pairs.get(i_char, kw["default_charset"])
+            i_char += 1
+        elif real in ENUM_SET_TYPES:
+            if es_col_charsets is not None:
+                collation = es_col_charsets[i_es] if i_es < len(es_col_charsets) else None
+            elif "enum_set_default_charset" in kw:
+                collation = es_pairs.get(i_es, kw["enum_set_default_charset"])
+            i_es += 1
+        if real == T.ENUM:
+            if enum_vals is not None and i_enum < len(enum_vals):
+                extra["enum_values"] = enum_vals[i_enum]
+            i_enum += 1
+        elif real == T.SET:
+            if set_vals is not None and i_set < len(set_vals):
+                extra["set_values"] = set_vals[i_set]
+            i_set += 1
+        elif real == T.GEOMETRY:
+            if geo_types is not None and i_geo < len(geo_types):
+                extra["geometry_type"] = geo_types[i_geo]
+            i_geo += 1
+        elif real == T.VECTOR:
+            if vec_dims is not None and i_vec < len(vec_dims):
+                extra["vector_dimensions"] = vec_dims[i_vec]
+            i_vec += 1
+        if real in (T.BIT, T.GEOMETRY) and collation is None:
+            collation = BINARY_COLLATION if real == T.GEOMETRY else None
+
+        name_from = "fallback"
+        name = f"col_{i + 1}"
+        if names is not None and i < len(names):
+            name, name_from = names[i], "metadata"
+        spec = user[i] if user is not None else None
+        if spec is not None:
+            if name_from != "metadata" and spec.name:
+                name, name_from = spec.name, "schema"
+            if unsigned is None and spec.unsigned is not None and real in NUMERIC_TYPES:
+                unsigned = spec.unsigned
+            if collation is None and spec.charset is not None:
+                collation = spec.collation_id()
+            if real == T.ENUM and "enum_values" not in extra and spec.enum_values is not None:
+                extra["enum_values"] = tuple(spec.enum_values)
+            if real == T.SET and "set_values" not in extra and spec.set_values is not None:
+                extra["set_values"] = tuple(spec.set_values)
+        if real == T.ENUM or real == T.SET:
+            extra.setdefault("length", meta & 0xFF)
+        cols.append(ColumnInfo(
+            index=i, name=name, type=real, binlog_type=bt, meta=meta, nullable=nullable,
+            unsigned=unsigned, collation=collation, charset=charset_of(collation),
+            visible=(visibility[i] if visibility is not None and i < len(visibility) else None),
+            primary_key=i in pk, primary_key_prefix=(pk[i] if i in pk and pk[i] else None),
+            name_from=name_from, **extra))
+    return cols
+
+
+def _user_schema(ctx: DecodeContext, schema: str, table: str, ncols: int):
+    reg = getattr(ctx, "schemas", None)
+    if reg is None:
+        return None
+    from binlog_parser.rows.schema import lookup_columns
+
+    return lookup_columns(reg, schema, table, ncols)

@@ -1,0 +1,244 @@
+"""DATE / TIME / DATETIME / TIMESTAMP / YEAR values, in the old and the fractional (*2) encodings.
+
+Values are small frozen dataclasses rather than ``datetime`` objects because MySQL allows what
+``datetime`` cannot: zero dates (``0000-00-00``), zero parts (``2024-00-10``), negative TIME and
+TIME beyond 24 h (``-838:59:59``). ``str(value)`` is exactly what MySQL's SELECT prints for the
+column's fractional precision (``fsp``); ``to_python()`` gives a ``datetime`` object or None when
+the value has no such representation.
+
+Source: MySQL ``sql-common/my_time.cc`` (``my_time_packed_from_binary``,
+``my_datetime_packed_from_binary``, ``my_timestamp_from_binary``, ``TIME_from_longlong_*``) and
+``sql/field.cc`` (old DATE/TIME/DATETIME/TIMESTAMP storage).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+
+_UTC = _dt.timezone.utc
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
+
+
+def _frac(usec: int, fsp: int) -> str:
+    if fsp <= 0:
+        return ""
+    return "." + f"{usec:06d}"[:fsp]
+
+
+@dataclass(frozen=True, slots=True)
+class MySQLDate:
+    year: int
+    month: int
+    day: int
+
+    def __str__(self) -> str:
+        return f"{self.year:04d}-{self.month:02d}-{self.day:02d}"
+
+    @property
+    def is_zero(self) -> bool:
+        return self.year == 0 and self.month == 0 and self.day == 0
+
+    def to_python(self) -> _dt.date | None:
+        try:
+            return _dt.date(self.year, self.month, self.day)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class MySQLDateTime:
+    year: int
+    month: int
+    day: int
+    hour: int
+    minute: int
+    second: int
+    microsecond: int = 0
+    fsp: int = 0
+
+    def __str__(self) -> str:
+        return (f"{self.year:04d}-{self.month:02d}-{self.day:02d} "
+                f"{self.hour:02d}:{self.minute:02d}:{self.second:02d}{_frac(self.microsecond, self.fsp)}")
+
+    @property
+    def is_zero(self) -> bool:
+        return self.year == 0 and self.month == 0 and self.day == 0 and self.hour == 0 \
+            and self.minute == 0 and self.second == 0 and self.microsecond == 0
+
+    def to_python(self) -> _dt.datetime | None:
+        try:
+            return _dt.datetime(self.year, self.month, self.day, self.hour, self.minute,
+                                self.second, self.microsecond)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class MySQLTimestamp:
+    """Seconds since the epoch (UTC) as the binlog stores them; 0 is the zero timestamp.
+
+    ``str()`` renders in UTC (the binlog carries no session time zone).
+    """
+
+    seconds: int
+    microsecond: int = 0
+    fsp: int = 0
+
+    @property
+    def is_zero(self) -> bool:
+        return self.seconds == 0 and self.microsecond == 0
+
+    def to_python(self) -> _dt.datetime | None:
+        if self.is_zero:
+            return None
+        return _EPOCH + _dt.timedelta(seconds=self.seconds, microseconds=self.microsecond)
+
+    def __str__(self) -> str:
+        if self.is_zero:
+            return "0000-00-00 00:00:00" + _frac(0, self.fsp)
+        d = _EPOCH + _dt.timedelta(seconds=self.seconds)
+        return (f"{d.year:04d}-{d.month:02d}-{d.day:02d} {d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+                f"{_frac(self.microsecond, self.fsp)}")
+
+
+@dataclass(frozen=True, slots=True)
+class MySQLTime:
+    """A TIME value: sign, hours (0..838+), minutes, seconds, microseconds."""
+
+    negative: bool
+    hours: int
+    minutes: int
+    seconds: int
+    microsecond: int = 0
+    fsp: int = 0
+
+    def __str__(self) -> str:
+        sign = "-" if self.negative else ""
+        return f"{sign}{self.hours:02d}:{self.minutes:02d}:{self.seconds:02d}{_frac(self.microsecond, self.fsp)}"
+
+    def to_python(self) -> _dt.timedelta:
+        td = _dt.timedelta(hours=self.hours, minutes=self.minutes, seconds=self.seconds,
+                           microseconds=self.microsecond)
+        return -td if self.negative else td
+
+
+# ---------------------------------------------------------------- decoders: (buf, pos) -> (value, pos)
+
+def frac_bytes(fsp: int) -> int:
+    return (fsp + 1) // 2
+
+
+def _read_frac(buf, pos: int, fsp: int) -> int:
+    """Big-endian fraction of fsp digits -> microseconds."""
+    if fsp <= 0:
+        return 0
+    if fsp <= 2:
+        return buf[pos] * 10000
+    if fsp <= 4:
+        return ((buf[pos] << 8) | buf[pos + 1]) * 100
+    return (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2]
+
+
+def make_date_decoder():
+    def dec(buf, pos):
+        v = buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)
+        return MySQLDate(v >> 9, (v >> 5) & 15, v & 31), pos + 3
+    return dec
+
+
+def make_time_decoder():
+    """Old TIME: 3-byte signed little-endian integer [-]HHMMSS."""
+    def dec(buf, pos):
+        v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
+        neg = v < 0
+        v = -v if neg else v
+        return MySQLTime(neg, v // 10000, (v // 100) % 100, v % 100), pos + 3
+    return dec
+
+
+def make_datetime_decoder():
+    """Old DATETIME: 8-byte little-endian integer YYYYMMDDhhmmss."""
+    def dec(buf, pos):
+        v = int.from_bytes(buf[pos:pos + 8], "little")
+        d, t = divmod(v, 1000000)
+        return MySQLDateTime(d // 10000, (d // 100) % 100, d % 100,
+                             t // 10000, (t // 100) % 100, t % 100), pos + 8
+    return dec
+
+
+def make_timestamp_decoder():
+    def dec(buf, pos):
+        return MySQLTimestamp(int.from_bytes(buf[pos:pos + 4], "little")), pos + 4
+    return dec
+
+
+def make_timestamp2_decoder(fsp: int):
+    n = 4 + frac_bytes(fsp)
+
+    def dec(buf, pos):
+        sec = int.from_bytes(buf[pos:pos + 4], "big")
+        return MySQLTimestamp(sec, _read_frac(buf, pos + 4, fsp), fsp), pos + n
+    return dec
+
+
+_DATETIMEF_INT_OFS = 0x8000000000
+
+
+def make_datetime2_decoder(fsp: int):
+    n = 5 + frac_bytes(fsp)
+
+    def dec(buf, pos):
+        intpart = int.from_bytes(buf[pos:pos + 5], "big") - _DATETIMEF_INT_OFS
+        usec = _read_frac(buf, pos + 5, fsp)
+        if intpart < 0:  # not produced by real servers; keep the magnitude
+            intpart = -intpart
+        ymd = intpart >> 17
+        ym = ymd >> 5
+        hms = intpart & 0x1FFFF
+        return MySQLDateTime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63,
+                             usec, fsp), pos + n
+    return dec
+
+
+_TIMEF_INT_OFS = 0x800000
+_TIMEF_OFS = 0x800000000000
+
+
+def make_time2_decoder(fsp: int):
+    n = 3 + frac_bytes(fsp)
+
+    def dec(buf, pos):
+        if fsp <= 0:
+            packed = (int.from_bytes(buf[pos:pos + 3], "big") - _TIMEF_INT_OFS) << 24
+        elif fsp <= 2:
+            # negative values keep the fraction in reverse order: (0x100 - frac)
+            intpart = int.from_bytes(buf[pos:pos + 3], "big") - _TIMEF_INT_OFS
+            frac = buf[pos + 3]
+            if intpart < 0 and frac:
+                intpart += 1
+                frac -= 0x100
+            packed = (intpart << 24) + frac * 10000
+        elif fsp <= 4:
+            intpart = int.from_bytes(buf[pos:pos + 3], "big") - _TIMEF_INT_OFS
+            frac = (buf[pos + 3] << 8) | buf[pos + 4]
+            if intpart < 0 and frac:
+                intpart += 1
+                frac -= 0x10000
+            packed = (intpart << 24) + frac * 100
+        else:
+            packed = int.from_bytes(buf[pos:pos + 6], "big") - _TIMEF_OFS
+        neg = packed < 0
+        if neg:
+            packed = -packed
+        hms = packed >> 24
+        usec = packed & 0xFFFFFF
+        return MySQLTime(neg, (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, usec, fsp), pos + n
+    return dec
+
+
+def make_year_decoder():
+    def dec(buf, pos):
+        v = buf[pos]
+        return (v + 1900 if v else 0), pos + 1
+    return dec

@@ -1,0 +1,671 @@
+"""GTID coverage and chain reconciliation over per-file facts. Pure Python, no Spark.
+
+Ingestion (``spark_jobs.records``) leaves one small summary per archived binlog object in
+``meta.binlog_files`` (a :class:`FileFacts`): what the file says precedes it (MySQL
+PREVIOUS_GTIDS or MariaDB GTID_LIST), which GTIDs it contains, how it ends (ROTATE to which
+name, STOP, or nothing because it is truncated / still active). This module turns those
+facts into
+
+* :func:`coverage` - per source and per GTID key (MySQL ``uuid`` + ``tag``, MariaDB domain),
+  the merged GNO intervals the archive holds, with the first/last file of each interval;
+* :func:`reconcile` - per file, in ROTATE-chain order, the file's PREVIOUS_GTIDS compared with
+  what the archive says should precede it (predecessor's PREVIOUS_GTIDS + its contained GTIDs):
+  ``OK``, ``GAP`` (missing GTIDs or a missing file), ``OVERLAP``/``DUPLICATE`` (extra GTIDs,
+  a duplicate upload, GTIDs logged twice) or ``CHAIN_BREAK`` (RESET, restart on a new chain).
+
+GTID sets are handled by :class:`GtidIntervals`, an interval map keyed by ``(sid, tag)``:
+for MySQL ``sid`` is the server UUID (lower case) and ``tag`` the GTID tag ('' when
+untagged); its text is MySQL's canonical GTID-set text (``uuid:1-5:7,uuid2:1-3:tag:1-2``:
+UUIDs sorted, untagged intervals first, then tags sorted). MariaDB GTIDs
+(``domain-server-seq``) are mapped to ``sid`` = the domain id (as text) and tag '': a
+GTID_LIST entry ``0-7-10`` means "domain 0 has seq 1..10", and the text is
+``0:1-10,1:1-5`` (domains in numeric order). The core decoder's ``GtidSet`` prints the same
+MySQL text; this module keeps its own small implementation because it must also model
+MariaDB domains and runs on per-file summaries (text), never on events.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, asdict
+from typing import Any, Iterable, Iterator, Mapping
+
+MYSQL = "mysql"
+MARIADB = "mariadb"
+
+STATUS_OK = "OK"
+STATUS_GAP = "GAP"
+STATUS_OVERLAP = "OVERLAP"
+STATUS_DUPLICATE = "DUPLICATE"
+STATUS_CHAIN_BREAK = "CHAIN_BREAK"
+# Severity order used when one file shows several findings.
+_SEVERITY = {STATUS_OK: 0, STATUS_OVERLAP: 1, STATUS_DUPLICATE: 2, STATUS_GAP: 3, STATUS_CHAIN_BREAK: 4}
+
+_INTERVAL_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_TAG_RE = re.compile(r"^[a-z_][a-z0-9_]{0,31}$", re.IGNORECASE)
+_SEQ_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
+
+
+class GtidTextError(ValueError):
+    """A GTID-set text that cannot be parsed."""
+
+
+Key = tuple[str, str]  # (sid, tag)
+
+
+def _merge(intervals: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for start, end in sorted(intervals):
+        if start > end:
+            continue
+        if out and start <= out[-1][1] + 1:
+            if end > out[-1][1]:
+                out[-1][1] = end
+        else:
+            out.append([start, end])
+    return tuple((s, e) for s, e in out)
+
+
+class GtidIntervals:
+    """An immutable set of GTIDs as merged inclusive intervals per ``(sid, tag)`` key."""
+
+    __slots__ = ("flavor", "_map")
+
+    def __init__(self, mapping: Mapping[Key, Iterable[tuple[int, int]]] | None = None,
+                 flavor: str = MYSQL) -> None:
+        self.flavor = flavor
+        m: dict[Key, tuple[tuple[int, int], ...]] = {}
+        for key, ivs in (mapping or {}).items():
+            merged = _merge(ivs)
+            if merged:
+                m[key] = merged
+        self._map = m
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def empty(cls, flavor: str = MYSQL) -> "GtidIntervals":
+        return cls({}, flavor)
+
+    @classmethod
+    def from_text(cls, text: str | None, flavor: str = MYSQL) -> "GtidIntervals":
+        """Parse canonical text (MySQL syntax; for MariaDB, ``domain:1-10`` per domain)."""
+        if text is None:
+            return cls.empty(flavor)
+        acc: dict[Key, list[tuple[int, int]]] = {}
+        for part in text.replace("\n", "").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            tokens = [t.strip() for t in part.split(":")]
+            sid = tokens[0].lower()
+            if not sid:
+                raise GtidTextError(f"empty UUID/domain in GTID text {text!r}")
+            tag = ""
+            acc.setdefault((sid, tag), [])
+            for tok in tokens[1:]:
+                m = _INTERVAL_RE.match(tok)
+                if m:
+                    start = int(m.group(1))
+                    end = int(m.group(2)) if m.group(2) else start
+                    if start < 1 or end < start:
+                        raise GtidTextError(f"bad interval {tok!r} in {text!r}")
+                    acc.setdefault((sid, tag), []).append((start, end))
+                elif _TAG_RE.match(tok):
+                    tag = tok.lower()
+                    acc.setdefault((sid, tag), [])
+                else:
+                    raise GtidTextError(f"bad token {tok!r} in GTID text {text!r}")
+        return cls(acc, flavor)
+
+    @classmethod
+    def from_mariadb_list(cls, entries: Iterable[tuple[int, int, int]] | str | None) -> "GtidIntervals":
+        """A MariaDB GTID_LIST / gtid_binlog_pos (``domain-server-seq`` entries) as a set.
+
+        Each domain's state is "every seq up to the highest listed", i.e. ``1..max(seq)``.
+        """
+        if entries is None:
+            return cls.empty(MARIADB)
+        if isinstance(entries, str):
+            entries = [parse_mariadb_gtid(p) for p in entries.split(",") if p.strip()]
+        acc: dict[Key, list[tuple[int, int]]] = {}
+        for domain, _server, seq in entries:
+            if seq >= 1:
+                acc.setdefault((str(domain), ""), []).append((1, seq))
+        return cls(acc, MARIADB)
+
+    # ---- set algebra --------------------------------------------------------------------
+    def _combine(self, other: "GtidIntervals", op: str) -> "GtidIntervals":
+        keys = set(self._map) | set(other._map)
+        out: dict[Key, tuple[tuple[int, int], ...]] = {}
+        for k in keys:
+            a = self._map.get(k, ())
+            b = other._map.get(k, ())
+            if op == "|":
+                out[k] = a + b
+            elif op == "-":
+                out[k] = _subtract(a, b)
+            else:
+                out[k] = _intersect(a, b)
+        return GtidIntervals(out, self.flavor)
+
+    def __or__(self, other: "GtidIntervals") -> "GtidIntervals":
+        return self._combine(other, "|")
+
+    def __sub__(self, other: "GtidIntervals") -> "GtidIntervals":
+        return self._combine(other, "-")
+
+    def __and__(self, other: "GtidIntervals") -> "GtidIntervals":
+        return self._combine(other, "&")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GtidIntervals) and self._map == other._map
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._map.items())))
+
+    def __bool__(self) -> bool:
+        return bool(self._map)
+
+    def is_empty(self) -> bool:
+        return not self._map
+
+    def issubset(self, other: "GtidIntervals") -> bool:
+        return (self - other).is_empty()
+
+    def count(self) -> int:
+        return sum(e - s + 1 for ivs in self._map.values() for s, e in ivs)
+
+    def keys(self) -> list[Key]:
+        return sorted(self._map, key=self._sort_key)
+
+    def intervals(self, key: Key) -> tuple[tuple[int, int], ...]:
+        return self._map.get(key, ())
+
+    def iter_intervals(self) -> Iterator[tuple[str, str, int, int]]:
+        for k in self.keys():
+            for s, e in self._map[k]:
+                yield k[0], k[1], s, e
+
+    def holes(self) -> "GtidIntervals":
+        """GNOs missing between each key's smallest and largest GNO."""
+        out: dict[Key, list[tuple[int, int]]] = {}
+        for k, ivs in self._map.items():
+            gaps = [(ivs[i][1] + 1, ivs[i + 1][0] - 1) for i in range(len(ivs) - 1)]
+            if gaps:
+                out[k] = gaps
+        return GtidIntervals(out, self.flavor)
+
+    # ---- text ---------------------------------------------------------------------------
+    def _sort_key(self, key: Key) -> tuple:
+        sid, tag = key
+        if self.flavor == MARIADB and sid.isdigit():
+            return (0, int(sid), "", tag != "", tag)
+        return (1, 0, sid, tag != "", tag)
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        current_sid = None
+        for sid, tag in self.keys():
+            ivs = ":".join(f"{s}" if s == e else f"{s}-{e}" for s, e in self._map[(sid, tag)])
+            chunk = f"{tag}:{ivs}" if tag else ivs
+            if sid != current_sid:
+                parts.append(f"{sid}:{chunk}")
+                current_sid = sid
+            else:
+                parts[-1] += f":{chunk}"
+        return ",".join(parts)
+
+    def __repr__(self) -> str:
+        return f"GtidIntervals({self.flavor}, {str(self)!r})"
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+def _subtract(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    j = 0
+    for s, e in a:
+        cur = s
+        while j < len(b) and b[j][1] < cur:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] <= e:
+            bs, be = b[k]
+            if bs > cur:
+                out.append((cur, bs - 1))
+            cur = max(cur, be + 1)
+            if cur > e:
+                break
+            k += 1
+        if cur <= e:
+            out.append((cur, e))
+    return tuple(out)
+
+
+def _intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        s = max(a[i][0], b[j][0])
+        e = min(a[i][1], b[j][1])
+        if s <= e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+class GtidIntervalsBuilder:
+    """Accumulate GTIDs one at a time (cheap for the usual increasing GNOs)."""
+
+    def __init__(self, flavor: str = MYSQL) -> None:
+        self.flavor = flavor
+        self._acc: dict[Key, list[list[int]]] = {}
+        self.duplicates: dict[Key, list[tuple[int, int]]] = {}
+        self.n = 0
+
+    def add(self, sid: str, gno: int, tag: str = "") -> None:
+        key = (str(sid).lower(), (tag or "").lower())
+        self.n += 1
+        ivs = self._acc.get(key)
+        if ivs is None:
+            self._acc[key] = [[gno, gno]]
+            return
+        last = ivs[-1]
+        if gno == last[1] + 1:
+            last[1] = gno
+        elif last[0] <= gno <= last[1]:
+            self.duplicates.setdefault(key, []).append((gno, gno))
+        else:
+            # Out of order: check every interval for duplicates (rare path).
+            if any(s <= gno <= e for s, e in ivs):
+                self.duplicates.setdefault(key, []).append((gno, gno))
+            else:
+                ivs.append([gno, gno])
+                if gno < last[0]:
+                    ivs.sort()
+                    merged = _merge((s, e) for s, e in ivs)
+                    self._acc[key] = [[s, e] for s, e in merged]
+
+    def build(self) -> GtidIntervals:
+        return GtidIntervals({k: [(s, e) for s, e in v] for k, v in self._acc.items()}, self.flavor)
+
+    def build_duplicates(self) -> GtidIntervals:
+        return GtidIntervals(self.duplicates, self.flavor)
+
+
+def parse_mariadb_gtid(text: str) -> tuple[int, int, int]:
+    """``"0-7-10"`` -> ``(0, 7, 10)``."""
+    parts = text.strip().split("-")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise GtidTextError(f"bad MariaDB GTID {text!r}")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def split_series(name: str) -> tuple[str, int | None]:
+    """``"binlog.000012"`` -> ``("binlog.", 12)``; the numbered-series position of a file name.
+
+    The last run of digits counts (``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``).
+    """
+    base = name.rsplit("/", 1)[-1]
+    m = _SEQ_RE.match(base)
+    if not m:
+        return base, None
+    return m.group(1), int(m.group(2))
+
+
+# ---------------------------------------------------------------------------------------
+# Per-file facts and result rows
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class FileFacts:
+    """What reconciliation needs to know about one archived binlog object.
+
+    ``previous_gtids``: canonical text of the PREVIOUS_GTIDS (MySQL) or of the GTID_LIST
+    mapped to domain intervals (MariaDB); None when the file has no such event.
+    ``contained_gtids``: canonical text of the GTIDs of the transactions inside the file.
+    ``duplicate_gtids``: GTIDs that occur more than once inside the file.
+    ``closing_event``: 'ROTATE', 'STOP' or None (truncated, or the active file).
+    """
+
+    source: str
+    file: str
+    flavor: str = MYSQL
+    seq: int | None = None
+    size: int | None = None
+    etag: str | None = None
+    fingerprint: str | None = None
+    server_id: int | None = None
+    server_version: str | None = None
+    previous_gtids: str | None = None
+    previous_gtids_raw: str | None = None
+    contained_gtids: str = ""
+    duplicate_gtids: str = ""
+    first_gtid: str | None = None
+    last_gtid: str | None = None
+    closing_event: str | None = None
+    next_file: str | None = None
+    truncated: bool = False
+    transactions: int = 0
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "FileFacts":
+        names = set(cls.__dataclass_fields__)
+        kwargs = {k: row[k] for k in row.keys() if k in names}
+        if kwargs.get("contained_gtids") is None:
+            kwargs["contained_gtids"] = ""
+        if kwargs.get("duplicate_gtids") is None:
+            kwargs["duplicate_gtids"] = ""
+        kwargs["truncated"] = bool(kwargs.get("truncated") or False)
+        kwargs["transactions"] = int(kwargs.get("transactions") or 0)
+        if not kwargs.get("flavor"):
+            kwargs["flavor"] = MYSQL
+        return cls(**kwargs)
+
+    def gtids(self, attr: str) -> GtidIntervals | None:
+        text = getattr(self, attr)
+        if text is None:
+            return None
+        return GtidIntervals.from_text(text, self.flavor)
+
+    def identity(self) -> tuple:
+        """Equal for two uploads of the same bytes (content fingerprint when known)."""
+        if self.fingerprint:
+            return ("fp", self.fingerprint)
+        return ("facts", self.size, self.server_id, self.previous_gtids, self.contained_gtids,
+                self.first_gtid, self.last_gtid, self.closing_event, self.next_file, self.truncated,
+                self.transactions)
+
+
+@dataclass
+class ReconciliationRow:
+    source: str
+    chain_index: int
+    file: str
+    seq: int | None
+    flavor: str
+    server_id: int | None
+    status: str
+    previous_file: str | None
+    expected_file: str | None
+    previous_gtids: str | None
+    expected_gtids: str | None
+    missing_gtids: str
+    extra_gtids: str
+    contained_gtids: str
+    missing_files: list[str] = field(default_factory=list)
+    duplicate_of: str | None = None
+    truncated: bool = False
+    closing_event: str | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CoverageRow:
+    source: str
+    flavor: str
+    sid: str
+    tag: str
+    gno_start: int
+    gno_end: int
+    transactions: int
+    first_file: str
+    last_file: str
+    gtid_set: str
+    files: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------
+# Chain order
+# ---------------------------------------------------------------------------------------
+
+
+def _sort_key(f: FileFacts) -> tuple:
+    base, seq = split_series(f.file)
+    if f.seq is not None:
+        seq = f.seq
+    return (base, seq is None, seq if seq is not None else 0, len(f.file), f.file)
+
+
+def _basename(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def chain_order(files: list[FileFacts]) -> tuple[list[FileFacts], dict[str, FileFacts]]:
+    """Order one source's files along the ROTATE chain; split off identical re-uploads.
+
+    Returns ``(ordered, duplicates)`` where ``duplicates`` maps a re-uploaded file's name to
+    the file it copies. Among identical uploads the one a ROTATE names is canonical (else
+    the lowest-sorted name). The walk follows ``next_file``; where the chain breaks (file
+    missing, STOP, truncated tail) it resumes at the lowest remaining file of the series.
+    """
+    pointed = {f.next_file for f in files if f.next_file}
+    groups: dict[tuple, list[FileFacts]] = {}
+    for f in files:
+        groups.setdefault(f.identity(), []).append(f)
+    duplicates: dict[str, FileFacts] = {}
+    canonical: list[FileFacts] = []
+    for group in groups.values():
+        group.sort(key=lambda f: (_basename(f.file) not in pointed, _sort_key(f)))
+        canonical.append(group[0])
+        for dup in group[1:]:
+            duplicates[dup.file] = group[0]
+    remaining = sorted(canonical, key=_sort_key)
+    by_name: dict[str, FileFacts] = {}
+    for f in remaining:
+        by_name.setdefault(_basename(f.file), f)
+    ordered: list[FileFacts] = []
+    placed: set[int] = set()
+    current: FileFacts | None = None
+    while len(placed) < len(remaining):
+        nxt = None
+        if current is not None and current.next_file:
+            cand = by_name.get(_basename(current.next_file))
+            if cand is not None and id(cand) not in placed:
+                nxt = cand
+        if nxt is None:
+            nxt = next(f for f in remaining if id(f) not in placed)
+        placed.add(id(nxt))
+        ordered.append(nxt)
+        current = nxt
+    return ordered, duplicates
+
+
+def _missing_series_names(pred: FileFacts, f: FileFacts) -> list[str]:
+    """Names skipped in a numbered series between ``pred`` and ``f`` (same base name)."""
+    pbase, pseq = split_series(_basename(pred.file))
+    fbase, fseq = split_series(_basename(f.file))
+    if pseq is None or fseq is None or pbase != fbase or fseq <= pseq + 1:
+        return []
+    m = _SEQ_RE.match(_basename(pred.file))
+    width = len(m.group(2)) if m else 6
+    suffix = m.group(3) if m else ""
+    if fseq - pseq > 1000:
+        return [f"{pbase}{str(pseq + 1).zfill(width)}{suffix} .. {pbase}{str(fseq - 1).zfill(width)}{suffix}"]
+    return [f"{pbase}{str(n).zfill(width)}{suffix}" for n in range(pseq + 1, fseq)]
+
+
+# ---------------------------------------------------------------------------------------
+# Reconciliation
+# ---------------------------------------------------------------------------------------
+
+
+def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
+    """Reconcile the files of one source (see module docstring for the statuses)."""
+    if not files:
+        return []
+    flavor = files[0].flavor
+    ordered, duplicates = chain_order(files)
+    rows: list[ReconciliationRow] = []
+    empty = GtidIntervals.empty(flavor)
+    seen = empty                      # GTIDs contained in files already walked
+    state: GtidIntervals | None = None  # what should precede the next file
+    pred: FileFacts | None = None
+    for index, f in enumerate(ordered):
+        actual = f.gtids("previous_gtids")
+        contained = f.gtids("contained_gtids") or empty
+        in_file_dups = f.gtids("duplicate_gtids") or empty
+        findings: list[tuple[str, str]] = []
+        whole_duplicate = False
+        chain_break = False
+        missing = empty
+        extra = empty
+        missing_files: list[str] = []
+        expected_file = pred.next_file if pred is not None else None
+        expected = state
+
+        if pred is not None:
+            if pred.next_file and _basename(pred.next_file) != _basename(f.file):
+                missing_files.append(_basename(pred.next_file))
+                missing_files.extend(n for n in _missing_series_names(pred, f)
+                                     if n != _basename(pred.next_file))
+            elif not pred.next_file:
+                missing_files.extend(_missing_series_names(pred, f))
+            if missing_files:
+                findings.append((STATUS_GAP, "file(s) not in the archive: " + ", ".join(missing_files)))
+
+        if pred is not None and actual is not None and expected is not None:
+            missing = actual - expected
+            extra = expected - actual
+            if actual.is_empty() and not expected.is_empty():
+                chain_break = True
+                findings.append((STATUS_CHAIN_BREAK, "PREVIOUS_GTIDS empty after a non-empty history (RESET?)"))
+            elif missing and extra:
+                chain_break = True
+                findings.append((STATUS_CHAIN_BREAK, "PREVIOUS_GTIDS unrelated to the predecessor's history"))
+            elif missing:
+                findings.append((STATUS_GAP, f"GTIDs executed before this file but not in the archive: {missing}"))
+            elif extra:
+                if contained and contained.issubset(seen):
+                    whole_duplicate = True
+                    findings.append((STATUS_DUPLICATE, "file repeats GTIDs of an earlier file"))
+                else:
+                    findings.append((STATUS_OVERLAP, f"predecessor's GTIDs not recorded as preceding: {extra}"))
+        elif pred is None:
+            if actual is not None:
+                findings.append((STATUS_OK, f"archive starting point: {actual}"))
+
+        # GNO holes opened inside this file (a transaction missing in the middle).
+        if chain_break:
+            seen = empty  # a new history starts here
+            base = actual
+        elif actual is not None:
+            base = actual | (expected or empty)
+        else:
+            base = expected or empty
+        new_holes = (base | contained).holes() - base.holes()
+        if new_holes:
+            missing = missing | new_holes
+            findings.append((STATUS_GAP, f"GNO gap inside the file: {new_holes}"))
+        # GTIDs logged twice.
+        again = empty
+        if actual is not None:
+            again = again | (contained & actual)
+        again = again | (contained & seen) | in_file_dups
+        if again:
+            extra = extra | again
+            findings.append((STATUS_DUPLICATE, f"GTIDs logged more than once: {again}"))
+
+        status = STATUS_OK
+        for st, _msg in findings:
+            if _SEVERITY[st] > _SEVERITY[status]:
+                status = st
+        if f.truncated:
+            findings.append((STATUS_OK, "file truncated mid-event (tail cut or still being written)"))
+        rows.append(ReconciliationRow(
+            source=f.source, chain_index=index, file=f.file, seq=f.seq if f.seq is not None else split_series(f.file)[1],
+            flavor=f.flavor, server_id=f.server_id, status=status,
+            previous_file=pred.file if pred is not None else None, expected_file=expected_file,
+            previous_gtids=f.previous_gtids, expected_gtids=str(expected) if expected is not None else None,
+            missing_gtids=str(missing), extra_gtids=str(extra), contained_gtids=str(contained),
+            missing_files=missing_files, duplicate_of=None, truncated=f.truncated,
+            closing_event=f.closing_event, detail="; ".join(m for _s, m in findings),
+        ))
+        if whole_duplicate:
+            continue  # an older copy: the chain goes on from its predecessor
+        # Advance: what should precede the next file.
+        if status == STATUS_CHAIN_BREAK or actual is not None:
+            base_next = actual if actual is not None else empty
+        else:
+            base_next = expected or empty
+        state = base_next | contained | missing
+        seen = seen | contained
+        pred = f
+
+    # Identical re-uploads: reported after the chain, pointing at the original.
+    index = len(rows)
+    for name in sorted(duplicates, key=lambda n: _sort_key(next(f for f in files if f.file == n))):
+        f = next(x for x in files if x.file == name)
+        orig = duplicates[name]
+        contained = f.gtids("contained_gtids") or empty
+        rows.append(ReconciliationRow(
+            source=f.source, chain_index=index, file=f.file, seq=f.seq if f.seq is not None else split_series(f.file)[1],
+            flavor=f.flavor, server_id=f.server_id, status=STATUS_DUPLICATE,
+            previous_file=None, expected_file=None, previous_gtids=f.previous_gtids,
+            expected_gtids=None, missing_gtids="", extra_gtids=str(contained),
+            contained_gtids=str(contained), missing_files=[], duplicate_of=orig.file,
+            truncated=f.truncated, closing_event=f.closing_event,
+            detail=f"same content as {orig.file} (uploaded twice)",
+        ))
+        index += 1
+    return rows
+
+
+def reconcile(files: Iterable[FileFacts]) -> list[ReconciliationRow]:
+    """Reconcile every source's files; rows grouped by source, in chain order."""
+    by_source: dict[str, list[FileFacts]] = {}
+    for f in files:
+        by_source.setdefault(f.source, []).append(f)
+    out: list[ReconciliationRow] = []
+    for source in sorted(by_source):
+        out.extend(reconcile_source(by_source[source]))
+    return out
+
+
+def coverage(files: Iterable[FileFacts]) -> list[CoverageRow]:
+    """Per source and GTID key, the merged GNO intervals the archive contains."""
+    by_source: dict[str, list[FileFacts]] = {}
+    for f in files:
+        by_source.setdefault(f.source, []).append(f)
+    out: list[CoverageRow] = []
+    for source in sorted(by_source):
+        flist = by_source[source]
+        flavor = flist[0].flavor
+        ordered, dups = chain_order(flist)
+        ordered = ordered + [f for f in flist if f.file in dups]
+        per_file = [(f, f.gtids("contained_gtids") or GtidIntervals.empty(flavor)) for f in ordered]
+        total = GtidIntervals.empty(flavor)
+        for _f, g in per_file:
+            total = total | g
+        for sid, tag, start, end in total.iter_intervals():
+            first_file = last_file = None
+            first_pos = last_pos = None
+            nfiles = 0
+            for f, g in per_file:
+                hit = False
+                for s, e in g.intervals((sid, tag)):
+                    if e < start or s > end:
+                        continue
+                    hit = True
+                    if first_pos is None or s < first_pos:
+                        first_pos, first_file = s, f.file
+                    if last_pos is None or e > last_pos:
+                        last_pos, last_file = e, f.file
+                nfiles += hit
+            one = GtidIntervals({(sid, tag): [(start, end)]}, flavor)
+            out.append(CoverageRow(source=source, flavor=flavor, sid=sid, tag=tag, gno_start=start,
+                                   gno_end=end, transactions=end - start + 1,
+                                   first_file=first_file or "", last_file=last_file or "",
+                                   gtid_set=str(one), files=nfiles))
+    return out

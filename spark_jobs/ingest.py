@@ -1,0 +1,649 @@
+"""The decode job: archived binlog objects -> bronze / silver / meta Delta tables.
+
+Driver: plans tasks from the object list (never reads file bodies), runs one Spark job that
+decodes on the executors (``mapInArrow`` over a small task DataFrame, one task per
+partition), stages the decoded rows once as Parquet, then replaces each table's rows of the
+ingested files with one Delta overwrite per table (``replaceWhere`` on source + file).
+
+Executors: open the object store from a plain-dict config (never a driver-side client),
+read their byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
+``spark_jobs.records`` and stream Arrow batches of at most ``batch_rows`` rows.
+
+Large files (> ``split_threshold`` bytes) are first scanned header-only on an executor and
+cut at transaction starts into ranges of about ``split_target`` bytes; small files are packed
+into tasks of about ``pack_target`` bytes.
+
+Exactly-once: every Delta write carries ``txnAppId = binlake-ingest:<run_id>`` /
+``txnVersion`` (Delta skips a write it already committed for that run: a killed run re-run
+with the same run id finishes the missing tables only) and ``userMetadata`` naming the run.
+Whatever the run id, rows are keyed by (source, file) and replaced, never appended twice;
+decoding is deterministic, so a re-run leaves every table with identical rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import io
+import re
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from spark_jobs import records
+from spark_jobs.schemas import ALL_TABLES, INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
+
+log = logging.getLogger("binlake.ingest")
+
+DEFAULT_SPLIT_THRESHOLD = 128 << 20
+DEFAULT_SPLIT_TARGET = 64 << 20
+DEFAULT_PACK_TARGET = 64 << 20
+DEFAULT_BATCH_ROWS = 4096
+HEAD_BYTES = 64 << 10
+READ_CHUNK = 8 << 20
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs and results
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BinlogObject:
+    """One archived binlog object to ingest."""
+
+    source: str
+    uri: str
+    size: int
+    etag: str | None = None
+    file: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.file:
+            object.__setattr__(self, "file", self.uri.rstrip("/").rsplit("/", 1)[-1])
+
+
+def as_binlog_object(item: Any, source: str | None = None) -> BinlogObject:
+    """Accept a BinlogObject, a dict, or any object with source/uri/size/etag attributes
+    (e.g. ``binlake.storage.ObjectInfo`` plus a ``source``)."""
+    if isinstance(item, BinlogObject):
+        return item
+    get = item.get if isinstance(item, Mapping) else (lambda k, d=None: getattr(item, k, d))
+    src = get("source") or source
+    if not src:
+        raise ValueError(f"binlog object without a source: {item!r}")
+    uri = get("uri")
+    name = get("file") or get("name") or ""
+    return BinlogObject(source=str(src), uri=str(uri), size=int(get("size") or 0),
+                        etag=get("etag"), file=str(name).rsplit("/", 1)[-1] if name else "")
+
+
+@dataclass
+class IngestResult:
+    run_id: str
+    files: int = 0
+    skipped: int = 0
+    tasks: int = 0
+    split_files: int = 0
+    bytes: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    quarantined: int = 0
+    file_status: dict[str, str] = field(default_factory=dict)  # "source/file" -> ok|partial|failed
+    seconds: float = 0.0
+    decode_seconds: float = 0.0
+    write_seconds: float = 0.0
+    table_versions: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------------------------
+# Executor side: byte access
+# ---------------------------------------------------------------------------------------
+
+_STORES: dict[tuple, Any] = {}
+
+
+def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[Any, str]:
+    from binlake.config import S3Settings, is_s3_uri, split_s3_uri
+    from binlake.storage import LocalObjectStore, S3ObjectStore
+
+    if is_s3_uri(uri):
+        bucket, key = split_s3_uri(uri)
+        ck = ("s3", bucket, json.dumps(s3 or {}, sort_keys=True))
+        store = _STORES.get(ck)
+        if store is None:
+            store = S3ObjectStore(f"s3://{bucket}/", S3Settings(**(s3 or {})))
+            _STORES[ck] = store
+        return store, key
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    folder, _, name = path.rpartition("/")
+    ck = ("local", folder or "/")
+    store = _STORES.get(ck)
+    if store is None:
+        store = LocalObjectStore(folder or "/")
+        _STORES[ck] = store
+    return store, name
+
+
+def read_bytes(uri: str, start: int, end: int, s3: Mapping[str, Any] | None = None) -> bytes:
+    """Bytes ``[start, end)`` of an object (local path or s3:// URI), read in chunks."""
+    store, name = _store_and_name(uri, s3)
+    if end - start <= READ_CHUNK:
+        return store.read_range(name, start, end)
+    buf = bytearray()
+    pos = start
+    while pos < end:
+        chunk = store.read_range(name, pos, min(end, pos + READ_CHUNK))
+        if not chunk:
+            break
+        buf += chunk
+        pos += len(chunk)
+    return bytes(buf)
+
+
+class RangeStream(io.RawIOBase):
+    """A read-only forward stream over an object, fetched ``READ_CHUNK`` bytes at a time."""
+
+    def __init__(self, uri: str, size: int, s3: Mapping[str, Any] | None = None) -> None:
+        self.uri, self.size, self.s3, self.pos = uri, size, s3, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.pos >= self.size:
+            return 0
+        n = min(len(b), READ_CHUNK, self.size - self.pos)
+        data = read_bytes(self.uri, self.pos, self.pos + n, self.s3)
+        b[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def scan_split_points(uri: str, size: int, target: int, s3: Mapping[str, Any] | None = None) -> list[int]:
+    """Header-only scan of one object (executor side): transaction-start cut offsets."""
+    from binlog_parser.reader import scan_headers
+
+    stream = io.BufferedReader(RangeStream(uri, size, s3), buffer_size=READ_CHUNK)
+    try:
+        return records.split_points(scan_headers(stream, file_name=uri.rsplit("/", 1)[-1]),
+                                    file_size=size, target=target)
+    except Exception:  # noqa: BLE001 - an unreadable file is decoded whole (and quarantined)
+        log.exception("header scan failed for %s; decoding it as one range", uri)
+        return []
+
+
+# ---------------------------------------------------------------------------------------
+# Executor side: decode tasks into Arrow batches
+# ---------------------------------------------------------------------------------------
+
+STAGE_KINDS = ("events", "quarantine", "transactions", "row_changes", "statements")
+
+
+def _loose(dt: Any) -> Any:
+    """A copy of a Spark type with every field nullable and no metadata (for staging)."""
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+
+    if isinstance(dt, StructType):
+        return StructType([StructField(f.name, _loose(f.dataType), True) for f in dt.fields])
+    if isinstance(dt, ArrayType):
+        return ArrayType(_loose(dt.elementType), True)
+    if isinstance(dt, MapType):
+        return MapType(_loose(dt.keyType), _loose(dt.valueType), True)
+    return dt
+
+
+def staging_schema() -> Any:
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    fields = [StructField("kind", StringType(), False), StructField("task_id", IntegerType(), True)]
+    for kind in STAGE_KINDS:
+        fields.append(StructField(kind, _loose(spec(KIND_TO_TABLE[kind]).schema), True))
+    fields.append(StructField("facts", StringType(), True))
+    return StructType(fields)
+
+
+class _BatchMaker:
+    def __init__(self) -> None:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.pa = pa
+        self.schema = to_arrow_schema(staging_schema(), timezone="UTC")
+        self.struct_types = {k: self.schema.field(k).type for k in STAGE_KINDS}
+
+    def batch(self, kind: str, task_id: int, rows: list[dict[str, Any]]) -> Any:
+        pa = self.pa
+        n = len(rows)
+        cols = [pa.array([kind] * n, pa.string()), pa.array([task_id] * n, pa.int32())]
+        for k in STAGE_KINDS:
+            t = self.struct_types[k]
+            if k == kind:
+                cols.append(pa.array(rows, type=t))
+            else:
+                cols.append(pa.nulls(n, type=t))
+        if kind == "facts":
+            cols.append(pa.array([json.dumps(r, default=str) for r in rows], pa.string()))
+        else:
+            cols.append(pa.nulls(n, type=pa.string()))
+        return pa.RecordBatch.from_arrays(cols, schema=self.schema)
+
+
+def _facts_for_failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -> Iterator[tuple[str, dict]]:
+    from spark_jobs.gtid_reconciliation import split_series
+
+    file_seq = split_series(piece["file"])[1]
+    yield "quarantine", {
+        "source": piece["source"], "file": piece["file"], "file_seq": file_seq, "pos": piece["start"],
+        "scope": "file" if piece["start"] == 0 else "range", "type_code": None, "event_type": None,
+        "error_class": type(exc).__name__, "error_message": str(exc) or repr(exc),
+        "range_start": piece["start"], "range_end": piece["end"] if piece["end"] < piece["size"] else None,
+        "raw_head": None, "run_id": run_id,
+    }
+    yield "file_facts", {
+        "source": piece["source"], "file": piece["file"], "file_seq": file_seq, "uri": piece["uri"],
+        "range_index": piece["range_index"], "range_start": piece["start"], "range_end": piece["end"],
+        "binlog_version": None, "server_version": None, "server_id": None, "checksum_alg": None,
+        "previous_gtids": None, "previous_gtids_raw": None, "first_gtid": None, "last_gtid": None,
+        "transactions": 0, "events": 0, "first_event_time": None, "last_event_time": None,
+        "closing_event": None, "next_file": None, "truncated": False, "decoded_bytes": 0,
+        "quarantined": 1, "sha1": "", "flavor": "mysql", "contained_gtids": "", "duplicate_gtids": "",
+        "read_failed": True,
+    }
+
+
+def decode_piece(piece: Mapping[str, Any], *, s3: Mapping[str, Any] | None, keep_raw: bool,
+                 run_id: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Decode one byte range of one object (executor side); never raises."""
+    try:
+        data = read_bytes(piece["uri"], piece["start"], piece["end"], s3)
+        ctx = None
+        if piece["start"] > 0:
+            head = read_bytes(piece["uri"], 0, min(HEAD_BYTES, piece["size"]), s3)
+            ctx = records.context_from_head(head, piece["file"])
+    except Exception as exc:  # noqa: BLE001 - unreadable object / head: quarantined, run goes on
+        yield from _facts_for_failure(piece, exc, run_id)
+        return
+    yield from records.decode_range(
+        data, source=piece["source"], file=piece["file"], uri=piece["uri"],
+        range_start=piece["start"], range_index=piece["range_index"], file_size=piece["size"],
+        context=ctx, keep_raw=keep_raw, run_id=run_id)
+
+
+def make_decoder(s3: Mapping[str, Any] | None, keep_raw: bool, run_id: str | None,
+                 batch_rows: int = DEFAULT_BATCH_ROWS):
+    """The mapInArrow function: task batches in, staged row batches out (bounded memory)."""
+
+    def decode_tasks(batches: Iterator[Any]) -> Iterator[Any]:
+        maker = _BatchMaker()
+        for batch in batches:
+            ids = batch.column("task_id").to_pylist()
+            specs = batch.column("spec").to_pylist()
+            for task_id, spec_json in zip(ids, specs):
+                buffers: dict[str, list[dict[str, Any]]] = {k: [] for k in STAGE_KINDS + ("facts",)}
+                for piece in json.loads(spec_json):
+                    for kind, row in decode_piece(piece, s3=s3, keep_raw=keep_raw, run_id=run_id):
+                        if kind == "file_facts":
+                            row = dict(row, size=piece["size"], etag=piece.get("etag"),
+                                       n_ranges=piece["n_ranges"])
+                            kind = "facts"
+                        buf = buffers[kind]
+                        buf.append(row)
+                        if len(buf) >= batch_rows:
+                            yield maker.batch(kind, task_id, buf)
+                            buffers[kind] = []
+                for kind, buf in buffers.items():
+                    if buf:
+                        yield maker.batch(kind, task_id, buf)
+
+    return decode_tasks
+
+
+# ---------------------------------------------------------------------------------------
+# Driver side: planning
+# ---------------------------------------------------------------------------------------
+
+
+def plan_tasks(objects: Sequence[BinlogObject], cuts: Mapping[tuple[str, str], list[int]], *,
+               pack_target: int) -> list[list[dict[str, Any]]]:
+    """Group byte ranges into tasks: ranges of split files alone, small files packed."""
+    tasks: list[list[dict[str, Any]]] = []
+    pack: list[dict[str, Any]] = []
+    pack_bytes = 0
+    for obj in objects:
+        points = cuts.get((obj.source, obj.file)) or []
+        bounds = [0] + [p for p in points if 0 < p < obj.size] + [obj.size]
+        n = len(bounds) - 1
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            piece = {"source": obj.source, "file": obj.file, "uri": obj.uri, "size": obj.size,
+                     "etag": obj.etag, "start": a, "end": b, "range_index": i, "n_ranges": n}
+            if n > 1 or (b - a) >= pack_target:
+                tasks.append([piece])
+                continue
+            if pack and pack_bytes + (b - a) > pack_target:
+                tasks.append(pack)
+                pack, pack_bytes = [], 0
+            pack.append(piece)
+            pack_bytes += b - a
+    if pack:
+        tasks.append(pack)
+    return tasks
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def files_predicate(pairs: Iterable[tuple[str, str]]) -> str:
+    """``(source = 'a' AND file IN ('x','y')) OR ...`` for replaceWhere."""
+    by_source: dict[str, list[str]] = {}
+    for source, file in pairs:
+        by_source.setdefault(source, []).append(file)
+    parts = []
+    for source in sorted(by_source):
+        files = ", ".join(_sql_str(f) for f in sorted(set(by_source[source])))
+        parts.append(f"(source = {_sql_str(source)} AND file IN ({files}))")
+    return " OR ".join(parts) if parts else "false"
+
+
+# ---------------------------------------------------------------------------------------
+# Driver side: Delta helpers
+# ---------------------------------------------------------------------------------------
+
+
+def table_path(config: Any, name: str) -> str:
+    from binlake.config import to_spark_uri
+    from binlake.tables import table_location
+
+    return to_spark_uri(table_location(config.warehouse, name))
+
+
+def ensure_table(spark: Any, config: Any, name: str) -> str:
+    """Create the Delta table (schema, comments, partitioning) if it does not exist."""
+    from delta.tables import DeltaTable
+
+    path = table_path(config, name)
+    ts: TableSpec = ALL_TABLES[name]
+    if not DeltaTable.isDeltaTable(spark, path):
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(ts.schema)
+        if ts.partition_by:
+            builder = builder.partitionedBy(*ts.partition_by)
+        builder = builder.comment(ts.description)
+        builder.execute()
+    return path
+
+
+def write_replace(df: Any, path: str, predicate: str, *, run_id: str, job: str, txn_version: int = 0,
+                  txn_app: str | None = None, extra_meta: Mapping[str, Any] | None = None) -> None:
+    """Replace the rows matching ``predicate`` with ``df`` in one Delta commit tied to the run."""
+    meta = {"job": job, "run_id": run_id}
+    if extra_meta:
+        meta.update(extra_meta)
+    (df.write.format("delta").mode("overwrite")
+        .option("replaceWhere", predicate)
+        .option("txnAppId", txn_app or f"binlake-{job}:{run_id}")
+        .option("txnVersion", str(txn_version))
+        .option("userMetadata", json.dumps(meta, sort_keys=True))
+        .save(path))
+
+
+def _delete_path(spark: Any, path: str) -> None:
+    if "://" not in path:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    jvm = spark._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+    fs.delete(hpath, True)
+
+
+def _table_version(spark: Any, path: str) -> int | None:
+    from delta.tables import DeltaTable
+
+    try:
+        return int(DeltaTable.forPath(spark, path).history(1).collect()[0]["version"])
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def already_ingested(spark: Any, config: Any) -> dict[tuple[str, str], tuple[str | None, int | None]]:
+    """(source, file) -> (etag, size) of files meta.ingested_files marks done."""
+    from delta.tables import DeltaTable
+
+    path = table_path(config, "meta.ingested_files")
+    if not DeltaTable.isDeltaTable(spark, path):
+        return {}
+    rows = spark.read.format("delta").load(path).select("source", "file", "etag", "size", "status").collect()
+    return {(r["source"], r["file"]): (r["etag"], r["size"]) for r in rows if r["status"] != "failed"}
+
+
+# ---------------------------------------------------------------------------------------
+# The job
+# ---------------------------------------------------------------------------------------
+
+
+def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None = None, *,
+               force: bool = False, split_threshold: int = DEFAULT_SPLIT_THRESHOLD,
+               split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
+               keep_raw: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS,
+               keep_staging: bool = False) -> IngestResult:
+    """Decode ``files`` (binlog objects from discovery) into the bronze/silver/meta tables.
+
+    Files whose (source, file, etag, size) ``meta.ingested_files`` already holds are skipped
+    unless ``force``; a changed etag or size means the object changed (an active file
+    re-archived): it is ingested again and its rows replaced.
+    """
+    t0 = time.time()
+    run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    result = IngestResult(run_id=run_id)
+    objects = [as_binlog_object(f) for f in files]
+    # one entry per (source, file): the last listed wins
+    uniq: dict[tuple[str, str], BinlogObject] = {}
+    for o in objects:
+        uniq[(o.source, o.file)] = o
+    objects = sorted(uniq.values(), key=lambda o: (o.source, o.file))
+    if not force:
+        done = already_ingested(spark, config)
+        todo = [o for o in objects if done.get((o.source, o.file)) != (o.etag, o.size)]
+        result.skipped = len(objects) - len(todo)
+        objects = todo
+    result.files = len(objects)
+    result.bytes = sum(o.size for o in objects)
+    for name in INGEST_TABLES:
+        ensure_table(spark, config, name)
+    if not objects:
+        result.seconds = time.time() - t0
+        return result
+
+    s3 = dataclasses.asdict(config.s3)
+    sc = spark.sparkContext
+
+    # 1. split points of large files, found by a header scan on the executors
+    big = [o for o in objects if o.size > split_threshold]
+    cuts: dict[tuple[str, str], list[int]] = {}
+    if big:
+        found = (sc.parallelize([(o.source, o.file, o.uri, o.size) for o in big], len(big))
+                 .map(lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], split_target, s3)))
+                 .collect())
+        cuts = dict(found)
+        result.split_files = sum(1 for v in cuts.values() if v)
+    tasks = plan_tasks(objects, cuts, pack_target=pack_target)
+    result.tasks = len(tasks)
+
+    # 2. decode once on the executors, staged as Parquet
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    task_schema = StructType([StructField("task_id", IntegerType(), False),
+                              StructField("spec", StringType(), False)])
+    task_rdd = sc.parallelize([(i, json.dumps(t)) for i, t in enumerate(tasks)], len(tasks))
+    task_df = spark.createDataFrame(task_rdd, task_schema)
+    decoded = task_df.mapInArrow(make_decoder(s3, keep_raw, run_id, batch_rows), staging_schema())
+    from binlake.config import to_spark_uri
+
+    staging = to_spark_uri(config.warehouse).rstrip("/") + f"/_staging/ingest-{run_id}"
+    t1 = time.time()
+    decoded.write.mode("overwrite").partitionBy("kind").parquet(staging)
+    result.decode_seconds = time.time() - t1
+
+    # 3. per-file facts (small) -> meta.binlog_files rows
+    staged = spark.read.parquet(staging)
+    fact_rows = [json.loads(r["facts"]) for r in
+                 staged.where("kind = 'facts'").select("facts").collect()]
+    by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in fact_rows:
+        by_file.setdefault((r["source"], r["file"]), []).append(r)
+    t2 = time.time()
+    predicate = files_predicate((o.source, o.file) for o in objects)
+    # one Delta transaction id per (run, file set): a retried run skips what it already wrote
+    txn_app = f"binlake-ingest:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
+    counts: dict[str, int] = {}
+    for kind in STAGE_KINDS:
+        name = KIND_TO_TABLE[kind]
+        ts = spec(name)
+        df = staged.where(f"kind = '{kind}'").select(f"`{kind}`.*").select(*ts.column_names)
+        path = table_path(config, name)
+        write_replace(df, path, predicate, run_id=run_id, job="ingest", txn_app=txn_app,
+                      extra_meta={"files": len(objects)})
+    per_file_counts = _per_file_counts(staged)
+    file_rows = []
+    ingested_rows = []
+    for o in objects:
+        parts = by_file.get((o.source, o.file)) or []
+        c = per_file_counts.get((o.source, o.file), {})
+        for k in STAGE_KINDS:
+            counts[k] = counts.get(k, 0) + c.get(k, 0)
+        if not parts:
+            status = "failed"
+        elif any(p.get("read_failed") for p in parts):
+            status = "failed"
+        elif c.get("quarantine", 0):
+            status = "partial"
+        else:
+            status = "ok"
+        result.file_status[f"{o.source}/{o.file}"] = status
+        if parts:
+            merged = records.merge_file_facts(
+                [dict(p, first_event_time=_parse_ts(p.get("first_event_time")),
+                      last_event_time=_parse_ts(p.get("last_event_time"))) for p in parts],
+                size=o.size, etag=o.etag, ranges=parts[0].get("n_ranges"))
+            merged["uri"] = o.uri
+            file_rows.append(merged)
+        ingested_rows.append({
+            "source": o.source, "file": o.file, "file_seq": records.split_series(o.file)[1],
+            "uri": o.uri, "size": o.size, "etag": o.etag, "run_id": run_id, "status": status,
+            "events": c.get("events", 0), "transactions": c.get("transactions", 0),
+            "row_changes": c.get("row_changes", 0), "statements": c.get("statements", 0),
+            "quarantined": c.get("quarantine", 0),
+        })
+    write_replace(_rows_df(spark, "meta.binlog_files", file_rows), table_path(config, "meta.binlog_files"),
+                  predicate, run_id=run_id, job="ingest", txn_app=txn_app)
+    write_replace(_rows_df(spark, "meta.ingested_files", ingested_rows),
+                  table_path(config, "meta.ingested_files"), predicate, run_id=run_id, job="ingest",
+                  txn_app=txn_app)
+    result.write_seconds = time.time() - t2
+    result.rows = {KIND_TO_TABLE[k]: v for k, v in counts.items()}
+    result.quarantined = counts.get("quarantine", 0)
+    for name in INGEST_TABLES:
+        v = _table_version(spark, table_path(config, name))
+        if v is not None:
+            result.table_versions[name] = v
+    if not keep_staging:
+        _delete_path(spark, staging)
+    result.seconds = time.time() - t0
+    log.info("ingest %s: %d files, %d tasks, %.1f MB in %.1fs", run_id, result.files, result.tasks,
+             result.bytes / 1e6, result.seconds)
+    return result
+
+
+def _parse_ts(value: Any) -> Any:
+    import datetime as dt
+
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(str(value))
+
+
+def _per_file_counts(staged: Any) -> dict[tuple[str, str], dict[str, int]]:
+    from pyspark.sql import functions as F
+
+    exprs = []
+    for kind in STAGE_KINDS:
+        exprs.append(F.when(F.col("kind") == kind, F.struct(F.col(f"`{kind}`.source").alias("source"),
+                                                             F.col(f"`{kind}`.file").alias("file"))))
+    key = F.coalesce(*exprs)
+    rows = (staged.where("kind != 'facts'").select("kind", key.alias("k"))
+            .groupBy("kind", "k.source", "k.file").count().collect())
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for r in rows:
+        out.setdefault((r["source"], r["file"]), {})[r["kind"]] = int(r["count"])
+    return out
+
+
+def _rows_df(spark: Any, name: str, rows: list[dict[str, Any]]) -> Any:
+    ts = spec(name)
+    cols = ts.column_names
+    return spark.createDataFrame([tuple(r.get(c) for c in cols) for r in rows], ts.schema)
+
+
+# ---------------------------------------------------------------------------------------
+# spark-submit entry point
+# ---------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``spark-submit spark_jobs/ingest.py --files files.json --run-id R [--config conf.toml]``.
+
+    ``--files`` is a JSON list of {source, uri, size, etag} (what discovery returns); with
+    ``--source NAME`` and no ``--files`` every object under that source's URI is listed.
+    Prints the IngestResult as JSON on stdout.
+    """
+    from binlake.config import load_config
+    from binlake.spark import build_spark_session
+
+    p = argparse.ArgumentParser(prog="binlake-ingest")
+    p.add_argument("--config", default=None)
+    p.add_argument("--files", help="JSON file (or '-') with the objects to ingest")
+    p.add_argument("--source", action="append", default=[], help="ingest everything under this source")
+    p.add_argument("--run-id", default=None)
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--keep-raw", action="store_true")
+    p.add_argument("--split-threshold", type=int, default=DEFAULT_SPLIT_THRESHOLD)
+    p.add_argument("--split-target", type=int, default=DEFAULT_SPLIT_TARGET)
+    args = p.parse_args(list(argv) if argv is not None else None)
+    config = load_config(args.config)
+    objs: list[Any] = []
+    if args.files:
+        text = sys.stdin.read() if args.files == "-" else open(args.files, encoding="utf-8").read()
+        objs.extend(json.loads(text))
+    for name in args.source:
+        objs.extend(list_source_objects(config, name))
+    spark = build_spark_session(config, "binlake-ingest")
+    result = run_ingest(spark, config, objs, args.run_id, force=args.force, keep_raw=args.keep_raw,
+                        split_threshold=args.split_threshold, split_target=args.split_target)
+    print(json.dumps(result.as_dict(), sort_keys=True))
+    return 0 if all(s != "failed" for s in result.file_status.values()) else 2
+
+
+def list_source_objects(config: Any, source: str, pattern: str | None = r"\.\d+$") -> list[BinlogObject]:
+    """Objects under a configured source whose name matches ``pattern`` (default: a numbered
+    binlog series ``name.000123``). A simple discovery for tools, tests and the benchmark."""
+    from binlake.storage import open_object_store
+
+    src = config.source(source)
+    store = open_object_store(src.uri, config.s3)
+    rx = re.compile(pattern) if pattern else None
+    return [BinlogObject(source=source, uri=o.uri, size=o.size, etag=o.etag, file=o.name.rsplit("/", 1)[-1])
+            for o in store.list() if rx is None or rx.search(o.name)]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Pure GTID coverage / reconciliation logic (spark_jobs.gtid_reconciliation), no Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_jobs.gtid_reconciliation import (
+    MARIADB,
+    FileFacts,
+    GtidIntervals,
+    GtidIntervalsBuilder,
+    GtidTextError,
+    chain_order,
+    coverage,
+    reconcile,
+    split_series,
+)
+
+A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+B = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+
+
+def G(text: str) -> GtidIntervals:
+    return GtidIntervals.from_text(text)
+
+
+# ---- GTID set text and algebra ----------------------------------------------------------
+
+
+def test_text_roundtrip_is_canonical():
+    g = G(f"{B.upper()}:3-4, {A}:5-9:1-4:11,{A}:zed:2:alpha:1-3")
+    assert str(g) == f"{A}:1-9:11:alpha:1-3:zed:2,{B}:3-4"
+    assert str(G(str(g))) == str(g)
+    assert str(G("")) == "" and G("").is_empty()
+    assert G(f"{A}:1-3").count() == 3
+
+
+@pytest.mark.parametrize("bad", [f"{A}:0", f"{A}:5-3", f"{A}:1-x", ":1-3"])
+def test_bad_text_raises(bad):
+    with pytest.raises(GtidTextError):
+        G(bad)
+
+
+def test_set_algebra():
+    x = G(f"{A}:1-10:20-30,{B}:1-5")
+    y = G(f"{A}:5-25,{B}:6")
+    assert str(x | y) == f"{A}:1-30,{B}:1-6"
+    assert str(x - y) == f"{A}:1-4:26-30,{B}:1-5"
+    assert str(x & y) == f"{A}:5-10:20-25"
+    assert G(f"{A}:2-3").issubset(x) and not y.issubset(x)
+    assert str(x.holes()) == f"{A}:11-19"
+
+
+def test_builder_merges_and_finds_duplicates():
+    b = GtidIntervalsBuilder()
+    for gno in [1, 2, 3, 7, 8, 5, 2, 9]:
+        b.add(A.upper(), gno)
+    b.add(A, 1, tag="t1")
+    assert str(b.build()) == f"{A}:1-3:5:7-9:t1:1"
+    assert str(b.build_duplicates()) == f"{A}:2"
+
+
+def test_mariadb_list_as_set():
+    g = GtidIntervals.from_mariadb_list("0-7-10,1-8-5")
+    assert str(g) == "0:1-10,1:1-5"
+    assert str(GtidIntervals.from_mariadb_list([(10, 1, 3), (2, 1, 4)])) == "2:1-4,10:1-3"
+    assert GtidIntervals.from_mariadb_list("").is_empty()
+
+
+def test_split_series():
+    assert split_series("binlog.000012") == ("binlog.", 12)
+    assert split_series("x/mysql-bin.000002.bak") == ("mysql-bin.", 2)
+    assert split_series("nodigits") == ("nodigits", None)
+
+
+# ---- scenarios --------------------------------------------------------------------------
+
+
+def f(name, prev, contained, nxt="auto", closing="ROTATE", source="s1", **kw):
+    base, seq = split_series(name)
+    if nxt == "auto":
+        nxt = f"{base}{seq + 1:06d}" if closing == "ROTATE" else None
+    return FileFacts(source=source, file=name, seq=seq, previous_gtids=prev, contained_gtids=contained,
+                     closing_event=closing, next_file=nxt, fingerprint=kw.pop("fp", name + source), **kw)
+
+
+def chain():
+    return [
+        f("binlog.000001", "", f"{A}:1-5"),
+        f("binlog.000002", f"{A}:1-5", f"{A}:6-8"),
+        f("binlog.000003", f"{A}:1-8", f"{A}:9-12"),
+        f("binlog.000004", f"{A}:1-12", f"{A}:13-14", closing=None),
+    ]
+
+
+def statuses(rows):
+    return [(r.file, r.status, r.missing_gtids, r.extra_gtids) for r in rows]
+
+
+def test_clean_chain_ok():
+    rows = reconcile(chain())
+    assert [r.status for r in rows] == ["OK"] * 4
+    assert [r.chain_index for r in rows] == [0, 1, 2, 3]
+    assert rows[2].expected_gtids == f"{A}:1-8" and rows[2].previous_file == "binlog.000002"
+
+
+def test_missing_file_is_gap_with_missing_set():
+    files = [x for x in chain() if x.file != "binlog.000002"]
+    rows = reconcile(files)
+    assert statuses(rows) == [
+        ("binlog.000001", "OK", "", ""),
+        ("binlog.000003", "GAP", f"{A}:6-8", ""),
+        ("binlog.000004", "OK", "", ""),
+    ]
+    assert rows[1].missing_files == ["binlog.000002"]
+    assert rows[1].expected_file == "binlog.000002"
+
+
+def test_gno_gap_between_and_inside_files():
+    files = chain()
+    files[1].contained_gtids = f"{A}:6-7"           # GNO 8 never archived
+    files[2].contained_gtids = f"{A}:9:11-12"        # GNO 10 missing inside the file
+    files[3].previous_gtids = f"{A}:1-12"
+    rows = reconcile(files)
+    assert statuses(rows) == [
+        ("binlog.000001", "OK", "", ""),
+        ("binlog.000002", "OK", "", ""),
+        # previous says 1-8 but the archive has 1-7; and GNO 10 is a hole inside the file
+        ("binlog.000003", "GAP", f"{A}:8:10", ""),
+        ("binlog.000004", "OK", "", ""),  # each missing GTID is reported once
+    ]
+
+
+def test_gno_hole_inside_one_file_reported_once():
+    files = chain()
+    files[1].contained_gtids = f"{A}:6:8"
+    rows = reconcile(files)
+    assert statuses(rows)[1] == ("binlog.000002", "GAP", f"{A}:7", "")
+    assert [r.status for r in rows[2:]] == ["OK", "OK"]
+
+
+def test_duplicate_upload_same_bytes():
+    files = chain()
+    dup = f("binlog.000002.copy", f"{A}:1-5", f"{A}:6-8", nxt="binlog.000003", fp="binlog.000002s1")
+    rows = reconcile(files + [dup])
+    assert [r.status for r in rows[:4]] == ["OK"] * 4
+    assert rows[4].file == "binlog.000002.copy" and rows[4].status == "DUPLICATE"
+    assert rows[4].duplicate_of == "binlog.000002" and rows[4].extra_gtids == f"{A}:6-8"
+    # the canonical copy is the one the ROTATE names, whatever the sort order says
+    order, dups = chain_order([dup] + files)
+    assert [x.file for x in order] == [x.file for x in files] and list(dups) == ["binlog.000002.copy"]
+
+
+def test_partial_duplicate_and_overlap():
+    files = chain()
+    # a truncated older copy of file 2 uploaded under another name
+    part = f("binlog.000002.part", f"{A}:1-5", f"{A}:6-7", closing=None, truncated=True)
+    rows = reconcile(files + [part])
+    assert statuses(rows)[:4] == [(x.file, "OK", "", "") for x in files]
+    assert rows[4].file == "binlog.000002.part" and rows[4].status == "DUPLICATE"
+    # GTIDs logged twice in the chain
+    files = chain()
+    files[2].contained_gtids = f"{A}:8-12"
+    rows = reconcile(files)
+    assert statuses(rows)[2] == ("binlog.000003", "DUPLICATE", "", f"{A}:8")
+    # PREVIOUS_GTIDS forgets part of the predecessor: overlap
+    files = chain()
+    files[2].previous_gtids = f"{A}:1-7"
+    rows = reconcile(files)
+    assert statuses(rows)[2] == ("binlog.000003", "OVERLAP", "", f"{A}:8")
+
+
+def test_truncated_tail_shows_gap_on_successor():
+    files = chain()
+    files[1].contained_gtids = f"{A}:6-7"
+    files[1].closing_event, files[1].next_file, files[1].truncated = None, None, True
+    rows = reconcile(files)
+    assert statuses(rows) == [
+        ("binlog.000001", "OK", "", ""),
+        ("binlog.000002", "OK", "", ""),
+        ("binlog.000003", "GAP", f"{A}:8", ""),
+        ("binlog.000004", "OK", "", ""),
+    ]
+    assert rows[1].truncated and "truncated" in rows[1].detail
+    assert rows[2].missing_files == []
+
+
+def test_chain_breaks():
+    files = chain()
+    files[2].previous_gtids = ""                      # RESET BINARY LOGS AND GTIDS
+    files[2].contained_gtids = f"{A}:1-4"
+    files[3].previous_gtids = f"{A}:1-4"
+    files[3].contained_gtids = f"{A}:5"
+    rows = reconcile(files)
+    assert [r.status for r in rows] == ["OK", "OK", "CHAIN_BREAK", "OK"]
+    files = chain()
+    files[2].previous_gtids = f"{B}:1-3"             # another server's history
+    files[2].contained_gtids = f"{B}:4"
+    files[3].previous_gtids = f"{B}:1-4"
+    files[3].contained_gtids = ""
+    rows = reconcile(files)
+    assert statuses(rows)[2] == ("binlog.000003", "CHAIN_BREAK", f"{B}:1-3", f"{A}:1-8")
+    assert rows[3].status == "OK"
+
+
+def test_two_sources_reconcile_independently_and_stop_series():
+    s2 = [
+        f("mysql-bin.000007", f"{B}:1-100", f"{B}:101-102", closing="STOP", source="s2"),
+        f("mysql-bin.000008", f"{B}:1-102", "", source="s2"),         # after restart
+        f("mysql-bin.000010", f"{B}:1-102", f"{B}:103", closing=None, source="s2"),
+    ]
+    rows = reconcile(chain() + s2)
+    assert [(r.source, r.status) for r in rows] == [("s1", "OK")] * 4 + [
+        ("s2", "OK"), ("s2", "OK"), ("s2", "GAP")]
+    assert rows[-1].missing_files == ["mysql-bin.000009"] and rows[-1].missing_gtids == ""
+    assert rows[4].detail.startswith("archive starting point")
+
+
+def test_mariadb_chain():
+    def m(name, gl, contained, **kw):
+        x = f(name, str(GtidIntervals.from_mariadb_list(gl)), contained, **kw)
+        x.flavor = MARIADB
+        return x
+    files = [
+        m("binlog.000001", "", "0:1-3"),
+        m("binlog.000002", "0-7-3", "0:4-8"),
+        m("binlog.000003", "0-7-8", "0:9-10"),
+        m("binlog.000004", "0-7-10", "", closing=None),
+    ]
+    assert [r.status for r in reconcile(files)] == ["OK"] * 4
+    rows = reconcile([files[0], files[2], files[3]])
+    assert statuses(rows)[1] == ("binlog.000003", "GAP", "0:4-8", "")
+
+
+def test_coverage_intervals_and_files():
+    files = chain()
+    files[2].contained_gtids = f"{A}:9-10:12,{A}:t:1-2"
+    rows = coverage(files + [f("x.000001", "", f"{B}:1", source="s2")])
+    got = [(r.source, r.sid, r.tag, r.gno_start, r.gno_end, r.first_file, r.last_file, r.files) for r in rows]
+    assert got == [
+        ("s1", A, "", 1, 10, "binlog.000001", "binlog.000003", 3),
+        ("s1", A, "", 12, 14, "binlog.000003", "binlog.000004", 2),
+        ("s1", A, "t", 1, 2, "binlog.000003", "binlog.000003", 1),
+        ("s2", B, "", 1, 1, "x.000001", "x.000001", 1),
+    ]
+    assert rows[2].gtid_set == f"{A}:t:1-2"
+
+
+def test_from_row_defaults():
+    x = FileFacts.from_row({"source": "s", "file": "b.000001", "contained_gtids": None,
+                            "truncated": None, "extra_column": 1})
+    assert x.contained_gtids == "" and x.truncated is False and x.flavor == "mysql"
