@@ -164,7 +164,7 @@ def make_s3_client(settings: S3Settings) -> Any:
     from botocore.config import Config
 
     cfg = Config(
-        retries={"max_attempts": settings.max_attempts, "mode": "standard"},
+        retries={"total_max_attempts": settings.max_attempts, "mode": "standard"},
         s3={"addressing_style": "path" if settings.path_style_access else "auto"},
         connect_timeout=10,
         read_timeout=60,

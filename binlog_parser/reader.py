@@ -498,7 +498,7 @@ class BinlogReader:
                     if exc.type_code is None:
                         exc.type_code = type_code
                     raise
-                except _DECODE_ERRORS as exc:
+                except Exception as exc:  # any decoder failure is a typed error (cause kept)
                     raise self._err(CorruptEventError,
                                     f"cannot decode {_type_name(type_code)} event: {exc}",
                                     pos, type_code) from exc

@@ -357,6 +357,8 @@ class FileFacts:
     def from_row(cls, row: Mapping[str, Any]) -> "FileFacts":
         names = set(cls.__dataclass_fields__)
         kwargs = {k: row[k] for k in row.keys() if k in names}
+        if kwargs.get("seq") is None and row.get("file_seq") is not None:
+            kwargs["seq"] = row["file_seq"]
         if kwargs.get("contained_gtids") is None:
             kwargs["contained_gtids"] = ""
         if kwargs.get("duplicate_gtids") is None:

@@ -147,19 +147,29 @@ def _image_text_map(image: Any) -> list[tuple[str, str | None]] | None:
 def row_images(event: Any, fields: dict[str, Any]) -> Iterator[tuple[Any, Any, Any, Any]]:
     """Yield ``(before_map, after_map, before_json, after_json)`` per row of a rows event.
 
-    Maps carry each value as MySQL prints it (``render_value_text`` when the rows decoder
-    offers typed values, else the rendered ``fields()`` values); the JSON columns carry the
-    typed JSON values of ``fields()``.
+    Maps carry each value as MySQL prints it (``render_row_text`` of the rows decoder over
+    the typed values); the JSON columns carry the typed JSON values of ``fields()``
+    (``render_row``: numbers as JSON numbers, exact DECIMALs and temporals as strings).
     """
-    typed_rows = getattr(event, "typed_rows", None)
-    rows = fields.get("rows") or []
-    if callable(typed_rows):  # pragma: no cover - depends on the rows decoder's API
-        for (before_t, after_t), row in zip(typed_rows(), rows):
-            yield (_image_text_map(before_t), _image_text_map(after_t),
-                   None if row.get("before") is None else _dumps(row.get("before")),
-                   None if row.get("after") is None else _dumps(row.get("after")))
-        return
-    for row in rows:
+    rendered = fields.get("rows") or []
+    typed = getattr(event, "rows", None)
+    table = getattr(event, "table", None)
+    if typed is not None and len(typed) == len(rendered) and hasattr(typed[0] if typed else None, "before"):
+        try:
+            from binlog_parser.rows.render import render_row_text
+        except ImportError:  # pragma: no cover
+            render_row_text = None
+        if render_row_text is not None:
+            cols = getattr(table, "columns", None) or ()
+            by_name = {c.name: c for c in cols}
+            for change, row in zip(typed, rendered):
+                b = render_row_text(change.before, by_name)
+                a = render_row_text(change.after, by_name)
+                yield (None if b is None else list(b.items()), None if a is None else list(a.items()),
+                       None if row.get("before") is None else _dumps(row.get("before")),
+                       None if row.get("after") is None else _dumps(row.get("after")))
+            return
+    for row in rendered:
         before = row.get("before")
         after = row.get("after")
         yield (_image_text_map(before), _image_text_map(after),
@@ -241,7 +251,7 @@ class RangeDecoder:
     # -- public ---------------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from self._decode()
-        yield from self._close_trx(None, cut=True)
+        yield from self._close_trx(None, cut=True, at_end=True)
         facts = self.facts
         builder = self._builder()
         facts["flavor"] = self.flavor or MYSQL
@@ -524,8 +534,6 @@ class RangeDecoder:
                 row["uuid"] = getattr(event, "uuid", None)
                 row["tag"] = tag
                 row["gno"] = getattr(event, "gno", None)
-                if row["uuid"] and row["gno"]:
-                    self._builder().add(row["uuid"], row["gno"], tag or "")
             for f in ("last_committed", "sequence_number", "transaction_length",
                       "original_server_version", "immediate_server_version"):
                 row[f] = getattr(event, f, None)
@@ -542,8 +550,6 @@ class RangeDecoder:
             row["mariadb_server_id"] = h.server_id
             row["mariadb_seq_no"] = getattr(event, "seq_no", None)
             row["sequence_number"] = getattr(event, "commit_id", None)
-            if row["mariadb_seq_no"] is not None:
-                self._builder().add(str(row["mariadb_domain_id"]), row["mariadb_seq_no"])
             standalone = getattr(event, "standalone", None)
             if standalone is None:
                 standalone = bool((getattr(event, "flags2", None) or getattr(event, "flags", 0) or 0) & 1)
@@ -562,12 +568,20 @@ class RangeDecoder:
             yield "row_changes", r
         trx.pending_rows = []
 
-    def _close_trx(self, h: Any, *, cut: bool, end_event: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _close_trx(self, h: Any, *, cut: bool, end_event: str | None = None,
+                   at_end: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
         trx = self._trx
         if trx is None:
             return
         self._trx = None
         row = trx.row
+        # The archive holds a GTID once its transaction is in the file; one still open when
+        # the data ends (truncated tail, snapshot of an active file) is not in the archive.
+        if not (cut and at_end):
+            if row["gno"] and row["uuid"]:
+                self._builder().add(row["uuid"], row["gno"], row["tag"] or "")
+            elif row["mariadb_seq_no"] is not None:
+                self._builder().add(str(row["mariadb_domain_id"]), row["mariadb_seq_no"])
         if h is not None:
             # a closing event inside a TRANSACTION_PAYLOAD: the transaction ends with the payload
             row["end_pos"] = self._payload_end if h.payload_pos is not None else h.next_pos

@@ -7,6 +7,7 @@ Airflow is pointed at a throw-away AIRFLOW_HOME (SQLite) before anything imports
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import uuid
@@ -32,6 +33,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["AWS_CONFIG_FILE"] = str(home / "aws-config-none")
     os.environ["AWS_SHARED_CREDENTIALS_FILE"] = str(home / "aws-credentials-none")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # py4j logs "Closing down clientserver connection" from __del__ after pytest closed its streams.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ is not NULL.
 
 from __future__ import annotations
 
+import struct
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -310,7 +311,8 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
         rows = _decode_rows(data, pos, tm, kind, t, bm_before, bm_after)
     except CorruptEventError:
         raise
-    except (_RowsError, ValueError, IndexError, OverflowError, zlib.error, JsonDiffError) as exc:
+    except (_RowsError, ValueError, IndexError, OverflowError, struct.error, zlib.error,
+            JsonDiffError) as exc:
         raise CorruptEventError(f"bad rows event: {exc}", file=ctx.file, offset=header.pos,
                                 type_code=t) from None
     return RowsEvent(header, table_id, flags, extra, width, bm_before,

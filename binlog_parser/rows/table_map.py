@@ -9,6 +9,7 @@ metadata as TLV fields (type byte, packed length, value) when ``binlog_row_metad
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,7 +213,7 @@ def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) 
     data = bytes(body)
     try:
         ev = _decode(header, data, ctx)
-    except (ShortBufferError, IndexError, ValueError, UnicodeDecodeError) as exc:
+    except (ShortBufferError, IndexError, ValueError, UnicodeDecodeError, struct.error) as exc:
         raise CorruptEventError(f"bad TABLE_MAP: {exc}", file=ctx.file, offset=header.pos,
                                 type_code=header.type_code) from None
     ctx.table_maps[ev.table_id] = ev

@@ -1,0 +1,234 @@
+"""The ingest Spark job with real Spark + Delta on local folders (local[2], session SparkSession).
+
+One module-scoped ingestion of the MariaDB chain (split into byte ranges on purpose) and of
+MySQL GTID fixtures; then: SQL over silver.row_changes reproduces the MariaDB tables' final
+state, a forced re-run leaves every table unchanged, a plain re-run skips everything, and a
+run killed between two table writes and re-run with its run id ends identical.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import make_test_config
+from spark_jobs import ingest as ingest_mod
+from spark_jobs.ingest import BinlogObject, run_ingest, table_path
+from spark_jobs.records import decode_file
+from spark_jobs.schemas import INGEST_TABLES
+
+pytestmark = pytest.mark.spark
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+MARIA = FIX / "mariadb-10.11"
+BB = FIX / "binlogs" / "blackbeam__rust_mysql_common"
+IK = FIX / "binlogs" / "ikarishinjieva__mysql_binlog_utils"
+
+MYSQL_FILES = {  # archive name -> fixture
+    "binlog.000004": BB / "test-data__binlogs__binlog_transaction_with_GTID_TAG.000001",
+    "binlog.000042": BB / "test-data__binlogs__transaction_compression.000001",
+    "binlog.000101": BB / "test-data__binlogs__mysql-enum-string-set.000001",
+}
+
+
+def objects_in(folder: Path, source: str) -> list[BinlogObject]:
+    out = []
+    for p in sorted(folder.iterdir()):
+        st = p.stat()
+        out.append(BinlogObject(source=source, uri=str(p), size=st.st_size, etag=f"{st.st_size}-{st.st_mtime_ns}"))
+    return out
+
+
+def snapshot(spark: Any, cfg: Any) -> dict[str, list[str]]:
+    """Every ingest table's rows (run-tracking columns left out), sorted."""
+    out = {}
+    for name in INGEST_TABLES:
+        df = spark.read.format("delta").load(table_path(cfg, name))
+        df = df.drop("run_id")
+        out[name] = sorted(df.toJSON().collect())
+    return out
+
+
+def versions(spark: Any, cfg: Any) -> dict[str, int]:
+    from delta.tables import DeltaTable
+
+    return {n: DeltaTable.forPath(spark, table_path(cfg, n)).history(1).collect()[0]["version"]
+            for n in INGEST_TABLES}
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("archive")
+    (root / "maria").mkdir()
+    for p in sorted(MARIA.glob("binlog.0*")):
+        shutil.copyfile(p, root / "maria" / p.name)
+    (root / "mysql").mkdir()
+    for name, src in MYSQL_FILES.items():
+        shutil.copyfile(src, root / "mysql" / name)
+    (root / "mysql56").mkdir()
+    shutil.copyfile(IK / "test__mysql-bin56.000001", root / "mysql56" / "mysql-bin.000001")
+    shutil.copyfile(IK / "test__mysql-bin56.000002", root / "mysql56" / "mysql-bin.000002")
+    objs = (objects_in(root / "maria", "maria") + objects_in(root / "mysql", "mysql")
+            + objects_in(root / "mysql56", "mysql56"))
+    return {"root": root, "objects": objs}
+
+
+@pytest.fixture(scope="module")
+def ingested(spark: Any, archive: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
+             s3_server: Any) -> dict[str, Any]:
+    cfg = make_test_config(tmp_path_factory.mktemp("wh"), s3_server.endpoint_url)
+    # small thresholds: the two 73 KB MariaDB files are split into ranges at transaction starts
+    result = run_ingest(spark, cfg, archive["objects"], "run-1", split_threshold=20_000, split_target=8_000)
+    return {"cfg": cfg, "result": result, "snapshot": snapshot(spark, cfg)}
+
+
+def _unescape_mysql(b: bytes) -> bytes:
+    out = bytearray()
+    i = 0
+    while i < len(b):
+        c = b[i]
+        if c == 0x5C and i + 1 < len(b):
+            n = chr(b[i + 1])
+            out += {"0": b"\0", "n": b"\n", "t": b"\t", "\\": b"\\", "b": b"\b", "r": b"\r", "Z": b"\x1a"}.get(
+                n, n.encode())
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return bytes(out)
+
+
+def expected_table(path: Path) -> tuple[list[str], list[list[bytes | None]]]:
+    lines = path.read_bytes().rstrip(b"\n").split(b"\n")
+    header = lines[0].decode().split("\t")
+    rows = [[None if v == b"NULL" else _unescape_mysql(v) for v in ln.split(b"\t")] for ln in lines[1:]]
+    return header, rows
+
+
+def final_state(spark: Any, db: str, table: str, key: str) -> list[dict[str, str | None]]:
+    """The table's final content, by SQL over silver.row_changes (last change per key wins)."""
+    rows = spark.sql(f"""
+        WITH changes AS (
+          SELECT *, CASE WHEN operation = 'delete' THEN before['{key}'] ELSE after['{key}'] END AS k
+          FROM silver.row_changes WHERE db = '{db}' AND table_name = '{table}'),
+        ranked AS (
+          SELECT *, row_number() OVER (PARTITION BY k
+                      ORDER BY file_seq DESC, pos DESC, payload_index DESC NULLS LAST, row_index DESC) AS rn
+          FROM changes)
+        SELECT after FROM ranked WHERE rn = 1 AND operation <> 'delete'
+        ORDER BY CAST(k AS DECIMAL(38, 0))""").collect()
+    return [dict(r["after"]) for r in rows]
+
+
+def _as_bytes(value: str | None, binary: bool) -> bytes | None:
+    if value is None:
+        return None
+    if binary and value.startswith("0x"):
+        return bytes.fromhex(value[2:])
+    return value.encode("utf-8")
+
+
+def test_ingest_summary_and_split(ingested: dict[str, Any], archive: dict[str, Any]) -> None:
+    r = ingested["result"]
+    assert r.files == len(archive["objects"]) and r.skipped == 0
+    assert r.split_files == 2 and r.tasks >= 3
+    assert set(r.file_status.values()) == {"ok"}, r.file_status
+    assert r.quarantined == 0
+    # the split ranges decoded exactly the events of one pass over each file
+    expected = 0
+    for o in archive["objects"]:
+        expected += sum(1 for k, _ in decode_file(o.uri, source=o.source) if k == "events")
+    assert r.rows["bronze.events"] == expected
+
+
+def test_sql_over_row_changes_reproduces_mariadb_final_state(spark: Any, ingested: dict[str, Any]) -> None:
+    from binlake.sql_cli import register_tables
+
+    names = register_tables(spark, ingested["cfg"])
+    assert {"bronze.events", "silver.row_changes", "silver.transactions", "silver.statements",
+            "bronze.quarantine", "meta.binlog_files", "meta.ingested_files"} <= set(names)
+    for table, binary in (("customer", {"photo", "flags"}), ("orders", set())):
+        header, want = expected_table(MARIA / f"table.shop.{table}.tsv")
+        got = final_state(spark, "shop", table, "id")
+        assert len(got) == len(want), table
+        for g, w in zip(got, want):
+            assert [_as_bytes(g.get(c), c in binary) for c in header] == w, (table, g.get("id"))
+
+
+def test_tables_content(spark: Any, ingested: dict[str, Any]) -> None:
+    cfg = ingested["cfg"]
+    files = {(r["source"], r["file"]): r for r in
+             spark.read.format("delta").load(table_path(cfg, "meta.binlog_files")).collect()}
+    m2 = files[("maria", "binlog.000002")]
+    assert (m2["previous_gtids_raw"], m2["contained_gtids"], m2["next_file"], m2["ranges"]) == (
+        "0-7-3", "0:4-6", "binlog.000003", m2["ranges"])
+    assert m2["ranges"] > 1 and m2["flavor"] == "mariadb"
+    tagged = files[("mysql", "binlog.000004")]
+    assert tagged["previous_gtids"] == "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-2"
+    trx = spark.read.format("delta").load(table_path(cfg, "silver.transactions"))
+    maria = trx.where("source = 'maria'").orderBy("file", "start_pos").collect()
+    assert [t["gtid"] for t in maria] == [f"0-7-{i}" for i in range(1, 11)]
+    assert all(t["complete"] for t in maria)
+    assert [t["kind"] for t in maria if t["kind"] == "DDL"] == ["DDL"] * 4
+    comp = trx.where("source = 'mysql' AND file = 'binlog.000042'").collect()
+    assert len(comp) == 1 and comp[0]["gtid_kind"] == "ANONYMOUS" and comp[0]["row_changes"] == 1
+    stm = spark.read.format("delta").load(table_path(cfg, "silver.statements"))
+    assert stm.where("source = 'maria' AND kind = 'DDL'").count() == 4
+    # every Delta commit names its run
+    from delta.tables import DeltaTable
+
+    meta = DeltaTable.forPath(spark, table_path(cfg, "silver.row_changes")).history(1).collect()[0]["userMetadata"]
+    assert json.loads(meta)["run_id"] == "run-1"
+
+
+def test_rerun_leaves_every_table_unchanged(spark: Any, ingested: dict[str, Any], archive: dict[str, Any]) -> None:
+    cfg = ingested["cfg"]
+    # forced re-ingestion with another run id: rows replaced by identical rows
+    r2 = run_ingest(spark, cfg, archive["objects"], "run-2", force=True, split_threshold=20_000, split_target=8_000)
+    assert r2.files == len(archive["objects"])
+    assert snapshot(spark, cfg) == ingested["snapshot"]
+    # plain re-run: every file already ingested with the same etag -> nothing written at all
+    before = versions(spark, cfg)
+    r3 = run_ingest(spark, cfg, archive["objects"], "run-3")
+    assert r3.skipped == len(archive["objects"]) and r3.files == 0
+    assert versions(spark, cfg) == before
+    assert snapshot(spark, cfg) == ingested["snapshot"]
+
+
+def test_killed_run_rerun_gives_identical_tables(spark: Any, ingested: dict[str, Any], archive: dict[str, Any],
+                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = ingested["cfg"]
+    maria3 = next(o for o in archive["objects"] if o.source == "maria" and o.file == "binlog.000003")
+    # 1. the archive once held a partial snapshot of binlog.000003 (active file, cut mid-event)
+    cut = tmp_path / "binlog.000003"
+    cut.write_bytes(Path(maria3.uri).read_bytes()[:1200])
+    partial = BinlogObject(source="maria", uri=str(cut), size=1200, etag="partial")
+    run_ingest(spark, cfg, [partial], "run-partial")
+    assert snapshot(spark, cfg) != ingested["snapshot"]
+    # 2. the full file is ingested, but the job dies after writing two tables
+    calls = {"n": 0}
+    real = ingest_mod.write_replace
+
+    def dying(*a: Any, **kw: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("killed")
+        real(*a, **kw)
+
+    monkeypatch.setattr(ingest_mod, "write_replace", dying)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_ingest(spark, cfg, [maria3], "run-k")
+    monkeypatch.setattr(ingest_mod, "write_replace", real)
+    half = versions(spark, cfg)
+    # 3. re-run with the same run id: the two committed writes are skipped (Delta txn ids), the
+    #    rest is written, and every table equals the clean ingestion
+    run_ingest(spark, cfg, [maria3], "run-k")
+    after = versions(spark, cfg)
+    assert after["bronze.events"] == half["bronze.events"]
+    assert after["bronze.quarantine"] == half["bronze.quarantine"]
+    assert after["silver.transactions"] == half["silver.transactions"] + 1
+    assert snapshot(spark, cfg) == ingested["snapshot"]
