@@ -7,7 +7,8 @@ chain (env vars, ~/.aws, instance/container roles) or an Airflow connection, nev
 
 Lookup order for the file: explicit path argument > env ``BINLAKE_CONFIG`` > ``<repo>/conf/binlake.toml``.
 A few env vars override single fields (handy for containers and tests): ``BINLAKE_WAREHOUSE``,
-``BINLAKE_STATE_DIR``, ``BINLAKE_JARS_DIR``, ``BINLAKE_S3_ENDPOINT``, ``BINLAKE_SPARK_MASTER``.
+``BINLAKE_STATE_DIR``, ``BINLAKE_JARS_DIR``, ``BINLAKE_S3_ENDPOINT``, ``BINLAKE_SPARK_MASTER``,
+``BINLAKE_SPARK_MODE`` and ``BINLAKE_SOURCES`` (``name=uri,name=uri``, replaces [[sources]]).
 """
 
 from __future__ import annotations
@@ -130,6 +131,20 @@ def _get(table: Mapping[str, Any], key: str, typ: type, default: Any, where: str
     return value
 
 
+def parse_sources_env(value: str) -> list[dict[str, str]]:
+    """``"a=s3://bucket/a/,b=/data/b"`` -> ``[{"name": "a", "uri": ...}, ...]`` (for containers)."""
+    out: list[dict[str, str]] = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, uri = part.partition("=")
+        if not sep:
+            raise ConfigError(f"BINLAKE_SOURCES entry {part!r} is not name=uri")
+        out.append({"name": name.strip(), "uri": uri.strip()})
+    return out
+
+
 def config_from_dict(raw: Mapping[str, Any], base: Path, config_path: str | None = None,
                      env: Mapping[str, str] | None = None) -> BinlakeConfig:
     """Build a :class:`BinlakeConfig` from parsed TOML (``base`` anchors relative paths)."""
@@ -140,7 +155,10 @@ def config_from_dict(raw: Mapping[str, Any], base: Path, config_path: str | None
 
     sources: list[SourceConfig] = []
     seen: set[str] = set()
-    for i, item in enumerate(raw.get("sources", [])):
+    raw_sources = raw.get("sources", [])
+    if env.get("BINLAKE_SOURCES"):
+        raw_sources = parse_sources_env(env["BINLAKE_SOURCES"])
+    for i, item in enumerate(raw_sources):
         where = f"sources[{i}]"
         name = _get(item, "name", str, None, where)
         uri = _get(item, "uri", str, None, where)
@@ -167,7 +185,7 @@ def config_from_dict(raw: Mapping[str, Any], base: Path, config_path: str | None
         ssl_enabled=_get(s3_raw, "ssl_enabled", bool, not (endpoint or "").startswith("http://"), "s3"),
     )
 
-    mode = _get(spark_raw, "mode", str, "local", "spark")
+    mode = env.get("BINLAKE_SPARK_MODE") or _get(spark_raw, "mode", str, "local", "spark")
     if mode not in ("local", "submit"):
         raise ConfigError(f"spark.mode must be 'local' or 'submit', got {mode!r}")
     extra = spark_raw.get("conf", {})

@@ -101,3 +101,12 @@ def test_uri_helpers() -> None:
     assert to_spark_uri("/tmp/x") == "/tmp/x"
     with pytest.raises(ConfigError):
         split_s3_uri("/not/s3")
+
+
+def test_sources_and_mode_from_env(tmp_path: Path) -> None:
+    env = {"BINLAKE_SOURCES": "a=s3://arch/a, b=/data/b", "BINLAKE_SPARK_MODE": "submit"}
+    cfg = config_from_dict({"sources": [{"name": "ignored", "uri": "/x"}]}, base=tmp_path, env=env)
+    assert [(s.name, s.uri) for s in cfg.sources] == [("a", "s3://arch/a/"), ("b", "/data/b")]
+    assert cfg.spark.mode == "submit"
+    with pytest.raises(ConfigError, match="name=uri"):
+        config_from_dict({}, base=tmp_path, env={"BINLAKE_SOURCES": "oops"})

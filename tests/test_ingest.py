@@ -135,7 +135,7 @@ def _as_bytes(value: str | None, binary: bool) -> bytes | None:
 def test_ingest_summary_and_split(ingested: dict[str, Any], archive: dict[str, Any]) -> None:
     r = ingested["result"]
     assert r.files == len(archive["objects"]) and r.skipped == 0
-    assert r.split_files == 2 and r.tasks >= 3
+    assert r.split_files == 1 and r.tasks >= 3  # binlog.000002: cut at the GTID after its 72 KB transaction
     assert set(r.file_status.values()) == {"ok"}, r.file_status
     assert r.quarantined == 0
     # the split ranges decoded exactly the events of one pass over each file

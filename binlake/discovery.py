@@ -1,0 +1,763 @@
+"""Discovery: which archived binlogs of a source are closed (rotated) and ready to ingest.
+
+Plain Python over :mod:`binlake.storage` (boto3 ranged GETs for S3, seeks for a local folder);
+it never downloads a whole object. Per object it reads
+
+* the **head** (first :data:`HEAD_BYTES`, extended only when the FORMAT_DESCRIPTION /
+  PREVIOUS_GTIDS / GTID_LIST do not fit): magic, FORMAT_DESCRIPTION (server, checksum
+  algorithm, the ``LOG_EVENT_BINLOG_IN_USE_F`` flag) and the PREVIOUS_GTIDS (MySQL) or
+  GTID_LIST (MariaDB);
+* the **tail** (last :data:`TAIL_BYTES`, up to :data:`MAX_TAIL_BYTES`): the closing event,
+  found as the ROTATE or STOP header whose ``event_size`` ends exactly at end of object,
+  decoded with ``binlog_parser`` and trusted only when its CRC32 matches (files with
+  checksums) or its ``log_pos`` equals the object size (files without).
+
+Then it follows the chain: a file closed by ROTATE names its successor; one closed by STOP
+(clean shutdown) is followed by the next number of its series (``binlog.000041`` ->
+``binlog.000042``); a file with neither, or with the in-use flag set, is still being written
+and is left for the next run. It reports, and never guesses:
+
+==========================  ========  ==========================================================
+issue kind                  severity  meaning
+==========================  ========  ==========================================================
+``missing_successor``       error     a file names a successor that is not in storage while later
+                                      files exist (a gap in the archive)
+``invalid_successor``       error     the named successor exists but is not a readable binlog
+``fork``                    error     two files claim the same successor (a copy under another
+                                      name, two servers writing one series)
+``chain_restart``           error     a file nobody points at in the middle of the archive
+                                      (RESET, a new server, a restore)
+``hostile_rotate``          error     a ROTATE names something other than a plain file name in
+                                      the same prefix (``../x``, ``a/b``, empty, control bytes)
+``unclosed_file``           error     a file without ROTATE/STOP (or in use) with later files
+                                      after it (server crash, truncated upload)
+``cycle``                   error     files only reachable through a successor loop
+``read_error``              error     the object could not be read (after retries)
+``corrupt_binlog``          error     binlog magic present but the head does not decode
+``changed_object``          warning   an ingested object has a new etag/size (ingested again)
+``not_a_binlog``            warning   an object without the binlog magic (index files, notes)
+``nested_object``           info      an object in a sub-folder of the prefix (not this chain)
+``open_file``               info      the last file is still being written (next run)
+``awaiting_successor``      info      the newest closed file's successor is not archived yet
+==========================  ========  ==========================================================
+
+Results are plain dataclasses that turn into JSON for Airflow's XCom (:meth:`as_dict`).
+No credentials are handled here: stores come from :func:`binlake.storage.open_object_store`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import logging
+import re
+import struct
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+from binlog_parser import (
+    BinlogError,
+    ChecksumMismatchError,
+    DecodeContext,
+    NotABinlogError,
+    TruncatedEventError,
+    read_events,
+)
+from binlog_parser.constants import BINLOG_MAGIC, CHECKSUM_CRC32, LOG_EVENT_BINLOG_IN_USE_F, EventType
+
+from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
+
+log = logging.getLogger(__name__)
+
+HEAD_BYTES = 4096
+TAIL_BYTES = 512
+#: ROTATE = 19-byte header + 8-byte position + name (MySQL FN_REFLEN: 512) + CRC32.
+MAX_TAIL_BYTES = 19 + 8 + 512 + 4
+#: A head larger than this (a PREVIOUS_GTIDS of many thousand UUIDs) is refused.
+MAX_HEAD_BYTES = 16 << 20
+
+SEVERITY_ERROR = "error"
+SEVERITY_WARNING = "warning"
+SEVERITY_INFO = "info"
+
+_ROTATE = int(EventType.ROTATE)
+_STOP = int(EventType.STOP)
+_FDE = int(EventType.FORMAT_DESCRIPTION)
+_START_V3 = int(EventType.START_V3)
+_PREVIOUS_GTIDS = int(EventType.PREVIOUS_GTIDS)
+_GTID_LIST = int(EventType.MARIA_GTID_LIST)
+# Events that may sit between the FORMAT_DESCRIPTION and the PREVIOUS_GTIDS / GTID_LIST.
+_HEAD_EVENTS = {_FDE, _START_V3, _PREVIOUS_GTIDS, _GTID_LIST, int(EventType.MARIA_BINLOG_CHECKPOINT),
+                int(EventType.MARIA_START_ENCRYPTION), int(EventType.IGNORABLE)}
+_U32 = struct.Struct("<I")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+@-]{0,254}$")
+_SERIES = re.compile(r"^(.*?)(\d+)$")
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Issue:
+    """Something discovery reports instead of guessing."""
+
+    source: str
+    kind: str
+    severity: str
+    file: str | None
+    detail: str
+
+    def __str__(self) -> str:
+        where = f" {self.file}" if self.file else ""
+        return f"[{self.severity}] {self.source}{where}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class DiscoveredFile:
+    """One object of a source prefix, as far as its head and tail tell.
+
+    ``state``: ``closed`` (ends with ROTATE/STOP, not in use: ingestible), ``open`` (still being
+    written), ``rejected`` (hostile ROTATE), ``not_binlog``, ``corrupt``, ``unreadable``, ``nested``.
+    ``ingest``: ``new``, ``changed`` (etag/size differ from meta.ingested_files), ``retry`` (last
+    ingestion failed), ``ingested`` (unchanged: skipped) or ``None`` (not ingestible).
+    """
+
+    source: str
+    file: str
+    uri: str
+    size: int
+    etag: str
+    last_modified: float | None = None
+    state: str = "closed"
+    closing_event: str | None = None
+    next_file: str | None = None        # ROTATE's name, or the series successor after STOP
+    in_use: bool = False
+    flavor: str | None = None           # 'mysql' / 'mariadb'
+    server_id: int | None = None
+    server_version: str | None = None
+    binlog_version: int | None = None
+    checksum: str | None = None         # 'CRC32' / 'OFF'
+    previous_gtids: str | None = None   # PREVIOUS_GTIDS / GTID_LIST text as the decoder prints it
+    create_timestamp: int | None = None
+    chain_index: int | None = None      # position in the followed chain (0 = archive start)
+    segment: int | None = None          # chain segment (a new one after each gap / restart)
+    ingest: str | None = None
+    head_bytes: int = 0
+    tail_bytes: int = 0
+    from_state: bool = False            # facts taken from meta state, nothing read
+    detail: str = ""
+
+    @property
+    def closed(self) -> bool:
+        return self.state == "closed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def ingest_item(self) -> dict[str, Any]:
+        """What the ingest job takes: source, file, uri, size, etag."""
+        return {"source": self.source, "file": self.file, "uri": self.uri, "size": self.size, "etag": self.etag}
+
+
+@dataclass
+class SourceDiscovery:
+    """Discovery of one source: every object, the issues, what to ingest, and what it cost."""
+
+    source: str
+    uri: str
+    files: list[DiscoveredFile] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+    objects: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+    @property
+    def to_ingest(self) -> list[DiscoveredFile]:
+        """Closed files not yet ingested (or changed, or failed before), in chain order."""
+        todo = [f for f in self.files if f.closed and f.ingest in ("new", "changed", "retry")]
+        return sorted(todo, key=_chain_sort_key)
+
+    @property
+    def closed_files(self) -> list[DiscoveredFile]:
+        return sorted((f for f in self.files if f.closed), key=_chain_sort_key)
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == SEVERITY_ERROR]
+
+    @property
+    def chain_broken(self) -> bool:
+        return bool(self.errors)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "uri": self.uri, "objects": self.objects, "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 3),
+            "files": [f.as_dict() for f in self.files],
+            "issues": [asdict(i) for i in self.issues],
+            "to_ingest": [f.ingest_item() for f in self.to_ingest],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SourceDiscovery":
+        out = cls(source=data["source"], uri=data["uri"], objects=int(data.get("objects", 0)),
+                  bytes_read=int(data.get("bytes_read", 0)), seconds=float(data.get("seconds", 0.0)))
+        names = set(DiscoveredFile.__dataclass_fields__)
+        out.files = [DiscoveredFile(**{k: v for k, v in f.items() if k in names}) for f in data.get("files", [])]
+        out.issues = [Issue(**i) for i in data.get("issues", [])]
+        return out
+
+    def summary(self) -> str:
+        states: dict[str, int] = {}
+        for f in self.files:
+            states[f.state] = states.get(f.state, 0) + 1
+        st = ", ".join(f"{k}={v}" for k, v in sorted(states.items()))
+        return (f"source {self.source}: {self.objects} objects ({st}); to ingest {len(self.to_ingest)}; "
+                f"{len(self.errors)} error(s), {len(self.issues) - len(self.errors)} other issue(s); "
+                f"{self.bytes_read} bytes read in {self.seconds:.2f}s")
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    """What ``meta.ingested_files`` (and ``meta.binlog_files``) say about an ingested object.
+
+    With ``closing_event`` / ``next_file`` known and etag + size unchanged, discovery does not
+    read the object again.
+    """
+
+    etag: str | None
+    size: int | None
+    status: str = "ok"
+    closing_event: str | None = None
+    next_file: str | None = None
+    server_id: int | None = None
+    flavor: str | None = None
+    previous_gtids: str | None = None
+
+
+# --------------------------------------------------------------------------- names
+
+
+def plain_file_name_problem(name: str | None) -> str | None:
+    """Why ``name`` is not a plain file name in the same prefix (None when it is fine)."""
+    if name is None or name == "":
+        return "empty file name"
+    if "/" in name or "\\" in name:
+        return f"path separator in {name!r}"
+    if name in (".", "..") or ".." in name:
+        return f"relative path component in {name!r}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"control character in {name!r}"
+    if not _PLAIN_NAME.match(name):
+        return f"not a plain binlog file name: {name!r}"
+    return None
+
+
+def split_series(name: str) -> tuple[str, int | None, int]:
+    """``binlog.000042`` -> ``("binlog.", 42, 6)``; names without a trailing number -> (name, None, 0)."""
+    m = _SERIES.match(name)
+    if not m:
+        return name, None, 0
+    return m.group(1), int(m.group(2)), len(m.group(2))
+
+
+def next_in_series(name: str) -> str | None:
+    """The next file name of a numbered series (``binlog.000999`` -> ``binlog.001000``)."""
+    base, seq, width = split_series(name)
+    if seq is None:
+        return None
+    return f"{base}{seq + 1:0{width}d}"
+
+
+def _series_key(name: str) -> tuple[str, int, str]:
+    base, seq, _w = split_series(name)
+    return (base, seq if seq is not None else -1, name)
+
+
+def _chain_sort_key(f: DiscoveredFile) -> tuple:
+    return (f.segment if f.segment is not None else 1 << 30,
+            f.chain_index if f.chain_index is not None else 1 << 30, _series_key(f.file))
+
+
+# --------------------------------------------------------------------------- head and tail
+
+
+class _HeadNeedsMore(Exception):
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
+def parse_head(data: bytes, size: int, name: str) -> tuple[DecodeContext, dict[str, Any]]:
+    """Decode the head of a binlog: the context plus facts (in_use, server, previous GTIDs).
+
+    Raises :class:`NotABinlogError` (no magic), :class:`BinlogError` (corrupt head) or
+    ``_HeadNeedsMore(n)`` when the first ``n`` bytes are needed to see the PREVIOUS_GTIDS.
+    """
+    if len(data) < 4 or data[:4] != BINLOG_MAGIC:
+        if len(data) < 4 and BINLOG_MAGIC.startswith(bytes(data)) and size > len(data):
+            raise _HeadNeedsMore(4)
+        raise NotABinlogError(f"no binlog magic (starts with {bytes(data[:4]).hex() or 'nothing'})", file=name,
+                              offset=0)
+    facts: dict[str, Any] = {"previous_gtids": None}
+    events = read_events(data, file_name=name, expand_payloads=False)
+    fde_seen = False
+    try:
+        for ev in events:
+            code = ev.header.type_code
+            if code in (_FDE, _START_V3):
+                fde_seen = True
+                facts["in_use"] = bool(ev.header.flags & LOG_EVENT_BINLOG_IN_USE_F)
+                facts["server_id"] = ev.header.server_id
+                facts["server_version"] = getattr(ev, "server_version", None)
+                facts["binlog_version"] = getattr(ev, "binlog_version", None)
+                facts["create_timestamp"] = getattr(ev, "create_timestamp", None)
+                facts["fde_end"] = ev.header.next_pos
+                continue
+            if code == _PREVIOUS_GTIDS or code == _GTID_LIST:
+                facts["previous_gtids"] = str(ev.gtid_set)  # type: ignore[attr-defined]
+                break
+            if code not in _HEAD_EVENTS:
+                break
+    except TruncatedEventError as exc:
+        # The event at exc.offset is cut by our window (or by the end of the object).
+        pos = exc.offset if exc.offset is not None else len(data)
+        code = data[pos + 4] if pos + 5 <= len(data) else None
+        if fde_seen and code is not None and code not in _HEAD_EVENTS:
+            pass  # an ordinary event after the head: the head is complete
+        else:
+            needed = _needed_for_event_at(data, pos) or (pos + 64)
+            if len(data) >= size or needed > size:
+                raise BinlogError("the object ends inside its head events", file=name, offset=pos) from None
+            raise _HeadNeedsMore(max(needed, len(data) + 1)) from None
+    finally:
+        close = getattr(events, "close", None)
+        if close:
+            close()
+    if not fde_seen:
+        raise NotABinlogError("no FORMAT_DESCRIPTION at the head", file=name, offset=4)
+    # A second pass through the public API gives the context (header length, checksum alg).
+    from binlog_parser import read_format_description
+
+    ctx = read_format_description(data[: facts["fde_end"]], file_name=name)
+    facts["checksum"] = "CRC32" if ctx.checksum_alg == CHECKSUM_CRC32 else "OFF"
+    facts["flavor"] = "mariadb" if ctx.is_mariadb else "mysql"
+    return ctx, facts
+
+
+def _needed_for_event_at(data: bytes, pos: int) -> int | None:
+    """End offset of the event whose header starts at ``pos`` (None if the header is cut)."""
+    if pos + 13 > len(data):
+        return None
+    return pos + _U32.unpack_from(data, pos + 9)[0]
+
+
+def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeContext,
+                       name: str, min_pos: int = 4) -> tuple[str, str | None, int] | None:
+    """The ROTATE/STOP event ending exactly at end of object: (type, next name, pos) or None.
+
+    ``tail`` holds bytes ``[tail_offset, size)``. A candidate is an event header of type ROTATE
+    or STOP whose ``event_size`` reaches exactly the end; it is decoded with ``binlog_parser``
+    using the file's context and trusted only if its CRC32 matches (checksummed files) or, for
+    files without checksums, its ``log_pos`` equals the object size.
+    """
+    n = len(tail)
+    hl = ctx.header_length or 19
+    for k in range(0, max(0, n - hl + 1)):
+        code = tail[k + 4]
+        if code != _ROTATE and code != _STOP:
+            continue
+        es = _U32.unpack_from(tail, k + 9)[0]
+        if k + es != n or es < hl:
+            continue
+        pos = tail_offset + k
+        if pos < min_pos:
+            continue
+        c = copy.copy(ctx)
+        c.table_maps = {}
+        try:
+            evs = list(read_events(tail[k:], context=c, source_offset=pos, file_name=name,
+                                   expand_payloads=False))
+        except (ChecksumMismatchError, BinlogError):
+            continue
+        if len(evs) != 1:
+            continue
+        ev = evs[0]
+        if ctx.checksum_alg != CHECKSUM_CRC32:
+            # no CRC to trust: the header's end position must agree (0 in some old relay logs)
+            if ev.header.log_pos not in (size,):
+                continue
+        if ev.header.type_code == _ROTATE:
+            if getattr(ev, "artificial", False):
+                continue
+            return "ROTATE", getattr(ev, "next_file", None), pos
+        return "STOP", None, pos
+    return None
+
+
+# --------------------------------------------------------------------------- reading one object
+
+
+def _retry(fn: Callable[[], T], what: str, attempts: int = 4, base_delay: float = 0.25) -> T:
+    """Call ``fn``; retry transient errors with exponential backoff (missing objects are not retried)."""
+    for i in range(attempts):
+        try:
+            return fn()
+        except ObjectNotFound:
+            raise
+        except (OSError, RuntimeError, ValueError) as exc:  # includes botocore errors (subclasses)
+            if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)) or i == attempts - 1:
+                raise
+            delay = base_delay * (2 ** i)
+            log.warning("%s failed (%s: %s); retry %d/%d in %.2fs", what, type(exc).__name__, exc, i + 1,
+                        attempts - 1, delay)
+            time.sleep(delay)
+        except Exception as exc:  # noqa: BLE001 - botocore ClientError etc.
+            if i == attempts - 1:
+                raise
+            delay = base_delay * (2 ** i)
+            log.warning("%s failed (%s); retry %d/%d in %.2fs", what, type(exc).__name__, i + 1, attempts - 1, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_bytes: int = HEAD_BYTES,
+                   tail_bytes: int = TAIL_BYTES) -> DiscoveredFile:
+    """Read the head and tail of one object (ranged reads only) and classify it."""
+    f = DiscoveredFile(source=source, file=obj.name, uri=obj.uri, size=obj.size, etag=obj.etag,
+                       last_modified=obj.last_modified)
+    if "/" in obj.name:
+        f.state = "nested"
+        f.detail = "object in a sub-folder of the source prefix"
+        return f
+    size = obj.size
+    try:
+        want = min(size, head_bytes)
+        head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
+        f.head_bytes = len(head)
+        while True:
+            try:
+                ctx, facts = parse_head(head, size, obj.name)
+                break
+            except _HeadNeedsMore as more:
+                need = min(size, max(more.needed, len(head) + 1))
+                if need <= len(head) or need > MAX_HEAD_BYTES:
+                    raise BinlogError(f"head needs {more.needed} bytes (limit {MAX_HEAD_BYTES})",
+                                      file=obj.name, offset=0) from None
+                extra = _retry(lambda: store.read_range(obj.name, len(head), need), f"head of {obj.uri}")
+                f.head_bytes += len(extra)
+                if not extra:
+                    raise BinlogError("object shorter than listed", file=obj.name, offset=len(head)) from None
+                head = head + extra
+    except NotABinlogError as exc:
+        f.state = "not_binlog"
+        f.detail = exc.message
+        return f
+    except ObjectNotFound:
+        f.state = "unreadable"
+        f.detail = "object vanished between listing and reading"
+        return f
+    except BinlogError as exc:
+        f.state = "corrupt"
+        f.detail = str(exc)
+        return f
+    except Exception as exc:  # noqa: BLE001 - storage errors after retries
+        f.state = "unreadable"
+        f.detail = f"{type(exc).__name__}: {exc}"
+        return f
+
+    f.in_use = bool(facts.get("in_use"))
+    f.flavor = facts.get("flavor")
+    f.server_id = facts.get("server_id")
+    f.server_version = facts.get("server_version")
+    f.binlog_version = facts.get("binlog_version")
+    f.checksum = facts.get("checksum")
+    f.previous_gtids = facts.get("previous_gtids")
+    f.create_timestamp = facts.get("create_timestamp")
+    fde_end = int(facts.get("fde_end") or 4)
+
+    # The tail: reuse the head when it already covers the end of the object.
+    closing = None
+    window = tail_bytes
+    while True:
+        window = min(window, size)
+        start = size - window
+        if start >= 0 and size <= len(head):
+            tail = head[start:size]
+        else:
+            try:
+                tail = _retry(lambda: store.read_range(obj.name, start, size), f"tail of {obj.uri}")
+            except Exception as exc:  # noqa: BLE001
+                f.state = "unreadable"
+                f.detail = f"tail: {type(exc).__name__}: {exc}"
+                return f
+            f.tail_bytes += len(tail)
+        closing = find_closing_event(tail, start, size, ctx, obj.name, min_pos=fde_end)
+        if closing is not None or window >= min(size, MAX_TAIL_BYTES):
+            break
+        window = MAX_TAIL_BYTES
+    if closing is None:
+        f.state = "open"
+        f.detail = "no ROTATE/STOP at the end: still being written (or cut)"
+        return f
+    kind, next_name, _pos = closing
+    f.closing_event = kind
+    if kind == "ROTATE":
+        problem = plain_file_name_problem(next_name)
+        f.next_file = next_name
+        if problem:
+            f.state = "rejected"
+            f.detail = f"ROTATE names a non-plain file: {problem}"
+            return f
+    else:
+        f.next_file = next_in_series(obj.name)
+    if f.in_use:
+        f.state = "open"
+        f.detail = f"in-use flag set in FORMAT_DESCRIPTION (ends with {kind})"
+        return f
+    f.state = "closed"
+    return f
+
+
+def _from_known(source: str, obj: ObjectInfo, known: KnownFile) -> DiscoveredFile:
+    return DiscoveredFile(source=source, file=obj.name, uri=obj.uri, size=obj.size, etag=obj.etag,
+                          last_modified=obj.last_modified, state="closed", closing_event=known.closing_event,
+                          next_file=known.next_file if known.closing_event == "ROTATE" else next_in_series(obj.name),
+                          server_id=known.server_id, flavor=known.flavor, previous_gtids=known.previous_gtids,
+                          from_state=True, ingest="ingested")
+
+
+# --------------------------------------------------------------------------- the chain
+
+
+def _classify_ingest(f: DiscoveredFile, known: KnownFile | None) -> str:
+    if known is None:
+        return "new"
+    if known.status == "failed":
+        return "retry"
+    if (known.etag or None) != (f.etag or None) or (known.size is not None and known.size != f.size):
+        return "changed"
+    return "ingested"
+
+
+def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
+    """Follow the successor pointers; set ``chain_index``/``segment``; return the issues found."""
+    issues: list[Issue] = []
+
+    def report(kind: str, severity: str, file: str | None, detail: str) -> None:
+        issues.append(Issue(source, kind, severity, file, detail))
+
+    by_name = {f.file: f for f in files if f.state != "nested"}
+    binlogs = {n: f for n, f in by_name.items() if f.state in ("closed", "open", "rejected")}
+    ordered = sorted(binlogs, key=_series_key)
+    series_pos = {n: i for i, n in enumerate(ordered)}
+
+    def later_files(name: str) -> list[str]:
+        """Binlogs of the same series after ``name`` (by number)."""
+        base, seq, _w = split_series(name)
+        out = []
+        for n in ordered:
+            b, s, _ = split_series(n)
+            if b == base and seq is not None and s is not None and s > seq:
+                out.append(n)
+        return out
+
+    # successor pointers of closed files
+    succ: dict[str, str] = {}
+    for n in ordered:
+        f = binlogs[n]
+        if f.state == "closed":
+            if f.next_file:
+                succ[n] = f.next_file
+            elif f.closing_event == "STOP":
+                report("awaiting_successor", SEVERITY_WARNING, n,
+                       "closed by STOP but its name has no number: the next file cannot be inferred")
+        elif f.state == "rejected":
+            report("hostile_rotate", SEVERITY_ERROR, n, f"{f.detail}; file rejected, the name is not followed")
+
+    preds: dict[str, list[str]] = {}
+    for p, s in succ.items():
+        preds.setdefault(s, []).append(p)
+
+    explained_roots: set[str] = set()
+    for s, ps in sorted(preds.items()):
+        if len(ps) > 1:
+            report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
+    for p, s in sorted(succ.items(), key=lambda kv: _series_key(kv[0])):
+        how = "ROTATE" if binlogs[p].closing_event == "ROTATE" else "STOP (next in series)"
+        if s in binlogs:
+            continue
+        if s in by_name:
+            report("invalid_successor", SEVERITY_ERROR, p,
+                   f"successor {s} ({how}) is in storage but not a usable binlog: {by_name[s].state} "
+                   f"({by_name[s].detail})")
+            nxt = later_files(p)
+            if nxt:
+                explained_roots.add(nxt[0])
+            continue
+        after = [n for n in later_files(p) if n != s]
+        if after:
+            report("missing_successor", SEVERITY_ERROR, p,
+                   f"GAP: {s} is missing from storage (named by {how} in {p}; {after[0]} follows)")
+            explained_roots.add(after[0])
+        else:
+            report("awaiting_successor", SEVERITY_INFO, p, f"{s} ({how}) not archived yet")
+
+    # open files: the tip is normal, an open file with later files is not
+    for n in ordered:
+        f = binlogs[n]
+        if f.state != "open":
+            continue
+        after = later_files(n)
+        if after:
+            report("unclosed_file", SEVERITY_ERROR, n,
+                   f"{f.detail}; but later files exist ({after[0]}...): crash or truncated upload; not ingested")
+            explained_roots.add(after[0])
+        else:
+            report("open_file", SEVERITY_INFO, n, f"{f.detail}; left for the next run")
+    for n in ordered:
+        if binlogs[n].state == "rejected":
+            after = later_files(n)
+            if after:
+                explained_roots.add(after[0])
+
+    # walk the chain from each root
+    roots = [n for n in ordered if n not in preds or not any(p in binlogs for p in preds[n])]
+    visited: set[str] = set()
+    segment = 0
+    for ri, root in enumerate(roots):
+        if ri > 0 and root not in explained_roots:
+            prev = ordered[series_pos[root] - 1] if series_pos[root] > 0 else None
+            detail = f"nothing in the archive names {root} as successor"
+            rf = binlogs[root]
+            if prev is not None:
+                pf = binlogs[prev]
+                detail += f" (previous by name: {prev}, which points to {pf.next_file or 'nothing'})"
+                if pf.server_id is not None and rf.server_id is not None and pf.server_id != rf.server_id:
+                    detail += f"; server_id changes {pf.server_id} -> {rf.server_id} (new server?)"
+            if rf.previous_gtids == "":
+                detail += "; its PREVIOUS_GTIDS/GTID_LIST is empty (RESET?)"
+            report("chain_restart", SEVERITY_ERROR, root, detail)
+        index = 0
+        n: str | None = root
+        while n is not None and n in binlogs and n not in visited:
+            visited.add(n)
+            binlogs[n].segment = segment
+            binlogs[n].chain_index = index
+            index += 1
+            n = succ.get(n)
+        segment += 1
+    unreached = [n for n in ordered if n not in visited]
+    if unreached:
+        report("cycle", SEVERITY_ERROR, unreached[0],
+               f"files reachable only through a successor loop: {', '.join(unreached[:10])}")
+    for n in unreached:
+        binlogs[n].state = "rejected" if binlogs[n].state == "closed" else binlogs[n].state
+    return issues
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def discover_source(store: ObjectStore, source: str, *, known: Mapping[str, KnownFile] | None = None,
+                    reuse_known: bool = True, workers: int = 8, head_bytes: int = HEAD_BYTES,
+                    tail_bytes: int = TAIL_BYTES) -> SourceDiscovery:
+    """Discover the rotated, not yet ingested binlogs of one source prefix.
+
+    ``known``: ``file -> KnownFile`` from the ingestion state. With ``reuse_known`` an ingested
+    object whose etag and size are unchanged and whose closing event is known is not read again.
+    """
+    t0 = time.monotonic()
+    before = getattr(store, "bytes_read", 0)
+    known = known or {}
+    result = SourceDiscovery(source=source, uri=store.root_uri)
+    objects = _retry(lambda: store.list(), f"listing {store.root_uri}")
+    result.objects = len(objects)
+
+    def one(obj: ObjectInfo) -> DiscoveredFile:
+        k = known.get(obj.name)
+        if (reuse_known and k is not None and k.status != "failed" and k.closing_event in ("ROTATE", "STOP")
+                and k.etag == obj.etag and (k.size is None or k.size == obj.size) and "/" not in obj.name):
+            return _from_known(source, obj, k)
+        return inspect_object(store, source, obj, head_bytes=head_bytes, tail_bytes=tail_bytes)
+
+    if workers > 1 and len(objects) > 1:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            files = list(pool.map(one, objects))
+    else:
+        files = [one(o) for o in objects]
+    result.files = files
+
+    for f in files:
+        if f.state == "not_binlog":
+            result.issues.append(Issue(source, "not_a_binlog", SEVERITY_WARNING, f.file, f.detail))
+        elif f.state == "nested":
+            result.issues.append(Issue(source, "nested_object", SEVERITY_INFO, f.file, f.detail))
+        elif f.state == "corrupt":
+            result.issues.append(Issue(source, "corrupt_binlog", SEVERITY_ERROR, f.file, f.detail))
+        elif f.state == "unreadable":
+            result.issues.append(Issue(source, "read_error", SEVERITY_ERROR, f.file, f.detail))
+    result.issues.extend(build_chain(source, files))
+    for f in files:
+        if f.state == "closed":
+            if f.ingest is None:
+                f.ingest = _classify_ingest(f, known.get(f.file))
+            if f.ingest == "changed":
+                k = known[f.file]
+                result.issues.append(Issue(source, "changed_object", SEVERITY_WARNING, f.file,
+                                           f"etag/size changed since ingestion ({k.etag}/{k.size} -> "
+                                           f"{f.etag}/{f.size}): ingested again"))
+    result.bytes_read = getattr(store, "bytes_read", 0) - before
+    result.seconds = time.monotonic() - t0
+    log.info(result.summary())
+    for issue in result.issues:
+        (log.error if issue.severity == SEVERITY_ERROR else log.warning if issue.severity == SEVERITY_WARNING
+         else log.info)("%s", issue)
+    return result
+
+
+def discover_rotated_files(cfg: Any, sources: Sequence[str] | None = None,
+                           known_by_source: Mapping[str, Mapping[str, KnownFile]] | None = None,
+                           workers: int = 8) -> list[SourceDiscovery]:
+    """Run :func:`discover_source` for each configured source (or the named ones)."""
+    from binlake.storage import open_object_store
+
+    out = []
+    for src in cfg.sources:
+        if sources is not None and src.name not in sources:
+            continue
+        store = open_object_store(src.uri, cfg.s3)
+        known = (known_by_source or {}).get(src.name)
+        out.append(discover_source(store, src.name, known=known, workers=workers))
+    return out
+
+
+def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = None, to_file: str | None = None,
+                 from_time: float | None = None, to_time: float | None = None) -> list[DiscoveredFile]:
+    """Closed files within a file-name range (series order, inclusive) and/or a last-modified window."""
+    out = []
+    lo = _series_key(from_file) if from_file else None
+    hi = _series_key(to_file) if to_file else None
+    for f in files:
+        if not f.closed:
+            continue
+        k = _series_key(f.file)
+        if lo is not None and (k[0] != lo[0] or k < lo):
+            continue
+        if hi is not None and (k[0] != hi[0] or k > hi):
+            continue
+        if from_time is not None and (f.last_modified is None or f.last_modified < from_time):
+            continue
+        if to_time is not None and (f.last_modified is None or f.last_modified >= to_time):
+            continue
+        out.append(f)
+    return sorted(out, key=_chain_sort_key)
+
+
+def crc32_of(data: bytes) -> int:
+    """zlib CRC32 (the binlog event checksum), exposed for test helpers."""
+    return zlib.crc32(data) & 0xFFFFFFFF

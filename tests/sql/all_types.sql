@@ -1,0 +1,118 @@
+-- Real-server scenario for tests/test_mariadb_server.py: every column type with edge values.
+-- Run by the `mariadb` client (utf8mb4) against a fresh MariaDB with binlog_format=ROW,
+-- binlog_row_image=FULL, binlog_row_metadata=FULL. FLUSH BINARY LOGS rotates the binlog.
+SET sql_mode = '';
+SET time_zone = '+00:00';
+CREATE DATABASE alltypes CHARACTER SET utf8mb4;
+USE alltypes;
+
+CREATE TABLE ints (
+  id INT PRIMARY KEY,
+  ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,
+  mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED,
+  bi BIGINT, biu BIGINT UNSIGNED, b BOOL
+);
+INSERT INTO ints VALUES
+ (1, -128, 0, -32768, 0, -8388608, 0, -2147483648, 0, -9223372036854775808, 0, 0),
+ (2, 127, 255, 32767, 65535, 8388607, 16777215, 2147483647, 4294967295, 9223372036854775807, 18446744073709551615, 1),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (4, -1, 1, -1, 1, -1, 1, -1, 1, -1, 9007199254740993, -128);
+
+CREATE TABLE nums (
+  id INT PRIMARY KEY,
+  f FLOAT, d DOUBLE,
+  d1 DECIMAL(1,0), d2 DECIMAL(10,4), d3 DECIMAL(65,30), d4 DECIMAL(18,9) UNSIGNED, d5 DECIMAL(30,0), d6 DECIMAL(5,5)
+);
+INSERT INTO nums VALUES
+ (1, 3.14159, 3.141592653589793, 9, 123456.7890, 12345678901234567890123456789012345.123456789012345678901234567890, 123456789.123456789, 999999999999999999999999999999, 0.99999),
+ (2, -1.5e-10, -1e300, -9, -123456.7890, -0.000000000000000000000000000001, 0, -999999999999999999999999999999, -0.00001),
+ (3, 3.40282e38, 1.7976931348623157e308, 0, 0, 0, 0.000000001, 0, 0),
+ (4, 0.1, 0.1, NULL, -0.0001, -1, NULL, 1, NULL),
+ (5, 1234567, 1e15, 1, 1, 1, 1, 1, 0.5),
+ (6, -0.00001, 123456789012345680, -1, 99.5, 12.5, 12.5, 12, -0.5),
+ (7, 100, 1e-7, 5, 0.0001, 0.1, 0.1, -1, 0.1),
+ (8, NULL, 2.2250738585072014e-308, 3, -1, -12.5, 1, 5, 0.12345),
+ (9, 1e-20, 100, 4, 10, 100, 100, 100, 0),
+ (10, -0, 0.30000000000000004, 2, 2, 2, 2, 2, 0.2);
+
+CREATE TABLE times (
+  id INT PRIMARY KEY,
+  d DATE, t0 TIME, t1 TIME(1), t3 TIME(3), t6 TIME(6),
+  dt0 DATETIME, dt2 DATETIME(2), dt6 DATETIME(6),
+  ts0 TIMESTAMP NULL, ts4 TIMESTAMP(4) NULL, ts6 TIMESTAMP(6) NULL,
+  y YEAR
+);
+INSERT INTO times VALUES
+ (1, '2000-02-29', '08:30:00', '-00:00:00.1', '-12:34:56.789', '838:59:59.000000',
+  '2025-05-27 01:06:53', '2025-05-27 01:06:53.57', '2025-05-27 01:06:53.569478',
+  '1970-01-01 00:00:01', '2038-01-19 03:14:07.9999', '2026-11-22 10:00:00.5', 1999),
+ (2, '0000-00-00', '-838:59:59', '-838:59:58.9', '-00:00:01.001', '-838:59:59.000000',
+  '0000-00-00 00:00:00', '1000-01-01 00:00:00.01', '9999-12-31 23:59:59.999999',
+  '0000-00-00 00:00:00', '0000-00-00 00:00:00', '2000-01-01 00:00:00.000001', 0),
+ (3, '9999-12-31', '00:00:00', '00:00:00.0', '23:59:59.999', '-00:00:00.000001',
+  '9999-12-31 23:59:59', '2024-02-29 12:00:00.99', '1970-01-01 00:00:00.000000',
+  NULL, NULL, NULL, 2155),
+ (4, '2024-00-10', '-01:02:03', '100:00:00.5', '-100:00:00.5', '-01:02:03.456789',
+  '2024-00-00 00:00:00', NULL, '2024-06-01 12:34:56.000100', '2001-09-09 01:46:40', '2001-09-09 01:46:40.1234', '2001-09-09 01:46:40.123456', 1901),
+ (5, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+
+CREATE TABLE strs (
+  id INT PRIMARY KEY,
+  c CHAR(10), vc VARCHAR(300), vl VARCHAR(10) CHARACTER SET latin1, v3 VARCHAR(10) CHARACTER SET utf8mb3,
+  bn BINARY(4), vb VARBINARY(10),
+  tt TINYTEXT, t TEXT, mt MEDIUMTEXT, lt LONGTEXT,
+  tb TINYBLOB, b BLOB, mb MEDIUMBLOB, lb LONGBLOB,
+  e ENUM('a','b','c d'), s SET('x','y','z'),
+  bit1 BIT(1), bit64 BIT(64), j JSON
+);
+INSERT INTO strs VALUES
+ (1, 'abc   ', 'Chloé 🐬 ✓', 'café', 'naïve', 'ab', UNHEX('0009000A5CFF'),
+  '', 'tab\there\nnewline\\backslash', REPEAT('é', 30000), REPEAT('🐬', 20000),
+  UNHEX('00'), UNHEX('DEADBEEF'), REPEAT(UNHEX('00FF0A09'), 20000), REPEAT('x', 70000),
+  'c d', 'x,z', b'1', b'1111111111111111111111111111111111111111111111111111111111111111', '{"k":[1,2,{"x":null}],"s":"é"}'),
+ (2, '', '', '', '', '', '', '', '', '', '', '', '', '', '', 'a', '', b'0', b'0', '[]'),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (4, 'NULL', 'O''Reilly "q"', 'ÿ', '€', UNHEX('FFFFFFFF'), UNHEX('00'), 'x', 'y', 'z', 'w', UNHEX(''), UNHEX('5C30'), UNHEX('0A'), UNHEX('09'),
+  'b', 'x,y,z', b'0', b'1000000000000000000000000000000000000000000000000000000000000001', '{"a": 1.5e300}');
+
+CREATE TABLE geo (id INT PRIMARY KEY, g GEOMETRY, p POINT);
+INSERT INTO geo VALUES
+ (1, ST_GeomFromText('LINESTRING(0 0, 1 1, 2 3.5)'), ST_GeomFromText('POINT(1 2)')),
+ (2, ST_GeomFromText('POLYGON((0 0,10 0,10 10,0 10,0 0))', 4326), NULL);
+
+FLUSH BINARY LOGS;
+
+-- updates, deletes, multi-row statements, a transaction
+UPDATE ints SET ti = ti - 1, biu = biu - 1 WHERE id IN (2, 4);
+UPDATE nums SET d2 = d2 * -1, f = f * 2 WHERE id <= 3;
+UPDATE times SET t6 = '-00:00:00.5', ts6 = '2030-01-01 00:00:00.25', d = '2030-12-31' WHERE id = 3;
+UPDATE strs SET mb = REPEAT(UNHEX('AB'), 70000), s = 'y', e = NULL WHERE id = 2;
+DELETE FROM ints WHERE id = 3;
+BEGIN;
+INSERT INTO ints (id, ti) VALUES (5, 5), (6, 6), (7, 7);
+DELETE FROM strs WHERE id = 4;
+UPDATE geo SET p = ST_GeomFromText('POINT(-1.5 2.25)') WHERE id = 2;
+COMMIT;
+BEGIN;
+INSERT INTO ints (id) VALUES (99);
+ROLLBACK;
+
+-- MINIMAL row image: absent columns must stay absent (not NULL) for the replay to be right
+SET SESSION binlog_row_image = MINIMAL;
+UPDATE ints SET si = 1234 WHERE id = 5;
+DELETE FROM ints WHERE id = 6;
+INSERT INTO ints (id, bi) VALUES (8, 42);
+SET SESSION binlog_row_image = FULL;
+
+FLUSH BINARY LOGS;
+
+-- MariaDB compressed rows events (WRITE/UPDATE/DELETE_ROWS_COMPRESSED)
+SET GLOBAL log_bin_compress = ON;
+SET GLOBAL log_bin_compress_min_len = 10;
+INSERT INTO strs (id, c, lt, j) VALUES (5, 'zip', REPEAT('compress me ', 5000), '{"z": true}');
+UPDATE nums SET d3 = d3 + 1 WHERE id IN (4, 5);
+DELETE FROM times WHERE id = 5;
+INSERT INTO times (id, t6, dt6) VALUES (6, '-00:00:00.000001', '2001-01-01 00:00:00.000001');
+SET GLOBAL log_bin_compress = OFF;
+
+FLUSH BINARY LOGS;
