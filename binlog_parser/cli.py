@@ -59,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out.flush()
                 sys.stderr.write(f"{exc}\n")
                 return 2
+            except BrokenPipeError:
+                raise
             except OSError as exc:
                 out.flush()
                 sys.stderr.write(f"{path}: {exc.strerror or exc}\n")

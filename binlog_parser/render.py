@@ -140,6 +140,13 @@ def event_to_text(event: Event) -> str:
         line += f" #{e.incident} ({e.incident_name}) {e.message}"
     elif name == "STOP":
         pass
+    elif callable(getattr(event, "text_lines", None)):
+        # rows events render their own ``### INSERT INTO ...`` lines (mysqlbinlog -v)
+        if name == "TABLE_MAP":
+            line += f": `{e.schema}`.`{e.table}` mapped to number {e.table_id}"
+        body = "\n".join(e.text_lines())
+    elif name == "TABLE_MAP":
+        line += f": `{e.schema}`.`{e.table}` mapped to number {e.table_id}"
     else:
         extra = {k: v for k, v in f.items() if k not in ("body",)}
         if extra and len(str(extra)) < 300:

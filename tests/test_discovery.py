@@ -1,0 +1,233 @@
+"""Discovery: follow the ROTATE chain from heads and tails only; report instead of guessing."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.config import S3Settings
+from binlake.discovery import (
+    HEAD_BYTES,
+    TAIL_BYTES,
+    KnownFile,
+    discover_source,
+    find_closing_event,
+    next_in_series,
+    plain_file_name_problem,
+    select_range,
+)
+from binlake.storage import LocalObjectStore, S3ObjectStore
+from tests._chain_util import (
+    MARIADB_FILES,
+    make_open,
+    read_fixture,
+    set_in_use,
+    sparse_binlog,
+    with_rotate_to,
+)
+
+
+def _chain_dir(tmp_path: Path, files: dict[str, bytes] | None = None) -> Path:
+    d = tmp_path / "archive"
+    d.mkdir(parents=True, exist_ok=True)
+    for name in MARIADB_FILES:
+        (d / name).write_bytes(read_fixture(name))
+    for name, data in (files or {}).items():
+        if data is None:
+            (d / name).unlink()
+        else:
+            (d / name).write_bytes(data)
+    return d
+
+
+def _kinds(result: Any) -> dict[str, list[str | None]]:
+    out: dict[str, list[str | None]] = {}
+    for i in result.issues:
+        out.setdefault(i.kind, []).append(i.file)
+    return out
+
+
+def test_series_names() -> None:
+    assert next_in_series("binlog.000041") == "binlog.000042"
+    assert next_in_series("mysql-bin.999999") == "mysql-bin.1000000"
+    assert next_in_series("binlog.index") is None
+    assert plain_file_name_problem("binlog.000002") is None
+    for bad in ("", "../binlog.000002", "/etc/passwd", "a/b", "..", "x\x00y", "a\\b", ".hidden"):
+        assert plain_file_name_problem(bad), bad
+
+
+def test_fixture_chain_reads_heads_and_tails(tmp_path: Path) -> None:
+    d = _chain_dir(tmp_path)
+    (d / "binlog.index").write_text("./binlog.000001\n")
+    store = LocalObjectStore(d)
+    r = discover_source(store, "m")
+    assert [f.file for f in r.to_ingest] == list(MARIADB_FILES)
+    assert [f.chain_index for f in r.to_ingest] == [0, 1, 2, 3]
+    assert [f.closing_event for f in r.to_ingest] == ["ROTATE", "ROTATE", "ROTATE", "STOP"]
+    assert r.to_ingest[1].previous_gtids == "0-7-3" and r.to_ingest[0].flavor == "mariadb"
+    assert not r.errors
+    kinds = _kinds(r)
+    assert kinds["not_a_binlog"] == ["binlog.index"]
+    assert kinds["awaiting_successor"] == ["binlog.000004"]  # STOP -> binlog.000005, not archived yet
+    # never more than a head and a tail per object
+    sizes = {f.file: f.size for f in r.files}
+    for f in r.files:
+        assert f.head_bytes + f.tail_bytes <= min(sizes[f.file], HEAD_BYTES) + TAIL_BYTES
+    assert r.bytes_read < sum(sizes.values()) / 3
+
+
+def test_open_last_file_is_left_for_next_run(tmp_path: Path) -> None:
+    d = _chain_dir(tmp_path, {"binlog.000004": make_open(read_fixture("binlog.000004"))})
+    r = discover_source(LocalObjectStore(d), "m")
+    f4 = next(f for f in r.files if f.file == "binlog.000004")
+    assert f4.state == "open" and f4.in_use
+    assert [f.file for f in r.to_ingest] == list(MARIADB_FILES[:3])
+    assert _kinds(r)["open_file"] == ["binlog.000004"]
+    assert not r.errors
+    # in use but ending with STOP (flag not cleared yet): still open
+    d2 = _chain_dir(tmp_path / "b", {"binlog.000004": set_in_use(read_fixture("binlog.000004"))})
+    r2 = discover_source(LocalObjectStore(d2), "m")
+    assert next(f for f in r2.files if f.file == "binlog.000004").state == "open"
+
+
+def test_truncated_tail_and_fake_closing_event_are_not_trusted(tmp_path: Path) -> None:
+    data = read_fixture("binlog.000002")
+    cut = data[:-10]
+    fake = with_rotate_to(data, "binlog.000003")
+    fake = fake[:-1] + bytes([fake[-1] ^ 0xFF])  # CRC no longer matches
+    d = _chain_dir(tmp_path, {"binlog.000003": cut[:len(cut)], "binlog.000004": None})
+    (d / "binlog.000003").write_bytes(cut)
+    (d / "binlog.000004").write_bytes(fake)
+    r = discover_source(LocalObjectStore(d), "m")
+    states = {f.file: f.state for f in r.files}
+    assert states["binlog.000003"] == "open"
+    assert states["binlog.000004"] == "open"
+    assert "unclosed_file" in _kinds(r)  # 000003 is open although 000004 exists
+    assert [f.file for f in r.to_ingest] == ["binlog.000001", "binlog.000002"]
+
+
+def test_missing_middle_file_is_a_gap(tmp_path: Path) -> None:
+    d = _chain_dir(tmp_path, {"binlog.000003": None})
+    r = discover_source(LocalObjectStore(d), "m")
+    kinds = _kinds(r)
+    assert kinds["missing_successor"] == ["binlog.000002"]
+    err = next(i for i in r.issues if i.kind == "missing_successor")
+    assert "binlog.000003 is missing" in err.detail and err.severity == "error"
+    assert "chain_restart" not in kinds  # the file after the gap is explained by the gap
+    assert [f.file for f in r.to_ingest] == ["binlog.000001", "binlog.000002", "binlog.000004"]
+    assert r.chain_broken
+
+
+@pytest.mark.parametrize("name", ["../binlog.000003", "/etc/passwd", "", "sub/binlog.000003", "bin\x00log"])
+def test_hostile_rotate_name_is_rejected(tmp_path: Path, name: str) -> None:
+    d = _chain_dir(tmp_path, {"binlog.000002": with_rotate_to(read_fixture("binlog.000002"), name)})
+    r = discover_source(LocalObjectStore(d), "m")
+    f2 = next(f for f in r.files if f.file == "binlog.000002")
+    assert f2.state == "rejected"
+    assert _kinds(r)["hostile_rotate"] == ["binlog.000002"]
+    assert "binlog.000002" not in [f.file for f in r.to_ingest]
+    assert r.chain_broken
+
+
+def test_fork_and_restart(tmp_path: Path) -> None:
+    d = _chain_dir(tmp_path)
+    # a copy of 000002 under another name: two files claim binlog.000003 as successor
+    (d / "binlog.000002.bak").write_bytes(read_fixture("binlog.000002"))
+    # a new server (other basename) starting its own series
+    (d / "other-bin.000001").write_bytes(with_rotate_to(read_fixture("binlog.000001"), "other-bin.000002"))
+    r = discover_source(LocalObjectStore(d), "m")
+    kinds = _kinds(r)
+    assert kinds["fork"] == ["binlog.000003"]
+    fork = next(i for i in r.issues if i.kind == "fork")
+    assert "binlog.000002" in fork.detail and "binlog.000002.bak" in fork.detail
+    assert "other-bin.000001" in kinds["chain_restart"]
+
+
+def test_changed_object_and_known_state(tmp_path: Path) -> None:
+    d = _chain_dir(tmp_path)
+    store = LocalObjectStore(d)
+    first = discover_source(store, "m")
+    known = {f.file: KnownFile(etag=f.etag, size=f.size, status="ok", closing_event=f.closing_event,
+                               next_file=f.next_file) for f in first.to_ingest}
+    known["binlog.000002"] = KnownFile(etag="old-etag", size=known["binlog.000002"].size,
+                                       closing_event="ROTATE", next_file="binlog.000003")
+    known["binlog.000003"] = KnownFile(etag=known["binlog.000003"].etag, size=known["binlog.000003"].size,
+                                       status="failed", closing_event="ROTATE", next_file="binlog.000004")
+    store.reset_counter()
+    r = discover_source(store, "m", known=known)
+    ingest = {f.file: f.ingest for f in r.files if f.closed}
+    assert ingest == {"binlog.000001": "ingested", "binlog.000002": "changed", "binlog.000003": "retry",
+                      "binlog.000004": "ingested"}
+    assert [f.file for f in r.to_ingest] == ["binlog.000002", "binlog.000003"]
+    assert _kinds(r)["changed_object"] == ["binlog.000002"]
+    reused = {f.file for f in r.files if f.from_state}
+    assert reused == {"binlog.000001", "binlog.000004"}  # unchanged + known: not read again
+    assert not r.errors and [f.chain_index for f in r.closed_files] == [0, 1, 2, 3]
+
+
+def test_select_range(tmp_path: Path) -> None:
+    r = discover_source(LocalObjectStore(_chain_dir(tmp_path)), "m")
+    sel = select_range(r.files, from_file="binlog.000002", to_file="binlog.000003")
+    assert [f.file for f in sel] == ["binlog.000002", "binlog.000003"]
+    assert [f.file for f in select_range(r.files, from_file="binlog.000004")] == ["binlog.000004"]
+
+
+def test_closing_event_needs_exact_end(tmp_path: Path) -> None:
+    from binlog_parser import read_format_description
+
+    data = read_fixture("binlog.000001")
+    ctx = read_format_description(data[:4096])
+    tail = data[-TAIL_BYTES:]
+    assert find_closing_event(tail, len(data) - len(tail), len(data), ctx, "x") == ("ROTATE", "binlog.000002",
+                                                                                     len(data) - 44)
+    assert find_closing_event(tail[:-1], len(data) - len(tail), len(data) - 1, ctx, "x") is None
+
+
+def _sparse_chain(folder: Path, n: int, size: int) -> int:
+    head_src = read_fixture("binlog.000002")
+    for i in range(1, n + 1):
+        nxt = f"binlog.{i + 1:06d}" if i < n else None
+        sparse_binlog(folder / f"binlog.{i:06d}", head_src, size, nxt)
+    return n * size
+
+
+def test_10k_objects_read_only_heads_and_tails(tmp_path: Path) -> None:
+    n, size = 10_000, 1 << 20
+    folder = tmp_path / "big"
+    folder.mkdir()
+    total = _sparse_chain(folder, n, size)
+    store = LocalObjectStore(folder)
+    t0 = time.monotonic()
+    r = discover_source(store, "big", workers=8)
+    elapsed = time.monotonic() - t0
+    assert r.objects == n and not r.errors
+    assert len(r.to_ingest) == n
+    assert r.to_ingest[-1].closing_event == "STOP" and r.to_ingest[-1].chain_index == n - 1
+    # one head (4 KiB) and one tail (512 B) per object: nothing else
+    assert r.bytes_read == store.bytes_read == n * (HEAD_BYTES + TAIL_BYTES)
+    assert r.bytes_read < total / 200
+    print(f"\n10k discovery: {r.bytes_read} bytes read of {total} ({elapsed:.1f}s)")
+
+
+def test_s3_paging_and_ranged_reads(s3_server: Any, s3_client: Any, s3_bucket: str, tmp_path: Path) -> None:
+    """A real S3 API on loopback, listing paged by 100: same chain facts, ranged GETs only."""
+    n, size = 250, 64 << 10
+    folder = tmp_path / "s3src"
+    folder.mkdir()
+    _sparse_chain(folder, n, size)
+    for p in sorted(folder.iterdir()):
+        s3_client.upload_file(str(p), s3_bucket, f"srv1/{p.name}")
+    s3_client.put_object(Bucket=s3_bucket, Key="srv1/notes.txt", Body=b"hello")
+    settings = S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True, max_attempts=3)
+    store = S3ObjectStore(f"s3://{s3_bucket}/srv1/", settings, page_size=100)
+    calls: list[str] = []
+    store.client.meta.events.register("before-call.s3.ListObjectsV2", lambda **kw: calls.append("list"))
+    r = discover_source(store, "srv1", workers=8)
+    assert len(calls) == 3  # 251 objects, 100 per page
+    assert r.objects == n + 1 and len(r.to_ingest) == n and not r.errors
+    assert _kinds(r)["not_a_binlog"] == ["notes.txt"]
+    assert r.bytes_read == n * (HEAD_BYTES + TAIL_BYTES) + 5
