@@ -26,17 +26,17 @@ help:
 setup: setup-system setup-python setup-jars
 
 # Stamp keyed on the lock + pyproject hash: a second run is a no-op.
-# editable_mode=compat puts the repo root on sys.path (.pth), so packages added later
+# The editable install (hatchling) is a .pth with the repo root, so packages added later
 # (binlake/, binlog_parser/, spark_jobs/) import without reinstalling.
 setup-python:
 	@want="$$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)"; \
 	stamp="$(VENV)/.binlake-python-$$want"; \
 	if [ -f "$$stamp" ] && [ -x "$(VPY)" ]; then echo "[setup] python env up to date ($(VENV))"; exit 0; fi; \
-	echo "[setup] creating $(VENV) with $(PYTHON) and installing requirements.lock (first run: a few minutes)"; \
+	echo "[setup] installing requirements.lock into $(VENV) ($(PYTHON); first run: a few minutes)"; \
 	[ -x "$(VPY)" ] || $(PYTHON) -m venv $(VENV); \
 	$(VPY) -m pip install -q --upgrade pip setuptools wheel; \
 	$(VPY) -m pip install -q -r requirements.lock; \
-	$(VPY) -m pip install -q --no-deps -e . --config-settings editable_mode=compat; \
+	$(VPY) -m pip install -q --no-deps -e .; \
 	rm -f $(VENV)/.binlake-python-*; touch "$$stamp"; \
 	echo "[setup] python env ready"
 
@@ -48,17 +48,18 @@ setup-jars:
 	command -v mvn >/dev/null || { echo "[setup] mvn not found: install maven (apt-get install maven)" >&2; exit 1; }; \
 	echo "[setup] fetching Delta + hadoop-aws + AWS SDK jars with Maven into $(JARS_DIR)"; \
 	rm -rf $(JARS_DIR).tmp; \
-	mvn -q -B -f conf/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS_DIR).tmp; \
+	mvn -q -B -Dstyle.color=never -f conf/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS_DIR).tmp; \
 	rm -rf $(JARS_DIR); mv $(JARS_DIR).tmp $(JARS_DIR); touch "$$stamp"; \
 	echo "[setup] jars ready: $$(ls $(JARS_DIR)/*.jar | wc -l) jars"
 
-# mariadbd (a test starts a real MariaDB) and docker-compose (config validation).
+# mariadbd (a test starts a real MariaDB), docker-compose (config validation), Maven and a JRE.
 setup-system:
 	@missing=""; \
 	command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || missing="$$missing mariadb-server"; \
 	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
 	command -v mvn >/dev/null || missing="$$missing maven"; \
+	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
 	if [ -z "$$missing" ]; then echo "[setup] system packages present"; exit 0; fi; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
 		echo "[setup] WARNING: missing system packages:$$missing (not root or no apt-get; install them yourself)" >&2; exit 0; fi; \

@@ -8,7 +8,7 @@ chain (env vars, ~/.aws, instance/container roles) or an Airflow connection, nev
 Lookup order for the file: explicit path argument > env ``BINLAKE_CONFIG`` > ``<repo>/conf/binlake.toml``.
 A few env vars override single fields (handy for containers and tests): ``BINLAKE_WAREHOUSE``,
 ``BINLAKE_STATE_DIR``, ``BINLAKE_JARS_DIR``, ``BINLAKE_S3_ENDPOINT``, ``BINLAKE_SPARK_MASTER``,
-``BINLAKE_SPARK_MODE`` and ``BINLAKE_SOURCES`` (``name=uri,name=uri``, replaces [[sources]]).
+``BINLAKE_SPARK_MODE``, ``BINLAKE_SPARK_JARS_ON_WORKERS`` and ``BINLAKE_SOURCES`` (``name=uri,name=uri``, replaces [[sources]]).
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ class SparkSettings:
     shuffle_partitions: int = 4
     ui_enabled: bool = True
     log_level: str = "WARN"
+    jars_on_workers: bool = False  # submit mode: jars dir mounted at the same path on every worker
     extra_conf: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -199,6 +200,8 @@ def config_from_dict(raw: Mapping[str, Any], base: Path, config_path: str | None
         shuffle_partitions=_get(spark_raw, "shuffle_partitions", int, 4, "spark"),
         ui_enabled=_get(spark_raw, "ui_enabled", bool, True, "spark"),
         log_level=_get(spark_raw, "log_level", str, "WARN", "spark"),
+        jars_on_workers=(env.get("BINLAKE_SPARK_JARS_ON_WORKERS", "").lower() in ("1", "true", "yes")
+                         or _get(spark_raw, "jars_on_workers", bool, False, "spark")),
         extra_conf={str(k): str(v) for k, v in extra.items()},
     )
 

@@ -382,7 +382,15 @@ def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeCont
         try:
             evs = list(read_events(tail[k:], context=c, source_offset=pos, file_name=name,
                                    expand_payloads=False))
-        except (ChecksumMismatchError, BinlogError):
+        except ChecksumMismatchError:
+            continue
+        except BinlogError:
+            # A ROTATE whose CRC is right but whose body the decoder refuses (e.g. no name):
+            # a real closing event naming nothing usable, reported as such by the caller.
+            raw = tail[k:]
+            if (code == _ROTATE and ctx.checksum_alg == CHECKSUM_CRC32
+                    and zlib.crc32(raw[:-4]) & 0xFFFFFFFF == _U32.unpack_from(raw, len(raw) - 4)[0]):
+                return "ROTATE", None, pos
             continue
         if len(evs) != 1:
             continue

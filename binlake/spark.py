@@ -5,7 +5,9 @@ cluster mode, ``binlake sql``) must agree on the same jars and the same Delta/S3
 function builds the conf map and both the in-process builder and the spark-submit helper use it.
 
 The jars are the ones ``make setup`` copied with Maven into the jars dir (``conf/pom.xml``); they
-go in via ``spark.jars`` so Spark never resolves packages through Ivy when it starts.
+go in via ``spark.jars`` / ``--jars`` for cluster runs and, for in-process ``local[*]`` sessions, via
+``spark.driver.extraClassPath`` (same files, no per-session copy). Spark never resolves packages
+through Ivy when it starts.
 Nothing here starts Spark at import time; pyspark is imported lazily.
 """
 
@@ -50,6 +52,20 @@ def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
     return jars
 
 
+def jars_value(cfg: BinlakeConfig, *, local: bool) -> str:
+    """The ``spark.jars`` / ``--jars`` value.
+
+    ``local:`` URLs mean "already on every node at this path": executors load them in place
+    instead of fetching them from the driver (the AWS SDK bundle alone is ~700 MB). Used on
+    clusters whose workers have the jars dir mounted at the same path (``spark.jars_on_workers``,
+    as in docker-compose.yml); otherwise the files are shipped.
+    """
+    paths = jar_paths(cfg.jars_dir)
+    if local or cfg.spark.jars_on_workers:
+        return ",".join("local:" + p for p in paths)
+    return ",".join(paths)
+
+
 def s3a_conf(cfg: BinlakeConfig) -> dict[str, str]:
     """Hadoop S3A settings (prefixed ``spark.hadoop.``). No secrets: the provider chain finds them."""
     s3 = cfg.s3
@@ -88,7 +104,13 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
         "spark.sql.adaptive.enabled": "true",
     }
     if include_jars:
-        conf["spark.jars"] = ",".join(jar_paths(cfg.jars_dir))
+        if cfg.spark.master.startswith("local"):
+            # In-process: driver == executor, so the jars go straight on the JVM classpath.
+            # (spark.jars would copy them, ~700 MB with the AWS SDK bundle, into a temp dir
+            # for every session, even as local: URLs.)
+            conf["spark.driver.extraClassPath"] = os.pathsep.join(jar_paths(cfg.jars_dir))
+        else:
+            conf["spark.jars"] = jars_value(cfg, local=False)
     conf.update(s3a_conf(cfg))
     conf.update(sp.extra_conf)
     return conf
@@ -146,7 +168,7 @@ def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:
     conf.pop("spark.driver.memory", None)
     return {
         "conn_id": cfg.spark.conn_id,
-        "jars": ",".join(jar_paths(cfg.jars_dir)),
+        "jars": jars_value(cfg, local=False),
         "conf": conf,
     }
 

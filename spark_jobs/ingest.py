@@ -435,7 +435,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
                force: bool = False, split_threshold: int = DEFAULT_SPLIT_THRESHOLD,
                split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
                keep_raw: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS,
-               keep_staging: bool = False) -> IngestResult:
+               keep_staging: bool = False, write_threads: int = 3) -> IngestResult:
     """Decode ``files`` (binlog objects from discovery) into the bronze/silver/meta tables.
 
     Files whose (source, file, etag, size) ``meta.ingested_files`` already holds are skipped
@@ -506,13 +506,24 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     # one Delta transaction id per (run, file set): a retried run skips what it already wrote
     txn_app = f"binlake-ingest:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
     counts: dict[str, int] = {}
-    for kind in STAGE_KINDS:
-        name = KIND_TO_TABLE[kind]
-        ts = spec(name)
+
+    def write_kind(kind: str) -> None:
+        ts = spec(KIND_TO_TABLE[kind])
         df = staged.where(f"kind = '{kind}'").select(f"`{kind}`.*").select(*ts.column_names)
-        path = table_path(config, name)
-        write_replace(df, path, predicate, run_id=run_id, job="ingest", txn_app=txn_app,
-                      extra_meta={"files": len(objects)})
+        write_replace(df, table_path(config, ts.name), predicate, run_id=run_id, job="ingest",
+                      txn_app=txn_app, extra_meta={"files": len(objects)})
+
+    # The five row tables are independent Delta logs: commit them from a few driver threads
+    # (small writes are dominated by per-commit latency). meta.* tables follow, in order.
+    if write_threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=write_threads) as pool:
+            for fut in [pool.submit(write_kind, k) for k in STAGE_KINDS]:
+                fut.result()
+    else:
+        for kind in STAGE_KINDS:
+            write_kind(kind)
     per_file_counts = _per_file_counts(staged)
     file_rows = []
     ingested_rows = []
@@ -521,16 +532,15 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
         c = per_file_counts.get((o.source, o.file), {})
         for k in STAGE_KINDS:
             counts[k] = counts.get(k, 0) + c.get(k, 0)
-        if not parts:
-            status = "failed"
-        elif any(p.get("read_failed") for p in parts):
-            status = "failed"
+        decoded_any = any((p.get("events") or 0) > 0 for p in parts)
+        if not parts or any(p.get("read_failed") for p in parts) or not decoded_any:
+            status = "failed"  # unreadable, or not a binlog at all (quarantined, kept out of the chain)
         elif c.get("quarantine", 0):
             status = "partial"
         else:
             status = "ok"
         result.file_status[f"{o.source}/{o.file}"] = status
-        if parts:
+        if parts and status != "failed":
             merged = records.merge_file_facts(
                 [dict(p, first_event_time=_parse_ts(p.get("first_event_time")),
                       last_event_time=_parse_ts(p.get("last_event_time"))) for p in parts],

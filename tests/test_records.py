@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,28 @@ def test_statement_kind():
     assert statement_kind("") == "OTHER"
 
 
-@pytest.mark.skipif(True, reason="placeholder replaced once binlog_parser.rows decodes rows events")
-def test_row_changes_placeholder():
-    pass
+def test_row_changes_of_mariadb_file2():
+    out = collect(decode_file(MARIA / "binlog.000002", source="maria"))
+    rc = out["row_changes"]
+    ops = [(r["table_name"], r["operation"], dict(r["before"] or {}).get("id"), dict(r["after"] or {}).get("id"))
+           for r in rc]
+    assert ops[:4] == [("customer", "update", "1", "1"), ("customer", "update", "2", "2"),
+                       ("customer", "delete", "3", None), ("customer", "insert", None, "4")]
+    upd = dict(rc[0]["after"])
+    assert upd["balance"] == "1244.56" and upd["updated"] == "2026-11-22 10:00:00.500"
+    assert json.loads(rc[0]["after_json"])["id"] == 1  # typed JSON: numbers stay numbers
+    # all rows of one transaction share its GTID, start position and commit time
+    (t,) = [t for t in out["transactions"] if t["gtid"] == "0-7-4"]
+    mine = [r for r in rc if r["gtid"] == "0-7-4"]
+    assert len(mine) == t["row_changes"] == 4
+    assert {r["trx_pos"] for r in mine} == {t["start_pos"]} and {r["commit_time"] for r in mine} == {t["commit_time"]}
+    assert t["tables"] == ["shop.customer"] and t["xid"] is not None
+    # binlog order: (pos, payload_index, row_index) strictly increasing
+    keys = [(r["pos"], r["payload_index"] or 0, r["row_index"]) for r in rc]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
+def test_truncated_transaction_is_not_contained():
+    data = (MARIA / "binlog.000002").read_bytes()[:-100]
+    (facts,) = [r for k, r in decode_file(data, source="m", file="binlog.000002") if k == "file_facts"]
+    assert facts["contained_gtids"] == "0:4-5" and facts["last_gtid"] == "0-7-6" and facts["truncated"]

@@ -6,6 +6,8 @@ MERGE (upsert + delete), read again. Kept small: 2 cores.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,8 @@ def test_s3_scheme_maps_to_s3a(spark: Any, s3_bucket: str) -> None:
 
 def test_spark_conf_uses_local_jars_and_no_ivy(binlake_config: BinlakeConfig) -> None:
     conf = spark_conf(binlake_config)
-    jars = conf["spark.jars"].split(",")
+    # local[*]: the Maven-fetched jars go on the driver classpath in place (no per-session copy)
+    jars = conf["spark.driver.extraClassPath"].split(os.pathsep)
     assert all(Path(j).is_file() for j in jars)
     assert any(Path(j).name.startswith("delta-spark_") for j in jars)
     assert any(Path(j).name.startswith("hadoop-aws-3.5.0") for j in jars)
@@ -73,6 +76,15 @@ def test_spark_conf_uses_local_jars_and_no_ivy(binlake_config: BinlakeConfig) ->
     assert conf["spark.sql.catalog.spark_catalog"].endswith("DeltaCatalog")
     assert conf["spark.hadoop.fs.s3.impl"] == conf["spark.hadoop.fs.s3a.impl"]
     assert not any("secret" in k.lower() or "access.key" in k.lower() for k in conf)
+
+
+def test_cluster_conf_uses_spark_jars(binlake_config: BinlakeConfig) -> None:
+    shipped = replace(binlake_config, spark=replace(binlake_config.spark, master="spark://m:7077"))
+    jars = spark_conf(shipped)["spark.jars"].split(",")
+    assert jars and all(Path(j).is_file() for j in jars)
+    mounted = replace(shipped, spark=replace(shipped.spark, jars_on_workers=True))
+    assert all(j.startswith("local:/") for j in spark_conf(mounted)["spark.jars"].split(","))
+    assert all(j.startswith("local:/") for j in str(spark_submit_kwargs(mounted)["jars"]).split(","))
 
 
 def test_jars_dir_has_no_duplicates_of_pyspark_jars(binlake_config: BinlakeConfig) -> None:

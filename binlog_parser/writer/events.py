@@ -408,15 +408,17 @@ def encode_body(event: Event) -> bytes:
 def encode_event(event: Event, *, checksum: bool | None = None, log_pos: int | None = None) -> bytes:
     """Header + body (+ CRC32) of a decoded event, from its own header fields.
 
-    ``checksum``: default True, except for events embedded in a TRANSACTION_PAYLOAD (which carry
-    none) and events the reader decoded from a file without checksums (``checksum_ok is None``
-    there, but also when verification was off: pass ``checksum`` explicitly in that case).
+    ``checksum``: by default a CRC32 trailer is written when the event came from a checksummed
+    file (``header.checksum_ok`` is not None: the reader verified one) and is not embedded in a
+    TRANSACTION_PAYLOAD; a FORMAT_DESCRIPTION of a 5.6.1+ server always has one. Pass it
+    explicitly for events built by hand or decoded with ``verify_checksum=False``.
     """
     h = event.header
     if checksum is None:
-        checksum = h.payload_pos is None
         if isinstance(event, FormatDescriptionEvent):
             checksum = event.checksum_alg != CHECKSUM_UNDEFINED
+        else:
+            checksum = h.checksum_ok is not None and h.payload_pos is None
     type_code = h.raw_type_code if h.raw_type_code is not None else h.type_code
     return frame_event(type_code, encode_body(event), timestamp=h.timestamp,
                        server_id=h.server_id, log_pos=h.log_pos if log_pos is None else log_pos,

@@ -7,9 +7,9 @@ reader's own ``decode_table_map`` so that the very ``ColumnInfo`` objects the re
 the value encoders (``binlog_parser.writer.values``): what we store is what the reader reads.
 
 Layouts: MySQL ``libs/mysql/binlog/event/rows_event.{h,cpp}`` and ``Table_map_log_event::
-init_metadata_fields`` (optional metadata order: SIGNEDNESS, DEFAULT/COLUMN_CHARSET, GEOMETRY_TYPE,
-then with FULL: COLUMN_NAME, ENUM_AND_SET charsets, SET_STR_VALUE, ENUM_STR_VALUE, primary key,
-COLUMN_VISIBILITY, VECTOR_DIMENSIONALITY).
+init_metadata_fields`` (optional metadata order, as in server-written fixtures: SIGNEDNESS,
+DEFAULT/COLUMN_CHARSET, GEOMETRY_TYPE, VECTOR_DIMENSIONALITY, then with FULL: COLUMN_NAME,
+ENUM_AND_SET charsets, SET_STR_VALUE, ENUM_STR_VALUE, primary key, COLUMN_VISIBILITY).
 """
 
 from __future__ import annotations
@@ -228,6 +228,9 @@ def _optional_metadata(layouts: Sequence[ColumnLayout], names: Sequence[str] | N
     geos = [lay.geometry_type or 0 for lay in layouts if lay.real_type == T.GEOMETRY]
     if geos:
         out.append(_tlv(tm.GEOMETRY_TYPE, b"".join(pint(g) for g in geos)))
+    vec = [lay.vector_dimensions or 0 for lay in layouts if lay.real_type == T.VECTOR]
+    if vec:
+        out.append(_tlv(tm.VECTOR_DIMENSIONALITY, b"".join(pint(v) for v in vec)))
     if full:
         if names is not None:
             out.append(_tlv(tm.COLUMN_NAME, b"".join(
@@ -246,11 +249,8 @@ def _optional_metadata(layouts: Sequence[ColumnLayout], names: Sequence[str] | N
                                 b"".join(pint(i) + pint(p) for i, p in pk)))
             else:
                 out.append(_tlv(tm.SIMPLE_PRIMARY_KEY, b"".join(pint(i) for i, _p in pk)))
-        if visible is not None and not all(visible):
+        if visible is not None:  # 8.0.23+ writes it in FULL mode, even when all are visible
             out.append(_tlv(tm.COLUMN_VISIBILITY, _bits_msb(visible)))
-        vec = [lay.vector_dimensions or 0 for lay in layouts if lay.real_type == T.VECTOR]
-        if vec:
-            out.append(_tlv(tm.VECTOR_DIMENSIONALITY, b"".join(pint(v) for v in vec)))
     return b"".join(out)
 
 
@@ -317,6 +317,8 @@ def table_map_body_from_event(ev: Any) -> bytes:
         out.append(_tlv(tm.COLUMN_CHARSET, b"".join(pint(c) for c in ev.column_charsets)))
     if ev.geometry_types is not None:
         out.append(_tlv(tm.GEOMETRY_TYPE, b"".join(pint(g) for g in ev.geometry_types)))
+    if ev.vector_dimensions is not None:
+        out.append(_tlv(tm.VECTOR_DIMENSIONALITY, b"".join(pint(v) for v in ev.vector_dimensions)))
     if ev.column_names is not None:
         out.append(_tlv(tm.COLUMN_NAME, b"".join(
             pint(len(b)) + b for b in (n.encode("utf-8", errors="surrogateescape")
@@ -340,8 +342,6 @@ def table_map_body_from_event(ev: Any) -> bytes:
             out.append(_tlv(tm.SIMPLE_PRIMARY_KEY, b"".join(pint(i) for i, _p in ev.primary_key)))
     if ev.column_visibility is not None:
         out.append(_tlv(tm.COLUMN_VISIBILITY, _bits_msb(ev.column_visibility)))
-    if ev.vector_dimensions is not None:
-        out.append(_tlv(tm.VECTOR_DIMENSIONALITY, b"".join(pint(v) for v in ev.vector_dimensions)))
     for t, v in ev.unknown_optional_metadata:
         out.append(_tlv(t, v))
     return _table_map(ev.table_id, ev.flags, ev.schema, ev.table, bytes(ev.column_types), meta,

@@ -1,0 +1,1 @@
+"""Adapters that run other binlog decoders over the same files (benchmarks, interop tests)."""
