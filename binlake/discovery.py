@@ -417,7 +417,7 @@ def _retry(fn: Callable[[], T], what: str, attempts: int = 4, base_delay: float 
             return fn()
         except ObjectNotFound:
             raise
-        except (OSError, RuntimeError, ValueError) as exc:  # includes botocore errors (subclasses)
+        except (OSError, RuntimeError) as exc:
             if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)) or i == attempts - 1:
                 raise
             delay = base_delay * (2 ** i)
@@ -595,6 +595,7 @@ def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
     for s, ps in sorted(preds.items()):
         if len(ps) > 1:
             report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
+            explained_roots.update(ps)  # the extra claimant starts no chain of its own: reported once
     for p, s in sorted(succ.items(), key=lambda kv: _series_key(kv[0])):
         how = "ROTATE" if binlogs[p].closing_event == "ROTATE" else "STOP (next in series)"
         if s in binlogs:

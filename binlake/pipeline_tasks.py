@@ -523,18 +523,19 @@ def wire_pipeline(cfg: BinlakeConfig, *, backfill: bool) -> Any:
     def discover_task(source: str, **context: Any) -> dict[str, Any]:
         return discover(source, context["run_id"], context.get("params"), backfill=backfill)
 
-    decode_op = _spark_operator("decode", cfg, table_assets(cfg, DECODE_TABLES), retries=1)
-    reconcile_op = _spark_operator("reconcile", cfg, table_assets(cfg, RECONCILE_TABLES))
-    checks_op = _spark_operator("data_checks", cfg, [], trigger_rule="all_done")
+    decode_assets = table_assets(cfg, DECODE_TABLES)
+    reconcile_assets = table_assets(cfg, RECONCILE_TABLES)
     local = cfg.spark.mode != "submit"
 
     @task_group(group_id=GROUP_ID)
     def per_source(source: str) -> Any:
+        # operators are created inside the group so they belong to (and are mapped with) it
         found = discover_task(source)
+        decode_op = _spark_operator("decode", cfg, decode_assets, retries=1)
+        reconcile_op = _spark_operator("reconcile", cfg, reconcile_assets)
+        checks_op = _spark_operator("data_checks", cfg, [], trigger_rule="all_done")
         if local:
-            decoded = decode_op(found)
-            reconciled = reconcile_op(found)
-            checked = checks_op(found)
+            decoded, reconciled, checked = decode_op(found), reconcile_op(found), checks_op(found)
         else:
             decoded, reconciled, checked = decode_op, reconcile_op, checks_op
             found >> decoded

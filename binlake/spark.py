@@ -14,6 +14,7 @@ Nothing here starts Spark at import time; pyspark is imported lazily.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -128,7 +129,9 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
     # Python workers must use this interpreter (the venv), not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = master or cfg.spark.master
+    if master and master != cfg.spark.master:
+        cfg = dataclasses.replace(cfg, spark=dataclasses.replace(cfg.spark, master=master))
+    master = cfg.spark.master
     if master.startswith("local"):
         # In-process runs stay on loopback (no hostname lookups, nothing exposed).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -17,6 +17,8 @@ switch             what the archive shows                                       
 ``gno_gap``        a GNO executed on the server is absent from a file                     that file GAP
 ``duplicate_file`` a file uploaded a second time under ``<name>.copy``                    copy DUPLICATE
 ``restart``        a file ends with STOP; the next one starts after a server restart      OK
+``chain_break``    the server is replaced (STOP, new UUIDs, empty GTID history) and the   next file
+                   series goes on in the same prefix                                      CHAIN_BREAK
 ``truncated_tail`` the last file is cut inside its last event                             OK (truncated)
 ``corrupted_tail`` a byte of the last transaction's GTID event is flipped (CRC mismatch)  OK (corrupt)
 ``in_use_last``    the last file has no ROTATE/STOP and keeps the in-use flag             OK (in use)
@@ -53,8 +55,8 @@ from typing import Any, Callable, Iterable
 from binlog_parser.gtid import Gtid, GtidSet
 from binlog_parser.writer import BinlogFileWriter, Column, Table
 
-FAULT_NAMES = ("missing_file", "gno_gap", "duplicate_file", "restart", "truncated_tail",
-               "corrupted_tail", "in_use_last")
+FAULT_NAMES = ("missing_file", "gno_gap", "duplicate_file", "restart", "chain_break",
+               "truncated_tail", "corrupted_tail", "in_use_last")
 
 
 @dataclass
@@ -63,6 +65,7 @@ class Faults:
     gno_gap: bool = False
     duplicate_file: bool = False
     restart: bool = False
+    chain_break: bool = False
     truncated_tail: bool = False
     corrupted_tail: bool = False
     in_use_last: bool = False
@@ -437,6 +440,9 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
     plan_gap_file = 1
     plan_missing_file = 2
     plan_restart_after = 3
+    plan_break_after = 5
+    chain_breaks: list[int] = []  # indexes of files starting a new GTID history
+    all_executed: list[Gtid] = []
     gap_done = False
 
     def executed_set() -> GtidSet:
@@ -481,6 +487,7 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
             skipped = Gtid(key[0], next_gno[key], key[1])
             next_gno[key] += 1
             executed.append(skipped)  # executed on the server, never logged in the archive
+            all_executed.append(skipped)
             info.skipped_gtids.append(skipped)
             gap_done = True
         gtid = Gtid(key[0], next_gno[key], key[1])
@@ -508,6 +515,7 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
             xid += 1
             w.xid(xid)
         executed.append(gtid)
+        all_executed.append(gtid)
         info.gtids.append(gtid)
         info.transactions += 1
         txn_rows: dict[str, dict[str, int]] = {}
@@ -526,6 +534,18 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
         # rotation
         if w.pos >= cfg.max_binlog_size:
             restart_now = faults.restart and len(files) == plan_restart_after
+            break_now = faults.chain_break and len(files) == plan_break_after
+            if break_now:
+                # a new server takes over the prefix: new UUIDs, empty history (RESET / restore)
+                restart_now = True
+                own_uuid = _server_uuid(rng)
+                uuids = [own_uuid] + [_server_uuid(rng) for _ in range(len(uuids) - 1)]
+                next_gno = {(u, ""): 1 for u in uuids}
+                for tg in tags:
+                    next_gno[(own_uuid, tg)] = 1
+                executed = []
+                purged = GtidSet()
+                chain_breaks.append(len(files) + 1)
             if restart_now:
                 w.stop(timestamp=now)
                 info.closing_event = "STOP"
@@ -557,12 +577,13 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
     files.append(info)
 
     return _finish_source(cfg, sink, source, server_id, own_uuid, uuids, version, faults, files,
-                          executed_set(), plan_missing_file)
+                          executed_set(), plan_missing_file, chain_breaks, all_executed)
 
 
 def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: int, own_uuid: str,
                    uuids: list[str], version: str, faults: Faults, files: list[_FileInfo],
-                   executed: GtidSet, plan_missing_file: int) -> dict[str, Any]:
+                   executed: GtidSet, plan_missing_file: int, chain_breaks: list[int],
+                   all_executed: list[Gtid]) -> dict[str, Any]:
     applied: list[str] = []
     records: list[dict[str, Any]] = []
     for f in files:
@@ -605,8 +626,10 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
         applied.append("in_use_last")
     if any(f.skipped_gtids for f in files):
         applied.append("gno_gap")
-    if any(f.server_restart_before for f in files[1:]):
+    if any(f.server_restart_before for i, f in enumerate(files[1:], 1) if i not in chain_breaks):
         applied.append("restart")
+    if chain_breaks:
+        applied.append("chain_break")
     # -- missing file
     missing_index = None
     if faults.missing_file and len(files) >= 4:
@@ -636,6 +659,8 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
         if rec["skipped_gtids"]:
             status, missing = "GAP", rec["skipped_gtids"]
             detail = "GNO gap inside the file"
+        if i in chain_breaks:
+            status, detail = "CHAIN_BREAK", "a new GTID history starts (server replaced / RESET)"
         if missing_index is not None and i == missing_index + 1:
             status = "GAP"
             gone = records[missing_index]["gtids"]
@@ -669,6 +694,8 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
         "source": source, "prefix": f"{source}/", "server_id": server_id, "server_uuid": own_uuid,
         "uuids": uuids, "server_version": version, "faults": applied, "files": records,
         "reconciliation": recon, "gtid_executed": str(executed),
+        "gtid_executed_all_histories": str(GtidSet.from_gtids(all_executed)),
+        "chain_breaks": [records[i]["name"] for i in chain_breaks],
         "archived_gtids": str(readable), "transactions": txns, "rows_by_table": rows,
     }
 

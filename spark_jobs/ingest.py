@@ -37,6 +37,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
+    from pathlib import Path as _Path
+
+    sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+
 from spark_jobs import records
 from spark_jobs.schemas import ALL_TABLES, INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
 

@@ -19,6 +19,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
+    from pathlib import Path as _Path
+
+    sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+
 from spark_jobs.gtid_reconciliation import FileFacts, coverage, reconcile
 from spark_jobs.ingest import _rows_df, _sql_str, ensure_table, table_path, write_replace
 

@@ -3,7 +3,9 @@
 Used by ``tests/test_differential_mariadb_binlog.py`` to compare our decoder, event by event and
 value by value, with an independent implementation.
 
-``mariadb-binlog --base64-output=decode-rows -vv --force-read FILE`` prints, per event::
+``mariadb-binlog --base64-output=decode-rows -vv --print-table-metadata FILE`` (rerun with
+``--force-read`` when it stops on an event type it does not know, and without
+``--print-table-metadata`` when that crashes it) prints, per event::
 
     # at 1138                                          <- event position
     #261122  5:28:04 server id 7  end_log_pos 1895 CRC32 0x6aba0f9b 	Annotate_rows:
@@ -111,8 +113,20 @@ class MBEvent:
         return (m.group(1).decode(), (m.group(2) or b"").decode()) if m else None
 
     def gtid_list(self) -> str | None:
-        m = re.match(rb"Gtid list \[(.*)\]$", self.label)
+        """The GTIDs of a Gtid list, comma-separated (printed one per line: "[0-7-153,",
+        "# 3-7-41]")."""
+        text = self.label
+        for ln in self.lines:
+            if text.endswith(b"]"):
+                break
+            text += ln[2:] if ln.startswith(b"# ") else ln
+        m = re.match(rb"Gtid list \[(.*)\]$", text)
         return m.group(1).decode() if m else None
+
+    def xa_xid(self) -> tuple[str, str, int] | None:
+        """(gtrid hex, bqual hex, formatID) of an XA_PREPARE event ("XID = X'..',X'..',1")."""
+        m = re.match(rb"XID = X'([0-9A-F]*)',X'([0-9A-F]*)',(\d+)$", self.label)
+        return (m.group(1).decode().lower(), m.group(2).decode().lower(), int(m.group(3))) if m else None
 
     def checkpoint(self) -> bytes | None:
         m = re.match(rb"Binlog checkpoint (.*)$", self.label)
@@ -260,6 +274,28 @@ def parse(text: bytes, resolve=None):
         cur = None
 
     for line in text.split(b"\n"):
+        if line.startswith(b"###"):  # most lines of a big file: row images
+            if line.startswith(b"###   @"):
+                m = _VALUE.match(line)
+                if m is None:
+                    raise ValueError(f"unparsed row line: {line[:200]!r}")
+                target.append(Value(int(m.group(1)), m.group(2), m.group(3).decode("latin-1").strip(),
+                                    int(m.group(4)), m.group(5) == b"1", m.group(6) == b"1"))
+                continue
+            m = _ROWS_START.match(line)
+            if m:
+                op = {b"INSERT INTO": "insert", b"UPDATE": "update", b"DELETE FROM": "delete"}[m.group(1)]
+                image = RowImage(op, m.group(2), m.group(3))
+                group.rows.append(image)
+                target = None
+                continue
+            if line == b"### SET":
+                image.after = target = []
+                continue
+            if line == b"### WHERE":
+                image.before = target = []
+                continue
+            raise ValueError(f"unparsed row line: {line[:200]!r}")
         m = _AT.match(line)
         if m:
             close_event()
@@ -288,26 +324,6 @@ def parse(text: bytes, resolve=None):
                 if cur.rows_header() is not None:
                     group.events.append(cur)
                     cur.group = group
-            continue
-        if line.startswith(b"###"):
-            m = _ROWS_START.match(line)
-            if m:
-                op = {b"INSERT INTO": "insert", b"UPDATE": "update", b"DELETE FROM": "delete"}[m.group(1)]
-                image = RowImage(op, m.group(2), m.group(3))
-                group.rows.append(image)
-                target = None
-                continue
-            if line == b"### SET":
-                image.after = target = []
-                continue
-            if line == b"### WHERE":
-                image.before = target = []
-                continue
-            m = _VALUE.match(line)
-            if m is None:
-                raise ValueError(f"unparsed row line: {line[:200]!r}")
-            target.append(Value(int(m.group(1)), m.group(2), m.group(3).decode("latin-1").strip(),
-                                int(m.group(4)), m.group(5) == b"1", m.group(6) == b"1"))
             continue
         m = _NROWS.match(line)
         if m:

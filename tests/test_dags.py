@@ -66,6 +66,18 @@ def _states_by_index(dag_id: str, run_id: str) -> dict[tuple[str, int], str]:
         return {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state)) for ti in tis}
 
 
+def _xcoms(dag_id: str, run_id: str, task_id: str) -> list[Any]:
+    """Return values of every map index of a (mapped) task, by map index."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.query(XComModel).filter(XComModel.dag_id == dag_id, XComModel.run_id == run_id,
+                                               XComModel.task_id == task_id,
+                                               XComModel.key == "return_value").all()
+        return [XComModel.deserialize_value(r) for r in sorted(rows, key=lambda r: r.map_index)]
+
+
 def _table_rows(spark: Any, cfg: Any, name: str) -> list[tuple]:
     from delta.tables import DeltaTable
 
@@ -112,6 +124,12 @@ def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, so
                          world["state"], sources)
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     world["cfg"] = load_config(path)
+    return _load(dag_id)
+
+
+def _load(dag_id: str) -> Any:
+    from binlake.demo import load_dag
+
     draft = Path(__file__).resolve().parent.parent / ".state" / "dags_draft"
     if dag_id == "binlake_nightly" and (draft / "binlake_nightly.py").exists():  # TEMP until the rework lands
         return load_dag(dag_id, dags_folder=draft)
@@ -162,7 +180,7 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
     assert "GAP: binlog.000003 is missing" in logs
     assert "hostile_rotate" in logs and "../binlog.000003" in logs
     alerts = [json.loads(line) for line in (world["state"] / "alerts.jsonl").read_text().splitlines()]
-    assert any(a["task_id"] == "reconcile" and "binlog.000003" in a["reason"] for a in alerts)
+    assert any(a["task_id"] == "per_source.reconcile" and "binlog.000003" in a["reason"] for a in alerts)
 
     # ---- night 2: good only, nothing new -------------------------------------------------
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good"])
@@ -170,24 +188,38 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
     r2 = run_dag(dag)
     timings["night2"] = time.monotonic() - t0
     assert r2.success, r2
-    decoded = r2.xcoms["per_source.decode"]
-    decoded = decoded[0] if isinstance(decoded, list) else decoded
+    decoded, = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
     assert decoded["files"] == 0
-    found = r2.xcoms["per_source.discover"]
-    found = found[0] if isinstance(found, list) else found
+    found, = _xcoms("binlake_nightly", r2.run_id, "per_source.discover")
     assert found["to_ingest"] == 0 and found["bytes_read"] < 8192  # ingested files not read again
 
-    # ---- night 3: binlog.000004 rotated, binlog.000005 appeared (still open) -------------
+    # ---- night 3: binlog.000004 rotated, binlog.000005 appeared (still open); a new source
+    #      with a generated MySQL 8 chain (binlake.synthetic) whose last file is still in use
+    from binlake.config import S3Settings
+    from binlake.synthetic import Faults, SyntheticConfig, generate
+
     closed4 = with_rotate_to(read_fixture("binlog.000004"), "binlog.000005")
     _put(world["client"], "good", "binlog.000004", closed4)
     _put(world["client"], "good", "binlog.000005", make_open(read_fixture("binlog.000004")))
+    truth = generate(f"s3://{BUCKET}/", SyntheticConfig(bytes_per_server=160 << 10, max_binlog_size=48 << 10,
+                                                         faults=Faults(in_use_last=True), seed=3,
+                                                         source_prefix="gen"),
+                     s3_settings=S3Settings(endpoint_url=world["endpoint"], path_style_access=True))
+    gen_files = truth["sources"]["gen1"]["files"]
+    gen_closed = {f["name"] for f in gen_files if f["present"] and f["closing_event"] and not f["in_use"]}
+    assert 2 <= len(gen_closed) < len(gen_files)
+    dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gen1"])
     t0 = time.monotonic()
     r3 = run_dag(dag)
     timings["night3"] = time.monotonic() - t0
     assert r3.success, r3
-    found = r3.xcoms["per_source.discover"]
-    found = found[0] if isinstance(found, list) else found
-    assert found["files"] == ["binlog.000004"]
+    found = {d["source"]: d for d in _xcoms("binlake_nightly", r3.run_id, "per_source.discover")}
+    assert found["good"]["files"] == ["binlog.000004"]
+    assert set(found["gen1"]["files"]) == gen_closed
+    ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
+    assert {r.file for r in ingested.where("source = 'gen1'").collect()} == gen_closed
+    recon = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.gtid_reconciliation"))
+    assert {r.status for r in recon.where("source = 'gen1'").collect()} == {"OK"}
     ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
     good_runs = {r.file: r.run_id for r in ingested.where("source = 'good'").collect()}
     assert set(good_runs) == set(MARIADB_FILES)
@@ -220,8 +252,6 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
 
 def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """spark.mode = "submit": the Spark steps become SparkSubmitOperator, same DAG files."""
-    from binlake.demo import load_dag
-
     jars = os.environ.get("BINLAKE_JARS_DIR", str(Path(__file__).resolve().parent.parent / ".jars"))
     path = tmp_path / "c.toml"
     path.write_text('[pipeline]\nwarehouse = "s3a://lake/wh"\n'
@@ -231,7 +261,7 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
                     '[spark]\nmode = "submit"\nconn_id = "spark_cluster"\n')
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     for dag_id in ("binlake_nightly", "binlake_backfill"):
-        dag = load_dag(dag_id)
+        dag = _load(dag_id)
         for step in ("decode", "reconcile", "data_checks"):
             op = dag.get_task(f"per_source.{step}")
             assert type(op).__name__ == "SparkSubmitOperator", (dag_id, step)

@@ -178,3 +178,24 @@ def test_truncated_transaction_is_not_contained():
     data = (MARIA / "binlog.000002").read_bytes()[:-100]
     (facts,) = [r for k, r in decode_file(data, source="m", file="binlog.000002") if k == "file_facts"]
     assert facts["contained_gtids"] == "0:4-5" and facts["last_gtid"] == "0-7-6" and facts["truncated"]
+
+
+def test_plan_tasks_packs_small_files_and_isolates_ranges():
+    from spark_jobs.ingest import BinlogObject, as_binlog_object, files_predicate, plan_tasks
+
+    small = [BinlogObject("s", f"/a/b.{i:06d}", 10) for i in range(5)]
+    big = BinlogObject("s", "/a/big.000001", 1000)
+    tasks = plan_tasks(small + [big], {("s", "big.000001"): [300, 700]}, pack_target=25)
+    sizes = [[(p["file"], p["start"], p["end"]) for p in t] for t in tasks]
+    assert sizes == [[("b.000000", 0, 10), ("b.000001", 0, 10)], [("b.000002", 0, 10), ("b.000003", 0, 10)],
+                     [("big.000001", 0, 300)], [("big.000001", 300, 700)], [("big.000001", 700, 1000)],
+                     [("b.000004", 0, 10)]]
+    ranges = [t[0] for t in tasks if t[0]["file"] == "big.000001"]
+    assert [(p["start"], p["end"], p["range_index"], p["n_ranges"]) for p in ranges] == [
+        (0, 300, 0, 3), (300, 700, 1, 3), (700, 1000, 2, 3)]
+    assert sum(len(t) for t in tasks) == 5 + 3
+    assert files_predicate([("s", "a'b"), ("t", "x"), ("s", "c")]) == (
+        "(source = 's' AND file IN ('a\\'b', 'c')) OR (source = 't' AND file IN ('x'))")
+    o = as_binlog_object({"source": "s", "name": "dir/binlog.000001", "uri": "s3://b/dir/binlog.000001",
+                          "size": 5, "etag": "e"})
+    assert (o.file, o.size, o.etag) == ("binlog.000001", 5, "e")

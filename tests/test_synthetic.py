@@ -205,3 +205,29 @@ def test_cli(tmp_path: Path, capsys) -> None:
     assert truth["sources"]["src1"]["files"][-1]["in_use"]
     with pytest.raises(ValueError):
         Faults.parse("nope")
+
+
+def test_chain_break(tmp_path: Path) -> None:
+    rec = pytest.importorskip("spark_jobs.gtid_reconciliation")
+    cfg = SyntheticConfig(seed=8, faults=Faults.parse("chain_break,restart"), bytes_per_server=900 << 10,
+                          max_binlog_size=96 << 10, rows_per_table=60, tables=2)
+    truth = generate(str(tmp_path), cfg)
+    src = truth["sources"]["src1"]
+    assert set(src["faults"]) >= {"chain_break", "restart"}
+    broken = src["chain_breaks"]
+    assert len(broken) == 1
+    by_file = {r["file"]: r["status"] for r in src["reconciliation"]}
+    assert by_file[broken[0]] == "CHAIN_BREAK"
+    assert sum(1 for st in by_file.values() if st != "OK") == 1
+    first_after = next(f for f in src["files"] if f["name"] == broken[0])
+    assert first_after["previous_gtids"] == "" and first_after["server_restart_before"]
+    facts = []
+    for f in src["files"]:
+        s = _scan(tmp_path / f["object"])
+        gt = [g for g in s["gtids"] if g]
+        facts.append(rec.FileFacts(
+            source="src1", file=f["name"], previous_gtids=str(s["prev"]),
+            contained_gtids=str(GtidSet.from_gtids(gt)), closing_event=s["closing"],
+            next_file=f["next_file"] if s["closing"] == "ROTATE" else None, transactions=s["txns"]))
+    got = {r.file: r.status for r in rec.reconcile_source(facts)}
+    assert got == by_file

@@ -86,6 +86,21 @@ def test_fixture_coverage_includes_every_asked_event_type() -> None:
         assert name in seen, name
 
 
+@pytest.mark.parametrize("name", [
+    "blackbeam__rust_mysql_common/test-data__binlogs__binlog-invisible-columns.000001",  # 8.0.26
+    "blackbeam__rust_mysql_common/test-data__binlogs__binlog_transaction_previous_GTID_no_tag.000001",  # 8.0.40
+    "rust-us__mysql-cdc-rs/tests__events__8.0__02_query__binlog.000001",  # 8.2.0
+    "blackbeam__rust_mysql_common/test-data__binlogs__json-opaque.binlog",  # 9.0.1
+    "blackbeam__rust_mysql_common/test-data__binlogs__binlog_transaction_with_GTID_TAG.000001",  # 9.6.0
+])
+def test_new_format_description_matches_the_server(name: str) -> None:
+    from binlog_parser.writer import format_description_body
+
+    fde = next(iter(read_events(FIXTURES / name)))
+    data = (FIXTURES / name).read_bytes()[4 + 19:fde.header.next_pos - 4]
+    assert format_description_body(fde.server_version, fde.create_timestamp) == data
+
+
 def test_fde_crc_ignores_in_use_flag_and_checksum_off_still_has_crc() -> None:
     body = bytes(range(60))
     a = frame_event(15, body, timestamp=1, server_id=2, log_pos=100, flags=LOG_EVENT_BINLOG_IN_USE_F)
@@ -160,6 +175,17 @@ def test_written_file_structure(version: str, compression: str | None) -> None:
     writes = [e for e in rows if e.kind == "insert"]
     assert len(writes) >= 2
     assert [e.flags & 1 for e in writes[:2]] == [0, 1] or writes[0].flags & 1 == 0
+    # every statement starts with its TABLE_MAP (STMT_END_F releases the table id)
+    last = None
+    for e in events:
+        if e.name.endswith("ROWS_V2"):
+            assert last is not None and last.header.type_code in (19, 30, 31, 32)
+            if last.header.type_code != 19:
+                assert not last.flags & 1  # same statement continues
+        if e.header.type_code in (19, 30, 31, 32):
+            last = e
+        elif e.name not in ("TABLE_MAP",):
+            last = None
     upd = next(e for e in rows if e.kind == "update")
     assert upd.rows[0].before == {"id": 1}  # partial (minimal) before image
     assert upd.rows[0].after["customer"] is None
@@ -404,3 +430,16 @@ def test_json_large_container() -> None:
     b = encode_json(tree)
     assert b[0] == 0x01  # LARGE_OBJECT (does not fit 16-bit offsets)
     assert parse_json_binary(b) == tree
+
+
+def test_checksum_off_file() -> None:
+    data = _sample_file(server_version="8.0.40", checksum=False)
+    events = list(read_events(data))
+    assert events[0].checksum_alg == 0
+    fde = data[4:events[0].header.next_pos]
+    assert struct.unpack("<I", fde[-4:])[0] == zlib.crc32(fde[:-4])  # the FDE keeps its CRC (as servers do)
+    assert all(e.header.checksum_ok is None for e in events[1:])
+    for e in events:
+        if e.header.payload_pos is None:
+            assert encode_event(e, checksum=e.name == "FORMAT_DESCRIPTION") == data[e.header.pos:e.header.next_pos]
+    assert sum(len(e.rows) for e in events if e.name == "WRITE_ROWS_V2") == 199

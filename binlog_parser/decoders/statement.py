@@ -289,6 +289,16 @@ UNSIGNED_F = 0x01
 BINARY_CHARSET = 63
 
 
+def _user_var_text(raw: bytes, collation: int) -> str | bytes:
+    """A string user variable: text decoded with its collation's charset (latin1 bytes C3 A9
+    are "Ã©", ucs2 00 E9 is "é"); bytes for binary, an unknown charset or invalid bytes."""
+    from binlog_parser.rows.charsets import charset_of, make_text_decoder  # pure helpers
+    if collation == BINARY_CHARSET:
+        return raw
+    dec = make_text_decoder(charset_of(collation))
+    return dec(raw) if dec is not None else raw
+
+
 def decode_user_var(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
     off = ctx.post_header_length(EventType.USER_VAR)
     need(body, off + 5, "USER_VAR")
@@ -314,8 +324,8 @@ def decode_user_var(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Eve
     flags = body[off] if off < len(body) else None
     unsigned = bool(flags is not None and flags & UNSIGNED_F)
     value: Any
-    if vtype == 0:  # STRING_RESULT
-        value = bytes(raw) if charset == BINARY_CHARSET else text(raw)
+    if vtype == 0:  # STRING_RESULT: the bytes are in the value's own charset (not UTF-8)
+        value = _user_var_text(bytes(raw), charset)
     elif vtype == 1:  # REAL_RESULT
         if vlen != 8:
             raise CorruptEventError(f"USER_VAR REAL of {vlen} bytes")

@@ -70,7 +70,7 @@ CHARSET_CODEC: dict[str, str | None] = {
     "armscii8": None, "ascii": "ascii", "big5": "big5", "binary": None,
     "cp1250": "cp1250", "cp1251": "cp1251", "cp1256": "cp1256", "cp1257": "cp1257",
     "cp850": "cp850", "cp852": "cp852", "cp866": "cp866", "cp932": "cp932", "dec8": None,
-    "eucjpms": "euc_jp", "euckr": "euc_kr", "gb18030": "gb18030", "gb2312": "gb2312", "gbk": "gbk",
+    "eucjpms": "euc_jp", "euckr": "cp949", "gb18030": "gb18030", "gb2312": "gb2312", "gbk": "gbk",
     "geostd8": None, "greek": "iso8859_7", "hebrew": "iso8859_8", "hp8": None, "keybcs2": None,
     "koi8r": "koi8_r", "koi8u": "koi8_u", "latin1": "mysql_latin1", "latin2": "iso8859_2",
     "latin5": "iso8859_9", "latin7": "iso8859_13", "macce": "mac_latin2", "macroman": "mac_roman",
@@ -98,12 +98,133 @@ def _decode_mysql_latin1(data: bytes) -> str:
         )
 
 
+def _tokens(data: bytes, lead2: frozenset, lead3: frozenset = frozenset()):
+    """Split multi-byte text into characters (lead bytes of 2- and 3-byte characters)."""
+    i, n = 0, len(data)
+    while i < n:
+        b = data[i]
+        k = 3 if b in lead3 else 2 if b in lead2 else 1
+        yield data[i:i + k]
+        i += k
+
+
+_SJIS_LEADS = frozenset(list(range(0x81, 0xA0)) + list(range(0xE0, 0xFD)))
+_DBCS_LEADS = frozenset(range(0x81, 0xFF))
+_EUC_LEADS2 = frozenset([0x8E] + list(range(0xA1, 0xFF)))
+_EUC_LEADS3 = frozenset([0x8F])
+
+
+def _euc_pua(tok: bytes) -> str | None:
+    """EUC-JP user-defined rows F5-FE (and 8F F5-FE) -> U+E000.. (as MySQL's ujis/eucjpms)."""
+    if len(tok) == 2 and tok[0] >= 0xF5:
+        return chr(0xE000 + (tok[0] - 0xF5) * 94 + (tok[1] - 0xA1))
+    if len(tok) == 3 and tok[1] >= 0xF5:
+        return chr(0xE3AC + (tok[1] - 0xF5) * 94 + (tok[2] - 0xA1))
+    return None
+
+
+def _euc_to_sjis(c1: int, c2: int) -> bytes:
+    j1, j2 = c1 - 0x80, c2 - 0x80
+    s1 = (j1 + 1) // 2 + (0x70 if j1 <= 0x5E else 0xB0)
+    s2 = j2 + (0x1F if j2 <= 0x5F else 0x20) if j1 % 2 else j2 + 0x7E
+    return bytes((s1, s2))
+
+
+def _char_ujis(tok: bytes) -> str:
+    if tok == b"\xa1\xc0":
+        return "\\"          # JIS X 0208 1-32 REVERSE SOLIDUS (Python: U+FF3C)
+    return _euc_pua(tok) or tok.decode("euc_jp")
+
+
+def _char_eucjpms(tok: bytes) -> str:
+    """eucJP-ms: JIS X 0208 with Windows (cp932) mappings, NEC/IBM extensions, user-defined."""
+    pua = _euc_pua(tok)
+    if pua is not None:
+        return pua
+    if len(tok) == 2 and tok[0] == 0x8E:
+        return tok[1:].decode("cp932")
+    if len(tok) == 2 and tok[0] >= 0xA1 and 0xA1 <= tok[1] <= 0xFE:
+        return _euc_to_sjis(tok[0], tok[1]).decode("cp932")
+    if len(tok) == 3 and tok[1] in (0xF3, 0xF4) and 0xA1 <= tok[2] <= 0xFE:
+        from binlog_parser.rows.charset_tables import EUCJPMS_IBM
+        i = (tok[1] - 0xF3) * 94 + tok[2] - 0xA1 - (0xF3 - 0xA1)
+        c = EUCJPMS_IBM[i] if 0 <= i < len(EUCJPMS_IBM) else "\ufffe"
+        if c == "\ufffe":
+            raise UnicodeDecodeError("eucjpms", tok, 0, 3, "unmapped")
+        return c
+    if tok == b"\x8f\xa2\xb7":
+        return "\uff5e"
+    if tok == b"\x8f\xa2\xc3":
+        return "\uffe4"
+    return tok.decode("euc_jp")
+
+
+def _tokenized(char, leads2, leads3=frozenset(), fast_codec=None, needs_slow=None):
+    """A decoder that maps character by character (``char(token) -> str``, raising
+    UnicodeDecodeError for an unmapped one); ``fast_codec`` is tried first unless
+    ``needs_slow(data)``."""
+    def dec(data: bytes):
+        if fast_codec is not None and not needs_slow(data):
+            try:
+                return data.decode(fast_codec)
+            except UnicodeDecodeError:
+                return data
+        try:
+            return "".join(char(t) for t in _tokens(data, leads2, leads3))
+        except (UnicodeDecodeError, IndexError):
+            return data
+    return dec
+
+
+def _big5_char(tok: bytes) -> str:
+    from binlog_parser.rows.charset_tables import BIG5_OVERRIDES
+    return BIG5_OVERRIDES.get(tok) or tok.decode("big5")
+
+
+def _special_decoder(charset: str):
+    """Charsets where Python's codec differs from the server's mapping (checked exhaustively
+    against MariaDB 10.11, see charset_tables.py)."""
+    from binlog_parser.rows import charset_tables as ct
+    table = ct.SINGLE_BYTE.get(charset)
+    if table is not None:
+        import codecs
+
+        def dec_table(data: bytes):
+            try:
+                return codecs.charmap_decode(data, "strict", table)[0]
+            except UnicodeDecodeError:
+                return data
+        return dec_table
+    if charset == "sjis":  # Shift_JIS, but 81 5F is U+005C (Python: U+FF3C)
+        return _tokenized(lambda t: "\\" if t == b"\x81\x5f" else t.decode("shift_jis"), _SJIS_LEADS,
+                          fast_codec="shift_jis", needs_slow=lambda d: b"\x81\x5f" in d)
+    if charset == "big5":  # + ETEN F9D6-F9FE; a few codes the server maps to U+FFFD
+        keys = tuple(ct.BIG5_OVERRIDES)
+        return _tokenized(_big5_char, _DBCS_LEADS, fast_codec="big5",
+                          needs_slow=lambda d: any(k in d for k in keys))
+    if charset == "ujis":
+        return _tokenized(_char_ujis, _EUC_LEADS2, _EUC_LEADS3, fast_codec="euc_jp",
+                          needs_slow=lambda d: b"\xa1\xc0" in d or any(b >= 0xF5 for b in d))
+    if charset == "eucjpms":
+        return _tokenized(_char_eucjpms, _EUC_LEADS2, _EUC_LEADS3)
+    return None
+
+
+_SPECIAL = frozenset(["sjis", "big5", "ujis", "eucjpms", "latin2", "latin5", "latin7", "cp1250",
+                      "cp1251", "cp1256", "cp1257", "cp850", "cp852", "cp866", "koi8r", "koi8u",
+                      "greek", "hebrew", "tis620", "macce", "macroman", "ascii", "dec8", "hp8",
+                      "swe7", "keybcs2", "armscii8", "geostd8"])
+
+
 def make_text_decoder(charset: str | None):
     """A ``bytes -> str | bytes`` function for a charset.
 
     Binary / unknown / codec-less charsets return the bytes unchanged; bytes that are invalid in
-    the charset also come back unchanged (raw), never replaced or dropped.
+    the charset (or that the server itself cannot convert) also come back unchanged (raw),
+    never replaced or dropped. Mappings follow the server's, not Python's, where they differ.
     """
+    if charset in _SPECIAL:
+        return _special_decoder(charset)
     codec = CHARSET_CODEC.get(charset) if charset else None
     if codec is None:
         return None

@@ -313,10 +313,24 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
         raise
     except (_RowsError, ValueError, IndexError, OverflowError, struct.error, zlib.error,
             JsonDiffError) as exc:
-        raise CorruptEventError(f"bad rows event: {exc}", file=ctx.file, offset=header.pos,
-                                type_code=t) from None
+        raise CorruptEventError(f"bad rows event: {exc}{_hires_hint(tm, ctx)}", file=ctx.file,
+                                offset=header.pos, type_code=t) from None
     return RowsEvent(header, table_id, flags, extra, width, bm_before,
                      bm_after if kind == UPDATE else None, rows, tm)
+
+
+def _hires_hint(tm, ctx: DecodeContext) -> str:
+    """Why a MariaDB rows event with old-code temporal columns may not decode."""
+    if tm is None or not ctx.is_mariadb:
+        return ""
+    cols = [c.name for c in tm.columns if c.type in (T.TIME, T.DATETIME, T.TIMESTAMP) and not c.fsp]
+    if not cols:
+        return ""
+    return (f" (table {tm.schema}.{tm.table}: columns {', '.join(cols)} are logged with the old "
+            f"TIME/DATETIME/TIMESTAMP type codes; if any is TIME/DATETIME/TIMESTAMP(n>0) in "
+            f"MariaDB's 5.3 format (mysql56_temporal_format=OFF, or a table from MariaDB <= 10.0), "
+            f"its size is not in the binlog: give its fsp in the schema, e.g. "
+            f"SchemaRegistry.add_ddl(CREATE TABLE ...))")
 
 
 def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):

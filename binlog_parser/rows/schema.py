@@ -8,8 +8,9 @@ the TABLE_MAP's (a stale schema is ignored rather than misapplied).
 
 Sources: ``add_table`` (names or ``ColumnSpec``s), ``add_ddl`` (``CREATE TABLE`` / simple
 ``ALTER TABLE ... ADD/DROP COLUMN`` text the pipeline has seen), ``load_json`` (a schema file:
-``{"db.table": ["id", {"name": "price", "unsigned": true}, ...]}``). A plain dict of that shape
-in ``DecodeContext.schemas`` works too.
+``{"db.table": ["id", {"name": "price", "unsigned": true}, {"name": "at", "fsp": 6}, ...]}``).
+A plain dict of that shape in ``DecodeContext.schemas`` works too. ``fsp`` matters only for
+MariaDB's 5.3-format TIME/DATETIME/TIMESTAMP(n), whose precision the binlog does not carry.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ class ColumnSpec:
     charset: str | None = None
     enum_values: tuple[str, ...] | None = None
     set_values: tuple[str, ...] | None = None
+    # fractional-second precision of TIME/DATETIME/TIMESTAMP(n): needed only for MariaDB's 5.3
+    # format, which the binlog logs with the old type codes and no metadata
+    fsp: int | None = None
 
     def collation_id(self) -> int | None:
         return _DEFAULT_COLLATION.get(self.charset.lower()) if self.charset else None
@@ -52,7 +56,8 @@ def _spec(item: Any) -> ColumnSpec:
         return ColumnSpec(
             item["name"], item.get("unsigned"), item.get("charset"),
             tuple(item["enum"]) if item.get("enum") is not None else None,
-            tuple(item["set"]) if item.get("set") is not None else None)
+            tuple(item["set"]) if item.get("set") is not None else None,
+            item.get("fsp"))
     raise TypeError(f"bad column spec: {item!r}")
 
 
@@ -174,7 +179,11 @@ def _column_def(text: str) -> ColumnSpec | None:
             enum_values = vals
         else:
             set_values = vals
-    return ColumnSpec(name, unsigned, charset, enum_values, set_values)
+    fsp = None
+    tm = re.match(r"\s*(TIME|DATETIME|TIMESTAMP)\b\s*(?:\(\s*(\d)\s*\))?", up)
+    if tm:
+        fsp = int(tm.group(2) or 0)
+    return ColumnSpec(name, unsigned, charset, enum_values, set_values, fsp)
 
 
 def _apply_ddl(reg: SchemaRegistry, sql: str, default_schema: str | None) -> bool:

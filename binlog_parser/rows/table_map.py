@@ -416,6 +416,10 @@ def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[Co
                 extra["enum_values"] = tuple(spec.enum_values)
             if real == T.SET and "set_values" not in extra and spec.set_values is not None:
                 extra["set_values"] = tuple(spec.set_values)
+            if (bt in (T.TIME, T.DATETIME, T.TIMESTAMP) and ctx.is_mariadb
+                    and getattr(spec, "fsp", None) and 0 < spec.fsp <= 6):
+                # MariaDB 5.3 fractional format: old type code, no metadata; fsp from the schema
+                extra["fsp"] = spec.fsp
         if real == T.ENUM or real == T.SET:
             extra.setdefault("length", meta & 0xFF)
         cols.append(ColumnInfo(

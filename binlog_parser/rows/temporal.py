@@ -147,13 +147,21 @@ def make_date_decoder():
     return dec
 
 
+class ImpossibleTemporalValue(ValueError):
+    """An old-format TIME/DATETIME whose digits no server writes: the bytes are not that type
+    (typically a MariaDB 5.3-format TIME/DATETIME(n) decoded without its fsp)."""
+
+
 def make_time_decoder():
     """Old TIME: 3-byte signed little-endian integer [-]HHMMSS."""
     def dec(buf, pos):
         v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
         neg = v < 0
         v = -v if neg else v
-        return MySQLTime(neg, v // 10000, (v // 100) % 100, v % 100), pos + 3
+        t = MySQLTime(neg, v // 10000, (v // 100) % 100, v % 100)
+        if t.minutes > 59 or t.seconds > 59 or t.hours > 838:
+            raise ImpossibleTemporalValue(f"impossible old-format TIME {bytes(buf[pos:pos + 3]).hex()}")
+        return t, pos + 3
     return dec
 
 
@@ -162,8 +170,13 @@ def make_datetime_decoder():
     def dec(buf, pos):
         v = int.from_bytes(buf[pos:pos + 8], "little")
         d, t = divmod(v, 1000000)
-        return MySQLDateTime(d // 10000, (d // 100) % 100, d % 100,
-                             t // 10000, (t // 100) % 100, t % 100), pos + 8
+        dt_ = MySQLDateTime(d // 10000, (d // 100) % 100, d % 100,
+                            t // 10000, (t // 100) % 100, t % 100)
+        if (dt_.year > 9999 or dt_.month > 12 or dt_.day > 31 or dt_.hour > 23 or dt_.minute > 59
+                or dt_.second > 59):
+            raise ImpossibleTemporalValue(
+                f"impossible old-format DATETIME {bytes(buf[pos:pos + 8]).hex()}")
+        return dt_, pos + 8
     return dec
 
 
@@ -234,6 +247,75 @@ def make_time2_decoder(fsp: int):
         hms = packed >> 24
         usec = packed & 0xFFFFFF
         return MySQLTime(neg, (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, usec, fsp), pos + n
+    return dec
+
+
+# MariaDB 5.3 "hires" TIME(n) / DATETIME(n) / TIMESTAMP(n), n = 1..6: the format MariaDB
+# 5.3-10.0 used for fractional temporals, still written by MariaDB for such tables (and for new
+# ones with mysql56_temporal_format=OFF). The binlog gives them the *old* type codes 11/12/7
+# with no metadata, so the fsp (and the value size) must come from the table's definition
+# (a SchemaRegistry entry / tracked DDL: ``ColumnSpec.fsp``). Source: MariaDB sql/field.cc
+# (Field_time_hires, Field_datetime_hires, Field_timestamp_hires), sql-common/my_time.c
+# (pack_time / unpack_time), include/my_time.h (sec_part_shift).
+_TIME_HIRES_BYTES = (3, 4, 4, 5, 5, 5, 6)
+_DATETIME_HIRES_BYTES = (5, 6, 6, 7, 7, 7, 8)
+_SEC_PART_BYTES = (0, 1, 1, 2, 2, 3, 3)
+_TIME_MAX_VALUE_SECONDS = 838 * 3600 + 59 * 60 + 59
+
+
+def hires_size(type_code: int, fsp: int) -> int:
+    """Bytes of a MariaDB 5.3 hires value (type code 11 TIME, 12 DATETIME, 7 TIMESTAMP)."""
+    if type_code == 11:
+        return _TIME_HIRES_BYTES[fsp]
+    if type_code == 12:
+        return _DATETIME_HIRES_BYTES[fsp]
+    return 4 + _SEC_PART_BYTES[fsp]
+
+
+def make_time_hires_decoder(fsp: int):
+    """Big-endian ``sec_part_shift(pack_time(t), fsp) + zero_point``; pack_time is the signed
+    number of microseconds (hours * 3600 + ...) * 10^6 + usec."""
+    n = _TIME_HIRES_BYTES[fsp]
+    unit = 10 ** (6 - fsp)
+    zero_point = (_TIME_MAX_VALUE_SECONDS + 1) * 1000000 // unit
+
+    def dec(buf, pos):
+        usec = (int.from_bytes(buf[pos:pos + n], "big") - zero_point) * unit
+        neg = usec < 0
+        secs, us = divmod(-usec if neg else usec, 1000000)
+        mins, s = divmod(secs, 60)
+        h, m = divmod(mins, 60)
+        return MySQLTime(neg, h, m, s, us, fsp), pos + n
+    return dec
+
+
+def make_datetime_hires_decoder(fsp: int):
+    """Big-endian ``sec_part_shift(pack_time(dt), fsp)``: pack_time is
+    ((((((year*13+month)*32+day)*24+hour)*60+minute)*60+second)*10^6 + usec."""
+    n = _DATETIME_HIRES_BYTES[fsp]
+    unit = 10 ** (6 - fsp)
+
+    def dec(buf, pos):
+        v = int.from_bytes(buf[pos:pos + n], "big") * unit
+        v, us = divmod(v, 1000000)
+        v, s = divmod(v, 60)
+        v, mi = divmod(v, 60)
+        v, h = divmod(v, 24)
+        v, d = divmod(v, 32)
+        y, mo = divmod(v, 13)
+        return MySQLDateTime(y, mo, d, h, mi, s, us, fsp), pos + n
+    return dec
+
+
+def make_timestamp_hires_decoder(fsp: int):
+    """Big-endian seconds (4 bytes), then the big-endian ``usec / 10^(6-fsp)``."""
+    nf = _SEC_PART_BYTES[fsp]
+    unit = 10 ** (6 - fsp)
+
+    def dec(buf, pos):
+        sec = int.from_bytes(buf[pos:pos + 4], "big")
+        us = int.from_bytes(buf[pos + 4:pos + 4 + nf], "big") * unit
+        return MySQLTimestamp(sec, us, fsp), pos + 4 + nf
     return dec
 
 

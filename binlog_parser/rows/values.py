@@ -110,6 +110,10 @@ def make_decoder(col):
         return temporal.make_year_decoder()
     if t in (T.DATE, T.NEWDATE):
         return temporal.make_date_decoder()
+    if t in (T.TIME, T.DATETIME, T.TIMESTAMP) and col.fsp:
+        # MariaDB 5.3 fractional format: old type code, fsp from the table definition
+        return {T.TIME: temporal.make_time_hires_decoder, T.DATETIME: temporal.make_datetime_hires_decoder,
+                T.TIMESTAMP: temporal.make_timestamp_hires_decoder}[t](col.fsp)
     if t == T.TIME:
         return temporal.make_time_decoder()
     if t == T.DATETIME:

@@ -62,10 +62,10 @@ class EncodeError(ValueError):
 # (41 types: + HEARTBEAT_V2), 8.3+/8.4/9.x (42 types: + GTID_TAGGED, and 0 for the v1 rows
 # events the server no longer writes).
 _PH_80_26 = bytes.fromhex("000d0008000000000400040000006100041a08000000080808020000000a0a0a2a2a001234000a28")
-_PH_80_28 = _PH_80_26 + b"\x00"
+_PH_80_28 = bytes.fromhex("000d0008000000000400040000006200041a08000000080808020000000a0a0a2a2a001234000a2800")
 _PH_84 = bytes.fromhex("000d0008000000000400040000006300041a08000000000000020000000a0a0a2a2a001234000a280000")
-# FORMAT_DESCRIPTION post-header length byte (index 14) differs per table: 0x61/0x62/0x63 =
-# 57 + 1 + number of types... kept verbatim from the servers' output above.
+# The FORMAT_DESCRIPTION's own entry (index 14) is 57 + the number of types (0x61 / 0x62 / 0x63):
+# readers (mysql-binlog-connector-java) find the checksum algorithm byte with it.
 
 
 def version_tuple(server_version: str) -> tuple[int, int, int]:

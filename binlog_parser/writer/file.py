@@ -233,8 +233,9 @@ class BinlogFileWriter:
         p.events.append((_QUERY, body, flags, p.timestamp))
 
     def table_map(self, table: Table) -> Any:
-        """Log ``table``'s TABLE_MAP in the open transaction (done automatically by the rows
-        methods when needed); returns the decoded ``TableMapEvent``."""
+        """Log ``table``'s TABLE_MAP for the next statement (done automatically by the rows
+        methods: every statement starts with the TABLE_MAPs it uses, like the server);
+        returns the decoded ``TableMapEvent``."""
         p = self._require()
         entry = self._table(table)
         if table.table_id not in p.mapped:
@@ -278,6 +279,9 @@ class BinlogFileWriter:
             body = tid + flags.to_bytes(2, "little") + b"\x02\x00" + width + prefix_bitmaps \
                 + b"".join(chunk)
             p.events.append((type_code, body, 0, p.timestamp))
+        # STMT_END_F releases the statement's table maps (readers drop their table-id map, as
+        # the server's applier does): the next statement logs its TABLE_MAPs again
+        p.mapped.clear()
         key = f"{table.schema}.{table.name}"
         p.rows[key] = p.rows.get(key, 0) + len(rows)
 

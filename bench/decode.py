@@ -1,0 +1,437 @@
+"""Decode throughput and peak memory: binlake vs. other binlog decoders on the same files.
+
+    python bench/decode.py                 # default corpus (generates the 1 GiB OLTP archive once)
+    python bench/decode.py FILE...         # the same measurements on the given files
+    python bench/decode.py --profile FILE  # + a cProfile of binlake's full decode
+
+Decoders (each run in its own process; peak RSS from ``wait4``'s rusage of that process):
+
+* ``binlake full``   ``binlog_parser.read_events``: every event, every row value decoded.
+* ``binlake scan``   ``binlog_parser.scan_headers``: framing + CRC32 only (no bodies).
+* ``python-mysql-replication``  its event classes over file bytes (``bench/peers/pymysqlrepl.py``),
+  rows fully decoded.
+* ``mariadb-binlog -vv``  Debian's C decoder, output to /dev/null (it cannot read MySQL JSON /
+  tagged GTIDs / compressed transactions: files it fails on are reported, not hidden).
+* ``go-mysql``  ``replication.NewBinlogParser().ParseFile`` (``bench/peers/gomysql``), built with
+  ``go build`` from the Go module proxy into ``.bench/`` on first use.
+* ``mysql-binlog-connector-java``  ``BinaryLogFileReader`` (``bench/peers/java``), fetched with
+  Maven into ``.bench/`` on first use (skipped when Maven/javac are missing).
+
+Throughput = file bytes / seconds (Python decoders time themselves, after interpreter start;
+external tools are timed around the process). events/s uses the number of events binlake finds
+in the files (the same files for everyone). The last line is
+``ratio binlake/python-mysql-replication: N.NN`` (full-decode throughput ratio, all corpora).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / ".bench"
+FIXTURES = ROOT / "tests" / "fixtures"
+SAKILA = FIXTURES / "binlogs" / "osheroff__mysql-binlog-connector-java" / "src__test__resources__mysql-bin.sakila"
+MARIADB_CHAIN = sorted((FIXTURES / "mariadb-10.11").glob("binlog.0*"))
+OLTP_DIR = BENCH_DIR / "corpus" / "oltp-1g"
+PY = sys.executable
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+# ---------------------------------------------------------------------------------------------
+# In-process workers (run as ``python bench/decode.py --worker KIND FILE...``)
+# ---------------------------------------------------------------------------------------------
+
+def _worker(kind: str, files: list[str]) -> dict:
+    t0 = time.perf_counter()
+    events = rows = errors = 0
+    if kind == "binlake-full":
+        from binlog_parser import read_events
+        from binlog_parser.errors import BinlogError
+
+        for f in files:
+            try:
+                for ev in read_events(f):
+                    events += 1
+                    r = getattr(ev, "rows", None)
+                    if r:
+                        rows += len(r)
+            except BinlogError:
+                errors += 1
+    elif kind == "binlake-scan":
+        from binlog_parser import scan_headers
+        from binlog_parser.errors import BinlogError
+
+        for f in files:
+            try:
+                for _h in scan_headers(f):
+                    events += 1
+            except BinlogError:
+                errors += 1
+    elif kind == "pymysqlrepl":
+        from bench.peers.pymysqlrepl import decode_file
+
+        for f in files:
+            d = decode_file(f)
+            events += d["events"]
+            rows += d["rows"]
+            errors += d["errors"]
+    else:
+        raise SystemExit(f"unknown worker {kind}")
+    return {"events": events, "rows": rows, "errors": errors, "seconds": time.perf_counter() - t0}
+
+
+def _profile(files: list[str], top: int = 18) -> None:
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    _worker("binlake-full", files)
+    prof.disable()
+    print(f"\ncProfile of binlake full decode on {', '.join(Path(f).name for f in files)} "
+          f"(tottime, top {top}):")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+# ---------------------------------------------------------------------------------------------
+# Peers that need building
+# ---------------------------------------------------------------------------------------------
+
+def _go_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("GOPATH", str(BENCH_DIR / "go" / "path"))
+    env.setdefault("GOCACHE", str(BENCH_DIR / "go" / "cache"))
+    env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -modcacherw").strip()
+    return env
+
+
+def build_go_peer() -> tuple[Path | None, str]:
+    exe = BENCH_DIR / "gomysql-peer"
+    if exe.exists():
+        return exe, ""
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if go is None:
+        return None, "go toolchain not found"
+    src = ROOT / "bench" / "peers" / "gomysql"
+    BENCH_DIR.mkdir(exist_ok=True)
+    r = subprocess.run([go, "build", "-o", str(exe), "."], cwd=src, env=_go_env(),
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        return None, "go build failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    return exe, ""
+
+
+def build_java_peer() -> tuple[list[str] | None, str]:
+    """mysql-binlog-connector-java: jar via Maven (bench/peers/java/pom.xml), javac the reader."""
+    src = ROOT / "bench" / "peers" / "java"
+    out = BENCH_DIR / "java"
+    classes = out / "classes"
+    jars = out / "lib"
+    java, javac, mvn = shutil.which("java"), shutil.which("javac"), shutil.which("mvn")
+    if not (java and javac):
+        return None, "java/javac not found"
+    if not (classes / "BinlogFileBench.class").exists():
+        if not jars.exists() or not list(jars.glob("*.jar")):
+            if not mvn:
+                return None, "mvn not found"
+            r = subprocess.run([mvn, "-q", "-B", "-f", str(src / "pom.xml"), "dependency:copy-dependencies",
+                                f"-DoutputDirectory={jars}"], capture_output=True, text=True, timeout=900)
+            if r.returncode != 0:
+                return None, "maven failed: " + (r.stdout + r.stderr).strip()[-200:]
+        classes.mkdir(parents=True, exist_ok=True)
+        cp = ":".join(str(j) for j in jars.glob("*.jar"))
+        r = subprocess.run([javac, "-d", str(classes), "-cp", cp, str(src / "BinlogFileBench.java")],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            return None, "javac failed: " + r.stderr.strip()[-200:]
+    cp = ":".join([str(classes)] + [str(j) for j in jars.glob("*.jar")])
+    return [java, "-Xmx512m", "-cp", cp, "BinlogFileBench"], ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    corpus: str
+    decoder: str
+    nbytes: int
+    seconds: float | None = None
+    events: int | None = None
+    rss_mb: float | None = None
+    note: str = ""
+    rows: int | None = None
+
+    @property
+    def mbps(self) -> float | None:
+        return self.nbytes / self.seconds / 1e6 if self.seconds else None
+
+
+def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[int, str, str, float, float]:
+    """Run ``cmd``; returns (rc, stdout, stderr, wall seconds, peak RSS MiB of that process,
+    from ``os.wait4``)."""
+    import tempfile
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        stdout = subprocess.DEVNULL if devnull_stdout else out_f
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=err_f, cwd=ROOT)
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                p.returncode = -9
+                return -9, "", "timeout", time.perf_counter() - t0, ru.ru_maxrss / 1024
+            time.sleep(0.01)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out_f.seek(0)
+        err_f.seek(0)
+        return (p.returncode, out_f.read().decode(errors="replace"), err_f.read().decode(errors="replace"),
+                wall, ru.ru_maxrss / 1024)
+
+
+def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
+            events_ref: int | None) -> list[Result]:
+    nbytes = sum(os.path.getsize(f) for f in files)
+    out: list[Result] = []
+    for dec in decoders:
+        res = Result(corpus, dec, nbytes)
+        if dec in ("binlake full", "binlake scan", "python-mysql-replication"):
+            kind = {"binlake full": "binlake-full", "binlake scan": "binlake-scan",
+                    "python-mysql-replication": "pymysqlrepl"}[dec]
+            rc, so, se, wall, rss = _run_rss([PY, str(Path(__file__).resolve()), "--worker", kind, *files],
+                                            devnull_stdout=False, timeout=timeout)
+            if rc == 0:
+                d = json.loads(so.strip().splitlines()[-1])
+                res.seconds, res.events, res.rows = d["seconds"], d["events"], d["rows"]
+                if d["errors"]:
+                    res.note = f"{d['errors']} error(s)"
+            else:
+                res.note = "timeout" if rc == -9 else f"failed: {se.strip().splitlines()[-1:]}"
+            res.rss_mb = rss
+        elif dec == "mariadb-binlog -vv":
+            exe = shutil.which("mariadb-binlog")
+            if not exe:
+                res.note = "not installed"
+            else:
+                total = 0.0
+                peak = 0.0
+                failed = []
+                for f in files:
+                    rc, _so, se, wall, rss = _run_rss([exe, "-vv", f], devnull_stdout=True, timeout=timeout)
+                    total += wall
+                    peak = max(peak, rss)
+                    if rc != 0:
+                        failed.append(Path(f).name)
+                res.seconds, res.rss_mb = total, peak
+                if failed:
+                    res.note = f"cannot read {len(failed)}/{len(files)} file(s)"
+                    if len(failed) == len(files):
+                        res.seconds = None
+        elif dec == "go-mysql":
+            exe, why = build_go_peer()
+            if exe is None:
+                res.note = why
+            else:
+                rc, so, se, wall, rss = _run_rss([str(exe), *files], devnull_stdout=False, timeout=timeout)
+                res.seconds, res.rss_mb = wall, rss
+                parts = so.split()
+                if len(parts) == 3:
+                    res.rows = int(parts[1])
+                    if int(parts[2]):
+                        res.note = f"errors in {parts[2]} file(s)"
+                if rc != 0:
+                    res.note = f"failed rc={rc}"
+        elif dec == "mysql-binlog-connector-java":
+            cmd, why = build_java_peer()
+            if cmd is None:
+                res.note = why
+            else:
+                rc, so, se, wall, rss = _run_rss([*cmd, *files], devnull_stdout=False, timeout=timeout)
+                res.rss_mb = rss
+                try:
+                    d = json.loads(so.strip().splitlines()[-1])
+                    res.seconds = d["seconds"]
+                    res.rows = d["rows"]
+                    if d.get("errors"):
+                        res.note = f"errors in {d['errors']} file(s)"
+                except (ValueError, IndexError, KeyError):
+                    res.note = f"failed rc={rc}: {se.strip()[-120:]}"
+        if res.events is None and res.seconds:
+            res.events = events_ref
+        out.append(res)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus
+# ---------------------------------------------------------------------------------------------
+
+def oltp_corpus(size: str, quiet: bool) -> list[str]:
+    target = OLTP_DIR / "src1" / "binlog.000001"
+    marker = OLTP_DIR / f".size-{size}"
+    if target.exists() and marker.exists():
+        return [str(p) for p in sorted((OLTP_DIR / "src1").glob("binlog.*"))]
+    if OLTP_DIR.exists():
+        shutil.rmtree(OLTP_DIR)
+    print(f"[bench] generating the {size} OLTP archive into {OLTP_DIR} (once) ...", file=sys.stderr, flush=True)
+    from binlake.synthetic import SyntheticConfig, _size, generate
+
+    t0 = time.monotonic()
+    # sysbench-style tables only (MariaDB's decoder cannot read MySQL JSON); one file of `size`
+    cfg = SyntheticConfig(bytes_per_server=_size(size), max_binlog_size=_size(size) + (1 << 20),
+                          workload="oltp", orders=False, seed=1, tables=8, rows_per_table=10000)
+    generate(str(OLTP_DIR), cfg, progress=None if quiet else lambda m: print("[bench]", m, file=sys.stderr, flush=True))
+    marker.write_text("")
+    print(f"[bench] generated in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    return [str(p) for p in sorted((OLTP_DIR / "src1").glob("binlog.*"))]
+
+
+def count_events(files: list[str]) -> int:
+    from binlog_parser import scan_headers
+    from binlog_parser.errors import BinlogError
+
+    n = 0
+    for f in files:
+        try:
+            for _ in scan_headers(f):
+                n += 1
+        except BinlogError:
+            pass
+    return n
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------------------------
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def table(results: list[Result]) -> str:
+    head = ("corpus", "decoder", "MB", "seconds", "MB/s", "events/s", "peak RSS MB", "note")
+    rows = []
+    for r in results:
+        eps = r.events / r.seconds if (r.events and r.seconds) else None
+        rows.append((r.corpus, r.decoder, f"{r.nbytes / 1e6:.1f}", _fmt(r.seconds, ".2f"),
+                     _fmt(r.mbps, ".1f"), _fmt(eps, ",.0f"), _fmt(r.rss_mb, ".0f"), r.note))
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(head), sep] + [line(r) for r in rows])
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, {platform.system()}"
+
+
+DECODERS = ["binlake full", "binlake scan", "python-mysql-replication", "mariadb-binlog -vv",
+            "go-mysql", "mysql-binlog-connector-java"]
+
+
+def _ensure_venv() -> None:
+    """``python bench/decode.py`` with a system Python: re-run under the project's .venv."""
+    try:
+        import pymysqlreplication  # noqa: F401
+        import zstandard  # noqa: F401
+    except ImportError:
+        venv_py = ROOT / ".venv" / "bin" / "python"
+        if venv_py.exists() and Path(sys.executable).resolve() != venv_py.resolve():
+            os.execv(str(venv_py), [str(venv_py), str(Path(__file__).resolve()), *sys.argv[1:]])
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if "--worker" not in args_in:
+        _ensure_venv()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", help="binlog files (default: the standard corpus)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--size", default="1GiB", help="size of the generated OLTP corpus (default 1GiB)")
+    ap.add_argument("--skip", default="", help="comma list of decoders to skip (e.g. java,python)")
+    ap.add_argument("--timeout", type=float, default=3600, help="per decoder and corpus, seconds")
+    ap.add_argument("--profile", action="store_true", help="cProfile binlake's full decode afterwards")
+    ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(_worker(args.worker, args.files)))
+        return 0
+
+    if args.files:
+        corpora = [("given files", [str(Path(f).resolve()) for f in args.files])]
+    else:
+        corpora = [("sakila (5.5, v1 rows)", [str(SAKILA)]),
+                   ("MariaDB 10.11 chain", [str(p) for p in MARIADB_CHAIN]),
+                   (f"OLTP {args.size} (8.0.40)", oltp_corpus(args.size, args.quiet))]
+    skip = [s.strip().lower() for s in args.skip.split(",") if s.strip()]
+    decoders = [d for d in DECODERS if not any(s in d.lower() for s in skip)]
+    started = _dt.datetime.now(_dt.timezone.utc)
+    results: list[Result] = []
+    for name, files in corpora:
+        if not args.quiet:
+            print(f"[bench] {name}: {len(files)} file(s), {sum(os.path.getsize(f) for f in files) / 1e6:.1f} MB",
+                  file=sys.stderr, flush=True)
+        ref = count_events(files)
+        for r in measure(name, files, decoders, args.timeout, ref):
+            results.append(r)
+            if not args.quiet:
+                print(f"[bench]   {r.decoder}: {_fmt(r.mbps, '.1f')} MB/s {r.note}", file=sys.stderr, flush=True)
+    print(f"binlog decode benchmark, {started:%Y-%m-%d %H:%M} UTC, {machine()}")
+    print(table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.__dict__ | {"mbps": r.mbps} for r in results], indent=1))
+    if args.profile:
+        _profile(corpora[-1][1][:1])
+
+    def total(dec: str) -> tuple[int, float] | None:
+        rs = [r for r in results if r.decoder == dec and r.seconds]
+        if not rs:
+            return None
+        return sum(r.nbytes for r in rs), sum(r.seconds for r in rs)  # type: ignore[misc]
+
+    ours, theirs = total("binlake full"), total("python-mysql-replication")
+    if ours and theirs:
+        ratio = (ours[0] / ours[1]) / (theirs[0] / theirs[1])
+        print(f"ratio binlake/python-mysql-replication: {ratio:.2f}")
+    else:
+        print("ratio binlake/python-mysql-replication: n/a")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
