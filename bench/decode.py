@@ -4,7 +4,7 @@
     python bench/decode.py FILE...         # the same measurements on the given files
     python bench/decode.py --profile FILE  # + a cProfile of binlake's full decode
 
-Decoders (each run in its own process; peak RSS from ``wait4``'s rusage of that process):
+Decoders (each run in its own process):
 
 * ``binlake full``   ``binlog_parser.read_events``: every event, every row value decoded.
 * ``binlake scan``   ``binlog_parser.scan_headers``: framing + CRC32 only (no bodies).
@@ -16,6 +16,10 @@ Decoders (each run in its own process; peak RSS from ``wait4``'s rusage of that 
   ``go build`` from the Go module proxy into ``.bench/`` on first use.
 * ``mysql-binlog-connector-java``  ``BinaryLogFileReader`` (``bench/peers/java``), fetched with
   Maven into ``.bench/`` on first use (skipped when Maven/javac are missing).
+
+Peak RSS is the process's VmHWM (``/proc/<pid>/status``): read by the Python workers themselves at
+the end, sampled every 5 ms for the external tools (``ru_maxrss`` is not used: a forked child
+inherits its parent's peak). The 1 GiB corpus is generated in a separate process.
 
 Throughput = file bytes / seconds (Python decoders time themselves, after interpreter start;
 external tools are timed around the process). events/s uses the number of events binlake finds
@@ -89,7 +93,21 @@ def _worker(kind: str, files: list[str]) -> dict:
             errors += d["errors"]
     else:
         raise SystemExit(f"unknown worker {kind}")
-    return {"events": events, "rows": rows, "errors": errors, "seconds": time.perf_counter() - t0}
+    return {"events": events, "rows": rows, "errors": errors, "seconds": time.perf_counter() - t0,
+            "rss_mb": _hwm_mb("self")}
+
+
+def _hwm_mb(pid: int | str) -> float | None:
+    """Peak RSS (VmHWM) of a live process, MiB. Unlike ``ru_maxrss`` it belongs to the current
+    address space only: a forked-then-exec'd child does not inherit its parent's peak."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for ln in fh:
+                if ln.startswith("VmHWM:"):
+                    return int(ln.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _profile(files: list[str], top: int = 18) -> None:
@@ -181,8 +199,8 @@ class Result:
 
 
 def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[int, str, str, float, float]:
-    """Run ``cmd``; returns (rc, stdout, stderr, wall seconds, peak RSS MiB of that process,
-    from ``os.wait4``)."""
+    """Run ``cmd``; returns (rc, stdout, stderr, wall seconds, peak RSS MiB of that process:
+    its VmHWM sampled every 5 ms until it exits)."""
     import tempfile
 
     t0 = time.perf_counter()
@@ -190,7 +208,12 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[i
         stdout = subprocess.DEVNULL if devnull_stdout else out_f
         p = subprocess.Popen(cmd, stdout=stdout, stderr=err_f, cwd=ROOT)
         deadline = t0 + timeout
+        peak = 0.0
         while True:
+            # sample before reaping: VmHWM of the exec'd image (a zombie has no memory left)
+            h = _hwm_mb(p.pid)
+            if h:
+                peak = max(peak, h)
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -198,14 +221,15 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[i
                 p.kill()
                 pid, status, ru = os.wait4(p.pid, 0)
                 p.returncode = -9
-                return -9, "", "timeout", time.perf_counter() - t0, ru.ru_maxrss / 1024
-            time.sleep(0.01)
+                return -9, "", "timeout", time.perf_counter() - t0, peak
+            time.sleep(0.005)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         out_f.seek(0)
         err_f.seek(0)
+        # ru_maxrss would include the parent's RSS inherited at fork: use the sampled VmHWM
         return (p.returncode, out_f.read().decode(errors="replace"), err_f.read().decode(errors="replace"),
-                wall, ru.ru_maxrss / 1024)
+                wall, peak)
 
 
 def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
@@ -222,6 +246,7 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
             if rc == 0:
                 d = json.loads(so.strip().splitlines()[-1])
                 res.seconds, res.events, res.rows = d["seconds"], d["events"], d["rows"]
+                rss = d.get("rss_mb") or rss  # exact, read by the worker itself at the end
                 if d["errors"]:
                     res.note = f"{d['errors']} error(s)"
             else:
@@ -293,13 +318,14 @@ def oltp_corpus(size: str, quiet: bool) -> list[str]:
     if OLTP_DIR.exists():
         shutil.rmtree(OLTP_DIR)
     print(f"[bench] generating the {size} OLTP archive into {OLTP_DIR} (once) ...", file=sys.stderr, flush=True)
-    from binlake.synthetic import SyntheticConfig, _size, generate
-
     t0 = time.monotonic()
-    # sysbench-style tables only (MariaDB's decoder cannot read MySQL JSON); one file of `size`
-    cfg = SyntheticConfig(bytes_per_server=_size(size), max_binlog_size=_size(size) + (1 << 20),
-                          workload="oltp", orders=False, seed=1, tables=8, rows_per_table=10000)
-    generate(str(OLTP_DIR), cfg, progress=None if quiet else lambda m: print("[bench]", m, file=sys.stderr, flush=True))
+    # sysbench-style tables only (MariaDB's decoder cannot read MySQL JSON); one file of `size`.
+    # In a child process: the parent stays small.
+    code = ("import sys; from binlake.synthetic import SyntheticConfig, _size, generate; "
+            f"s = _size({size!r}); "
+            "generate(sys.argv[1], SyntheticConfig(bytes_per_server=s, max_binlog_size=s + (1 << 20), "
+            "workload='oltp', orders=False, seed=1, tables=8, rows_per_table=10000))")
+    subprocess.run([PY, "-c", code, str(OLTP_DIR)], check=True, cwd=ROOT)
     marker.write_text("")
     print(f"[bench] generated in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
     return [str(p) for p in sorted((OLTP_DIR / "src1").glob("binlog.*"))]

@@ -113,6 +113,8 @@ class DeltaSnapshotReader:
                 raise UnsupportedDeltaTable(f"reader features {sorted(bad)}")
         elif "metaData" in action:
             conf = action["metaData"].get("configuration") or {}
+            if isinstance(conf, list):  # a Parquet map (checkpoint) reads as [(key, value), ...]
+                conf = dict(conf)
             if conf.get("delta.columnMapping.mode", "none") != "none":
                 raise UnsupportedDeltaTable("column mapping")
         elif "add" in action:

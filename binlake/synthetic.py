@@ -47,7 +47,7 @@ import sys
 import time
 import uuid as _uuid
 from collections import deque
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterable

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterable, Sequence
+from typing import IO, Any, Sequence
 
 from binlog_parser.constants import (
     BINLOG_MAGIC,

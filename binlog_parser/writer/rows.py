@@ -15,7 +15,7 @@ ENUM_AND_SET charsets, SET_STR_VALUE, ENUM_STR_VALUE, primary key, COLUMN_VISIBI
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from binlog_parser.rows.column_types import (
