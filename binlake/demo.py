@@ -45,8 +45,10 @@ DEMO_SOURCES: tuple[DemoSource, ...] = (
     DemoSource("mariadb-10.11", tuple(
         (f"mariadb-10.11/binlog.00000{i}", f"binlog.00000{i}") for i in range(1, 5)
     )),
+    # Only the second 5.6 sample file: the two samples are not one server's chain (the second's
+    # PREVIOUS_GTIDS holds 28 GTIDs the first never logged), which the pipeline rightly reports as
+    # a GAP and fails on. Alone, it is a consistent archive start (closed by STOP).
     DemoSource("mysql-5.6", (
-        ("binlogs/ikarishinjieva__mysql_binlog_utils/test__mysql-bin56.000001", "mysql-bin.000001"),
         ("binlogs/ikarishinjieva__mysql_binlog_utils/test__mysql-bin56.000002", "mysql-bin.000002"),
     )),
 )

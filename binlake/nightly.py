@@ -1,13 +1,15 @@
-"""Task logic behind the (thin, initial) nightly DAG, and the spark-submit entry point.
+"""Helpers shared by the DAGs and ad-hoc Spark jobs: Airflow credentials export and a job registry.
 
-Why here and not in the DAG file: DAG files are parsed often and must stay cheap; the logic is
-tested without Airflow, and the same Spark job runs either in-process (``spark.mode = "local"``)
-or on a cluster through ``SparkSubmitOperator`` (``spark.mode = "submit"``) with no code change:
-:func:`spark_job_task` picks the operator from the config.
+The nightly and backfill DAGs' task logic lives in :mod:`binlake.pipeline_tasks` (discover ->
+decode -> reconcile -> data checks -> summary); this module keeps
 
-Spark jobs are registered in :data:`SPARK_JOBS` as ``name -> "module:function"``; a job function
-has the signature ``(spark, cfg, args: list[str]) -> dict`` (a JSON-able summary for XCom).
-On a cluster this file is the application: ``spark-submit binlake/nightly.py <job> <args...>``.
+* :func:`export_airflow_aws_credentials` - put an Airflow AWS connection's credentials in the
+  process env for boto3 and S3A (never written to disk or logs);
+* a small registry of Spark jobs (:data:`SPARK_JOBS`, ``name -> "module:function"`` with the
+  signature ``(spark, cfg, args: list[str]) -> dict``), runnable in-process
+  (:func:`run_spark_job`), as an Airflow operator picked by ``[spark].mode``
+  (:func:`spark_job_task`) or by ``spark-submit binlake/nightly.py <job> <args...>`` - handy for
+  one-off operations (``ingest`` a JSON listing, ``reconcile`` sources) outside the DAGs.
 """
 
 from __future__ import annotations
@@ -23,14 +25,13 @@ from typing import Any, Callable
 if __package__ in (None, ""):  # run as a file by spark-submit: make `import binlake` work
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from binlake.config import BinlakeConfig, load_config, to_spark_uri
-from binlake.storage import open_object_store
-from binlake.tables import table_location
+from binlake.config import BinlakeConfig, load_config
 
 log = logging.getLogger(__name__)
 
 SPARK_JOBS: dict[str, str] = {
-    "ingested-files": "binlake.nightly:job_record_ingested_files",
+    "ingest": "spark_jobs.ingest:job_ingest",
+    "reconcile": "spark_jobs.reconcile:job_reconcile",
 }
 
 
@@ -54,53 +55,6 @@ def export_airflow_aws_credentials(cfg: BinlakeConfig) -> None:
         os.environ["AWS_SECRET_ACCESS_KEY"] = creds.secret_key
         if creds.token:
             os.environ["AWS_SESSION_TOKEN"] = creds.token
-
-
-def list_source_objects(cfg: BinlakeConfig | None = None) -> list[dict[str, Any]]:
-    """List every configured source's objects (metadata only, no reads). JSON-able for XCom."""
-    cfg = cfg or load_config()
-    export_airflow_aws_credentials(cfg)
-    out: list[dict[str, Any]] = []
-    for src in cfg.sources:
-        store = open_object_store(src.uri, cfg.s3)
-        objects = store.list()
-        log.info("source %s: %d objects under %s", src.name, len(objects), src.uri)
-        for obj in objects:
-            out.append({
-                "source": src.name, "name": obj.name, "uri": obj.uri, "size": obj.size,
-                "etag": obj.etag, "last_modified": obj.last_modified,
-            })
-    return out
-
-
-def job_record_ingested_files(spark: Any, cfg: BinlakeConfig, args: list[str]) -> dict[str, Any]:
-    """Upsert the listing (``args[0]``: JSON from :func:`list_source_objects`) into meta.ingested_files.
-
-    Thin placeholder for the real ingest job: it records what was listed (``status = 'listed'``)
-    using the column names of the real table (source, file, uri, size, etag, run_id, status).
-    """
-    from delta.tables import DeltaTable
-
-    listing: list[dict[str, Any]] = json.loads(args[0]) if args and args[0] else []
-    run_id = args[1] if len(args) > 1 else "manual"
-    location = to_spark_uri(table_location(cfg.warehouse, "meta.ingested_files"))
-    schema = "source STRING, file STRING, uri STRING, size BIGINT, etag STRING, run_id STRING, status STRING"
-    rows = [(r["source"], r["name"].rsplit("/", 1)[-1], r["uri"], int(r["size"]), r["etag"], run_id, "listed")
-            for r in listing]
-    df = spark.createDataFrame(rows, schema)
-    if not DeltaTable.isDeltaTable(spark, location):
-        df.write.format("delta").mode("overwrite").save(location)
-    else:
-        (
-            DeltaTable.forPath(spark, location).alias("t")
-            .merge(df.alias("s"), "t.source = s.source AND t.file = s.file")
-            .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll()
-            .execute()
-        )
-    total = spark.read.format("delta").load(location).count()
-    log.info("meta.ingested_files at %s: %d rows (%d in this listing)", location, total, len(rows))
-    return {"table": "meta.ingested_files", "rows": total, "listed": len(rows)}
 
 
 def resolve_job(name: str) -> Callable[[Any, BinlakeConfig, list[str]], dict[str, Any]]:

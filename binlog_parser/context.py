@@ -30,6 +30,8 @@ class DecodeContext:
     schemas: Any = None  # optional user-supplied column names (rows decoding)
     # pre-GA 5.1/5.2 "-a_drop" servers: on-disk type code -> standard type code
     event_type_permutation: tuple[int, ...] | None = None
+    # the reader's max_event_size (None = the default): caps decompressed sizes in decoders
+    max_event_size: int | None = None
 
     @property
     def is_mariadb(self) -> bool:

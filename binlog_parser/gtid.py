@@ -336,7 +336,10 @@ class GtidSet:
             off += 16
             tag = ""
             if tagged:
-                length, off = _read_varlen(mv, off)
+                try:
+                    length, off = _read_varlen(mv, off)
+                except ValueError as exc:  # ShortBufferError: the tag length runs past the end
+                    raise GtidParseError(f"GTID set encoding ends inside a tag length: {exc}") from None
                 if length > TAG_MAX_LENGTH or off + length > n:
                     raise GtidParseError(f"invalid tag length {length}")
                 raw_tag = bytes(mv[off:off + length])

@@ -37,12 +37,13 @@ from binlog_parser.errors import (
 )
 from binlog_parser.events import Event, UnknownEvent
 from binlog_parser.header import EventHeader
+from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE
 from binlog_parser.wire import ShortBufferError
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 
-#: Default cap on one event's size: MySQL's max_allowed_packet ceiling (1 GiB) plus headroom.
-DEFAULT_MAX_EVENT_SIZE = (1 << 30) + (1 << 20)
+#: Default cap on one event's size (MySQL's max_allowed_packet ceiling, 1 GiB, plus headroom):
+#: ``binlog_parser.limits.DEFAULT_MAX_EVENT_SIZE``, re-exported here.
 #: Bytes read from a stream at a time.
 DEFAULT_CHUNK_SIZE = 1 << 20
 
@@ -75,7 +76,7 @@ def server_version_split(version: str) -> tuple[int, int, int]:
     i, n = 0, len(version)
     for k in range(3):
         j = i
-        while j < n and version[j].isdigit():
+        while j < n and "0" <= version[j] <= "9":  # ASCII only: "²".isdigit() is True
             j += 1
         number = int(version[i:j]) if j > i else 0
         nxt = version[j] if j < n else ""
@@ -261,6 +262,12 @@ class BinlogReader:
     ``lenient``: a checksum mismatch sets ``header.checksum_ok = False`` instead of
     raising. Every other error still raises. Errors are :class:`BinlogError` subclasses
     naming file, offset and event type; events before an error have been yielded.
+
+    Hostile input is bounded: no event may exceed ``max_event_size`` (also the cap on a
+    MariaDB compressed event's uncompressed size), and a TRANSACTION_PAYLOAD may not
+    decompress to more than its declared uncompressed size nor ``max_payload_size``
+    (default ``binlog_parser.decoders.payload.DEFAULT_MAX_PAYLOAD_SIZE``, 4 GiB; only one
+    embedded event is held in memory at a time).
     """
 
     def __init__(
@@ -279,12 +286,14 @@ class BinlogReader:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         dispatch: dict[int, Decoder] | None = None,
         _payload_pos: int | None = None,
+        max_payload_size: int | None = None,
     ) -> None:
         self.verify_checksum = verify_checksum
         self.lenient = lenient
         self.start_position = start_position
         self.stop_position = stop_position
         self.max_event_size = max_event_size
+        self.max_payload_size = max_payload_size
         self.expand_payloads = expand_payloads
         self.chunk_size = chunk_size
         self.dispatch = dispatch if dispatch is not None else build_dispatch()
@@ -303,6 +312,8 @@ class BinlogReader:
         self.context: DecodeContext = context if context is not None else DecodeContext(file=file_name)
         if self.context.file is None:
             self.context.file = file_name
+        # decoders cap decompressed sizes (MariaDB compressed events) by the same limit
+        self.context.max_event_size = max_event_size
         #: offset of the next event to read (after iteration: where it stopped)
         self.position: int = 0
         #: every FORMAT_DESCRIPTION seen, in order
@@ -605,7 +616,8 @@ class BinlogReader:
         from binlog_parser.decoders.payload import iter_payload_events
 
         yield from iter_payload_events(event, self.context, file_name=self.file_name,
-                                       max_event_size=self.max_event_size, dispatch=self.dispatch)
+                                       max_event_size=self.max_event_size, dispatch=self.dispatch,
+                                       max_payload_size=self.max_payload_size)
 
 
 def _type_name(type_code: int) -> str:
@@ -631,6 +643,7 @@ def read_events(
     source_offset: int | None = None,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     expand_payloads: bool = True,
+    max_payload_size: int | None = None,
 ) -> Iterator[Event]:
     """Lazily yield the events of ``source`` (see :class:`BinlogReader`)."""
     return iter(
@@ -645,6 +658,7 @@ def read_events(
             source_offset=source_offset,
             max_event_size=max_event_size,
             expand_payloads=expand_payloads,
+            max_payload_size=max_payload_size,
         )
     )
 

@@ -1,17 +1,20 @@
-"""binlake nightly DAG (thin, initial version): list the binlog archives, record them in Delta.
+"""binlake nightly DAG: archived MySQL/MariaDB binlogs -> bronze/silver/meta Delta tables.
 
-This file only wires tasks; their logic lives in ``binlake.nightly`` (and later in the discovery
-and Spark-job modules). Whether the Spark task runs in-process or through SparkSubmitOperator is
-decided by ``[spark].mode`` in conf/binlake.toml (or $BINLAKE_CONFIG), not by code.
+Only wiring; the logic is in ``binlake.pipeline_tasks`` (tasks), ``binlake.discovery`` and the
+Spark jobs. Per source (dynamic task mapping, one source failing does not stop the others):
+discover -> decode (Spark) -> reconcile (fails on a GTID GAP / broken chain) -> data checks;
+then a run summary. Schedule from ``[pipeline].nightly_cron``; whether Spark runs in-process or
+through SparkSubmitOperator is ``[spark].mode`` (conf/binlake.toml or $BINLAKE_CONFIG).
+See docs/operations.md.
 """
 
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG
 
 from binlake.config import load_config
-from binlake.nightly import list_source_objects, spark_job_task
+from binlake.pipeline_tasks import alert_on_failure, wire_pipeline
 
 _cfg = load_config()
 
@@ -22,22 +25,8 @@ with DAG(
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 0},
+    default_args={"retries": 0, "on_failure_callback": alert_on_failure},
+    on_failure_callback=alert_on_failure,
     tags=["binlake"],
 ) as dag:
-
-    @task(task_id="list_source_objects")
-    def list_objects() -> list[dict]:
-        return list_source_objects()
-
-    listing = list_objects()
-    record = spark_job_task(
-        task_id="record_ingested_files",
-        job="ingested-files",
-        job_args=[
-            "{{ ti.xcom_pull(task_ids='list_source_objects') | tojson }}",
-            "{{ run_id }}",
-        ],
-        cfg=_cfg,
-    )
-    listing >> record
+    wire_pipeline(_cfg, backfill=False)

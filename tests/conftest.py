@@ -20,6 +20,28 @@ from binlake.config import REPO_ROOT, BinlakeConfig, config_from_dict
 from binlake.s3server import DUMMY_AWS_ENV, S3Server
 
 
+# --- hypothesis profiles (hostile-input / fuzz tests) -----------------------------------------
+# "ci" (loaded when CI is set, as in CI=true): derandomized, so every run draws the same examples
+# and a failure reproduces; no example database, no deadline (2 shared cores). "dev" (default):
+# random examples, the local database replays past failures. Per-test @settings(max_examples=N)
+# keep their own counts; HYPOTHESIS_PROFILE=<name> overrides the choice.
+try:
+    from hypothesis import HealthCheck as _HealthCheck
+    from hypothesis import settings as _hyp_settings
+except ImportError:  # pragma: no cover - hypothesis is a test dependency
+    pass
+else:
+    _hyp_settings.register_profile(
+        "ci", derandomize=True, database=None, deadline=None, max_examples=100, print_blob=True,
+        suppress_health_check=[_HealthCheck.too_slow])
+    _hyp_settings.register_profile(
+        "dev", deadline=None, max_examples=100, suppress_health_check=[_HealthCheck.too_slow])
+    _hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                               or ("ci" if os.environ.get("CI", "").lower() not in ("", "0", "false")
+                                   else "dev"))
+# --- end hypothesis profiles --------------------------------------------------------------------
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Isolate Airflow and AWS from the developer's machine before any test imports them."""
     home = Path(tempfile.mkdtemp(prefix="binlake-airflow-"))

@@ -130,9 +130,6 @@ def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, so
 def _load(dag_id: str) -> Any:
     from binlake.demo import load_dag
 
-    draft = Path(__file__).resolve().parent.parent / ".state" / "dags_draft"
-    if dag_id == "binlake_nightly" and (draft / "binlake_nightly.py").exists():  # TEMP until the rework lands
-        return load_dag(dag_id, dags_folder=draft)
     return load_dag(dag_id)
 
 

@@ -1,5 +1,6 @@
-"""The nightly DAG runs for real through Airflow (dag.test(): scheduler loop, task runner, XCom,
-SQLite metadata DB), reading the sample chains from the loopback S3 server and writing Delta."""
+"""`make demo`'s path: the nightly DAG runs for real through Airflow (dag.test(): scheduler loop,
+task runner, XCom, SQLite metadata DB) on the demo's sample chains in the loopback S3 server,
+discovering, decoding, reconciling and checking them into Delta."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from binlake.demo import (
 from binlake.s3server import S3Server
 from binlake.tables import table_location
 
+NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.data_checks",
+                 "summary"}
+
 
 @pytest.fixture()
 def demo_config(tmp_path: Path, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -40,33 +44,23 @@ def test_nightly_dag_runs_through_airflow(demo_config: Path, spark: Any) -> None
     assert "binlake-airflow-" in os.environ["AIRFLOW_HOME"]
     migrate_airflow_db()
     dag = load_dag(NIGHTLY_DAG_ID)
-    assert {t.task_id for t in dag.tasks} == {"list_source_objects", "record_ingested_files"}
+    assert {t.task_id for t in dag.tasks} == NIGHTLY_TASKS
 
     result = run_dag(dag)
     assert result.success, result
-    assert result.task_states == {"list_source_objects": "success", "record_ingested_files": "success"}
-
-    listing = result.xcoms["list_source_objects"]
-    expected = sum(len(s.files) for s in DEMO_SOURCES)
-    assert len(listing) == expected
-    assert {r["source"] for r in listing} == {s.name for s in DEMO_SOURCES}
-    assert result.xcoms["record_ingested_files"]["rows"] == expected
+    assert set(result.task_states.values()) == {"success"}
 
     cfg = load_config(demo_config)
     table = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
     rows = {(r.source, r.file) for r in table.collect()}
-    assert ("mariadb-10.11", "binlog.000004") in rows
-    assert ("mysql-5.6", "mysql-bin.000002") in rows
-    assert len(rows) == expected
-
-    # A second run is idempotent (MERGE on source + file).
-    again = run_dag(dag)
-    assert again.success
-    assert spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files")).count() == expected
+    expected = {(s.name, name) for s in DEMO_SOURCES for _fixture, name in s.files}
+    assert rows == expected
+    recon = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.gtid_reconciliation"))
+    assert {r.status for r in recon.collect()} <= {"OK"}
 
 
 def test_dag_file_is_thin_and_switches_to_spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """spark.mode = "submit" turns the Spark task into a SparkSubmitOperator by configuration alone."""
+    """spark.mode = "submit" turns the Spark steps into SparkSubmitOperators by configuration alone."""
     path = tmp_path / "c.toml"
     path.write_text(
         '[pipeline]\nwarehouse = "s3a://lake/wh"\n'
@@ -76,10 +70,13 @@ def test_dag_file_is_thin_and_switches_to_spark_submit(tmp_path: Path, monkeypat
     )
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     dag = load_dag(NIGHTLY_DAG_ID)
-    op = dag.get_task("record_ingested_files")
+    op = dag.get_task("per_source.decode")
     assert type(op).__name__ == "SparkSubmitOperator"
     assert op._conn_id == "spark_cluster"
     assert "delta-spark_" in op.jars
     assert op.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
-    assert op.application.endswith("binlake/nightly.py")
-    assert op.application_args[0] == "ingested-files"
+    assert op.application.endswith("binlake/pipeline_tasks.py")
+    assert op.application_args[0] == "decode"
+    # the DAG file only wires: no task logic in it
+    text = (Path(__file__).resolve().parent.parent / "dags" / "binlake_nightly.py").read_text()
+    assert "def " not in text and "wire_pipeline(" in text

@@ -46,29 +46,52 @@ def decode_transaction_payload(h: EventHeader, body: memoryview, ctx: DecodeCont
 
 
 def iter_payload_events(event: Event, ctx: DecodeContext, *, file_name: str | None,
-                        max_event_size: int, dispatch: dict[int, Decoder]) -> Iterator[Event]:
+                        max_event_size: int, dispatch: dict[int, Decoder],
+                        max_payload_size: int | None = None) -> Iterator[Event]:
+    """Stream the events embedded in a TRANSACTION_PAYLOAD.
+
+    Decompression is bounded: the total output may not exceed the payload's declared
+    uncompressed size nor ``max_payload_size`` (default :data:`DEFAULT_MAX_PAYLOAD_SIZE`),
+    and no embedded event may claim more than ``min(max_event_size, that total)`` bytes; the
+    decompressor is asked for at most one event (in <= 64 MiB pieces) at a time, so a zstd
+    bomb stops at the cap instead of filling memory. Breaches raise ``CorruptEventError``
+    naming the payload event's offset.
+    """
     from binlog_parser.reader import BinlogReader
 
     assert isinstance(event, TransactionPayloadEvent)
+    cap = DEFAULT_MAX_PAYLOAD_SIZE if max_payload_size is None else max_payload_size
+    pos = event.header.pos
+    usize = event.uncompressed_size
+    if usize is not None and usize > cap:
+        raise CorruptEventError(
+            f"TRANSACTION_PAYLOAD claims {usize} bytes uncompressed, more than the limit of {cap}",
+            file=file_name, offset=pos, type_code=40)
+    limit = cap if usize is None else usize
     if event.compression_type == COMPRESSION_ZSTD:
         import zstandard
 
-        limit = event.uncompressed_size
         stream = zstandard.ZstdDecompressor().stream_reader(event.payload, read_across_frames=True)
-        source = _CheckedStream(stream, limit, event.header.pos, file_name)
+        source = _CheckedStream(stream, limit, pos, file_name)
     else:
         source = event.payload  # type: ignore[assignment]
     inner_ctx = dataclasses.replace(ctx, checksum_alg=CHECKSUM_OFF)
     inner_ctx.table_maps = ctx.table_maps  # share TABLE_MAPs with the enclosing file
     reader = BinlogReader(source, file_name=file_name, verify_checksum=False, context=inner_ctx,
-                          source_offset=0, start_position=0, max_event_size=max_event_size,
+                          source_offset=0, start_position=0,
+                          max_event_size=max(19, min(max_event_size, limit)),
                           expand_payloads=False, dispatch=dispatch,
-                          _payload_pos=event.header.pos)
+                          _payload_pos=pos)
     yield from reader
 
 
+#: Default cap on the decompressed size of one TRANSACTION_PAYLOAD (the sum of its events).
+DEFAULT_MAX_PAYLOAD_SIZE = 4 << 30
+
+
 class _CheckedStream:
-    """A zstd stream reader that turns decompression errors into CorruptEventError."""
+    """A zstd stream reader that turns decompression errors into CorruptEventError and
+    never yields more than ``limit`` bytes in total (one byte past it is an error)."""
 
     def __init__(self, stream, limit, pos, file_name):  # type: ignore[no-untyped-def]
         self.stream = stream
@@ -78,15 +101,19 @@ class _CheckedStream:
         self.done = 0
 
     def read(self, n: int = -1) -> bytes:
+        room = self.limit - self.done + 1  # ask for one byte more than allowed to detect excess
+        if n is None or n < 0 or n > room:
+            n = room
         try:
             out = self.stream.read(n)
         except Exception as exc:  # zstandard.ZstdError
             raise CorruptEventError(f"TRANSACTION_PAYLOAD zstd: {exc}", file=self.file_name,
                                     offset=self.pos, type_code=40) from exc
         self.done += len(out)
-        if self.limit is not None and self.done > self.limit:
+        if self.done > self.limit:
             raise CorruptEventError(
-                f"TRANSACTION_PAYLOAD decompresses past its uncompressed size {self.limit}",
+                f"TRANSACTION_PAYLOAD decompresses past {self.limit} bytes (its declared "
+                "uncompressed size or the payload limit)",
                 file=self.file_name, offset=self.pos, type_code=40)
         return out
 

@@ -24,6 +24,7 @@ from binlog_parser.events import (
     UserVarEvent,
 )
 from binlog_parser.header import EventHeader
+from binlog_parser.limits import bounded_zlib_decompress, effective_max_event_size
 
 # ---------------------------------------------------------------------------
 # QUERY status variables (statement_events.h Q_* codes; MariaDB's from 128)
@@ -221,7 +222,10 @@ def decode_query(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
 
 
 def mariadb_uncompress(data: memoryview | bytes, limit: int = 1 << 30) -> bytes:
-    """MariaDB's binlog_buf_uncompress: header byte 0x80|alg<<4|lenlen, big-endian length, zlib."""
+    """MariaDB's binlog_buf_uncompress: header byte 0x80|alg<<4|lenlen, big-endian length, zlib.
+
+    The claimed length must be <= ``limit`` and within deflate's reach of the bytes present;
+    output is capped at the claim (a decompression bomb stops there)."""
     if not data:
         raise CorruptEventError("empty compressed block")
     first = data[0]
@@ -232,22 +236,19 @@ def mariadb_uncompress(data: memoryview | bytes, limit: int = 1 << 30) -> bytes:
     if alg != 0 or not 1 <= lenlen <= 4 or len(data) < 1 + lenlen:
         raise CorruptEventError(f"unsupported compressed block header 0x{first:02x}")
     size = int.from_bytes(bytes(data[1:1 + lenlen]), "big")
-    if size > limit:
-        raise CorruptEventError(f"compressed block claims {size} bytes uncompressed")
-    d = zlib.decompressobj()
     try:
-        out = d.decompress(bytes(data[1 + lenlen:]), size + 1)
+        return bounded_zlib_decompress(data[1 + lenlen:], size, limit)
     except zlib.error as exc:
         raise CorruptEventError(f"zlib: {exc}") from exc
-    if len(out) != size:
-        raise CorruptEventError(f"compressed block: {len(out)} bytes, header says {size}")
-    return out
+    except ValueError as exc:
+        raise CorruptEventError(str(exc)) from exc
 
 
 def decode_query_compressed(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
     thread_id, exec_time, error_code, schema, q, status, unknown, _ = _decode_query_like(
         h, body, ctx, EventType.MARIA_QUERY_COMPRESSED)
-    return QueryEvent(h, thread_id, exec_time, error_code, schema, text(mariadb_uncompress(q)),
+    raw = mariadb_uncompress(q, effective_max_event_size(ctx))
+    return QueryEvent(h, thread_id, exec_time, error_code, schema, text(raw),
                       status, unknown, True)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from binlog_parser.limits import JSON_MAX_DEPTH
 from binlog_parser.rows.decimal import decimal_text, make_decimal_decoder
 from binlog_parser.rows.numbers import format_double
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime
@@ -136,7 +137,7 @@ def _opaque(field_type: int, data: bytes) -> Any:
     return JsonOpaque(field_type, data)
 
 
-def _scalar(t: int, buf, pos: int, end: int) -> Any:
+def _scalar(t: int, buf, pos: int, end: int, budget: list[int] | None = None) -> Any:
     if t == LITERAL:
         v = buf[pos]
         if v == _LIT_NULL:
@@ -164,17 +165,40 @@ def _scalar(t: int, buf, pos: int, end: int) -> Any:
         n, p = _varlen(buf, pos, end)
         if p + n > end:
             raise JsonDecodeError("string runs past the end")
+        if budget is not None:
+            _charge(budget, n)
         return bytes(buf[p:p + n]).decode("utf-8", errors="surrogateescape")
     if t == OPAQUE:
         ft = buf[pos]
         n, p = _varlen(buf, pos + 1, end)
         if p + n > end:
             raise JsonDecodeError("opaque value runs past the end")
+        if budget is not None:
+            _charge(budget, n)
         return _opaque(ft, bytes(buf[p:p + n]))
     raise JsonDecodeError(f"unknown JSON value type 0x{t:02x}")
 
 
-def _container(t: int, buf, start: int, end: int) -> Any:
+def _charge(budget: list[int], n: int) -> None:
+    """Count ``n`` units of decoded output against the document's size.
+
+    In a document MySQL wrote, every value has its own entry (>= 3 bytes) and every string,
+    key and opaque value its own bytes, so the decoded output never exceeds the document's
+    size. Entries pointing at shared or overlapping values (a DAG, or a cycle) would expand
+    exponentially: the budget turns them into an error instead of a memory/time bomb.
+    """
+    budget[0] -= n
+    if budget[0] < 0:
+        raise JsonDecodeError("binary JSON decodes to more values than its bytes can hold "
+                              "(shared or overlapping values)")
+
+
+def _container(t: int, buf, start: int, end: int, depth: int = 1,
+               budget: list[int] | None = None) -> Any:
+    if depth > JSON_MAX_DEPTH:
+        raise JsonDecodeError(f"binary JSON nested deeper than {JSON_MAX_DEPTH} levels")
+    if budget is None:
+        budget = [len(buf)]
     large = t in (LARGE_OBJECT, LARGE_ARRAY)
     is_obj = t in (SMALL_OBJECT, LARGE_OBJECT)
     osz = 4 if large else 2
@@ -187,6 +211,10 @@ def _container(t: int, buf, start: int, end: int) -> Any:
     if cend > end:
         raise JsonDecodeError("container size exceeds document")
     pos = start + 2 * osz
+    # the entry tables must fit in the container before anything is allocated for them
+    if pos + count * ((osz + 2 if is_obj else 0) + 1 + osz) > cend:
+        raise JsonDecodeError(f"container of {size} bytes cannot hold {count} elements")
+    _charge(budget, count)
     keys = []
     if is_obj:
         for _ in range(count):
@@ -195,6 +223,7 @@ def _container(t: int, buf, start: int, end: int) -> Any:
             pos += osz + 2
             if start + koff + klen > cend:
                 raise JsonDecodeError("key runs past the end")
+            _charge(budget, klen)
             keys.append(bytes(buf[start + koff:start + koff + klen]).decode("utf-8", errors="surrogateescape"))
     values = []
     for _ in range(count):
@@ -203,7 +232,10 @@ def _container(t: int, buf, start: int, end: int) -> Any:
             values.append(_scalar(vt, buf, pos + 1, cend))
         else:
             off = rd(buf, pos + 1)[0]
-            values.append(_value(vt, buf, start + off, cend))
+            if vt in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
+                values.append(_container(vt, buf, start + off, cend, depth + 1, budget))
+            else:
+                values.append(_scalar(vt, buf, start + off, cend, budget))
         pos += 1 + osz
     if is_obj:
         return dict(zip(keys, values))
@@ -220,7 +252,9 @@ def parse_json_binary(data: bytes | memoryview) -> Any:
     """Decode one binary JSON document into the Python tree described in the module doc.
 
     An empty value (length 0, which servers write for JSON columns set to '' under relaxed
-    SQL modes) decodes to JSON null.
+    SQL modes) decodes to JSON null. Hostile documents are refused with ``JsonDecodeError``:
+    nesting deeper than MySQL's limit (100), element counts the bytes cannot hold, values
+    shared between entries (which could expand exponentially).
     """
     buf = memoryview(data)
     if len(buf) == 0:

@@ -167,6 +167,9 @@ def _index(leg, arr_len: int) -> int:
 def apply_json_diffs(tree: Any, diffs: tuple[JsonDiff, ...]) -> Any:
     """A new tree: ``tree`` with the diffs applied in order (the input is not modified)."""
     doc = copy.deepcopy(tree)
+    # objects that got a new key, re-sorted once at the end (sorting after every INSERT made
+    # many inserts into one big object quadratic); REPLACE/REMOVE keep a sorted object sorted
+    unsorted: dict[int, dict] = {}
     for d in diffs:
         legs = parse_path(d.path)
         value = copy.deepcopy(d.value.tree) if d.value is not None else None
@@ -195,11 +198,9 @@ def apply_json_diffs(tree: Any, diffs: tuple[JsonDiff, ...]) -> Any:
             else:
                 if d.operation == "REPLACE" and last not in parent:
                     raise JsonDiffError(f"path {d.path} not in the before document")
-                parent[last] = value
                 if d.operation == "INSERT":
-                    items = sorted(parent.items(), key=lambda kv: json_sort_key(kv[0]))
-                    parent.clear()
-                    parent.update(items)
+                    unsorted[id(parent)] = parent
+                parent[last] = value
         elif isinstance(parent, list):
             if isinstance(last, str):
                 raise JsonDiffError(f"path {d.path}: member leg on an array")
@@ -215,4 +216,8 @@ def apply_json_diffs(tree: Any, diffs: tuple[JsonDiff, ...]) -> Any:
                 parent.insert(min(max(idx, 0), len(parent)), value)
         else:
             raise JsonDiffError(f"path {d.path}: parent is a scalar")
+    for obj in unsorted.values():
+        items = sorted(obj.items(), key=lambda kv: json_sort_key(kv[0]))
+        obj.clear()
+        obj.update(items)
     return doc

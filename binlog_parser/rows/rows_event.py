@@ -27,6 +27,7 @@ from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
+from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
 from binlog_parser.rows.json_binary import MySQLJson
@@ -174,6 +175,16 @@ class _RowsError(Exception):
     pass
 
 
+_PLAN_CACHE_MAX = 256
+
+
+def _no_progress(kind: str) -> _RowsError:
+    # a row whose images hold no column (an all-zero columns bitmap) consumes no bytes:
+    # "decoding" it again and again would never reach the end of the event
+    return _RowsError(f"{kind} row image selects no column and consumes no bytes; "
+                      "the rows cannot be delimited")
+
+
 def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
     """Per (table, bitmap): [(name, decoder, is_json_col, column)] for present columns."""
     key = (bitmap, partial)
@@ -189,6 +200,8 @@ def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
                 raise _RowsError(f"column {i + 1} ({c.name}) has type {c.binlog_type} which cannot be decoded")
             present.append((c.name, dec, c))
     plan = tuple(present)
+    if len(tm.plan_cache) >= _PLAN_CACHE_MAX:  # one entry per distinct bitmap: keep it bounded
+        tm.plan_cache.clear()
     tm.plan_cache[key] = plan
     return plan
 
@@ -251,18 +264,19 @@ def _read_image(buf: bytes, pos: int, plan, partial_cols: set[int] | None = None
     return row, pos
 
 
-def _uncompress(data: bytes, pos: int) -> bytes:
+def _uncompress(data: bytes, pos: int, limit: int = DEFAULT_MAX_EVENT_SIZE) -> bytes:
     b = data[pos]
     if not b & 0x80 or (b >> 4) & 7 != 0:
         raise _RowsError(f"unknown compressed rows header 0x{b:02x}")
     lenlen = b & 7
     if not 1 <= lenlen <= 4:
         raise _RowsError(f"bad compressed length size {lenlen}")
+    if pos + 1 + lenlen > len(data):
+        raise _RowsError("compressed rows header runs past the end of the event")
     size = int.from_bytes(data[pos + 1:pos + 1 + lenlen], "big")
-    out = zlib.decompress(data[pos + 1 + lenlen:])
-    if len(out) != size:
-        raise _RowsError(f"compressed rows: {len(out)} bytes, header says {size}")
-    return out
+    # the claim is checked against the limit and deflate's reach before inflating, and the
+    # output is capped at the claim: a zlib bomb cannot allocate more than it declares
+    return bounded_zlib_decompress(memoryview(data)[pos + 1 + lenlen:], size, limit)
 
 
 def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext) -> RowsEvent:
@@ -307,7 +321,7 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
         if width != tm.column_count:
             raise _RowsError(f"rows event has {width} columns, TABLE_MAP has {tm.column_count}")
         if 166 <= t <= 171:
-            data = data[:pos] + _uncompress(data, pos)
+            data = data[:pos] + _uncompress(data, pos, effective_max_event_size(ctx))
         rows = _decode_rows(data, pos, tm, kind, t, bm_before, bm_after)
     except CorruptEventError:
         raise
@@ -350,17 +364,23 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         return tuple(rows)
     if kind == WRITE:
         plan = _plan(tm, bm_before, False)
+        if not plan and pos < end:
+            raise _no_progress(kind)
         while pos < end:
             after, pos = _read_image(data, pos, plan)
             rows.append(RowChange(None, after))
     elif kind == DELETE:
         plan = _plan(tm, bm_before, False)
+        if not plan and pos < end:
+            raise _no_progress(kind)
         while pos < end:
             before, pos = _read_image(data, pos, plan)
             rows.append(RowChange(before, None))
     elif t != 39:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, False)
+        if not plan_b and not plan_a and pos < end:
+            raise _no_progress(kind)
         while pos < end:
             before, pos = _read_image(data, pos, plan_b)
             after, pos = _read_image(data, pos, plan_a)

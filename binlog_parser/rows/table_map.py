@@ -174,10 +174,12 @@ def _str_lists(v: bytes) -> tuple[tuple[str, ...], ...]:
     pos = 0
     while pos < len(v):
         count, pos = packed_int(v, pos)
+        if count is None or count > len(v) - pos:  # every string needs >= 1 length byte
+            raise ShortBufferError(f"enum/set value count {count} past end")
         items = []
         for _ in range(count):
             n, pos = packed_int(v, pos)
-            if pos + n > len(v):
+            if n is None or pos + n > len(v):
                 raise ShortBufferError("enum/set string past end")
             items.append(v[pos:pos + n].decode("utf-8", errors="surrogateescape"))
             pos += n
@@ -290,6 +292,8 @@ def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
             pos = 0
             while pos < len(v):
                 n, pos = packed_int(v, pos)
+                if n is None or pos + n > len(v):
+                    raise ShortBufferError("column name past end")
                 names.append(v[pos:pos + n].decode("utf-8", errors="surrogateescape"))
                 pos += n
             kw["column_names"] = tuple(names)
