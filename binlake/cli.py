@@ -1,4 +1,5 @@
-"""The ``binlake`` console script: ``binlake sql``, ``binlake config``, ``binlake demo``."""
+"""The ``binlake`` console script: ``binlake sql``, ``binlake config``, ``binlake demo``,
+``binlake generate``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ commands:
   sql [QUERY]   Spark SQL over the binlake Delta tables (no QUERY: interactive prompt)
   config        print the resolved configuration (no secrets are ever in it)
   demo          the end-to-end demo (same as `make demo`)
+  generate DEST synthetic binlog archive + ground truth (binlake generate --help)
 """
 
 
@@ -35,8 +37,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from binlake.demo import main as demo_main
 
         return demo_main(rest)
+    if command == "generate":
+        return _generate(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
+
+
+def _generate(rest: list[str]) -> int:
+    """``binlake generate``: :mod:`binlake.synthetic` (archive generator with fault switches)."""
+    import argparse
+
+    from binlake.synthetic import build_parser, run_args
+
+    parser = build_parser(argparse.ArgumentParser(
+        prog="binlake generate",
+        description="Generate a synthetic MySQL binlog archive with ground truth."))
+    return run_args(parser.parse_args(rest))
 
 
 if __name__ == "__main__":

@@ -457,7 +457,8 @@ def alert_on_failure(context: Mapping[str, Any]) -> None:
 
 
 def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Any]:
-    """One Airflow Asset per Delta table (``s3://...`` or ``file://...`` of its location)."""
+    """One Airflow Asset per Delta table: URI (and name) = the table location (``s3://``/``file://``),
+    ``extra={"table": "bronze.events"}``."""
     from airflow.sdk import Asset
 
     from binlake.tables import table_location
@@ -469,7 +470,10 @@ def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Any]:
             uri = "s3://" + loc.split("://", 1)[1] if loc.startswith(("s3a://", "s3n://")) else loc
         else:
             uri = "file://" + loc
-        out.append(Asset(uri=uri, name=f"binlake.{name}", group="binlake"))
+        # name = URI (Airflow's default): asset names must be unique, and a fixed name such as
+        # "binlake.bronze.events" bound to two warehouses (a config change, a second deployment
+        # sharing the metadata DB) leaves the newer asset inactive and fails the producing task.
+        out.append(Asset(uri=uri, group="binlake", extra={"table": name}))
     return out
 
 

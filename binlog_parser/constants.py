@@ -71,8 +71,14 @@ class EventType(enum.IntEnum):
     MARIA_DELETE_ROWS_COMPRESSED = 171
 
 
+_EVENT_TYPE_NAMES = {int(t): t.name for t in EventType}
+
+
 def event_type_name(type_code: int) -> str:
     """The enum name for a code, or ``UNKNOWN_<code>`` for a code no server defines."""
+    name = _EVENT_TYPE_NAMES.get(type_code)
+    if name is not None and type(type_code) is int:
+        return name
     try:
         return EventType(type_code).name
     except ValueError:

@@ -32,6 +32,9 @@ class DecodeContext:
     event_type_permutation: tuple[int, ...] | None = None
     # the reader's max_event_size (None = the default): caps decompressed sizes in decoders
     max_event_size: int | None = None
+    # decoded TABLE_MAPs by body bytes (a server repeats the same TABLE_MAP before every
+    # transaction on a table): a repeat reuses the columns and per-column value decoders
+    table_map_cache: dict[bytes, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_mariadb(self) -> bool:

@@ -54,11 +54,15 @@ class Event:
         Subclasses override when the default dataclass walk is not the right shape
         (rows events render values as MySQL prints them).
         """
-        return {
-            f.name: to_json_value(getattr(self, f.name))
-            for f in dataclasses.fields(self)
-            if f.name != "header"
-        }
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(
+                f.name for f in dataclasses.fields(self) if f.name != "header")
+        return {name: to_json_value(getattr(self, name)) for name in names}
+
+
+# event class -> its dataclass field names after the header (Event.fields' walk order)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from binlog_parser.errors import (
     UnsupportedVersionError,
 )
 from binlog_parser.events import Event, UnknownEvent
-from binlog_parser.header import EventHeader
+from binlog_parser.header import EventHeader, new_event_header
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE
 from binlog_parser.wire import ShortBufferError
 
@@ -406,6 +406,7 @@ class BinlogReader:
         dispatch = self.dispatch
         payload_pos = self._payload_pos
         unpack19 = _HEADER.unpack_from
+        new_header = new_event_header
         crc32 = zlib.crc32
         u32 = _U32.unpack_from
         jumped = not need_detect
@@ -486,7 +487,7 @@ class BinlogReader:
                                 pos, type_code)
 
             next_pos = pos + size
-            header = EventHeader(pos, next_pos, timestamp, type_code, server_id, size, log_pos,
+            header = new_header(pos, next_pos, timestamp, type_code, server_id, size, log_pos,
                                  flags, checksum_ok, payload_pos,
                                  raw_type if raw_type != type_code else None)
             body = raw[header_len:end]
@@ -688,6 +689,7 @@ def read_format_description(head: Source, *, file_name: str | None = None,
                               file=reader.file_name, offset=4)
     ctx = reader.context
     ctx.table_maps = {}
+    ctx.table_map_cache = {}
     return ctx
 
 

@@ -90,10 +90,19 @@ def statement_kind(sql: str | None) -> str:
     return "OTHER"
 
 
+_TS_MEMO: tuple[Any, Any] = (None, None)  # (seconds, datetime) of the last _ts call
+
+
 def _ts(seconds: int | None) -> _dt.datetime | None:
+    global _TS_MEMO
+    memo = _TS_MEMO  # events of one second come in runs: one datetime per run
+    if memo[0] == seconds and seconds is not None:
+        return memo[1]
     if seconds is None or seconds < 0 or seconds > _MAX_TS:
         return None
-    return _EPOCH + _dt.timedelta(seconds=seconds)
+    ts = _EPOCH + _dt.timedelta(seconds=seconds)
+    _TS_MEMO = (seconds, ts)
+    return ts
 
 
 def _ts_us(micros: int | None) -> _dt.datetime | None:
@@ -106,8 +115,23 @@ def _date(ts: _dt.datetime | None) -> _dt.date | None:
     return ts.date() if ts is not None else None
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
+                            check_circular=False)
+try:  # the C encoder JSONEncoder.encode would build on every call, built once
+    from json.encoder import c_make_encoder as _c_make_encoder, encode_basestring as _enc_str
+
+    _C_ENCODE = _c_make_encoder(None, str, _enc_str, None, ":", ",", False, False, True) \
+        if _c_make_encoder is not None else None
+except ImportError:  # pragma: no cover
+    _C_ENCODE = None
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, with the
+    encoder built once (``json.dumps`` builds one per call for non-default options)."""
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(value, 0))
+    return _ENCODER.encode(value)
 
 
 def _json_value(value: Any) -> Any:
@@ -175,6 +199,35 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[tuple[Any, Any, A
         yield (_image_text_map(before), _image_text_map(after),
                None if before is None else _dumps(before),
                None if after is None else _dumps(after))
+
+
+def rows_event_parts(event: Any) -> tuple[dict[str, Any], str, list[tuple[Any, Any, Any, Any]]]:
+    """A typed rows event rendered once: ``(head, fields_json, images)``.
+
+    ``head`` is ``event.fields()`` without ``rows``; ``fields_json`` is exactly
+    ``_dumps(event.fields())`` (bronze ``fields``); ``images`` are the ``row_images`` tuples
+    ``(before_map, after_map, before_json, after_json)`` (silver). Each image is rendered
+    (``render_row_json_text``: typed JSON and MySQL text in one pass) and JSON-encoded once;
+    the bronze ``rows`` array is assembled from the same JSON strings.
+    """
+    from binlog_parser.rows.render import render_row_json_text
+
+    head = event.fields_head()
+    by_name = event.columns_by_name()
+    enc = _dumps
+    images = []
+    parts = []
+    for change in event.rows:
+        bj, bt = render_row_json_text(change.before, by_name)
+        aj, at = render_row_json_text(change.after, by_name)
+        b_json = None if bj is None else enc(bj)
+        a_json = None if aj is None else enc(aj)
+        images.append((None if bt is None else list(bt.items()),
+                       None if at is None else list(at.items()), b_json, a_json))
+        parts.append(f'{{"before":{b_json or "null"},"after":{a_json or "null"}}}')
+    head_json = enc(head)
+    fields_json = head_json[:-1] + ',"rows":[' + ",".join(parts) + "]}"
+    return head, fields_json, images
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,6 +300,8 @@ class RangeDecoder:
         self._payload_pos: int | None = None
         self._payload_end: int | None = None
         self._pos = range_start
+        # table_id -> (columns, fields, fields JSON) of the last TABLE_MAP seen for it
+        self._table_map_json: dict[Any, tuple[Any, dict[str, Any], str]] = {}
 
     # -- public ---------------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -364,11 +419,27 @@ class RangeDecoder:
                 facts["first_event_time"] = event_time
             if facts["last_event_time"] is None or event_time > facts["last_event_time"]:
                 facts["last_event_time"] = event_time
-        try:
-            fields = event.fields()
-        except Exception as exc:  # rendering bug: keep the event, quarantine the fields
-            fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
-            yield "quarantine", self._quarantine(exc, "event", pos, tc)
+        fields_json: str | None = None
+        images: list[tuple[Any, Any, Any, Any]] | None = None
+        fields: dict[str, Any] | None = None
+        if tc in _ROWS_TYPES and hasattr(event, "fields_head"):
+            try:  # typed rows: each image rendered and JSON-encoded once (bronze + silver)
+                fields, fields_json, images = rows_event_parts(event)
+            except Exception:  # the generic path below keeps (and quarantines) any failure
+                fields = fields_json = images = None
+        elif tc == _TABLE_MAP:
+            # repeated TABLE_MAPs share their decoded columns (the parser's TABLE_MAP cache):
+            # same columns object, same fields
+            cols = getattr(event, "columns", None)
+            hit = self._table_map_json.get(getattr(event, "table_id", None))
+            if hit is not None and cols is not None and hit[0] is cols:
+                fields, fields_json = hit[1], hit[2]
+        if fields is None:
+            try:
+                fields = event.fields()
+            except Exception as exc:  # rendering bug: keep the event, quarantine the fields
+                fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
+                yield "quarantine", self._quarantine(exc, "event", pos, tc)
 
         # --- file-level facts
         if tc in (_FDE, _START_V3) and not embedded:
@@ -426,7 +497,14 @@ class RangeDecoder:
         if tc == _TABLE_MAP or tc in _ROWS_TYPES:
             db = fields.get("schema", db)
             table = fields.get("table")
-        fields_json = _dumps(fields)
+        if fields_json is None:
+            fields_json = _dumps(fields)
+            if tc == _TABLE_MAP and "_fields_error" not in fields:
+                cols = getattr(event, "columns", None)
+                if cols is not None:
+                    if len(self._table_map_json) >= 4096:
+                        self._table_map_json.clear()
+                    self._table_map_json[getattr(event, "table_id", None)] = (cols, fields, fields_json)
         raw = None
         if self.keep_raw and not embedded:
             off = h.pos - self.range_start
@@ -486,7 +564,9 @@ class RangeDecoder:
             trx.has_dml = True
             if db or table:
                 trx.tables.add(f"{db}.{table}")
-            for i, (b_map, a_map, b_json, a_json) in enumerate(row_images(event, fields)):
+            if images is None:
+                images = list(row_images(event, fields))
+            for i, (b_map, a_map, b_json, a_json) in enumerate(images):
                 trx.row_changes += 1
                 trx.pending_rows.append({
                     "source": self.source, "file": self.file, "file_seq": self.file_seq,

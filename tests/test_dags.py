@@ -266,6 +266,7 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
             assert op.application.endswith("binlake/pipeline_tasks.py")
             assert op.application_args[0] == step
         assert type(dag.get_task("per_source.discover")).__name__ != "SparkSubmitOperator"
-        outlets = {a.name for a in dag.get_task("per_source.decode").outlets}
-        assert "binlake.bronze.events" in outlets and "binlake.meta.ingested_files" in outlets
+        outlets = {a.extra["table"]: a.uri for a in dag.get_task("per_source.decode").outlets}
+        assert outlets["bronze.events"] == "s3://lake/wh/bronze/events"
+        assert "meta.ingested_files" in outlets
         assert any(a.uri.startswith("s3://lake/wh/") for a in dag.get_task("per_source.decode").outlets)

@@ -231,3 +231,11 @@ def test_chain_break(tmp_path: Path) -> None:
             next_file=f["next_file"] if s["closing"] == "ROTATE" else None, transactions=s["txns"]))
     got = {r.file: r.status for r in rec.reconcile_source(facts)}
     assert got == by_file
+
+
+def test_binlake_generate_subcommand(tmp_path: Path) -> None:
+    from binlake.cli import main as binlake_main
+
+    assert binlake_main(["generate", str(tmp_path / "g"), "--size", "150KiB", "--max-binlog-size", "64KiB",
+                         "--quiet", "--no-orders"]) == 0
+    assert (tmp_path / "g" / "ground_truth.json").exists()

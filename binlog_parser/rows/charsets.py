@@ -236,6 +236,7 @@ def make_text_decoder(charset: str | None):
                 return data.decode("utf-8")
             except UnicodeDecodeError:
                 return data
+        dec_utf8.python_codec = "utf-8"  # type: ignore[attr-defined]  # lets callers inline it
         return dec_utf8
 
     def dec(data: bytes):

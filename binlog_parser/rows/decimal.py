@@ -33,7 +33,7 @@ def make_decimal_decoder(precision: int, scale: int):
         groups.append((DIG2BYTES[frac0x], frac0x, True))
     groups_t = tuple(groups)
 
-    def dec(buf, pos):
+    def slow(buf, pos):
         raw = bytearray(buf[pos:pos + size])
         if len(raw) != size:
             raise ValueError("decimal runs past the end of the row")
@@ -54,6 +54,44 @@ def make_decimal_decoder(precision: int, scale: int):
         istr = "".join(ip).lstrip("0") or "0"
         text = istr + ("." + "".join(fp) if scale else "")
         return Decimal(("-" if negative else "") + text), pos + size
+
+    if size == 0:
+        return slow
+    # Fast path: the whole value as one big-endian integer, groups peeled off from the low end
+    # (last group first) and folded into one integer of all the digits. A group holding more
+    # than its digits (never written by a server) takes the exact slow path above.
+    sign_bit = 1 << (8 * size - 1)
+    all_ones = (1 << (8 * size)) - 1
+    peel = tuple((8 * nbytes, (1 << (8 * nbytes)) - 1, 10 ** ndigits)
+                 for nbytes, ndigits, _f in reversed(groups_t))
+    from_bytes = int.from_bytes
+
+    def dec(buf, pos):
+        end = pos + size
+        v = from_bytes(buf[pos:end], "big")
+        if end > len(buf):
+            raise ValueError("decimal runs past the end of the row")
+        if v & sign_bit:
+            v ^= sign_bit
+            sign = ""
+        else:
+            v ^= all_ones ^ sign_bit
+            sign = "-"
+        n = 0
+        mul = 1
+        for shift, mask, limit in peel:
+            g = v & mask
+            if g >= limit:
+                return slow(buf, pos)
+            n += g * mul
+            mul *= limit
+            v >>= shift
+        if scale:
+            t = str(n)
+            if len(t) <= scale:
+                t = "0" * (scale + 1 - len(t)) + t
+            return Decimal(sign + t[:-scale] + "." + t[-scale:]), end
+        return Decimal(sign + str(n)), end
     return dec
 
 

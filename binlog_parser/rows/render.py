@@ -141,3 +141,71 @@ def render_row_text(row: dict[str, Any] | None, columns_by_name: dict[str, Any])
     if row is None:
         return None
     return {name: render_value_text(v, columns_by_name.get(name)) for name, v in row.items()}
+
+
+# ---------------------------------------------------------------- both forms in one pass
+
+def _both_float(v, c):
+    text = format_float(v) if _is_float_col(c) else format_double(v)
+    return float(text), text
+
+
+def _both_str_of(v, c):
+    s = str(v)
+    return s, s
+
+
+def _both_bytes(v, c):
+    s = _bytes_text(bytes(v), c)
+    return s, s
+
+
+def _both_decimal(v, c):
+    s = decimal_text(v, c.scale if c is not None else None)
+    return s, s
+
+
+def _both_bool(v, c):
+    return int(v), str(int(v))
+
+
+_BOTH = {
+    float: _both_float, bytes: _both_bytes, bytearray: _both_bytes, memoryview: _both_bytes,
+    Decimal: _both_decimal, bool: _both_bool, MySQLDate: _both_str_of, MySQLDateTime: _both_str_of,
+    MySQLTime: _both_str_of, MySQLTimestamp: _both_str_of, MySQLJson: _both_str_of,
+}
+_YEAR = T.YEAR
+
+
+def render_row_json_text(row: dict[str, Any] | None, columns_by_name: dict[str, Any]
+                         ) -> tuple[dict[str, Any] | None, dict[str, str | None] | None]:
+    """``(render_row(row), render_row_text(row))`` computed in one pass over the values
+    (each value rendered once where the two forms agree)."""
+    if row is None:
+        return None, None
+    js: dict[str, Any] = {}
+    tx: dict[str, str | None] = {}
+    get_col = columns_by_name.get
+    for name, v in row.items():
+        tp = type(v)
+        if tp is str:
+            js[name] = tx[name] = v
+        elif v is None:
+            js[name] = tx[name] = None
+        elif tp is int:
+            c = get_col(name)
+            if c is not None and c.type == _YEAR:
+                js[name] = tx[name] = f"{v:04d}"
+            else:
+                s = str(v)
+                tx[name] = s
+                js[name] = v if -_MAX_SAFE <= v <= _MAX_SAFE else s
+        else:
+            both = _BOTH.get(tp)
+            c = get_col(name)
+            if both is None:  # anything else (VECTOR, partial JSON, GEOMETRY, subclasses)
+                js[name] = render_value(v, c)
+                tx[name] = render_value_text(v, c)
+            else:
+                js[name], tx[name] = both(v, c)
+    return js, tx

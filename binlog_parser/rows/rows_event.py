@@ -105,11 +105,9 @@ class RowsEvent(Event):
     def source_partition_id(self) -> int | None:
         return _extra_info(self.extra_data, self.kind).get("source_partition_id")
 
-    def fields(self) -> dict[str, Any]:
-        from binlog_parser.rows.render import render_row
-
-        cols = self.table.columns if self.table is not None else ()
-        by_name = {c.name: c for c in cols}
+    def fields_head(self) -> dict[str, Any]:
+        """:meth:`fields` without its last key, ``rows`` (for callers that render the rows
+        themselves, e.g. with ``render.render_row_json_text``)."""
         out: dict[str, Any] = {
             "schema": self.schema_name,
             "table": self.table_name,
@@ -120,6 +118,18 @@ class RowsEvent(Event):
         if self.extra_data:
             out["extra_data"] = self.extra_data.hex()
             out.update(_extra_info(self.extra_data, self.kind))
+        return out
+
+    def columns_by_name(self) -> dict[str, Any]:
+        """Column name -> ``ColumnInfo`` of the event's table (empty without a TABLE_MAP)."""
+        cols = self.table.columns if self.table is not None else ()
+        return {c.name: c for c in cols}
+
+    def fields(self) -> dict[str, Any]:
+        from binlog_parser.rows.render import render_row
+
+        by_name = self.columns_by_name()
+        out = self.fields_head()
         out["rows"] = [
             {"before": render_row(r.before, by_name), "after": render_row(r.after, by_name)}
             for r in self.rows
@@ -199,11 +209,62 @@ def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
             if dec is None:
                 raise _RowsError(f"column {i + 1} ({c.name}) has type {c.binlog_type} which cannot be decoded")
             present.append((c.name, dec, c))
-    plan = tuple(present)
+    plan = _Plan(present)
+    if not partial:
+        plan.read = _compile_image_reader(plan)
     if len(tm.plan_cache) >= _PLAN_CACHE_MAX:  # one entry per distinct bitmap: keep it bounded
         tm.plan_cache.clear()
     tm.plan_cache[key] = plan
     return plan
+
+
+class _Plan(tuple):
+    """The present columns of an image, ``(name, decoder, column)`` each; ``read`` (when set)
+    is :func:`_read_image` for this plan compiled into straight-line code."""
+
+    read: Any = None
+
+
+def _compile_image_reader(plan: _Plan):
+    """``(buf, pos) -> (row, pos)``, exactly :func:`_read_image` (no partial JSON) for ``plan``,
+    as straight-line code: no per-column loop, tuple unpacking or NULL test when the image has
+    no NULL, and fixed-width integers unpacked inline. Column names and decoders are bound as
+    variables of the generated function, never written into its source."""
+    n = len(plan)
+    nb = (n + 7) >> 3
+    ns: dict[str, Any] = {"_RowsError": _RowsError, "_from_bytes": int.from_bytes, "_len": len}
+    fast: list[str] = []
+    slow: list[str] = []
+    for i, (name, dec, _c) in enumerate(plan):
+        ns[f"k{i}"] = name
+        ns[f"d{i}"] = dec
+        fixed = getattr(dec, "fixed_unpack", None)
+        if fixed is not None:
+            ns[f"u{i}"] = fixed[0]
+            fast.append(f"        v{i} = u{i}(buf, pos)[0]; pos += {fixed[1]}")
+        else:
+            fast.append(f"        v{i}, pos = d{i}(buf, pos)")
+        slow.append(f"        if nulls >> {i} & 1: row[k{i}] = None")
+        slow.append(f"        else: row[k{i}], pos = d{i}(buf, pos)")
+    fast.append("        row = {" + ", ".join(f"k{i}: v{i}" for i in range(n)) + "}")
+    src = "\n".join([
+        "def read(buf, pos):",
+        f"    end = pos + {nb}",
+        "    if end > _len(buf):",
+        "        raise _RowsError('row image runs past the end of the event')",
+        "    nulls = buf[pos]" if nb == 1 else f"    nulls = _from_bytes(buf[pos:end], 'little')",
+        "    pos = end",
+        "    if not nulls:",
+        *fast,
+        "    else:",
+        "        row = {}",
+        *slow,
+        "    if pos > _len(buf):",
+        "        raise _RowsError('row image runs past the end of the event')",
+        "    return row, pos",
+    ])
+    exec(compile(src, f"<rows image reader: {n} columns>", "exec"), ns)
+    return ns["read"]
 
 
 def _read_image_pre_ga(buf: bytes, pos: int, plan):
@@ -232,6 +293,10 @@ def _read_image_pre_ga(buf: bytes, pos: int, plan):
 
 
 def _read_image(buf: bytes, pos: int, plan, partial_cols: set[int] | None = None):
+    if partial_cols is None:
+        read = getattr(plan, "read", None)
+        if read is not None:
+            return read(buf, pos)
     n = len(plan)
     nb = (n + 7) >> 3
     if pos + nb > len(buf):
@@ -366,25 +431,31 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
             raise _no_progress(kind)
+        read = plan.read
+        append = rows.append
         while pos < end:
-            after, pos = _read_image(data, pos, plan)
-            rows.append(RowChange(None, after))
+            after, pos = read(data, pos)
+            append(RowChange(None, after))
     elif kind == DELETE:
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
             raise _no_progress(kind)
+        read = plan.read
+        append = rows.append
         while pos < end:
-            before, pos = _read_image(data, pos, plan)
-            rows.append(RowChange(before, None))
+            before, pos = read(data, pos)
+            append(RowChange(before, None))
     elif t != 39:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, False)
         if not plan_b and not plan_a and pos < end:
             raise _no_progress(kind)
+        read_b, read_a = plan_b.read, plan_a.read
+        append = rows.append
         while pos < end:
-            before, pos = _read_image(data, pos, plan_b)
-            after, pos = _read_image(data, pos, plan_a)
-            rows.append(RowChange(before, after))
+            before, pos = read_b(data, pos)
+            after, pos = read_a(data, pos)
+            append(RowChange(before, after))
     else:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, True)

@@ -9,6 +9,7 @@ metadata as TLV fields (type byte, packed length, value) when ``binlog_row_metad
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,14 +212,38 @@ def _parse_optional(data: bytes) -> dict[int, bytes]:
 
 # ---------------------------------------------------------------- decoder
 
+#: Distinct TABLE_MAP bodies remembered per context (the cache is emptied when it is full).
+TABLE_MAP_CACHE_MAX = 4096
+
+
 def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) -> TableMapEvent:
     data = bytes(body)
+    cache = getattr(ctx, "table_map_cache", None)
+    if cache is not None:
+        # A server writes the same TABLE_MAP before every transaction on a table: decode the
+        # columns and build their value decoders once per distinct body. What else the decode
+        # depends on (post-header length, flavour, user schema) is checked on every hit.
+        hit = cache.get(data)
+        if hit is not None:
+            tag, args, user = hit
+            if tag == (ctx.post_header_length(T_TABLE_MAP), ctx.server_version) and (
+                    user is None and ctx.schemas is None
+                    or user == _user_schema(ctx, args[2], args[3], args[4])):
+                ev = TableMapEvent(header, *args)
+                ctx.table_maps[ev.table_id] = ev
+                return ev
     try:
         ev = _decode(header, data, ctx)
     except (ShortBufferError, IndexError, ValueError, UnicodeDecodeError, struct.error) as exc:
         raise CorruptEventError(f"bad TABLE_MAP: {exc}", file=ctx.file, offset=header.pos,
                                 type_code=header.type_code) from None
     ctx.table_maps[ev.table_id] = ev
+    if cache is not None:
+        if len(cache) >= TABLE_MAP_CACHE_MAX:
+            cache.clear()
+        user = _user_schema(ctx, ev.schema, ev.table, ev.column_count)
+        cache[data] = ((ctx.post_header_length(T_TABLE_MAP), ctx.server_version),
+                       tuple(getattr(ev, name) for name in _TM_FIELDS), user)
     return ev
 
 
@@ -273,6 +298,8 @@ def _decode(header: EventHeader, data: bytes, ctx: DecodeContext) -> TableMapEve
 
 
 T_TABLE_MAP = 19
+# TableMapEvent's fields after the header, in __init__ order
+_TM_FIELDS = tuple(f.name for f in dataclasses.fields(TableMapEvent) if f.name != "header")
 
 
 def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
