@@ -254,6 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo_dir = state / "demo"
     warehouse = demo_dir / "warehouse"
     airflow_home = state / "airflow"
+    if not args.keep:
+        # A fresh metadata DB per demo, like the fresh warehouse: dag.test() runs no scheduler, so
+        # nothing would ever retire assets or runs left by an earlier demo of another DAG version
+        # (an asset renamed since then stays active and blocks the new one).
+        (airflow_home / "airflow.db").unlink(missing_ok=True)
     if not args.keep and demo_dir.exists():
         shutil.rmtree(demo_dir)
     demo_dir.mkdir(parents=True, exist_ok=True)

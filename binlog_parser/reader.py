@@ -723,14 +723,13 @@ def scan_headers(source: Source, *, file_name: str | None = None,
     def _header_only(header: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
         return _HeaderEvent(header)
 
-    class _Dispatch(dict):  # type: ignore[type-arg]
-        def get(self, key: int, default: Any = None) -> Any:  # noqa: D401
-            return skip_all.get(key, _header_only)
+    # every code a header byte can hold (a plain dict: its .get is not a Python call per event)
+    dispatch: dict[int, Decoder] = {code: skip_all.get(code, _header_only) for code in range(256)}
 
     reader = BinlogReader(source, file_name=file_name, verify_checksum=verify_checksum,
                           start_position=start_position, stop_position=stop_position,
                           max_event_size=max_event_size, expand_payloads=False,
-                          dispatch=_Dispatch())
+                          dispatch=dispatch)
     for event in reader:
         yield event.header
 

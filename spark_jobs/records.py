@@ -509,10 +509,11 @@ class RangeDecoder:
         if self.keep_raw and not embedded:
             off = h.pos - self.range_start
             raw = bytes(self.data[off:off + h.event_size])
+        event_name = event.name
         yield "events", {
             "source": self.source, "file": self.file, "file_seq": self.file_seq,
             "pos": pos, "payload_index": payload_index, "payload_offset": payload_offset,
-            "next_pos": h.next_pos, "type_code": tc, "event_type": event.name,
+            "next_pos": h.next_pos, "type_code": tc, "event_type": event_name,
             "event_time": event_time, "server_id": h.server_id, "event_size": h.event_size,
             "log_pos": h.log_pos, "flags": h.flags,
             "checksum": "none" if h.checksum_ok is None else ("ok" if h.checksum_ok else "bad"),
@@ -535,7 +536,7 @@ class RangeDecoder:
                     "exec_time": getattr(event, "exec_time", None),
                     "error_code": getattr(event, "error_code", None),
                     "status_vars": _dumps(fields.get("status_vars")) if fields.get("status_vars") is not None else None,
-                    "event_type": event.name, "event_date": _date(event_time),
+                    "event_type": event_name, "event_date": _date(event_time),
                 }
             if trx is not None:
                 if word in ("COMMIT", "ROLLBACK"):
@@ -566,17 +567,20 @@ class RangeDecoder:
                 trx.tables.add(f"{db}.{table}")
             if images is None:
                 images = list(row_images(event, fields))
+            source, file, file_seq, server_id = self.source, self.file, self.file_seq, h.server_id
+            db_s, table_s = db or "", table or ""
+            append = trx.pending_rows.append
             for i, (b_map, a_map, b_json, a_json) in enumerate(images):
-                trx.row_changes += 1
-                trx.pending_rows.append({
-                    "source": self.source, "file": self.file, "file_seq": self.file_seq,
+                append({
+                    "source": source, "file": file, "file_seq": file_seq,
                     "pos": pos, "payload_index": payload_index, "row_index": i,
                     "gtid": gtid, "trx_pos": trx_pos, "commit_time": None, "event_time": event_time,
-                    "server_id": h.server_id, "db": db or "", "table_name": table or "",
+                    "server_id": server_id, "db": db_s, "table_name": table_s,
                     "operation": op, "before": b_map, "after": a_map,
-                    "before_json": b_json, "after_json": a_json, "event_type": event.name,
+                    "before_json": b_json, "after_json": a_json, "event_type": event_name,
                     "commit_date": None,
                 })
+            trx.row_changes += len(images)
             if len(trx.pending_rows) >= self.max_buffered_rows:
                 yield from self._flush_rows(trx, None)
         elif tc == _XID:

@@ -27,6 +27,7 @@ from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
+from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
@@ -61,6 +62,24 @@ class RowChange:
 
     before: dict[str, Any] | None
     after: dict[str, Any] | None
+
+
+def _row_change_factory():
+    """A positional RowChange constructor for the decode loops: the two slots set directly
+    (the frozen dataclass ``__init__`` costs about twice as much); same instances."""
+    new = object.__new__
+    set_before = RowChange.before.__set__
+    set_after = RowChange.after.__set__
+
+    def make(before, after):
+        rc = new(RowChange)
+        set_before(rc, before)
+        set_after(rc, after)
+        return rc
+    return make
+
+
+_new_row_change = _row_change_factory()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,16 +251,41 @@ def _compile_image_reader(plan: _Plan):
     variables of the generated function, never written into its source."""
     n = len(plan)
     nb = (n + 7) >> 3
-    ns: dict[str, Any] = {"_RowsError": _RowsError, "_from_bytes": int.from_bytes, "_len": len}
+    ns: dict[str, Any] = {"_RowsError": _RowsError, "_from_bytes": int.from_bytes, "_len": len,
+                          "_DT_OFS": _DATETIMEF_INT_OFS}
     fast: list[str] = []
     slow: list[str] = []
     for i, (name, dec, _c) in enumerate(plan):
         ns[f"k{i}"] = name
         ns[f"d{i}"] = dec
         fixed = getattr(dec, "fixed_unpack", None)
+        inline = getattr(dec, "inline", None)
         if fixed is not None:
             ns[f"u{i}"] = fixed[0]
             fast.append(f"        v{i} = u{i}(buf, pos)[0]; pos += {fixed[1]}")
+        elif inline is not None and inline[0] == "utf8":
+            # values.py dec1_utf8 / dec2_utf8, inlined
+            if inline[1] == 1:
+                fast.append("        s_ = pos + 1; e_ = s_ + buf[pos]")
+            else:
+                fast.append("        s_ = pos + 2; e_ = s_ + _from_bytes(buf[pos:s_], 'little')")
+            fast += ["        if e_ > blen: raise ValueError('value runs past the end of the event')",
+                     "        b_ = buf[s_:e_]; pos = e_",
+                     f"        try: v{i} = b_.decode('utf-8')",
+                     f"        except UnicodeDecodeError: v{i} = b_"]
+        elif inline is not None and inline[0] == "datetime2":
+            # temporal.make_datetime2_decoder's fast path, inlined; short reads take the decoder
+            _k, size, fshift, fmask, mult, fsp, make = inline
+            ns[f"m{i}"] = make
+            fast += [f"        e_ = pos + {size}",
+                     f"        if e_ > blen: v{i}, pos = d{i}(buf, pos)",
+                     "        else:",
+                     "            x_ = _from_bytes(buf[pos:e_], 'big'); pos = e_",
+                     f"            ip_ = (x_ >> {fshift}) - _DT_OFS",
+                     "            if ip_ < 0: ip_ = -ip_",
+                     "            ymd_ = ip_ >> 17; ym_ = ymd_ >> 5; hms_ = ip_ & 0x1FFFF",
+                     f"            v{i} = m{i}(ym_ // 13, ym_ % 13, ymd_ & 31, hms_ >> 12, (hms_ >> 6) & 63, "
+                     f"hms_ & 63, (x_ & {fmask}) * {mult}, {fsp})"]
         else:
             fast.append(f"        v{i}, pos = d{i}(buf, pos)")
         slow.append(f"        if nulls >> {i} & 1: row[k{i}] = None")
@@ -254,12 +298,13 @@ def _compile_image_reader(plan: _Plan):
         "        raise _RowsError('row image runs past the end of the event')",
         "    nulls = buf[pos]" if nb == 1 else f"    nulls = _from_bytes(buf[pos:end], 'little')",
         "    pos = end",
+        "    blen = _len(buf)",
         "    if not nulls:",
         *fast,
         "    else:",
         "        row = {}",
         *slow,
-        "    if pos > _len(buf):",
+        "    if pos > blen:",
         "        raise _RowsError('row image runs past the end of the event')",
         "    return row, pos",
     ])
@@ -420,12 +465,12 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         while pos < end:
             first, pos = _read_image_pre_ga(data, pos, plan)
             if kind == WRITE:
-                rows.append(RowChange(None, first))
+                rows.append(_new_row_change(None, first))
             elif kind == DELETE:
-                rows.append(RowChange(first, None))
+                rows.append(_new_row_change(first, None))
             else:
                 second, pos = _read_image_pre_ga(data, pos, plan)
-                rows.append(RowChange(first, second))
+                rows.append(_new_row_change(first, second))
         return tuple(rows)
     if kind == WRITE:
         plan = _plan(tm, bm_before, False)
@@ -435,7 +480,7 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         append = rows.append
         while pos < end:
             after, pos = read(data, pos)
-            append(RowChange(None, after))
+            append(_new_row_change(None, after))
     elif kind == DELETE:
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
@@ -444,7 +489,7 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         append = rows.append
         while pos < end:
             before, pos = read(data, pos)
-            append(RowChange(before, None))
+            append(_new_row_change(before, None))
     elif t != 39:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, False)
@@ -455,7 +500,7 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         while pos < end:
             before, pos = read_b(data, pos)
             after, pos = read_a(data, pos)
-            append(RowChange(before, after))
+            append(_new_row_change(before, after))
     else:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, True)
@@ -481,5 +526,5 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
                             except JsonDiffError:
                                 doc = None
                             after[c.name] = PartialJson(pj.diffs, doc)
-            rows.append(RowChange(before, after))
+            rows.append(_new_row_change(before, after))
     return tuple(rows)

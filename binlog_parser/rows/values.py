@@ -81,6 +81,7 @@ def _length_prefixed(nlen: int, convert=None):
                 return data.decode("utf-8"), end
             except UnicodeDecodeError:
                 return data, end
+        dec1_utf8.inline = ("utf8", 1)  # type: ignore[attr-defined]  # see rows_event
         return dec1_utf8
     if nlen == 2 and getattr(convert, "python_codec", None) == "utf-8":
         from_bytes = int.from_bytes
@@ -95,6 +96,7 @@ def _length_prefixed(nlen: int, convert=None):
                 return data.decode("utf-8"), end
             except UnicodeDecodeError:
                 return data, end
+        dec2_utf8.inline = ("utf8", 2)  # type: ignore[attr-defined]
         return dec2_utf8
     if nlen == 1:
         def dec1(buf, pos):

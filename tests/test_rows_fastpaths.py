@@ -1,0 +1,221 @@
+"""The decode fast paths agree with the straightforward code they shortcut.
+
+- TABLE_MAP cache (``DecodeContext.table_map_cache``): a repeated TABLE_MAP is the same event
+  as a fresh decode (new header), and anything else the decode depends on (post-header length,
+  server flavour, the user schema) is re-checked on every hit;
+- compiled row-image readers (``rows_event._compile_image_reader``) == the generic loop, NULLs,
+  short images and all;
+- ``render_row_json_text`` == (``render_row``, ``render_row_text``);
+- ``spark_jobs.records.rows_event_parts``: bronze ``fields`` JSON == ``_dumps(event.fields())``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import glob
+import os
+import random
+from decimal import Decimal
+
+import pytest
+
+from binlog_parser import read_events
+from binlog_parser.context import DecodeContext
+from binlog_parser.errors import CorruptEventError
+from binlog_parser.header import EventHeader, new_event_header
+from binlog_parser.rows import RowsEvent, TableMapEvent
+from binlog_parser.rows import rows_event as R
+from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.render import render_row, render_row_json_text, render_row_text
+from binlog_parser.rows.schema import SchemaRegistry
+from binlog_parser.rows.table_map import decode_table_map
+from test_rows_event import ctx, hdr, names, table_map, tlv
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def _fixture_files() -> list[str]:
+    out = []
+    for f in sorted(glob.glob(os.path.join(FIXTURES, "**", "*"), recursive=True)):
+        if os.path.isfile(f) and os.path.getsize(f) > 4:
+            with open(f, "rb") as fh:
+                if fh.read(4) == b"\xfebin":
+                    out.append(f)
+    return out
+
+
+def _events(path):
+    try:
+        yield from read_events(path, lenient=True)
+    except Exception:  # noqa: BLE001 - broken fixtures end early; what came before is checked
+        return
+
+
+# ---------------------------------------------------------------- TABLE_MAP cache
+
+BODY = table_map(7, [T.LONG, T.VARCHAR], bytes([80, 0]), 0b10, tlv(4, names("id", "name")))
+BODY_NO_NAMES = table_map(7, [T.LONG, T.VARCHAR], bytes([80, 0]), 0b10)
+
+
+def test_repeated_table_map_is_a_fresh_decode_with_its_own_header():
+    c = ctx()
+    first = decode_table_map(hdr(19, 100), memoryview(BODY), c)
+    second = decode_table_map(hdr(19, 500), memoryview(bytearray(BODY)), c)
+    assert len(c.table_map_cache) == 1
+    fresh = decode_table_map(hdr(19, 500), memoryview(BODY), ctx())
+    assert second == fresh and second.header.pos == 500 and first.header.pos == 100
+    assert second.columns is first.columns and second.decoders is first.decoders
+    assert c.table_maps[7] is second
+    for f in dataclasses.fields(TableMapEvent):
+        assert getattr(second, f.name) == getattr(fresh, f.name) or f.name in ("decoders", "plan_cache")
+
+
+def test_table_map_cache_rechecks_context_and_user_schema():
+    c = ctx()
+    a = decode_table_map(hdr(19), memoryview(BODY_NO_NAMES), c)
+    assert [col.name for col in a.columns] == ["col_1", "col_2"]
+    # a user schema given after the first decode is honoured by the next one
+    c.schemas = SchemaRegistry({"db.t": [{"name": "id", "type": "INT"}, {"name": "label", "type": "VARCHAR(20)"}]})
+    b = decode_table_map(hdr(19), memoryview(BODY_NO_NAMES), c)
+    assert [col.name for col in b.columns] == ["id", "label"]
+    c.schemas.add_table("db", "t", [{"name": "k", "type": "INT"}, {"name": "v", "type": "VARCHAR(20)"}])
+    d = decode_table_map(hdr(19), memoryview(BODY_NO_NAMES), c)
+    assert [col.name for col in d.columns] == ["k", "v"]
+    # another flavour (a new FORMAT_DESCRIPTION) decodes again
+    c.schemas = None
+    c.server_version = "10.11.6-MariaDB"
+    e = decode_table_map(hdr(19), memoryview(BODY_NO_NAMES), c)
+    assert e == decode_table_map(hdr(19), memoryview(BODY_NO_NAMES), ctx(mariadb=True))
+
+
+def test_table_map_cache_is_bounded(monkeypatch):
+    from binlog_parser.rows import table_map as tm_mod
+
+    monkeypatch.setattr(tm_mod, "TABLE_MAP_CACHE_MAX", 3)
+    c = ctx()
+    for i in range(10):
+        decode_table_map(hdr(19), memoryview(table_map(i + 1, [T.LONG], b"", 0)), c)
+        assert len(c.table_map_cache) <= 3
+
+
+def test_corrupt_table_map_is_never_cached():
+    c = ctx()
+    with pytest.raises(CorruptEventError):
+        decode_table_map(hdr(19), memoryview(BODY[:-3]), c)
+    assert not c.table_map_cache
+
+
+def test_event_header_factory_matches_the_dataclass():
+    args = (4, 100, 1700000000, 30, 1, 96, 100, 0, True, None, None)
+    assert new_event_header(*args) == EventHeader(*args)
+    assert hash(new_event_header(*args)) == hash(EventHeader(*args))
+
+
+# ---------------------------------------------------------------- compiled image readers
+
+def _generic(buf, pos, plan):
+    return R._read_image(buf, pos, R._Plan(plan))  # a _Plan without .read: the generic loop
+
+
+@pytest.mark.parametrize("path", [p for p in _fixture_files() if "mariadb" in p or "sakila" in p
+                                  or "connector" in p][:40])
+def test_compiled_reader_equals_generic_loop_on_fixtures(path):
+    rng = random.Random(path)
+    checked = 0
+    for ev in _events(path):
+        if not isinstance(ev, RowsEvent) or ev.table is None or ev.version == 0 or not ev.rows:
+            continue
+        for plan in list(ev.table.plan_cache.values()):
+            if getattr(plan, "read", None) is None:
+                continue
+            # every image of this plan in the event: random starts, truncations, garbage
+            for _ in range(20):
+                n = rng.randrange(1, 64)
+                buf = bytes(rng.getrandbits(8) for _ in range(n))
+                pos = rng.randrange(0, 3)
+                try:
+                    want = _generic(buf, pos, plan)
+                except Exception as exc:  # noqa: BLE001
+                    want = (type(exc), str(exc))
+                try:
+                    got = plan.read(buf, pos)
+                except Exception as exc:  # noqa: BLE001
+                    got = (type(exc), str(exc))
+                assert repr(got) == repr(want)
+                checked += 1
+    # fixtures without rows events check nothing; that is fine
+
+
+def test_compiled_reader_types_and_nulls():
+    c = ctx()
+    types = [T.LONGLONG, T.VARCHAR, T.VARCHAR, T.DATETIME2, T.NEWDECIMAL, T.TINY, T.DATETIME2]
+    metas = (bytes([80, 0]) + (1000).to_bytes(2, "little") + bytes([6]) + bytes([12, 2]) + bytes([0]))
+    body = table_map(9, types, metas, 0x7F, tlv(4, names("a", "b", "c", "d", "e", "f", "g"))
+                     + tlv(2, b"\x2d"))
+    tm = decode_table_map(hdr(19), memoryview(body), c)
+    plan = R._plan(tm, b"\x7f", False)
+    assert plan.read is not None
+    # the inlined decoders are all exercised
+    assert [getattr(d, "inline", (None,))[0] for d in tm.decoders] == [
+        None, "utf8", "utf8", "datetime2", None, None, "datetime2"]
+    assert tm.decoders[2].inline[1] == 2 and tm.decoders[0].fixed_unpack[1] == 8
+    rng = random.Random(5)
+    for _ in range(2000):
+        n = rng.randrange(0, 80)
+        buf = bytes(rng.getrandbits(8) for _ in range(n))
+        if rng.random() < 0.5 and n:
+            buf = bytes([0]) + buf[1:]  # no NULLs: the straight-line path
+        for pos in (0, 1):
+            try:
+                want = _generic(buf, pos, plan)
+            except Exception as exc:  # noqa: BLE001
+                want = (type(exc), str(exc))
+            try:
+                got = plan.read(buf, pos)
+            except Exception as exc:  # noqa: BLE001
+                got = (type(exc), str(exc))
+            assert repr(got) == repr(want)
+
+
+# ---------------------------------------------------------------- rendering once
+
+@pytest.mark.parametrize("path", _fixture_files())
+def test_render_row_json_text_matches_both_renderers(path):
+    for ev in _events(path):
+        if not isinstance(ev, RowsEvent):
+            continue
+        by_name = ev.columns_by_name()
+        for change in ev.rows:
+            for image in (change.before, change.after):
+                js, tx = render_row_json_text(image, by_name)
+                assert js == render_row(image, by_name)
+                assert tx == render_row_text(image, by_name)
+                if js is not None:
+                    assert list(js) == list(image) == list(tx)
+                    for k in js:
+                        assert type(js[k]) is type(render_row(image, by_name)[k])
+
+
+def test_render_row_json_text_values():
+    from binlog_parser.rows.temporal import MySQLDateTime, MySQLTimestamp
+
+    row = {"i": 2 ** 60, "j": -3, "b": True, "f": 0.1, "s": "x", "n": None, "d": Decimal("-0.00"),
+           "raw": b"\x00\xff", "dt": MySQLDateTime(2024, 1, 2, 3, 4, 5, 120000, 2),
+           "ts": MySQLTimestamp(0, 0, 3), "ts2": MySQLTimestamp(1700000000, 5, 6)}
+    js, tx = render_row_json_text(row, {})
+    assert js == render_row(row, {}) and tx == render_row_text(row, {})
+
+
+@pytest.mark.parametrize("path", _fixture_files())
+def test_records_rows_event_parts_equal_the_generic_path(path):
+    from spark_jobs.records import _dumps, row_images, rows_event_parts
+
+    for ev in _events(path):
+        if not isinstance(ev, RowsEvent):
+            continue
+        fields = ev.fields()
+        head, fields_json, images = rows_event_parts(ev)
+        assert fields_json == _dumps(fields)
+        assert head == {k: v for k, v in fields.items() if k != "rows"}
+        assert images == list(row_images(ev, fields))
