@@ -35,7 +35,10 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 @dataclass(frozen=True)
 class DemoSource:
-    """A sample source server: its name and (fixture file, object name) pairs forming one chain."""
+    """A sample source server: its name and (file, object name) pairs forming one chain.
+
+    A file is relative to ``tests/fixtures/`` or absolute (generated at demo time).
+    """
 
     name: str
     files: tuple[tuple[str, str], ...]
@@ -52,6 +55,24 @@ DEMO_SOURCES: tuple[DemoSource, ...] = (
         ("binlogs/ikarishinjieva__mysql_binlog_utils/test__mysql-bin56.000002", "mysql-bin.000002"),
     )),
 )
+
+#: A source written by binlake's own writer (binlake.synthetic): MySQL 8.4 with two server UUIDs,
+#: a GTID tag, zstd TRANSACTION_PAYLOADs, and a last file still in use (left for the next night).
+SYNTHETIC_SOURCE_NAME = "mysql-8.4-synthetic"
+
+
+def synthetic_demo_source(work_dir: Path) -> DemoSource:
+    """Generate the synthetic chain into ``work_dir`` and describe it as a demo source."""
+    from binlake.synthetic import Faults, SyntheticConfig, generate
+
+    truth = generate(str(work_dir), SyntheticConfig(
+        bytes_per_server=700 << 10, max_binlog_size=256 << 10, server_version="8.4.3",
+        uuids=2, tags=("nightly",), compression=True, rows_per_table=200,
+        faults=Faults(in_use_last=True)))
+    (source,) = truth["sources"].values()
+    return DemoSource(SYNTHETIC_SOURCE_NAME, tuple(
+        (str(work_dir / f["object"]), f["name"]) for f in source["files"] if f["present"]))
+
 
 # (title, SQL). Queries over tables that do not exist yet are reported as "not produced yet".
 SUMMARY_QUERIES: tuple[tuple[str, str], ...] = (
@@ -270,11 +291,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         say(f"S3 endpoint {server.endpoint_url}; uploading sample binlog chains to s3://{DEMO_BUCKET}/", t0)
         os.environ.update(DUMMY_AWS_ENV)
-        counts = upload_demo_sources(server.client())
+        say("generating a MySQL 8.4 chain with binlake's own writer (tags, zstd payloads, open last file)", t0)
+        sources = (*DEMO_SOURCES, synthetic_demo_source(demo_dir / "synthetic"))
+        counts = upload_demo_sources(server.client(), sources=sources)
         for name, n in counts.items():
             say(f"  s3://{DEMO_BUCKET}/{name}/  {n} files", t0)
         cfg_path = write_demo_config(demo_dir / "binlake.toml", endpoint=server.endpoint_url,
-                                     warehouse=warehouse, state_dir=demo_dir)
+                                     warehouse=warehouse, state_dir=demo_dir, sources=sources)
         os.environ["BINLAKE_CONFIG"] = str(cfg_path)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         env = airflow_env(airflow_home)
