@@ -62,7 +62,7 @@ def test_repeated_table_map_is_a_fresh_decode_with_its_own_header():
     c = ctx()
     first = decode_table_map(hdr(19, 100), memoryview(BODY), c)
     second = decode_table_map(hdr(19, 500), memoryview(bytearray(BODY)), c)
-    assert len(c.table_map_cache) == 1
+    assert len([k for k in c.table_map_cache if isinstance(k, bytes)]) == 1
     fresh = decode_table_map(hdr(19, 500), memoryview(BODY), ctx())
     assert second == fresh and second.header.pos == 500 and first.header.pos == 100
     assert second.columns is first.columns and second.decoders is first.decoders
@@ -96,7 +96,17 @@ def test_table_map_cache_is_bounded(monkeypatch):
     c = ctx()
     for i in range(10):
         decode_table_map(hdr(19), memoryview(table_map(i + 1, [T.LONG], b"", 0)), c)
-        assert len(c.table_map_cache) <= 3
+        assert len([k for k in c.table_map_cache if isinstance(k, bytes)]) <= 3
+    monkeypatch.setattr(tm_mod, "TABLE_MAP_CACHE_MAX", 4096)
+    monkeypatch.setattr(tm_mod, "TABLE_MAP_CACHE_MAX_COLUMNS", 10)
+    c = ctx()
+    for i in range(20):
+        decode_table_map(hdr(19), memoryview(table_map(i + 1, [T.LONG] * 3, b"", 0)), c)
+        assert sum(3 for k in c.table_map_cache if isinstance(k, bytes)) <= 10
+        assert c.table_map_cache["columns"] == sum(3 for k in c.table_map_cache if isinstance(k, bytes))
+    wide = table_map(99, [T.LONG] * 11, b"", 0)
+    decode_table_map(hdr(19), memoryview(wide), c)
+    assert wide not in c.table_map_cache  # wider than the whole budget: never cached
 
 
 def test_corrupt_table_map_is_never_cached():
@@ -127,8 +137,7 @@ def test_compiled_reader_equals_generic_loop_on_fixtures(path):
         if not isinstance(ev, RowsEvent) or ev.table is None or ev.version == 0 or not ev.rows:
             continue
         for plan in list(ev.table.plan_cache.values()):
-            if getattr(plan, "read", None) is None:
-                continue
+            read = R._compile_image_reader(plan)
             # every image of this plan in the event: random starts, truncations, garbage
             for _ in range(20):
                 n = rng.randrange(1, 64)
@@ -139,11 +148,12 @@ def test_compiled_reader_equals_generic_loop_on_fixtures(path):
                 except Exception as exc:  # noqa: BLE001
                     want = (type(exc), str(exc))
                 try:
-                    got = plan.read(buf, pos)
+                    got = read(buf, pos)
                 except Exception as exc:  # noqa: BLE001
                     got = (type(exc), str(exc))
                 assert repr(got) == repr(want)
                 checked += 1
+
     # fixtures without rows events check nothing; that is fine
 
 
@@ -155,7 +165,7 @@ def test_compiled_reader_types_and_nulls():
                      + tlv(2, b"\x2d"))
     tm = decode_table_map(hdr(19), memoryview(body), c)
     plan = R._plan(tm, b"\x7f", False)
-    assert plan.read is not None
+    read = R._compile_image_reader(plan)
     # the inlined decoders are all exercised
     assert [getattr(d, "inline", (None,))[0] for d in tm.decoders] == [
         None, "utf8", "utf8", "datetime2", None, None, "datetime2"]
@@ -172,7 +182,7 @@ def test_compiled_reader_types_and_nulls():
             except Exception as exc:  # noqa: BLE001
                 want = (type(exc), str(exc))
             try:
-                got = plan.read(buf, pos)
+                got = read(buf, pos)
             except Exception as exc:  # noqa: BLE001
                 got = (type(exc), str(exc))
             assert repr(got) == repr(want)
@@ -219,3 +229,23 @@ def test_records_rows_event_parts_equal_the_generic_path(path):
         assert fields_json == _dumps(fields)
         assert head == {k: v for k, v in fields.items() if k != "rows"}
         assert images == list(row_images(ev, fields))
+
+
+def test_hot_plans_are_compiled_and_decode_the_same():
+    """A plan is compiled after _COMPILE_AFTER_ROWS images; events decode the same before and
+    after (the OLTP-like fixture tables have thousands of rows)."""
+    hot = 0
+    for path in _fixture_files():
+        if "sakila" not in path:
+            continue
+        a = [ev for ev in _events(path) if isinstance(ev, RowsEvent)]
+        old = R._COMPILE_AFTER_ROWS
+        try:
+            R._COMPILE_AFTER_ROWS = 10 ** 12  # never compile: the generic loop only
+            b = [ev for ev in _events(path) if isinstance(ev, RowsEvent)]
+        finally:
+            R._COMPILE_AFTER_ROWS = old
+        assert [e.rows for e in a] == [e.rows for e in b]
+        hot += sum(1 for e in a if e.table is not None
+                   for p in e.table.plan_cache.values() if getattr(p, "read", None) is not None)
+    assert hot

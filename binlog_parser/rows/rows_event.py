@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import struct
 import zlib
+from functools import partial
 from dataclasses import dataclass
 from typing import Any
 
+from binlog_parser._fast import slots_constructor
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.events import Event
@@ -64,22 +66,7 @@ class RowChange:
     after: dict[str, Any] | None
 
 
-def _row_change_factory():
-    """A positional RowChange constructor for the decode loops: the two slots set directly
-    (the frozen dataclass ``__init__`` costs about twice as much); same instances."""
-    new = object.__new__
-    set_before = RowChange.before.__set__
-    set_after = RowChange.after.__set__
-
-    def make(before, after):
-        rc = new(RowChange)
-        set_before(rc, before)
-        set_after(rc, after)
-        return rc
-    return make
-
-
-_new_row_change = _row_change_factory()
+_new_row_change = slots_constructor(RowChange)  # RowChange(before, after), faster
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +216,6 @@ def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
                 raise _RowsError(f"column {i + 1} ({c.name}) has type {c.binlog_type} which cannot be decoded")
             present.append((c.name, dec, c))
     plan = _Plan(present)
-    if not partial:
-        plan.read = _compile_image_reader(plan)
     if len(tm.plan_cache) >= _PLAN_CACHE_MAX:  # one entry per distinct bitmap: keep it bounded
         tm.plan_cache.clear()
     tm.plan_cache[key] = plan
@@ -238,10 +223,28 @@ def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
 
 
 class _Plan(tuple):
-    """The present columns of an image, ``(name, decoder, column)`` each; ``read`` (when set)
-    is :func:`_read_image` for this plan compiled into straight-line code."""
+    """The present columns of an image, ``(name, decoder, column)`` each; ``read`` (once the
+    plan has decoded ``_COMPILE_AFTER_ROWS`` images) is :func:`_read_image` for this plan
+    compiled into straight-line code. ``rows`` counts the images decoded with it."""
 
     read: Any = None
+    rows: int = 0
+
+
+# compiling a reader costs about as much as a few hundred images decoded by the generic loop:
+# plans that decode fewer images never pay for it
+_COMPILE_AFTER_ROWS = 256
+
+
+def _reader(plan: _Plan):
+    """``(buf, pos) -> (row, pos)`` for a (non-partial) plan: compiled once it is hot."""
+    read = plan.read
+    if read is not None:
+        return read
+    if plan.rows >= _COMPILE_AFTER_ROWS:
+        plan.read = read = _compile_image_reader(plan)
+        return read
+    return partial(_read_image, plan=plan)
 
 
 def _compile_image_reader(plan: _Plan):
@@ -476,31 +479,36 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
             raise _no_progress(kind)
-        read = plan.read
+        read = _reader(plan)
         append = rows.append
         while pos < end:
             after, pos = read(data, pos)
             append(_new_row_change(None, after))
+        plan.rows += len(rows)
     elif kind == DELETE:
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
             raise _no_progress(kind)
-        read = plan.read
+        read = _reader(plan)
         append = rows.append
         while pos < end:
             before, pos = read(data, pos)
             append(_new_row_change(before, None))
+        plan.rows += len(rows)
     elif t != 39:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, False)
         if not plan_b and not plan_a and pos < end:
             raise _no_progress(kind)
-        read_b, read_a = plan_b.read, plan_a.read
+        read_b, read_a = _reader(plan_b), _reader(plan_a)
         append = rows.append
         while pos < end:
             before, pos = read_b(data, pos)
             after, pos = read_a(data, pos)
             append(_new_row_change(before, after))
+        plan_b.rows += len(rows)
+        if plan_a is not plan_b:
+            plan_a.rows += len(rows)
     else:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, True)

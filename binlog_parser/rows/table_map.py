@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlog_parser._fast import slots_constructor
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.events import Event, to_json_value
@@ -212,8 +213,11 @@ def _parse_optional(data: bytes) -> dict[int, bytes]:
 
 # ---------------------------------------------------------------- decoder
 
-#: Distinct TABLE_MAP bodies remembered per context (the cache is emptied when it is full).
+#: Distinct TABLE_MAP bodies remembered per context, and their total column count (memory:
+#: about 1 KB per cached column); the cache is emptied when either would be exceeded.
 TABLE_MAP_CACHE_MAX = 4096
+TABLE_MAP_CACHE_MAX_COLUMNS = 32768
+_CACHED_COLUMNS = "columns"  # the cache's running column count (the other keys are bytes)
 
 
 def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) -> TableMapEvent:
@@ -229,7 +233,7 @@ def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) 
             if tag == (ctx.post_header_length(T_TABLE_MAP), ctx.server_version) and (
                     user is None and ctx.schemas is None
                     or user == _user_schema(ctx, args[2], args[3], args[4])):
-                ev = TableMapEvent(header, *args)
+                ev = _new_table_map(header, *args)
                 ctx.table_maps[ev.table_id] = ev
                 return ev
     try:
@@ -238,12 +242,16 @@ def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) 
         raise CorruptEventError(f"bad TABLE_MAP: {exc}", file=ctx.file, offset=header.pos,
                                 type_code=header.type_code) from None
     ctx.table_maps[ev.table_id] = ev
-    if cache is not None:
-        if len(cache) >= TABLE_MAP_CACHE_MAX:
+    if cache is not None and ev.column_count <= TABLE_MAP_CACHE_MAX_COLUMNS:
+        cached_columns = cache.get(_CACHED_COLUMNS, 0)
+        if (len(cache) > TABLE_MAP_CACHE_MAX
+                or cached_columns + ev.column_count > TABLE_MAP_CACHE_MAX_COLUMNS):
             cache.clear()
+            cached_columns = 0
         user = _user_schema(ctx, ev.schema, ev.table, ev.column_count)
         cache[data] = ((ctx.post_header_length(T_TABLE_MAP), ctx.server_version),
                        tuple(getattr(ev, name) for name in _TM_FIELDS), user)
+        cache[_CACHED_COLUMNS] = cached_columns + ev.column_count
     return ev
 
 
@@ -300,6 +308,7 @@ def _decode(header: EventHeader, data: bytes, ctx: DecodeContext) -> TableMapEve
 T_TABLE_MAP = 19
 # TableMapEvent's fields after the header, in __init__ order
 _TM_FIELDS = tuple(f.name for f in dataclasses.fields(TableMapEvent) if f.name != "header")
+_new_table_map = slots_constructor(TableMapEvent)  # TableMapEvent(header, *every field)
 
 
 def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
+from binlog_parser._fast import slots_constructor
+
 _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
@@ -139,6 +141,12 @@ class MySQLTime:
 
 # ---------------------------------------------------------------- decoders: (buf, pos) -> (value, pos)
 
+_new_date = slots_constructor(MySQLDate)              # (year, month, day)
+_new_time = slots_constructor(MySQLTime)              # (negative, hours, minutes, seconds, us, fsp)
+_new_timestamp = slots_constructor(MySQLTimestamp)    # (seconds, microsecond, fsp)
+_new_datetime = slots_constructor(MySQLDateTime)      # (year, month, day, h, m, s, us, fsp)
+
+
 def frac_bytes(fsp: int) -> int:
     return (fsp + 1) // 2
 
@@ -157,7 +165,7 @@ def _read_frac(buf, pos: int, fsp: int) -> int:
 def make_date_decoder():
     def dec(buf, pos):
         v = buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)
-        return MySQLDate(v >> 9, (v >> 5) & 15, v & 31), pos + 3
+        return _new_date(v >> 9, (v >> 5) & 15, v & 31), pos + 3
     return dec
 
 
@@ -172,7 +180,7 @@ def make_time_decoder():
         v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
         neg = v < 0
         v = -v if neg else v
-        t = MySQLTime(neg, v // 10000, (v // 100) % 100, v % 100)
+        t = _new_time(neg, v // 10000, (v // 100) % 100, v % 100, 0, 0)
         if t.minutes > 59 or t.seconds > 59 or t.hours > 838:
             raise ImpossibleTemporalValue(f"impossible old-format TIME {bytes(buf[pos:pos + 3]).hex()}")
         return t, pos + 3
@@ -184,8 +192,8 @@ def make_datetime_decoder():
     def dec(buf, pos):
         v = int.from_bytes(buf[pos:pos + 8], "little")
         d, t = divmod(v, 1000000)
-        dt_ = MySQLDateTime(d // 10000, (d // 100) % 100, d % 100,
-                            t // 10000, (t // 100) % 100, t % 100)
+        dt_ = _new_datetime(d // 10000, (d // 100) % 100, d % 100,
+                            t // 10000, (t // 100) % 100, t % 100, 0, 0)
         if (dt_.year > 9999 or dt_.month > 12 or dt_.day > 31 or dt_.hour > 23 or dt_.minute > 59
                 or dt_.second > 59):
             raise ImpossibleTemporalValue(
@@ -196,7 +204,7 @@ def make_datetime_decoder():
 
 def make_timestamp_decoder():
     def dec(buf, pos):
-        return MySQLTimestamp(int.from_bytes(buf[pos:pos + 4], "little")), pos + 4
+        return _new_timestamp(int.from_bytes(buf[pos:pos + 4], "little"), 0, 0), pos + 4
     return dec
 
 
@@ -205,37 +213,13 @@ def make_timestamp2_decoder(fsp: int):
 
     def dec(buf, pos):
         sec = int.from_bytes(buf[pos:pos + 4], "big")
-        return MySQLTimestamp(sec, _read_frac(buf, pos + 4, fsp), fsp), pos + n
+        return _new_timestamp(sec, _read_frac(buf, pos + 4, fsp), fsp), pos + n
     return dec
 
 
 _DATETIMEF_INT_OFS = 0x8000000000
 
 
-def _datetime_factory():
-    """A positional MySQLDateTime constructor about twice as fast as the frozen dataclass's
-    ``__init__`` (slot descriptors set directly); the instances are identical."""
-    new = object.__new__
-    cls = MySQLDateTime
-    s_y, s_mo, s_d, s_h, s_mi, s_s, s_us, s_fsp = (
-        getattr(cls, f).__set__ for f in ("year", "month", "day", "hour", "minute", "second",
-                                          "microsecond", "fsp"))
-
-    def make(year, month, day, hour, minute, second, microsecond, fsp):
-        o = new(cls)
-        s_y(o, year)
-        s_mo(o, month)
-        s_d(o, day)
-        s_h(o, hour)
-        s_mi(o, minute)
-        s_s(o, second)
-        s_us(o, microsecond)
-        s_fsp(o, fsp)
-        return o
-    return make
-
-
-_new_datetime = _datetime_factory()
 _FRAC_MULT = (1, 10000, 10000, 100, 100, 1, 1)  # fraction bytes -> microseconds, by fsp
 
 
@@ -317,7 +301,7 @@ def make_time2_decoder(fsp: int):
             packed = -packed
         hms = packed >> 24
         usec = packed & 0xFFFFFF
-        return MySQLTime(neg, (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, usec, fsp), pos + n
+        return _new_time(neg, (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, usec, fsp), pos + n
     return dec
 
 
