@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import glob
 import os
 import random
@@ -159,23 +158,26 @@ def test_compiled_reader_equals_generic_loop_on_fixtures(path):
 
 def test_compiled_reader_types_and_nulls():
     c = ctx()
-    types = [T.LONGLONG, T.VARCHAR, T.VARCHAR, T.DATETIME2, T.NEWDECIMAL, T.TINY, T.DATETIME2]
+    types = [T.LONGLONG, T.VARCHAR, T.VARCHAR, T.DATETIME2, T.NEWDECIMAL, T.TINY, T.DATETIME2,
+             T.TIMESTAMP, T.DATETIME]
     metas = (bytes([80, 0]) + (1000).to_bytes(2, "little") + bytes([6]) + bytes([12, 2]) + bytes([0]))
-    body = table_map(9, types, metas, 0x7F, tlv(4, names("a", "b", "c", "d", "e", "f", "g"))
+    body = table_map(9, types, metas, 0x1FF, tlv(4, names("a", "b", "c", "d", "e", "f", "g", "h", "i"))
                      + tlv(2, b"\x2d"))
     tm = decode_table_map(hdr(19), memoryview(body), c)
-    plan = R._plan(tm, b"\x7f", False)
+    plan = R._plan(tm, b"\xff\x01", False)
     read = R._compile_image_reader(plan)
     # the inlined decoders are all exercised
     assert [getattr(d, "inline", (None,))[0] for d in tm.decoders] == [
-        None, "utf8", "utf8", "datetime2", None, None, "datetime2"]
+        None, "utf8", "utf8", "datetime2", None, None, "datetime2", "timestamp_old", "datetime_old"]
     assert tm.decoders[2].inline[1] == 2 and tm.decoders[0].fixed_unpack[1] == 8
     rng = random.Random(5)
     for _ in range(2000):
         n = rng.randrange(0, 80)
         buf = bytes(rng.getrandbits(8) for _ in range(n))
-        if rng.random() < 0.5 and n:
-            buf = bytes([0]) + buf[1:]  # no NULLs: the straight-line path
+        if rng.random() < 0.5 and n > 2:
+            buf = bytes([0, 0]) + buf[2:]  # no NULLs: the straight-line path
+        if rng.random() < 0.3 and n > 70:  # a valid old DATETIME at the end
+            buf = buf[:-8] + (20240102030405).to_bytes(8, "little")
         for pos in (0, 1):
             try:
                 want = _generic(buf, pos, plan)
@@ -249,3 +251,37 @@ def test_hot_plans_are_compiled_and_decode_the_same():
         hot += sum(1 for e in a if e.table is not None
                    for p in e.table.plan_cache.values() if getattr(p, "read", None) is not None)
     assert hot
+
+
+def test_compiled_reader_on_a_valid_image_and_every_truncation():
+    c = ctx()
+    types = [T.LONGLONG, T.VARCHAR, T.VARCHAR, T.DATETIME2, T.NEWDECIMAL, T.TINY, T.DATETIME2,
+             T.TIMESTAMP, T.DATETIME]
+    metas = (bytes([80, 0]) + (1000).to_bytes(2, "little") + bytes([6]) + bytes([12, 2]) + bytes([0]))
+    body = table_map(9, types, metas, 0x1FF, tlv(4, names("a", "b", "c", "d", "e", "f", "g", "h", "i"))
+                     + tlv(2, b"\x2d"))
+    tm = decode_table_map(hdr(19), memoryview(body), c)
+    plan = R._plan(tm, b"\xff\x01", False)
+    read = R._compile_image_reader(plan)
+    ymd = ((2024 * 13 + 1) << 5) | 2
+    dt2 = (((ymd << 17) | (3 << 12) | (4 << 6) | 5) + 0x8000000000).to_bytes(5, "big")
+    image = (b"\x00\x00" + (7).to_bytes(8, "little") + b"\x01a" + b"\x02\x00\xc3\xa9"
+             + dt2 + (123456).to_bytes(3, "big") + b"\x80\x00\x00\x00\x01\x07" + b"\x05"
+             + dt2 + (1700000000).to_bytes(4, "little") + (20240102030405).to_bytes(8, "little"))
+    row, end = read(image, 0)
+    assert end == len(image) and (row, end) == _generic(image, 0, plan)
+    assert row["a"] == 7 and row["b"] == "a" and row["c"] == "é" and row["f"] == 5
+    assert str(row["d"]) == "2024-01-02 03:04:05.123456" and str(row["g"]) == "2024-01-02 03:04:05"
+    assert str(row["e"]) == "1.07" and str(row["h"]) == "2023-11-14 22:13:20"
+    assert str(row["i"]) == "2024-01-02 03:04:05"
+    bad_dt = image[:-8] + (20241302030405).to_bytes(8, "little")  # month 13: impossible
+    for buf in [image[:k] for k in range(len(image))] + [bad_dt, image[:3] + b"\xff" + image[4:]]:
+        try:
+            want = _generic(buf, 0, plan)
+        except Exception as exc:  # noqa: BLE001
+            want = (type(exc), str(exc))
+        try:
+            got = read(buf, 0)
+        except Exception as exc:  # noqa: BLE001
+            got = (type(exc), str(exc))
+        assert repr(got) == repr(want)

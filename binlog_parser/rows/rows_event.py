@@ -289,6 +289,20 @@ def _compile_image_reader(plan: _Plan):
                      "            ymd_ = ip_ >> 17; ym_ = ymd_ >> 5; hms_ = ip_ & 0x1FFFF",
                      f"            v{i} = m{i}(ym_ // 13, ym_ % 13, ymd_ & 31, hms_ >> 12, (hms_ >> 6) & 63, "
                      f"hms_ & 63, (x_ & {fmask}) * {mult}, {fsp})"]
+        elif inline is not None and inline[0] == "timestamp_old":
+            ns[f"m{i}"] = inline[1]
+            fast.append(f"        v{i} = m{i}(_from_bytes(buf[pos:pos + 4], 'little'), 0, 0); pos += 4")
+        elif inline is not None and inline[0] == "datetime_old":
+            # an impossible value takes the decoder, which raises the exact error
+            ns[f"m{i}"] = inline[1]
+            fast += ["        e_ = pos + 8",
+                     "        d_, t_ = divmod(_from_bytes(buf[pos:e_], 'little'), 1000000)",
+                     "        y_ = d_ // 10000; mo_ = (d_ // 100) % 100; dd_ = d_ % 100",
+                     "        h_ = t_ // 10000; mi_ = (t_ // 100) % 100; s_ = t_ % 100",
+                     "        if y_ > 9999 or mo_ > 12 or dd_ > 31 or h_ > 23 or mi_ > 59 or s_ > 59:",
+                     f"            v{i}, pos = d{i}(buf, pos)",
+                     "        else:",
+                     f"            v{i} = m{i}(y_, mo_, dd_, h_, mi_, s_, 0, 0); pos = e_"]
         else:
             fast.append(f"        v{i}, pos = d{i}(buf, pos)")
         slow.append(f"        if nulls >> {i} & 1: row[k{i}] = None")
@@ -311,8 +325,19 @@ def _compile_image_reader(plan: _Plan):
         "        raise _RowsError('row image runs past the end of the event')",
         "    return row, pos",
     ])
-    exec(compile(src, f"<rows image reader: {n} columns>", "exec"), ns)
+    code = _READER_CODE.get(src)
+    if code is None:
+        # the source depends only on the columns' kinds and sizes: tables of the same shape
+        # (and the same table in every range / context of a process) share one compilation
+        if len(_READER_CODE) >= _READER_CODE_MAX:
+            _READER_CODE.clear()
+        code = _READER_CODE[src] = compile(src, f"<rows image reader: {n} columns>", "exec")
+    exec(code, ns)
     return ns["read"]
+
+
+_READER_CODE: dict[str, Any] = {}  # generated reader source -> compiled code
+_READER_CODE_MAX = 1024
 
 
 def _read_image_pre_ga(buf: bytes, pos: int, plan):

@@ -199,12 +199,14 @@ def make_datetime_decoder():
             raise ImpossibleTemporalValue(
                 f"impossible old-format DATETIME {bytes(buf[pos:pos + 8]).hex()}")
         return dt_, pos + 8
+    dec.inline = ("datetime_old", _new_datetime)  # type: ignore[attr-defined]  # see rows_event
     return dec
 
 
 def make_timestamp_decoder():
     def dec(buf, pos):
         return _new_timestamp(int.from_bytes(buf[pos:pos + 4], "little"), 0, 0), pos + 4
+    dec.inline = ("timestamp_old", _new_timestamp)  # type: ignore[attr-defined]
     return dec
 
 
