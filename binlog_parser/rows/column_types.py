@@ -60,6 +60,9 @@ NUMERIC_TYPES = frozenset({ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, 
                            ColumnType.DOUBLE})
 # MariaDB also logs a SIGNEDNESS bit for YEAR (a Field_tiny subclass there); MySQL does not.
 MARIADB_NUMERIC_TYPES = NUMERIC_TYPES | {ColumnType.YEAR}
+#: bytes of each integer column type in a row image
+INTEGER_SIZES: dict[ColumnType, int] = {ColumnType.TINY: 1, ColumnType.SHORT: 2, ColumnType.INT24: 3,
+                                       ColumnType.LONG: 4, ColumnType.LONGLONG: 8}
 # Types counted by DEFAULT_CHARSET / COLUMN_CHARSET (on the *real* type: CHAR-typed ENUM/SET are
 # excluded). MySQL 9 adds VECTOR; MariaDB counts GEOMETRY (a BLOB subclass there).
 _CHARACTER_BASE = frozenset({ColumnType.STRING, ColumnType.VAR_STRING, ColumnType.VARCHAR,

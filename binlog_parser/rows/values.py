@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from binlog_parser.rows.charsets import make_text_decoder
-from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
 from binlog_parser.rows.decimal import make_decimal_decoder
 from binlog_parser.rows.json_binary import decode_json_column
 from binlog_parser.rows import temporal
@@ -129,9 +129,8 @@ def make_decoder(col):
     """The value decoder for one column (a ``ColumnInfo``)."""
     t = col.type
     meta = col.meta
-    if t in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG):
-        size = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}[t]
-        return _int_decoder(size, bool(col.unsigned))
+    if t in INTEGER_SIZES:
+        return _int_decoder(INTEGER_SIZES[t], bool(col.unsigned))
     if t == T.FLOAT:
         unpack_f = struct.Struct("<f").unpack_from
         return lambda buf, pos: (unpack_f(buf, pos)[0], pos + 4)

@@ -16,7 +16,7 @@ from decimal import Decimal, localcontext
 from typing import Any, Callable
 
 from binlog_parser.rows.charsets import CHARSET_CODEC
-from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
 from binlog_parser.rows.decimal import DIG2BYTES, decimal_binary_size
 from binlog_parser.rows.json_binary import MySQLJson
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
@@ -309,9 +309,8 @@ def make_encoder(col: Any) -> Encoder:
     """The value encoder for one column (a ``binlog_parser.rows.ColumnInfo``)."""
     t = col.type
     meta = col.meta
-    if t in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG):
-        size = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}[t]
-        return _int_encoder(size, bool(col.unsigned))
+    if t in INTEGER_SIZES:
+        return _int_encoder(INTEGER_SIZES[t], bool(col.unsigned))
     if t == T.FLOAT:
         return struct.Struct("<f").pack
     if t == T.DOUBLE:
