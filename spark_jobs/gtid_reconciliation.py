@@ -19,7 +19,9 @@ untagged); its text is MySQL's canonical GTID-set text (``uuid:1-5:7,uuid2:1-3:t
 UUIDs sorted, untagged intervals first, then tags sorted). MariaDB GTIDs
 (``domain-server-seq``) are mapped to ``sid`` = the domain id (as text) and tag '': a
 GTID_LIST entry ``0-7-10`` means "domain 0 has seq 1..10", and the text is
-``0:1-10,1:1-5`` (domains in numeric order). The core decoder's ``GtidSet`` prints the same
+``0:1-10,1:1-5`` (domains in numeric order). A GTID_LIST only names the last seq, so where a
+domain first shows up as GTIDs (not in a list), the seqs below its first GTID are taken as the
+archive's starting point, never as missing (see :func:`_unseen_domain_floor`). The core decoder's ``GtidSet`` prints the same
 MySQL text; this module keeps its own small implementation because it must also model
 MariaDB domains and runs on per-file summaries (text), never on events.
 """
@@ -503,6 +505,25 @@ def _missing_series_names(pred: FileFacts, f: FileFacts) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
+def _unseen_domain_floor(contained: GtidIntervals, known: GtidIntervals) -> GtidIntervals:
+    """MariaDB: seqs ``1..first-1`` of each domain ``contained`` starts and ``known`` lacks.
+
+    Why: a GTID_LIST names only the last seq per domain, which this module reads as
+    ``1..seq``; but a domain need not start at seq 1 (``gtid_seq_no``, a promoted replica,
+    an archive that begins mid-history). The seqs before the first GTID the archive holds
+    of a domain that no GTID_LIST walked so far names are the archive's starting point, as
+    a MySQL archive's first PREVIOUS_GTIDS is, not GTIDs it lost.
+    """
+    out: dict[Key, list[tuple[int, int]]] = {}
+    met: set[Key] = set()
+    for sid, tag, first, _last in contained.iter_intervals():
+        key = (sid, tag)
+        if key not in met and not known.intervals(key) and first > 1:
+            out[key] = [(1, first - 1)]
+        met.add(key)
+    return GtidIntervals(out, MARIADB)
+
+
 def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
     """Reconcile the files of one source (see module docstring for the statuses)."""
     if not files:
@@ -558,14 +579,19 @@ def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
             if actual is not None:
                 findings.append((STATUS_OK, f"archive starting point: {actual}"))
 
+        # MariaDB: a domain met for the first time starts where the archive starts.
+        floor = empty
+        if flavor == MARIADB:
+            known = (actual or empty) if chain_break else (expected or empty) | (actual or empty)
+            floor = _unseen_domain_floor(contained, known)
         # GNO holes opened inside this file (a transaction missing in the middle).
         if chain_break:
             seen = empty  # a new history starts here
-            base = actual
+            base = (actual or empty) | floor
         elif actual is not None:
-            base = actual | (expected or empty)
+            base = actual | (expected or empty) | floor
         else:
-            base = expected or empty
+            base = (expected or empty) | floor
         new_holes = (base | contained).holes() - base.holes()
         if new_holes:
             missing = missing | new_holes
@@ -601,7 +627,7 @@ def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
             base_next = actual if actual is not None else empty
         else:
             base_next = expected or empty
-        state = base_next | contained | missing
+        state = base_next | contained | missing | floor
         seen = seen | contained
         pred = f
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spark_jobs.gtid_reconciliation import (
@@ -12,6 +14,7 @@ from spark_jobs.gtid_reconciliation import (
     GtidTextError,
     chain_order,
     coverage,
+    parse_mariadb_gtid,
     reconcile,
     split_series,
 )
@@ -327,3 +330,124 @@ def test_text_matches_core_gtidset():
 
     for text in [f"{B}:3-4,{A}:5-9:1-4:11", f"{A}:zed:2:alpha:1-3,{A}:7", ""]:
         assert str(G(text)) == str(GtidSet.from_text(text))
+
+
+# ---- an archive that starts mid-history (issue 16, item 1) -------------------------------
+
+
+def _m(name, gl, contained, **kw):
+    x = f(name, str(GtidIntervals.from_mariadb_list(gl)), contained, **kw)
+    x.flavor = MARIADB
+    return x
+
+
+def test_mariadb_domain_starting_at_high_seq_reports_only_the_lost_range():
+    # The issue's chain: empty first GTID_LISTs, domain 0 starts at 250080, 000003 lost.
+    files = [
+        _m("binlog.000001", "", "0:250080-250100"),
+        _m("binlog.000002", "0-10-250100", "0:250101-254512"),
+        _m("binlog.000004", "0-10-262175", "0:262176-262180", closing=None),
+    ]
+    rows = reconcile(files)
+    assert statuses(rows) == [
+        ("binlog.000001", "OK", "", ""),
+        ("binlog.000002", "OK", "", ""),
+        ("binlog.000004", "GAP", "0:254513-262175", ""),
+    ]
+    assert rows[2].missing_files == ["binlog.000003"]
+    assert "0:1-" not in rows[2].detail and "0:254513-262175" in rows[2].detail
+    # the same chain with every file archived is clean
+    whole = files[:2] + [_m("binlog.000003", "0-10-254512", "0:254513-262175"), files[2]]
+    assert [r.status for r in reconcile(whole)] == ["OK"] * 4
+
+
+def test_mariadb_new_domain_mid_chain_starts_at_its_first_gtid():
+    files = [
+        _m("binlog.000001", "0-1-40", "0:41-42"),
+        _m("binlog.000002", "0-1-42", "0:43,9:700-701"),          # domain 9 appears at 700
+        _m("binlog.000003", "0-1-43,9-1-701", "9:702", closing=None),
+    ]
+    assert statuses(reconcile(files)) == [(x.file, "OK", "", "") for x in files]
+    # a domain whose first GTIDs sat in the lost file: the list names it, the loss is reported
+    lost = [files[0], _m("binlog.000003", "0-1-43,9-1-701", "9:702", closing=None)]
+    assert statuses(reconcile(lost))[1] == ("binlog.000003", "GAP", "0:43,9:1-701", "")
+
+
+def test_mysql_archive_starting_mid_history_reports_only_the_lost_range():
+    # MySQL equivalent, files written by the project's writer: an empty first
+    # PREVIOUS_GTIDS, GNOs from 250080, the middle file not archived.
+    pytest.importorskip("binlog_parser.writer")
+    f1 = _gen_file("binlog.000001", "", list(range(250080, 250084)))
+    f3 = _gen_file("binlog.000003", f"{A}:250080-250087", list(range(250088, 250090)))
+    f4 = _gen_file("binlog.000004", f"{A}:250080-250089", [250090], last=True)
+    rows = reconcile(_facts("s", {"binlog.000001": f1, "binlog.000003": f3, "binlog.000004": f4}))
+    assert statuses(rows) == [
+        ("binlog.000001", "OK", "", ""),
+        ("binlog.000003", "GAP", f"{A}:250084-250087", ""),
+        ("binlog.000004", "OK", "", ""),
+    ]
+    assert rows[1].missing_files == ["binlog.000002"]
+
+
+@pytest.fixture(scope="module")
+def mariadb_high_seq_chain(tmp_path_factory):
+    """A real MariaDB writes 4 binlogs: domain 0 from seq 250080, domain 5 from 900 (file 2).
+
+    Yields the files and the server's ``@@gtid_binlog_pos`` at the end of files 2 and 3.
+    """
+    from test_mariadb_server import MariaDB, _ensure_installed
+
+    reason = _ensure_installed()
+    if reason:
+        pytest.skip(f"!!! REAL-SERVER TEST SKIPPED: {reason} !!!")
+    db = MariaDB(tmp_path_factory.mktemp("mariadb-gtid"))
+    try:
+        db.start()
+
+        def pos() -> str:
+            return db.query("SELECT @@gtid_binlog_pos", batch=True).stdout.decode().split()[-1]
+
+        db.query("SET gtid_seq_no=250080; CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY);"
+                 "INSERT INTO d.t VALUES (1); INSERT INTO d.t VALUES (2); FLUSH BINARY LOGS;")
+        db.query("SET gtid_domain_id=5; SET gtid_seq_no=900; INSERT INTO d.t VALUES (3);"
+                 "INSERT INTO d.t VALUES (4); SET gtid_domain_id=0; INSERT INTO d.t VALUES (5);")
+        end2 = pos()
+        db.query("FLUSH BINARY LOGS; INSERT INTO d.t VALUES (6); INSERT INTO d.t VALUES (7);"
+                 "SET gtid_domain_id=5; INSERT INTO d.t VALUES (8);")
+        end3 = pos()
+        db.query("FLUSH BINARY LOGS; INSERT INTO d.t VALUES (9);")
+        index = (db.datadir / "binlog.index").read_text().split()
+        db.stop()
+        yield {Path(n).name: (db.datadir / Path(n).name).read_bytes() for n in index}, end2, end3
+    finally:
+        db.stop()
+
+
+def _lost_between(before: str, after: str) -> str:
+    """The GTIDs logged between two ``@@gtid_binlog_pos`` values, as reconciliation text."""
+    b = {d: s for d, _srv, s in map(parse_mariadb_gtid, before.split(","))}
+    ivs = {}
+    for d, _srv, s in map(parse_mariadb_gtid, after.split(",")):
+        if s > b.get(d, 0):
+            ivs[(str(d), "")] = [(b.get(d, 0) + 1, s)]
+    return str(GtidIntervals(ivs, MARIADB))
+
+
+def test_real_mariadb_chain_with_high_seq_and_lost_middle_file(mariadb_high_seq_chain):
+    files, end2, end3 = mariadb_high_seq_chain
+    names = sorted(files)
+    assert len(names) == 4, names
+    facts = _facts("mdb", files)
+    first = next(x for x in facts if x.file == names[0])
+    assert first.flavor == MARIADB and first.previous_gtids == ""
+    assert first.contained_gtids.startswith("0:250080-")
+    assert [r.status for r in reconcile(facts)] == ["OK"] * 4
+    lost = _lost_between(end2, end3)
+    assert lost == "0:250085-250086,5:902"  # what the server logged into file 3
+    rows = reconcile([x for x in facts if x.file != names[2]])
+    assert statuses(rows) == [
+        (names[0], "OK", "", ""),
+        (names[1], "OK", "", ""),
+        (names[3], "GAP", lost, ""),
+    ]
+    assert rows[2].missing_files == [names[2]]
