@@ -87,6 +87,13 @@ def _ts(t: int) -> str:
     return f"{g.tm_year % 100:02d}{g.tm_mon:02d}{g.tm_mday:02d} {g.tm_hour:2d}:{g.tm_min:02d}:{g.tm_sec:02d}"
 
 
+def _fields_text(fields: dict[str, Any]) -> str:
+    """Other events' fields as mysqlbinlog prints header fields: ``\tname=value`` each (short ones)."""
+    parts = [f"\t{k}={v}" for k, v in fields.items()
+             if k != "body" and isinstance(v, (int, str, float)) and len(str(v)) < 200]
+    return "".join(parts)
+
+
 def event_to_text(event: Event) -> str:
     """A mysqlbinlog-style block: ``# at N``, the header comment line, then a summary."""
     h = event.header
@@ -144,11 +151,14 @@ def event_to_text(event: Event) -> str:
         # rows events render their own ``### INSERT INTO ...`` lines (mysqlbinlog -v)
         if name == "TABLE_MAP":
             line += f": `{e.schema}`.`{e.table}` mapped to number {e.table_id}"
+        elif getattr(e, "kind", None) in ("insert", "update", "delete"):
+            line += f": table id {e.table_id}" + (" flags: STMT_END_F" if e.flags & 1 else "")
         body = "\n".join(e.text_lines())
     elif name == "TABLE_MAP":
         line += f": `{e.schema}`.`{e.table}` mapped to number {e.table_id}"
+    elif name == "TRANSACTION_PAYLOAD":
+        line += (f"\tpayload_size={e.payload_size}\tcompression_type={e.compression_name}"
+                 f"\tuncompressed_size={e.uncompressed_size}")
     else:
-        extra = {k: v for k, v in f.items() if k not in ("body",)}
-        if extra and len(str(extra)) < 300:
-            line += f"\t{extra}"
+        line += _fields_text(f)
     return f"{at}\n{line}" + (f"\n{body}" if body else "")

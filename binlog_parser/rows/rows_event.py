@@ -143,8 +143,10 @@ class RowsEvent(Event):
         return out
 
     def text_lines(self) -> list[str]:
-        """mysqlbinlog -v style lines (``### UPDATE `db`.`t` / ### WHERE / ###   @1=...``)."""
-        from binlog_parser.rows.render import render_value_sql
+        """``mysqlbinlog -vv`` lines: ``### UPDATE `db`.`t``` / ``### WHERE`` / ``###   @1=... /* INT
+        meta=0 nullable=0 is_null=0 */`` (the name instead of ``@N`` when the binlog or a schema
+        gave it), then ``# Number of rows: N``."""
+        from binlog_parser.rows.render import binlog_type_name, column_label, render_value_sql
 
         cols = self.table.columns if self.table is not None else ()
         by_name = {c.name: c for c in cols}
@@ -160,7 +162,13 @@ class RowsEvent(Event):
             for clause, img in images:
                 lines.append(f"### {clause}")
                 for name, v in img.items():
-                    lines.append(f"###   {name}={render_value_sql(v, by_name.get(name))}")
+                    c = by_name.get(name)
+                    if c is None:
+                        lines.append(f"###   {name}={render_value_sql(v, None)}")
+                        continue
+                    lines.append(f"###   {column_label(c)}={render_value_sql(v, c)} /* {binlog_type_name(c)} "
+                                 f"meta={c.meta} nullable={int(c.nullable)} is_null={int(v is None)} */")
+        lines.append(f"# Number of rows: {len(self.rows)}")
         return lines
 
 
