@@ -112,6 +112,7 @@ def test_rows_text_matches_mariadb_binlog_vv(path: Path) -> None:
             compared_rows += 1
     assert set(images) == {p for g in out.groups for p in (e.pos for e in g.events)}
     assert compared_rows > 0 and compared_cells > 0
+    print(f"\n{path.name}: {compared_rows} row images, {compared_cells} values compared with mariadb-binlog -vv")
 
 
 def test_columns_without_names_are_at_n() -> None:
