@@ -19,6 +19,9 @@ from binlog_parser.render import event_to_text
 from binlog_parser.rows import RowsEvent
 
 FILES = [
+    FIXTURES / "mariadb-10.11-types" / "alltypes-rows.bin",
+    FIXTURES / "mariadb-10.11-types" / "alltypes-updates.bin",
+    FIXTURES / "mariadb-10.11-types" / "compressed-rows.bin",
     FIXTURES / "mariadb-10.11" / "binlog.000002",
     FIXTURES / "mariadb-10.11" / "binlog.000003",
     BINLOGS / "blackbeam__rust_mysql_common" / "test-data__binlogs__mariadb-bin.000001",
