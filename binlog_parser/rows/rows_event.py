@@ -538,11 +538,13 @@ def _checked_decoder(dec: Any, col: Any) -> Any:
 
 def _why(exc: BaseException, left: int) -> str:
     """The decoder's own words, or - for a Python-level failure - what it means here."""
-    if isinstance(exc, (struct.error, IndexError)) or type(exc) in (TypeError, KeyError, OverflowError):
+    if isinstance(exc, (struct.error, IndexError)):
         return f"the value runs past the end of the event ({left} bytes left)"
-    if type(exc) is ValueError and not str(exc).startswith(("value ", "decimal ")):
-        return f"the bytes are not a valid value of this type ({left} bytes left)"
-    return str(exc)
+    own = type(exc).__module__.startswith("binlog_parser.") or (
+        type(exc) is ValueError and str(exc).startswith(("value ", "decimal ")))
+    if own:  # binlog_parser's own errors (and the decoders' ValueErrors) speak about the binlog
+        return str(exc)
+    return f"the bytes are not a valid value of this type ({left} bytes left)"
 
 
 def _locate_bad_value(data: bytes, pos: int, tm: TableMapEvent, kind: str, t: int,
