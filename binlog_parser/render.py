@@ -82,9 +82,20 @@ _TEXT_NAMES = {
 }
 
 
+#: MariaDB GTID flags2 bits mysqlbinlog names after the GTID (log_event_client.cc)
+_MARIA_GTID_FLAG_WORDS = ((32, "ddl"), (4, "trans"), (16, "waited"))
+
+
 def _ts(t: int) -> str:
     g = time.gmtime(t)
     return f"{g.tm_year % 100:02d}{g.tm_mon:02d}{g.tm_mday:02d} {g.tm_hour:2d}:{g.tm_min:02d}:{g.tm_sec:02d}"
+
+
+def _fields_text(fields: dict[str, Any]) -> str:
+    """Other events' fields as mysqlbinlog prints header fields: ``\tname=value`` each (short ones)."""
+    parts = [f"\t{k}={v}" for k, v in fields.items()
+             if k != "body" and isinstance(v, (int, str, float)) and len(str(v)) < 200]
+    return "".join(parts)
 
 
 def event_to_text(event: Event) -> str:
@@ -98,26 +109,28 @@ def event_to_text(event: Event) -> str:
             f"{_TEXT_NAMES.get(name, name)}")
     body = ""
     e: Any = event
-    if name == "FORMAT_DESCRIPTION":
-        line += f": binlog v {e.binlog_version}, server v {e.server_version} created {_ts(e.create_timestamp)}"
-        if e.in_use:
+    if name in ("FORMAT_DESCRIPTION", "START_V3"):
+        # as mysqlbinlog: the header's time, "at startup" when the server set create_timestamp
+        line += (f": binlog v {e.binlog_version}, server v {e.server_version} created {_ts(h.timestamp)}"
+                 + (" at startup" if e.create_timestamp else ""))
+        if name == "FORMAT_DESCRIPTION" and e.in_use:
             line += "\n# Warning: this binlog is either in use or was not closed properly."
-    elif name == "START_V3":
-        line += f": binlog v {e.binlog_version}, server v {e.server_version} created {_ts(e.create_timestamp)}"
     elif name in ("QUERY", "MARIA_QUERY_COMPRESSED", "EXECUTE_LOAD_QUERY"):
         line += f"\tthread_id={e.thread_id}\texec_time={e.exec_time}\terror_code={e.error_code}"
         use = f"use `{e.schema}`/*!*/;\n" if e.schema else ""
         body = f"{use}{e.query}\n/*!*/;"
     elif name == "ROTATE":
-        line += f": Rotate to {e.next_file}  pos: {e.next_position}"
+        line = line[:-len(_TEXT_NAMES["ROTATE"])] + f"Rotate to {e.next_file}  pos: {e.next_position}"
     elif name == "XID":
         line += f" = {e.xid}\nCOMMIT/*!*/;"
     elif name in ("GTID", "GTID_TAGGED", "ANONYMOUS_GTID"):
         line += (f"\tlast_committed={e.last_committed}\tsequence_number={e.sequence_number}"
-                 f"\trbr_only={'no' if e.may_have_sbr else 'yes'}"
-                 f"\toriginal_committed_timestamp={e.original_commit_timestamp}"
-                 f"\timmediate_commit_timestamp={e.immediate_commit_timestamp}"
-                 f"\ttransaction_length={e.transaction_length}")
+                 f"\trbr_only={'no' if e.may_have_sbr else 'yes'}")
+        for label, value in (("original_committed_timestamp", e.original_commit_timestamp),
+                             ("immediate_commit_timestamp", e.immediate_commit_timestamp),
+                             ("transaction_length", e.transaction_length)):
+            if value is not None:  # absent before MySQL 8.0
+                line += f"\t{label}={value}"
         body = f"SET @@SESSION.GTID_NEXT= '{e.gtid or 'ANONYMOUS'}'/*!*/;"
     elif name == "PREVIOUS_GTIDS":
         body = f"# {e.gtid_set or '[empty]'}"
@@ -125,6 +138,7 @@ def event_to_text(event: Event) -> str:
         line += f" [{e.gtid_set}]"
     elif name == "MARIA_GTID":
         line += f" {e.gtid}" + (f" cid={e.commit_id}" if e.commit_id is not None else "")
+        line += "".join(f" {word}" for bit, word in _MARIA_GTID_FLAG_WORDS if e.flags2 & bit)
         body = "START TRANSACTION" if not e.standalone else ""
     elif name == "MARIA_BINLOG_CHECKPOINT":
         line += f" {e.binlog_file}"
@@ -134,8 +148,11 @@ def event_to_text(event: Event) -> str:
         body = f"SET @@RAND_SEED1={e.seed1}, @@RAND_SEED2={e.seed2}/*!*/;"
     elif name == "USER_VAR":
         body = f"SET @`{e.var_name}`:={'NULL' if e.is_null else repr(e.value)}/*!*/;"
-    elif name in ("ROWS_QUERY", "MARIA_ANNOTATE_ROWS"):
+    elif name == "ROWS_QUERY":
         body = "# " + e.query.replace("\n", "\n# ")
+    elif name == "MARIA_ANNOTATE_ROWS":
+        line += ":"
+        body = "#Q> " + e.query.replace("\n", "\n#Q> ")
     elif name == "INCIDENT":
         line += f" #{e.incident} ({e.incident_name}) {e.message}"
     elif name == "STOP":
@@ -144,11 +161,14 @@ def event_to_text(event: Event) -> str:
         # rows events render their own ``### INSERT INTO ...`` lines (mysqlbinlog -v)
         if name == "TABLE_MAP":
             line += f": `{e.schema}`.`{e.table}` mapped to number {e.table_id}"
+        elif getattr(e, "kind", None) in ("insert", "update", "delete"):
+            line += f": table id {e.table_id}" + (" flags: STMT_END_F" if e.flags & 1 else "")
         body = "\n".join(e.text_lines())
     elif name == "TABLE_MAP":
         line += f": `{e.schema}`.`{e.table}` mapped to number {e.table_id}"
+    elif name == "TRANSACTION_PAYLOAD":
+        line += (f"\tpayload_size={e.payload_size}\tcompression_type={e.compression_name}"
+                 f"\tuncompressed_size={e.uncompressed_size}")
     else:
-        extra = {k: v for k, v in f.items() if k not in ("body",)}
-        if extra and len(str(extra)) < 300:
-            line += f"\t{extra}"
+        line += _fields_text(f)
     return f"{at}\n{line}" + (f"\n{body}" if body else "")

@@ -8,17 +8,21 @@ Used by ``test_mariadb_replay.py`` (the checked-in MariaDB 10.11 chain) and
 from __future__ import annotations
 
 import re
+import struct
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from binlog_parser.events import QueryEvent
 from binlog_parser.reader import read_events
 from binlog_parser.rows import RowsEvent, TableMapEvent, render_value_bytes
+from binlog_parser.rows.column_types import ColumnType
+from binlog_parser.rows.numbers import format_float_select
 
 _ADD_COLUMN = re.compile(
     r"^\s*ALTER\s+TABLE\s+`?(?P<table>\w+)`?\s+ADD\s+(?:COLUMN\s+)?`?(?P<col>\w+)`?\s+[^,]*?"
     r"(?:DEFAULT\s+(?P<default>'(?:[^']|'')*'|NULL|-?[\d.]+))?(?:\s+(?:AFTER\s+`?\w+`?|FIRST))?\s*$",
-    re.I | re.S)
+    re.IGNORECASE | re.DOTALL)
 
 
 class Replayer:
@@ -79,10 +83,23 @@ class Replayer:
                 col = cols.get(name)
                 if isinstance(v, str) and col is None:  # a DDL default never seen in a row
                     line.append(v.encode())
+                elif isinstance(v, float) and col is not None and col.type == ColumnType.FLOAT:
+                    line.append(_float_select_bytes(v, col))
                 else:
                     line.append(render_value_bytes(v, col))
             out.append(line)
         return out
+
+
+def _float_select_bytes(value: float, col: Any) -> bytes:
+    """A FLOAT as SELECT prints it (6 digits), after checking binlake's own text is the float32.
+
+    binlake prints the shortest text of the stored float32 (``rows.numbers.format_float``);
+    the server rounds a FLOAT without (M,D) to 6 digits, so the comparison uses that rule.
+    """
+    text = render_value_bytes(value, col)
+    assert text is not None and struct.unpack("<f", struct.pack("<f", float(text)))[0] == value, (text, value)
+    return format_float_select(value).encode()
 
 
 def batch_unescape(field: bytes) -> bytes | None:

@@ -95,6 +95,9 @@ def read_column_metadata(types: bytes, block: bytes | memoryview) -> list[int]:
     for t in types:
         if t == ColumnType.TYPED_ARRAY:
             # first byte: element type; then that type's metadata
+            if pos >= len(block):
+                raise ValueError(f"metadata block of {len(block)} bytes ends before the element type "
+                                 f"of a TYPED_ARRAY column")
             elem = block[pos]
             pos += 1
             n = _META_LEN.get(elem, 0)
@@ -108,7 +111,8 @@ def read_column_metadata(types: bytes, block: bytes | memoryview) -> list[int]:
             metas.append(0)
             continue
         if pos + n > len(block):
-            raise ValueError(f"metadata block too short ({len(block)} bytes)")
+            raise ValueError(f"metadata block of {len(block)} bytes ends inside the {n}-byte metadata of "
+                             f"column {len(metas) + 1} ({type_name(t)})")
         if n == 1:
             metas.append(block[pos])
         elif t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.BIT):

@@ -261,8 +261,9 @@ def parse_json_binary(data: bytes | memoryview) -> Any:
         return None
     try:
         return _value(buf[0], buf, 1, len(buf))
-    except (struct.error, IndexError) as exc:
-        raise JsonDecodeError(f"truncated binary JSON: {exc}") from None
+    except (struct.error, IndexError):
+        raise JsonDecodeError(f"truncated binary JSON: an offset or length inside the {len(buf)}-byte "
+                              f"document points past its end") from None
 
 
 # ---------------------------------------------------------------- text

@@ -2,7 +2,8 @@
 view and the Spark jobs' ``map<string,string>`` columns).
 
 ``render_value(value, column)`` -> JSON-able: integers as JSON numbers (strings beyond 2**53),
-FLOAT/DOUBLE as JSON numbers equal to MySQL's printed value, DECIMAL/dates/times/YEAR/strings/
+DOUBLE as JSON numbers equal to MySQL's printed value, FLOAT as the shortest number that is the
+stored float32 (see ``numbers.format_float``), DECIMAL/dates/times/YEAR/strings/
 ENUM/SET/JSON as MySQL's text, binary data (BLOB, BINARY, BIT, GEOMETRY, bytes of unknown
 charset that are not UTF-8) as ``0x``-prefixed hex, VECTOR as a list of numbers, NULL as None.
 
@@ -121,8 +122,8 @@ def render_value_sql(value: Any, column=None) -> str:
     """A SQL-literal-ish form for the text view: NULL, numbers bare, everything else quoted."""
     if value is None:
         return "NULL"
-    r = render_value_text(value, column)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+    r = render_value_text(value, column) or ""
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) and not (
             column is not None and column.type == T.YEAR):
         return r
     if isinstance(value, (bytes, Geometry)) and r.startswith("0x"):
@@ -209,3 +210,53 @@ def render_row_json_text(row: dict[str, Any] | None, columns_by_name: dict[str, 
             else:
                 js[name], tx[name] = both(v, c)
     return js, tx
+
+
+# ---------------------------------------------------------------- mysqlbinlog -vv comments
+
+_INT_TYPE_NAMES = {T.TINY: "TINYINT", T.SHORT: "SHORTINT", T.INT24: "MEDIUMINT", T.LONG: "INT",
+                   T.LONGLONG: "LONGINT"}
+_PLAIN_TYPE_NAMES = {T.FLOAT: "FLOAT", T.DOUBLE: "DOUBLE", T.TIMESTAMP: "TIMESTAMP", T.DATETIME: "DATETIME",
+                     T.TIME: "TIME", T.YEAR: "YEAR", T.DATE: "DATE", T.NEWDATE: "DATE", T.GEOMETRY: "GEOMETRY",
+                     T.JSON: "JSON", T.NULL: "NULL"}
+_FSP_TYPE_NAMES = {T.TIMESTAMP2: "TIMESTAMP", T.DATETIME2: "DATETIME", T.TIME2: "TIME"}
+_BLOB_TYPE_NAMES = {1: "TINYBLOB/TINYTEXT", 2: "BLOB/TEXT", 3: "MEDIUMBLOB/MEDIUMTEXT", 4: "LONGBLOB/LONGTEXT"}
+
+
+def binlog_type_name(column: Any) -> str:
+    """The column's type as ``mysqlbinlog -vv`` names it in its ``/* TYPE meta=... */`` comments.
+
+    From the binlog's own type and metadata only (``log_event_print_value``): ``LONGINT`` for
+    BIGINT, ``VARSTRING(64)`` with the byte length, ``DECIMAL(65,30)``, ``DATETIME(0)``...
+    """
+    t, meta = column.type, column.meta
+    if t in _INT_TYPE_NAMES:
+        return _INT_TYPE_NAMES[t]
+    if t in _PLAIN_TYPE_NAMES:
+        return _PLAIN_TYPE_NAMES[t]
+    if t in _FSP_TYPE_NAMES:
+        return f"{_FSP_TYPE_NAMES[t]}({meta})"
+    if t == T.NEWDECIMAL:
+        return f"DECIMAL({meta >> 8},{meta & 0xFF})"
+    if t == T.BIT:
+        return f"BIT({(meta >> 8) * 8 + (meta & 0xFF)})"
+    if t == T.ENUM:
+        return "ENUM(1 byte)" if column.length == 1 else "ENUM(2 bytes)"
+    if t == T.SET:
+        return f"SET({column.length} bytes)"
+    if t in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+        return _BLOB_TYPE_NAMES.get(meta, f"BLOB({meta})")
+    if t in (T.VARCHAR, T.VAR_STRING):
+        return f"VARSTRING({meta})"
+    if t == T.STRING:
+        return f"STRING({column.length})"
+    if t == T.VECTOR:
+        return f"VECTOR({column.vector_dimensions or meta})"
+    return f"TYPE{t}"
+
+
+def column_label(column: Any) -> str:
+    """``@N`` as mysqlbinlog names a column, unless the binlog or a schema gave its name."""
+    if column.name_from == "fallback":
+        return f"@{column.index + 1}"
+    return column.name

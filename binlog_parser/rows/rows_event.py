@@ -31,7 +31,7 @@ from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
-from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
 from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
 from binlog_parser.rows.json_binary import MySQLJson
 from binlog_parser.rows.table_map import TableMapEvent
@@ -143,8 +143,10 @@ class RowsEvent(Event):
         return out
 
     def text_lines(self) -> list[str]:
-        """mysqlbinlog -v style lines (``### UPDATE `db`.`t` / ### WHERE / ###   @1=...``)."""
-        from binlog_parser.rows.render import render_value_sql
+        """``mysqlbinlog -vv`` lines: ``### UPDATE `db`.`t``` / ``### WHERE`` / ``###   @1=... /* INT
+        meta=0 nullable=0 is_null=0 */`` (the name instead of ``@N`` when the binlog or a schema
+        gave it), then ``# Number of rows: N``."""
+        from binlog_parser.rows.render import binlog_type_name, column_label, render_value_sql
 
         cols = self.table.columns if self.table is not None else ()
         by_name = {c.name: c for c in cols}
@@ -160,7 +162,13 @@ class RowsEvent(Event):
             for clause, img in images:
                 lines.append(f"### {clause}")
                 for name, v in img.items():
-                    lines.append(f"###   {name}={render_value_sql(v, by_name.get(name))}")
+                    c = by_name.get(name)
+                    if c is None:
+                        lines.append(f"###   {name}={render_value_sql(v, None)}")
+                        continue
+                    lines.append(f"###   {column_label(c)}={render_value_sql(v, c)} /* {binlog_type_name(c)} "
+                                 f"meta={c.meta} nullable={int(c.nullable)} is_null={int(v is None)} */")
+        lines.append(f"# Number of rows: {len(self.rows)}")
         return lines
 
 
@@ -417,33 +425,53 @@ def _uncompress(data: bytes, pos: int, limit: int = DEFAULT_MAX_EVENT_SIZE) -> b
     return bounded_zlib_decompress(memoryview(data)[pos + 1 + lenlen:], size, limit)
 
 
+#: what a value decoder raises when the bytes are not what the TABLE_MAP promises
+_VALUE_ERRORS = (ValueError, IndexError, OverflowError, struct.error, TypeError, KeyError)
+
+
+def _rows_head(data: bytes, t: int, phl: int) -> tuple[int, int, bytes, int]:
+    """Post-header and extra data: ``(table_id, flags, extra, pos)``, every length checked."""
+    id_len = 4 if phl == 6 else 6
+    if len(data) < id_len + 2:
+        raise _RowsError(f"post-header needs {id_len + 2} bytes, the event body has {len(data)}")
+    table_id = int.from_bytes(data[0:id_len], "little")
+    flags = int.from_bytes(data[id_len:id_len + 2], "little")
+    pos = id_len + 2
+    extra = b""
+    has_extra = phl == 10 if phl else _VERSION[t] == 2
+    if has_extra:
+        if pos + 2 > len(data):
+            raise _RowsError(f"extra-data length at byte {pos} runs past the end of the event body "
+                             f"({len(data)} bytes)")
+        elen = int.from_bytes(data[pos:pos + 2], "little")
+        if elen < 2 or pos + elen > len(data):
+            raise _RowsError(f"extra-data length {elen} at byte {pos} is outside 2..{len(data) - pos} "
+                             f"(the bytes left in the event body)")
+        extra = data[pos + 2:pos + elen]
+        pos += elen
+    elif phl > pos:
+        pos = phl
+    return table_id, flags, extra, pos
+
+
 def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext) -> RowsEvent:
     t = header.type_code
     data = bytes(body)
+    tm: TableMapEvent | None = None
     try:
-        phl = ctx.post_header_length(t)
-        id_len = 4 if phl == 6 else 6
-        table_id = int.from_bytes(data[0:id_len], "little")
-        flags = int.from_bytes(data[id_len:id_len + 2], "little")
-        pos = id_len + 2
-        extra = b""
-        has_extra = phl == 10 if phl else _VERSION[t] == 2
-        if has_extra:
-            elen = int.from_bytes(data[pos:pos + 2], "little")
-            if elen < 2:
-                raise _RowsError(f"bad extra-data length {elen}")
-            extra = data[pos + 2:pos + elen]
-            pos += elen
-        elif phl > pos:
-            pos = phl
+        table_id, flags, extra, pos = _rows_head(data, t, ctx.post_header_length(t))
         tm = ctx.table_maps.get(table_id)
         if tm is None:
             raise CorruptEventError(
                 f"rows event for table_id {table_id} without a preceding TABLE_MAP",
                 file=ctx.file, offset=header.pos, type_code=t)
+        if pos >= len(data):
+            raise _RowsError(f"column count expected at byte {pos}, but the event body ends at byte {len(data)}")
         width, pos = packed_int(data, pos)
         if width is None:
-            raise _RowsError("bad column count")
+            raise _RowsError(f"column count at byte {pos - 1} is the NULL marker 0xfb")
+        if width != tm.column_count:
+            raise _RowsError(f"rows event has {width} columns, TABLE_MAP has {tm.column_count}")
         nb = (width + 7) // 8
         bm_before = data[pos:pos + nb]
         pos += nb
@@ -455,12 +483,18 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
         elif kind == UPDATE:
             bm_after = bm_before  # pre-GA update: one bitmap for both images
         if len(bm_before) != nb or (bm_after is not None and len(bm_after) != nb):
-            raise _RowsError("columns bitmap runs past the end of the event")
-        if width != tm.column_count:
-            raise _RowsError(f"rows event has {width} columns, TABLE_MAP has {tm.column_count}")
+            raise _RowsError(f"columns bitmap of {nb} bytes runs past the end of the event body "
+                             f"({len(data)} bytes)")
         if 166 <= t <= 171:
+            if pos >= len(data):
+                raise _RowsError(f"compressed rows header expected at byte {pos}, but the event body ends")
             data = data[:pos] + _uncompress(data, pos, effective_max_event_size(ctx))
-        rows = _decode_rows(data, pos, tm, kind, t, bm_before, bm_after)
+        try:
+            rows = _decode_rows(data, pos, tm, kind, t, bm_before, bm_after)
+        except (_RowsError, *_VALUE_ERRORS) as exc:
+            if isinstance(exc, JsonDiffError):
+                raise
+            raise _RowsError(_locate_bad_value(data, pos, tm, kind, t, bm_before, bm_after, exc)) from None
     except CorruptEventError:
         raise
     except (_RowsError, ValueError, IndexError, OverflowError, struct.error, zlib.error,
@@ -469,6 +503,68 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
                                 offset=header.pos, type_code=t) from None
     return RowsEvent(header, table_id, flags, extra, width, bm_before,
                      bm_after if kind == UPDATE else None, rows, tm)
+
+
+_FIXED_SIZES = {**INTEGER_SIZES, T.FLOAT: 4, T.DOUBLE: 8}
+
+
+@dataclass(frozen=True)
+class _CheckedTable:
+    """A TABLE_MAP's columns with value decoders that name the column when they fail."""
+
+    columns: tuple
+    decoders: tuple
+    plan_cache: dict
+
+
+def _checked_decoder(dec: Any, col: Any) -> Any:
+    if dec is None:
+        return None
+    size = _FIXED_SIZES.get(col.type)
+
+    def run(buf: bytes, pos: int) -> tuple[Any, int]:
+        where = f"column {col.index + 1} ({col.name}, {col.type_name}) at byte {pos} of the rows data"
+        if size is not None and pos + size > len(buf):
+            raise _RowsError(f"{where}: the value needs {size} bytes, {len(buf) - pos} are left in the event")
+        try:
+            value, end = dec(buf, pos)
+        except _VALUE_ERRORS as exc:
+            raise _RowsError(f"{where}: {_why(exc, len(buf) - pos)}") from None
+        if end > len(buf):
+            raise _RowsError(f"{where}: the value needs {end - pos} bytes, {len(buf) - pos} are left")
+        return value, end
+    return run
+
+
+def _why(exc: BaseException, left: int) -> str:
+    """The decoder's own words, or - for a Python-level failure - what it means here."""
+    if isinstance(exc, (struct.error, IndexError)):
+        return f"the value runs past the end of the event ({left} bytes left)"
+    own = type(exc).__module__.startswith("binlog_parser.") or (
+        type(exc) is ValueError and str(exc).startswith(("value ", "decimal ")))
+    if own:  # binlog_parser's own errors (and the decoders' ValueErrors) speak about the binlog
+        return str(exc)
+    return f"the bytes are not a valid value of this type ({left} bytes left)"
+
+
+def _locate_bad_value(data: bytes, pos: int, tm: TableMapEvent, kind: str, t: int,
+                      bm_before: bytes, bm_after: bytes | None, first: BaseException) -> str:
+    """Which column of which row a failed decode stopped at, in words about the binlog.
+
+    Why a second pass: the hot path (compiled readers, inlined integer and UTF-8 reads) leaves
+    the bounds to Python's own slicing and ``struct``, whose errors name neither the column nor
+    the limit. Only a rows event that already failed pays for the checked decode.
+    """
+    checked = _CheckedTable(tm.columns, tuple(_checked_decoder(d, c) for d, c in zip(tm.decoders, tm.columns)), {})
+    try:
+        _decode_rows(data, pos, checked, kind, t, bm_before, bm_after)
+    except _RowsError as exc:
+        return str(exc)
+    except _VALUE_ERRORS as exc:
+        return f"row data does not match the TABLE_MAP's columns: {_why(exc, len(data) - pos)}"
+    if isinstance(first, _RowsError):
+        return str(first)
+    return f"row data does not match the TABLE_MAP's columns: {_why(first, len(data) - pos)}"
 
 
 def _hires_hint(tm, ctx: DecodeContext) -> str:

@@ -158,12 +158,15 @@ class TableMapEvent(Event):
 
 # ---------------------------------------------------------------- optional metadata parsing
 
-def _packed_list(v: bytes) -> list[int]:
+def _packed_list(v: bytes, what: str = "optional metadata") -> list[int]:
     out = []
     pos = 0
     while pos < len(v):
-        x, pos = packed_int(v, pos)
+        x, end = packed_int(v, pos)
+        if x is None:
+            raise ShortBufferError(f"{what}: NULL marker 0xfb at byte {pos} of the field, a number expected")
         out.append(x)
+        pos = end
     return out
 
 
@@ -190,7 +193,9 @@ def _str_lists(v: bytes) -> tuple[tuple[str, ...], ...]:
 
 
 def _default_charset(v: bytes) -> tuple[int, dict[int, int]]:
-    vals = _packed_list(v)
+    vals = _packed_list(v, "default charset")
+    if not vals:
+        raise ShortBufferError("default charset field is empty: it must hold at least the default collation")
     default = vals[0]
     pairs = {}
     for i in range(1, len(vals) - 1, 2):
@@ -203,9 +208,12 @@ def _parse_optional(data: bytes) -> dict[int, bytes]:
     pos = 0
     while pos < len(data):
         t = data[pos]
+        if pos + 1 >= len(data):
+            raise ShortBufferError(f"optional metadata field type {t} at byte {pos} has no length")
         n, pos = packed_int(data, pos + 1)
         if n is None or pos + n > len(data):
-            raise ShortBufferError("optional metadata field runs past the end")
+            raise ShortBufferError(f"optional metadata field type {t}: length {n} runs past the end of "
+                                   f"the optional metadata ({len(data) - pos} bytes left)")
         fields[t] = data[pos:pos + n]  # later duplicates win (servers never repeat)
         pos += n
     return fields
@@ -255,37 +263,55 @@ def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) 
     return ev
 
 
+def _count(data: bytes, pos: int, what: str) -> tuple[int, int]:
+    """A packed integer that sizes what follows it: present, not NULL, within the event."""
+    if pos >= len(data):
+        raise ShortBufferError(f"{what} expected at byte {pos}, but the event body ends at byte {len(data)}")
+    n, end = packed_int(data, pos)
+    if n is None:
+        raise ShortBufferError(f"{what} at byte {pos} is the NULL marker 0xfb")
+    if n > len(data) - end:
+        raise ShortBufferError(f"{what} {n} at byte {pos} exceeds the {len(data) - end} bytes left in the event")
+    return n, end
+
+
+def _name(data: bytes, pos: int, what: str) -> tuple[str, int]:
+    """A schema/table name: 1-byte length, the bytes, a NUL."""
+    if pos >= len(data):
+        raise ShortBufferError(f"{what} length expected at byte {pos}, but the event body ends at byte {len(data)}")
+    n = data[pos]
+    if pos + 2 + n > len(data):
+        raise ShortBufferError(f"{what} length {n} at byte {pos} runs past the end of the event body "
+                               f"({len(data)} bytes)")
+    return data[pos + 1:pos + 1 + n].decode("utf-8", errors="surrogateescape"), pos + 2 + n
+
+
 def _decode(header: EventHeader, data: bytes, ctx: DecodeContext) -> TableMapEvent:
     phl = ctx.post_header_length(T_TABLE_MAP)
     id_len = 4 if phl == 6 else 6
+    pos = id_len + 2 if phl in (0, 6, 8) else phl
+    if pos > len(data):
+        raise ShortBufferError(f"post-header of {pos} bytes is longer than the event body ({len(data)} bytes)")
     table_id = int.from_bytes(data[0:id_len], "little")
     flags = int.from_bytes(data[id_len:id_len + 2], "little")
-    pos = id_len + 2 if phl in (0, 6, 8) else phl
-    slen = data[pos]
-    schema = data[pos + 1:pos + 1 + slen].decode("utf-8", errors="surrogateescape")
-    pos += 1 + slen + 1
-    tlen = data[pos]
-    table = data[pos + 1:pos + 1 + tlen].decode("utf-8", errors="surrogateescape")
-    pos += 1 + tlen + 1
-    ncols, pos = packed_int(data, pos)
-    if ncols is None or pos + ncols > len(data):
-        raise ShortBufferError("column types past end")
+    schema, pos = _name(data, pos, "schema name")
+    table, pos = _name(data, pos, "table name")
+    ncols, pos = _count(data, pos, "column count")
     types = data[pos:pos + ncols]
     pos += ncols
     metas: list[int] = [0] * ncols
     null_bitmap = b"\xff" * ((ncols + 7) // 8)
     optional: dict[int, bytes] = {}
     if pos < len(data):
-        mlen, pos = packed_int(data, pos)
+        mlen, pos = _count(data, pos, "column metadata length")
         block = data[pos:pos + mlen]
-        if len(block) != mlen:
-            raise ShortBufferError("metadata block past end")
         metas = read_column_metadata(types, block)
         pos += mlen
         nb = (ncols + 7) // 8
         null_bitmap = data[pos:pos + nb]
         if len(null_bitmap) != nb:
-            raise ShortBufferError("null bitmap past end")
+            raise ShortBufferError(f"NULL bitmap of {nb} bytes for {ncols} columns at byte {pos} runs past "
+                                   f"the end of the event body ({len(data)} bytes)")
         pos += nb
         if pos < len(data):
             optional = _parse_optional(data[pos:])
@@ -322,7 +348,7 @@ def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
             kw["default_charset"] = d
             kw["_charset_pairs"] = pairs
         elif t == COLUMN_CHARSET:
-            kw["column_charsets"] = tuple(_packed_list(v))
+            kw["column_charsets"] = tuple(_packed_list(v, "column charsets"))
         elif t == COLUMN_NAME:
             names = []
             pos = 0
@@ -338,22 +364,22 @@ def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
         elif t == ENUM_STR_VALUE:
             kw["enum_str_values"] = _str_lists(v)
         elif t == GEOMETRY_TYPE:
-            kw["geometry_types"] = tuple(_packed_list(v))
+            kw["geometry_types"] = tuple(_packed_list(v, "geometry types"))
         elif t == SIMPLE_PRIMARY_KEY:
-            kw["primary_key"] = tuple((i, 0) for i in _packed_list(v))
+            kw["primary_key"] = tuple((i, 0) for i in _packed_list(v, "primary key"))
         elif t == PRIMARY_KEY_WITH_PREFIX:
-            vals = _packed_list(v)
+            vals = _packed_list(v, "primary key with prefix")
             kw["primary_key"] = tuple((vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2))
         elif t == ENUM_AND_SET_DEFAULT_CHARSET:
             d, pairs = _default_charset(v)
             kw["enum_set_default_charset"] = d
             kw["_enum_set_charset_pairs"] = pairs
         elif t == ENUM_AND_SET_COLUMN_CHARSET:
-            kw["enum_set_column_charsets"] = tuple(_packed_list(v))
+            kw["enum_set_column_charsets"] = tuple(_packed_list(v, "ENUM/SET column charsets"))
         elif t == COLUMN_VISIBILITY:
             kw["column_visibility"] = tuple(_bits_msb(v))
         elif t == VECTOR_DIMENSIONALITY:
-            kw["vector_dimensions"] = tuple(_packed_list(v))
+            kw["vector_dimensions"] = tuple(_packed_list(v, "vector dimensions"))
         else:
             unknown.append((t, v))
     if unknown:
