@@ -31,6 +31,7 @@ from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
+from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
 from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
 from binlog_parser.rows.json_binary import MySQLJson
@@ -582,6 +583,11 @@ def _hires_hint(tm, ctx: DecodeContext) -> str:
 
 
 def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
+    if _VERSION[t] and t != 39:  # the compiled decoder when built (binlog_parser/rows/_native.py)
+        rows = _native.decode_rows(data, pos, kind, _plan(tm, bm_before, False),
+                                   _plan(tm, bm_after, False) if kind == UPDATE else None)
+        if rows is not None:
+            return rows
     rows = []
     end = len(data)
     if _VERSION[t] == 0:

@@ -1,0 +1,654 @@
+//! Compiled fast path of `binlog_parser`'s rows-event decoder.
+//!
+//! The pure-Python decoder in `binlog_parser/rows/` is the reference. This module decodes the
+//! row images of WRITE / UPDATE / DELETE rows events (v1 and v2) into *the same Python objects*
+//! that decoder builds: a dict per image keyed by the very column-name strings of the plan,
+//! `int` / `float` / `bytes` / `str` values, `decimal.Decimal` built from the same text, and the
+//! temporal and `RowChange` dataclass instances filled slot by slot exactly as
+//! `binlog_parser._fast.slots_constructor` does. Column kinds it does not know (JSON, GEOMETRY,
+//! charsets other than UTF-8 / binary, MariaDB 5.3 temporals, ...) call the column's
+//! Python decoder.
+//!
+//! Errors are not reported here: any short read, impossible value or exception makes
+//! `decode_rows` return `None`, and the caller decodes the event again with the pure-Python
+//! decoder, which raises its exact error (type, file, offset and words).
+
+use std::fmt::Write as _;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
+
+// column kinds: keep in step with binlog_parser/rows/_native.py
+const K_PY: u32 = 0;
+const K_INT: u32 = 1;
+const K_FLOAT: u32 = 2;
+const K_DOUBLE: u32 = 3;
+const K_DECIMAL: u32 = 4;
+const K_YEAR: u32 = 5;
+const K_DATE: u32 = 6;
+const K_TIME_OLD: u32 = 7;
+const K_DATETIME_OLD: u32 = 8;
+const K_TIMESTAMP_OLD: u32 = 9;
+const K_TIMESTAMP2: u32 = 10;
+const K_DATETIME2: u32 = 11;
+const K_TIME2: u32 = 12;
+const K_NULL: u32 = 13;
+const K_BIT: u32 = 14;
+const K_ENUM: u32 = 15;
+const K_SET: u32 = 16;
+const K_STR: u32 = 17;
+
+// text conversions of K_STR
+const C_RAW: u32 = 0;
+const C_UTF8: u32 = 1;
+const C_PAD: u32 = 2;
+
+/// The interface version the Python bridge checks before using this module.
+const ABI: u32 = 1;
+
+enum Conv {
+    Raw,
+    Utf8,
+    Pad(usize),
+}
+
+enum Col {
+    Py(Py<PyAny>),
+    Int { size: usize, unsigned: bool },
+    Float,
+    Double,
+    Decimal { size: usize, scale: usize, groups: Vec<(usize, usize, bool)>, slow: Py<PyAny> },
+    Year,
+    Date,
+    TimeOld(Py<PyAny>),
+    DateTimeOld(Py<PyAny>),
+    TimestampOld,
+    Timestamp2 { fsp: u32 },
+    DateTime2 { fsp: u32 },
+    Time2 { fsp: u32 },
+    Null,
+    Bit(usize),
+    Enum { size: usize, names: Option<Vec<Py<PyAny>>> },
+    Set { size: usize, names: Option<Vec<Py<PyAny>>> },
+    Str { nlen: usize, conv: Conv },
+}
+
+/// The Python classes and attribute names the decoded values are made of.
+#[pyclass(frozen, module = "binlog_parser.rows._native_ext")]
+struct ValueTypes {
+    decimal: Py<PyAny>,
+    date: Py<PyType>,
+    datetime: Py<PyType>,
+    time: Py<PyType>,
+    timestamp: Py<PyType>,
+    row_change: Py<PyType>,
+    date_fields: Vec<Py<PyString>>,
+    datetime_fields: Vec<Py<PyString>>,
+    time_fields: Vec<Py<PyString>>,
+    timestamp_fields: Vec<Py<PyString>>,
+    row_change_fields: Vec<Py<PyString>>,
+    comma: Py<PyString>,
+}
+
+fn field_names(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<Vec<Py<PyString>>> {
+    // dataclasses.fields(cls), in order: what slots_constructor sets
+    let fields = py.import("dataclasses")?.call_method1("fields", (cls,))?;
+    let mut out = Vec::new();
+    for f in fields.try_iter()? {
+        let name: String = f?.getattr("name")?.extract()?;
+        out.push(PyString::intern(py, &name).unbind());
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl ValueTypes {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        decimal: Py<PyAny>,
+        date: Bound<'_, PyType>,
+        datetime: Bound<'_, PyType>,
+        time: Bound<'_, PyType>,
+        timestamp: Bound<'_, PyType>,
+        row_change: Bound<'_, PyType>,
+    ) -> PyResult<Self> {
+        let checks: [(&Bound<'_, PyType>, usize); 5] =
+            [(&date, 3), (&datetime, 8), (&time, 6), (&timestamp, 3), (&row_change, 2)];
+        for (cls, n) in checks {
+            if field_names(py, cls)?.len() != n {
+                return Err(PyValueError::new_err(format!("{cls}: unexpected fields")));
+            }
+        }
+        Ok(ValueTypes {
+            decimal,
+            date_fields: field_names(py, &date)?,
+            datetime_fields: field_names(py, &datetime)?,
+            time_fields: field_names(py, &time)?,
+            timestamp_fields: field_names(py, &timestamp)?,
+            row_change_fields: field_names(py, &row_change)?,
+            date: date.unbind(),
+            datetime: datetime.unbind(),
+            time: time.unbind(),
+            timestamp: timestamp.unbind(),
+            row_change: row_change.unbind(),
+            comma: PyString::intern(py, ",").unbind(),
+        })
+    }
+}
+
+/// `object.__new__(cls)` and then every slot set through its member descriptor: the same
+/// instance `slots_constructor(cls)(*values)` builds (frozen dataclasses forbid `setattr`, the
+/// generic attribute setter goes straight to the slot descriptor).
+fn new_slots<'py>(
+    py: Python<'py>,
+    cls: &Py<PyType>,
+    names: &[Py<PyString>],
+    values: &[Bound<'py, PyAny>],
+) -> PyResult<Bound<'py, PyAny>> {
+    unsafe {
+        let tp = cls.as_ptr() as *mut ffi::PyTypeObject;
+        let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+        let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
+        for (name, value) in names.iter().zip(values) {
+            if ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) < 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok(obj)
+    }
+}
+
+fn short() -> PyErr {
+    PyValueError::new_err("value runs past the end of the event")
+}
+
+#[inline]
+fn take(buf: &[u8], pos: usize, n: usize) -> PyResult<&[u8]> {
+    match pos.checked_add(n) {
+        Some(end) if end <= buf.len() => Ok(&buf[pos..end]),
+        _ => Err(short()),
+    }
+}
+
+#[inline]
+fn le(b: &[u8]) -> u64 {
+    b.iter().rev().fold(0u64, |v, &x| (v << 8) | x as u64)
+}
+
+#[inline]
+fn be(b: &[u8]) -> u64 {
+    b.iter().fold(0u64, |v, &x| (v << 8) | x as u64)
+}
+
+#[inline]
+fn int<'py>(py: Python<'py>, v: i64) -> Bound<'py, PyAny> {
+    v.into_pyobject(py).unwrap().into_any()
+}
+
+#[inline]
+fn uint<'py>(py: Python<'py>, v: u64) -> Bound<'py, PyAny> {
+    v.into_pyobject(py).unwrap().into_any()
+}
+
+fn frac_bytes(fsp: u32) -> usize {
+    ((fsp + 1) / 2) as usize
+}
+
+/// `temporal._read_frac`: big-endian fraction of `fsp` digits -> microseconds.
+fn read_frac(b: &[u8], fsp: u32) -> i64 {
+    match fsp {
+        0 => 0,
+        1 | 2 => b[0] as i64 * 10000,
+        3 | 4 => be(&b[..2]) as i64 * 100,
+        _ => be(&b[..3]) as i64,
+    }
+}
+
+const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
+const POW10: [u64; 10] = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000];
+
+/// One image's present columns, in order, with how to decode each.
+#[pyclass(frozen, module = "binlog_parser.rows._native_ext")]
+struct ImageReader {
+    types: Py<ValueTypes>,
+    names: Vec<Py<PyString>>,
+    cols: Vec<Col>,
+}
+
+fn parse_col(py: Python<'_>, kind: u32, a: usize, b: usize, c: usize, obj: &Bound<'_, PyAny>) -> PyResult<Col> {
+    let names = |o: &Bound<'_, PyAny>| -> PyResult<Option<Vec<Py<PyAny>>>> {
+        if o.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(o.try_iter()?.map(|x| x.map(|x| x.unbind())).collect::<PyResult<Vec<_>>>()?))
+    };
+    Ok(match kind {
+        K_PY => Col::Py(obj.clone().unbind()),
+        K_INT if matches!(a, 1 | 2 | 3 | 4 | 8) => Col::Int { size: a, unsigned: b != 0 },
+        K_FLOAT => Col::Float,
+        K_DOUBLE => Col::Double,
+        K_DECIMAL if a >= b && a > 0 && a <= 65 && b <= 30 => {
+            let (intg, scale) = (a - b, b);
+            let mut groups = Vec::new();
+            if intg % 9 != 0 {
+                groups.push((DIG2BYTES[intg % 9], intg % 9, false));
+            }
+            groups.extend(std::iter::repeat((4, 9, false)).take(intg / 9));
+            groups.extend(std::iter::repeat((4, 9, true)).take(scale / 9));
+            if scale % 9 != 0 {
+                groups.push((DIG2BYTES[scale % 9], scale % 9, true));
+            }
+            let size = groups.iter().map(|g| g.0).sum();
+            if size == 0 {
+                Col::Py(obj.clone().unbind())
+            } else {
+                Col::Decimal { size, scale, groups, slow: obj.clone().unbind() }
+            }
+        }
+        K_YEAR => Col::Year,
+        K_DATE => Col::Date,
+        K_TIME_OLD => Col::TimeOld(obj.clone().unbind()),
+        K_DATETIME_OLD => Col::DateTimeOld(obj.clone().unbind()),
+        K_TIMESTAMP_OLD => Col::TimestampOld,
+        K_TIMESTAMP2 if a <= 6 => Col::Timestamp2 { fsp: a as u32 },
+        K_DATETIME2 if a <= 6 => Col::DateTime2 { fsp: a as u32 },
+        K_TIME2 if a <= 6 => Col::Time2 { fsp: a as u32 },
+        K_NULL => Col::Null,
+        K_BIT => Col::Bit(a),
+        K_ENUM if (1..=8).contains(&a) => Col::Enum { size: a, names: names(obj)? },
+        K_SET if (1..=8).contains(&a) => Col::Set { size: a, names: names(obj)? },
+        K_STR if (1..=4).contains(&a) => Col::Str {
+            nlen: a,
+            conv: match b as u32 {
+                C_RAW => Conv::Raw,
+                C_UTF8 => Conv::Utf8,
+                C_PAD => Conv::Pad(c),
+                _ => return Err(PyValueError::new_err(format!("unknown text conversion {b}"))),
+            },
+        },
+        _ => {
+            let _ = py;
+            return Err(PyValueError::new_err(format!("bad column spec: kind {kind}, {a}, {b}")));
+        }
+    })
+}
+
+#[pymethods]
+impl ImageReader {
+    /// `specs`: one `(name, kind, a, b, c, obj)` per present column (see `_native.py`).
+    #[new]
+    fn new(py: Python<'_>, types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>) -> PyResult<Self> {
+        let mut names = Vec::with_capacity(specs.len());
+        let mut cols = Vec::with_capacity(specs.len());
+        for s in &specs {
+            let name = s.get_item(0)?.cast_into::<PyString>()?.unbind();
+            let kind: u32 = s.get_item(1)?.extract()?;
+            let a: usize = s.get_item(2)?.extract()?;
+            let b: usize = s.get_item(3)?.extract()?;
+            let c: usize = s.get_item(4)?.extract()?;
+            let obj = s.get_item(5)?;
+            names.push(name);
+            cols.push(parse_col(py, kind, a, b, c, &obj)?);
+        }
+        Ok(ImageReader { types, names, cols })
+    }
+
+    fn __len__(&self) -> usize {
+        self.cols.len()
+    }
+}
+
+impl ImageReader {
+    /// One image at `pos`: (dict, position after it).
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        mut pos: usize,
+    ) -> PyResult<(Bound<'py, PyDict>, usize)> {
+        let n = self.cols.len();
+        let nb = (n + 7) >> 3;
+        let nulls = take(buf, pos, nb)?;
+        pos += nb;
+        let row = PyDict::new(py);
+        for (i, (col, name)) in self.cols.iter().zip(&self.names).enumerate() {
+            if nulls[i >> 3] >> (i & 7) & 1 != 0 {
+                row.set_item(name.bind(py), py.None())?;
+                continue;
+            }
+            let (value, next) = self.value(py, t, col, buf, bufobj, pos)?;
+            pos = next;
+            row.set_item(name.bind(py), value)?;
+        }
+        Ok((row, pos))
+    }
+
+    #[inline]
+    fn value<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &Col,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        Ok(match col {
+            Col::Int { size, unsigned } => {
+                let b = take(buf, pos, *size)?;
+                let raw = le(b);
+                let v = if *unsigned {
+                    uint(py, raw)
+                } else {
+                    let shift = 64 - 8 * *size as u32;
+                    int(py, ((raw << shift) as i64) >> shift)
+                };
+                (v, pos + size)
+            }
+            Col::Str { nlen, conv } => {
+                let len = le(take(buf, pos, *nlen)?) as usize;
+                let start = pos + nlen;
+                let data = take(buf, start, len)?;
+                (text(py, data, conv)?, start + len)
+            }
+            Col::DateTime2 { fsp } => {
+                let size = 5 + frac_bytes(*fsp);
+                let v = be(take(buf, pos, size)?);
+                let fshift = 8 * frac_bytes(*fsp) as u32;
+                let mut intpart = (v >> fshift) as i64 - 0x80_0000_0000;
+                if intpart < 0 {
+                    intpart = -intpart;
+                }
+                let ymd = intpart >> 17;
+                let ym = ymd >> 5;
+                let hms = intpart & 0x1FFFF;
+                let frac = read_frac(&buf[pos + 5..pos + size], *fsp);
+                let vals = [
+                    int(py, ym / 13), int(py, ym % 13), int(py, ymd & 31), int(py, hms >> 12),
+                    int(py, (hms >> 6) & 63), int(py, hms & 63), int(py, frac), int(py, *fsp as i64),
+                ];
+                (new_slots(py, &t.datetime, &t.datetime_fields, &vals)?, pos + size)
+            }
+            Col::Decimal { size, scale, groups, slow } => {
+                let raw = take(buf, pos, *size)?;
+                match decimal_text(raw, *scale, groups) {
+                    Some(s) => (t.decimal.bind(py).call1((s,))?, pos + size),
+                    None => return call_py(py, slow, bufobj, pos, buf.len()),
+                }
+            }
+            Col::Timestamp2 { fsp } => {
+                let size = 4 + frac_bytes(*fsp);
+                let b = take(buf, pos, size)?;
+                let vals = [uint(py, be(&b[..4])), int(py, read_frac(&b[4..], *fsp)), int(py, *fsp as i64)];
+                (new_slots(py, &t.timestamp, &t.timestamp_fields, &vals)?, pos + size)
+            }
+            Col::Double => {
+                let b = take(buf, pos, 8)?;
+                (f64::from_le_bytes(b.try_into().unwrap()).into_pyobject(py)?.into_any(), pos + 8)
+            }
+            Col::Float => {
+                let b = take(buf, pos, 4)?;
+                ((f32::from_le_bytes(b.try_into().unwrap()) as f64).into_pyobject(py)?.into_any(), pos + 4)
+            }
+            Col::Date => {
+                let v = le(take(buf, pos, 3)?) as i64;
+                let vals = [int(py, v >> 9), int(py, (v >> 5) & 15), int(py, v & 31)];
+                (new_slots(py, &t.date, &t.date_fields, &vals)?, pos + 3)
+            }
+            Col::Time2 { fsp } => {
+                let size = 3 + frac_bytes(*fsp);
+                let b = take(buf, pos, size)?;
+                let mut packed: i64 = match fsp {
+                    0 => (be(&b[..3]) as i64 - 0x800000) << 24,
+                    1 | 2 => {
+                        let mut ip = be(&b[..3]) as i64 - 0x800000;
+                        let mut frac = b[3] as i64;
+                        if ip < 0 && frac != 0 {
+                            ip += 1;
+                            frac -= 0x100;
+                        }
+                        (ip << 24) + frac * 10000
+                    }
+                    3 | 4 => {
+                        let mut ip = be(&b[..3]) as i64 - 0x800000;
+                        let mut frac = be(&b[3..5]) as i64;
+                        if ip < 0 && frac != 0 {
+                            ip += 1;
+                            frac -= 0x10000;
+                        }
+                        (ip << 24) + frac * 100
+                    }
+                    _ => be(&b[..6]) as i64 - 0x8000_0000_0000,
+                };
+                let neg = packed < 0;
+                if neg {
+                    packed = -packed;
+                }
+                let hms = packed >> 24;
+                let vals = [
+                    pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
+                    int(py, (hms >> 12) & 0x3FF), int(py, (hms >> 6) & 63), int(py, hms & 63),
+                    int(py, packed & 0xFFFFFF), int(py, *fsp as i64),
+                ];
+                (new_slots(py, &t.time, &t.time_fields, &vals)?, pos + size)
+            }
+            Col::Year => {
+                let v = take(buf, pos, 1)?[0] as i64;
+                (int(py, if v != 0 { v + 1900 } else { 0 }), pos + 1)
+            }
+            Col::TimestampOld => {
+                let v = le(take(buf, pos, 4)?);
+                let vals = [uint(py, v), int(py, 0), int(py, 0)];
+                (new_slots(py, &t.timestamp, &t.timestamp_fields, &vals)?, pos + 4)
+            }
+            Col::DateTimeOld(slow) => {
+                let v = le(take(buf, pos, 8)?);
+                let (d, tm) = (v / 1_000_000, v % 1_000_000);
+                let f = [d / 10000, (d / 100) % 100, d % 100, tm / 10000, (tm / 100) % 100, tm % 100];
+                if f[0] > 9999 || f[1] > 12 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
+                    return call_py(py, slow, bufobj, pos, buf.len()); // raises the exact error
+                }
+                let vals = [
+                    uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
+                    uint(py, f[5]), int(py, 0), int(py, 0),
+                ];
+                (new_slots(py, &t.datetime, &t.datetime_fields, &vals)?, pos + 8)
+            }
+            Col::TimeOld(slow) => {
+                let raw = le(take(buf, pos, 3)?);
+                let mut v = ((raw << 40) as i64) >> 40;
+                let neg = v < 0;
+                if neg {
+                    v = -v;
+                }
+                let (h, m, s) = (v / 10000, (v / 100) % 100, v % 100);
+                if m > 59 || s > 59 || h > 838 {
+                    return call_py(py, slow, bufobj, pos, buf.len());
+                }
+                let vals = [
+                    pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
+                    int(py, h), int(py, m), int(py, s), int(py, 0), int(py, 0),
+                ];
+                (new_slots(py, &t.time, &t.time_fields, &vals)?, pos + 3)
+            }
+            Col::Null => (py.None().into_bound(py), pos),
+            Col::Bit(n) => (PyBytes::new(py, take(buf, pos, *n)?).into_any(), pos + n),
+            Col::Enum { size, names } => {
+                let idx = le(take(buf, pos, *size)?);
+                let v = match names {
+                    None => uint(py, idx),
+                    Some(_) if idx == 0 => PyString::new(py, "").into_any(),
+                    Some(ns) if (idx as usize) <= ns.len() => ns[idx as usize - 1].bind(py).clone(),
+                    Some(_) => uint(py, idx),
+                };
+                (v, pos + size)
+            }
+            Col::Set { size, names } => {
+                let mask = le(take(buf, pos, *size)?);
+                let v = match names {
+                    None => uint(py, mask),
+                    Some(ns) => {
+                        let chosen = PyList::empty(py);
+                        for (i, n) in ns.iter().enumerate() {
+                            if i < 64 && mask >> i & 1 != 0 {
+                                chosen.append(n.bind(py))?;
+                            }
+                        }
+                        t.comma.bind(py).call_method1("join", (chosen,))?
+                    }
+                };
+                (v, pos + size)
+            }
+            Col::Py(dec) => return call_py(py, dec, bufobj, pos, buf.len()),
+        })
+    }
+}
+
+/// `dec(buf, pos) -> (value, new_pos)`: a column decoded by its Python decoder.
+fn call_py<'py>(
+    py: Python<'py>,
+    dec: &Py<PyAny>,
+    bufobj: &Bound<'py, PyBytes>,
+    pos: usize,
+    len: usize,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let out = dec.bind(py).call1((bufobj, pos))?;
+    let (value, next): (Bound<'py, PyAny>, usize) = out.extract()?;
+    if next > len {
+        return Err(short());
+    }
+    Ok((value, next))
+}
+
+fn text<'py>(py: Python<'py>, data: &[u8], conv: &Conv) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match conv {
+        Conv::Raw => PyBytes::new(py, data).into_any(),
+        Conv::Utf8 => unsafe {
+            // CPython's own strict UTF-8 decoder (what bytes.decode("utf-8") runs); invalid
+            // bytes stay bytes, as in charsets.make_text_decoder
+            let s = ffi::PyUnicode_DecodeUTF8(data.as_ptr() as *const _, data.len() as ffi::Py_ssize_t, std::ptr::null());
+            if s.is_null() {
+                let _ = PyErr::take(py);
+                PyBytes::new(py, data).into_any()
+            } else {
+                Bound::from_owned_ptr(py, s)
+            }
+        },
+        Conv::Pad(width) => {
+            if data.len() < *width {
+                let mut v = data.to_vec();
+                v.resize(*width, 0);
+                PyBytes::new(py, &v).into_any()
+            } else {
+                PyBytes::new(py, data).into_any()
+            }
+        }
+    })
+}
+
+/// `decimal.make_decimal_decoder`'s text for the value (sign, integer digits without leading
+/// zeros or "0", "." and exactly `scale` digits), or None when a group holds more than its
+/// digits (never written by a server; the Python decoder's exact slow path handles it).
+fn decimal_text(raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> Option<String> {
+    let negative = raw[0] & 0x80 == 0;
+    let flip: u8 = if negative { 0xFF } else { 0 };
+    let mut int_digits = String::with_capacity(80);
+    let mut frac_digits = String::with_capacity(32);
+    let mut off = 0;
+    for &(nbytes, ndigits, is_frac) in groups {
+        let mut v: u64 = 0;
+        for k in 0..nbytes {
+            let mut byte = raw[off + k] ^ flip;
+            if off + k == 0 {
+                byte ^= 0x80;
+            }
+            v = (v << 8) | byte as u64;
+        }
+        off += nbytes;
+        if v >= POW10[ndigits] {
+            return None;
+        }
+        let dst = if is_frac { &mut frac_digits } else { &mut int_digits };
+        let _ = write!(dst, "{:0width$}", v, width = ndigits);
+    }
+    let int_part = int_digits.trim_start_matches('0');
+    let mut out = String::with_capacity(int_part.len() + scale + 3);
+    if negative {
+        out.push('-');
+    }
+    out.push_str(if int_part.is_empty() { "0" } else { int_part });
+    if scale > 0 {
+        out.push('.');
+        out.push_str(&frac_digits);
+    }
+    Some(out)
+}
+
+/// The rows of one event body `data[pos:]`: a tuple of `RowChange`, or None when anything is
+/// wrong (the caller then runs the pure-Python decoder, which reports the exact error).
+///
+/// `kind`: 0 WRITE (only `first`), 1 UPDATE (`first` before, `second` after), 2 DELETE.
+#[pyfunction]
+#[pyo3(signature = (data, pos, kind, first, second=None))]
+fn decode_rows<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    pos: usize,
+    kind: u32,
+    first: &Bound<'py, ImageReader>,
+    second: Option<&Bound<'py, ImageReader>>,
+) -> Option<Bound<'py, PyTuple>> {
+    match decode_rows_inner(py, data, pos, kind, first.get(), second.map(|s| s.get())) {
+        Ok(rows) => Some(rows),
+        Err(_) => None,
+    }
+}
+
+fn decode_rows_inner<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    mut pos: usize,
+    kind: u32,
+    first: &ImageReader,
+    second: Option<&ImageReader>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let buf = data.as_bytes();
+    let types = first.types.get();
+    let end = buf.len();
+    let none = py.None().into_bound(py);
+    let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
+    while pos < end {
+        let start = pos;
+        let (img, next) = first.read(py, types, buf, data, pos)?;
+        pos = next;
+        let pair = match (kind, second) {
+            (0, _) => [none.clone(), img.into_any()],
+            (2, _) => [img.into_any(), none.clone()],
+            (1, Some(after_reader)) => {
+                let (after, next) = after_reader.read(py, types, buf, data, pos)?;
+                pos = next;
+                [img.into_any(), after.into_any()]
+            }
+            _ => return Err(PyValueError::new_err("bad rows kind")),
+        };
+        if pos == start {
+            return Err(PyValueError::new_err("row image consumes no bytes"));
+        }
+        rows.push(new_slots(py, &types.row_change, &types.row_change_fields, &pair)?);
+    }
+    PyTuple::new(py, rows)
+}
+
+#[pymodule]
+fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ABI", ABI)?;
+    m.add_class::<ValueTypes>()?;
+    m.add_class::<ImageReader>()?;
+    m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
+    Ok(())
+}
