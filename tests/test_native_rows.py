@@ -24,7 +24,12 @@ from binlog_parser.errors import BinlogError
 from binlog_parser.reader import read_events
 from binlog_parser.rows import _native
 from binlog_parser.rows.rows_event import RowsEvent
-from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
+from binlog_parser.rows.temporal import (
+    MySQLDate,
+    MySQLDateTime,
+    MySQLTime,
+    MySQLTimestamp,
+)
 from binlog_parser.writer import BinlogFileWriter, Column, Table
 
 pytest.importorskip("binlog_parser.rows._native_ext", reason="compiled rows decoder not built "
@@ -122,10 +127,14 @@ def test_native_rows_are_the_same_objects_as_pure() -> None:
         cols = a.columns_by_name()
         for ra, rb in zip(a.rows, b.rows):
             for img_a, img_b in ((ra.before, rb.before), (ra.after, rb.after)):
-                for k in img_a or {}:
-                    assert type(img_a[k]) is type(img_b[k])
-                    assert hash(img_a[k]) == hash(img_b[k])
-                    assert render_value_text(img_a[k], cols[k]) == render_value_text(img_b[k], cols[k])
+                assert (img_a is None) == (img_b is None)
+                if img_a is None or img_b is None:
+                    continue
+                for k, va in img_a.items():
+                    vb = img_b[k]
+                    assert type(va) is type(vb)
+                    assert hash(va) == hash(vb)
+                    assert render_value_text(va, cols[k]) == render_value_text(vb, cols[k])
 
 
 def test_environment_switch_forces_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,12 +21,14 @@ differential test compares value by value.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from decimal import Decimal
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from binlog_parser.rows.charsets import make_text_decoder
-from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
+from binlog_parser.rows.column_types import INTEGER_SIZES
+from binlog_parser.rows.column_types import ColumnType as T
 
 #: the extension interface this bridge speaks (``_native_ext.ABI``)
 ABI = 1
@@ -73,7 +75,12 @@ def use_native(enabled: bool | None) -> bool:
     module = _load() if enabled is None else (_load_forced() if enabled else None)
     if module is not None and _State.value_types is None:
         from binlog_parser.rows.rows_event import RowChange
-        from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
+        from binlog_parser.rows.temporal import (
+            MySQLDate,
+            MySQLDateTime,
+            MySQLTime,
+            MySQLTimestamp,
+        )
 
         _State.value_types = module.ValueTypes(Decimal, MySQLDate, MySQLDateTime, MySQLTime,
                                                MySQLTimestamp, RowChange)

@@ -14,11 +14,12 @@
 //! decoder, which raises its exact error (type, file, offset and words).
 
 use std::fmt::Write as _;
+use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
 
 // column kinds: keep in step with binlog_parser/rows/_native.py
 const K_PY: u32 = 0;
@@ -75,32 +76,74 @@ enum Col {
     Str { nlen: usize, conv: Conv },
 }
 
-/// The Python classes and attribute names the decoded values are made of.
+/// How to build one frozen slots dataclass without its `__init__`: `object.__new__(cls)`, then
+/// every field stored straight into its slot, in `dataclasses.fields` order -- the instance
+/// `binlog_parser._fast.slots_constructor(cls)(*values)` builds, without a descriptor lookup
+/// per field.
+struct SlotLayout {
+    cls: Py<PyType>,
+    offsets: Vec<ffi::Py_ssize_t>,
+}
+
+const T_OBJECT_EX: i32 = 16; // structmember.h: a slot holding a PyObject*
+const READONLY: i32 = 1;
+
+impl SlotLayout {
+    fn new(py: Python<'_>, cls: &Bound<'_, PyType>, n_fields: usize) -> PyResult<Self> {
+        let fields = py.import("dataclasses")?.call_method1("fields", (cls,))?;
+        let mut offsets = Vec::new();
+        for f in fields.try_iter()? {
+            let name: String = f?.getattr("name")?.extract()?;
+            let descr = cls.getattr(name.as_str())?;
+            if descr.get_type().name()?.to_string() != "member_descriptor" {
+                return Err(PyValueError::new_err(format!("{cls}.{name} is not a slot")));
+            }
+            // SAFETY: a member_descriptor object is a PyMemberDescrObject whose d_member is a
+            // PyMemberDef (pyo3-ffi types the field as PyGetSetDef)
+            let (type_code, flags, offset) = unsafe {
+                let md = descr.as_ptr() as *mut ffi::PyMemberDescrObject;
+                let m = (*md).d_member as *mut ffi::PyMemberDef;
+                ((*m).type_code, (*m).flags, (*m).offset)
+            };
+            let basic = unsafe { (*(cls.as_ptr() as *mut ffi::PyTypeObject)).tp_basicsize };
+            if type_code != T_OBJECT_EX || flags & READONLY != 0 || offset <= 0 || offset >= basic {
+                return Err(PyValueError::new_err(format!("{cls}.{name}: unexpected slot")));
+            }
+            offsets.push(offset);
+        }
+        if offsets.len() != n_fields {
+            return Err(PyValueError::new_err(format!("{cls}: expected {n_fields} fields")));
+        }
+        Ok(SlotLayout { cls: cls.clone().unbind(), offsets })
+    }
+
+    #[inline]
+    fn make<'py, const N: usize>(&self, py: Python<'py>, values: [Bound<'py, PyAny>; N]) -> PyResult<Bound<'py, PyAny>> {
+        debug_assert_eq!(N, self.offsets.len());
+        unsafe {
+            let tp = self.cls.as_ptr() as *mut ffi::PyTypeObject;
+            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
+            let base = obj.as_ptr() as *mut u8;
+            for (off, v) in self.offsets.iter().zip(values) {
+                // a fresh object: every slot is NULL; the slot takes the reference
+                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.into_ptr();
+            }
+            Ok(obj)
+        }
+    }
+}
+
+/// The Python classes the decoded values are made of.
 #[pyclass(frozen, module = "binlog_parser.rows._native_ext")]
 struct ValueTypes {
     decimal: Py<PyAny>,
-    date: Py<PyType>,
-    datetime: Py<PyType>,
-    time: Py<PyType>,
-    timestamp: Py<PyType>,
-    row_change: Py<PyType>,
-    date_fields: Vec<Py<PyString>>,
-    datetime_fields: Vec<Py<PyString>>,
-    time_fields: Vec<Py<PyString>>,
-    timestamp_fields: Vec<Py<PyString>>,
-    row_change_fields: Vec<Py<PyString>>,
+    date: SlotLayout,
+    datetime: SlotLayout,
+    time: SlotLayout,
+    timestamp: SlotLayout,
+    row_change: SlotLayout,
     comma: Py<PyString>,
-}
-
-fn field_names(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<Vec<Py<PyString>>> {
-    // dataclasses.fields(cls), in order: what slots_constructor sets
-    let fields = py.import("dataclasses")?.call_method1("fields", (cls,))?;
-    let mut out = Vec::new();
-    for f in fields.try_iter()? {
-        let name: String = f?.getattr("name")?.extract()?;
-        out.push(PyString::intern(py, &name).unbind());
-    }
-    Ok(out)
 }
 
 #[pymethods]
@@ -115,49 +158,15 @@ impl ValueTypes {
         timestamp: Bound<'_, PyType>,
         row_change: Bound<'_, PyType>,
     ) -> PyResult<Self> {
-        let checks: [(&Bound<'_, PyType>, usize); 5] =
-            [(&date, 3), (&datetime, 8), (&time, 6), (&timestamp, 3), (&row_change, 2)];
-        for (cls, n) in checks {
-            if field_names(py, cls)?.len() != n {
-                return Err(PyValueError::new_err(format!("{cls}: unexpected fields")));
-            }
-        }
         Ok(ValueTypes {
             decimal,
-            date_fields: field_names(py, &date)?,
-            datetime_fields: field_names(py, &datetime)?,
-            time_fields: field_names(py, &time)?,
-            timestamp_fields: field_names(py, &timestamp)?,
-            row_change_fields: field_names(py, &row_change)?,
-            date: date.unbind(),
-            datetime: datetime.unbind(),
-            time: time.unbind(),
-            timestamp: timestamp.unbind(),
-            row_change: row_change.unbind(),
+            date: SlotLayout::new(py, &date, 3)?,
+            datetime: SlotLayout::new(py, &datetime, 8)?,
+            time: SlotLayout::new(py, &time, 6)?,
+            timestamp: SlotLayout::new(py, &timestamp, 3)?,
+            row_change: SlotLayout::new(py, &row_change, 2)?,
             comma: PyString::intern(py, ",").unbind(),
         })
-    }
-}
-
-/// `object.__new__(cls)` and then every slot set through its member descriptor: the same
-/// instance `slots_constructor(cls)(*values)` builds (frozen dataclasses forbid `setattr`, the
-/// generic attribute setter goes straight to the slot descriptor).
-fn new_slots<'py>(
-    py: Python<'py>,
-    cls: &Py<PyType>,
-    names: &[Py<PyString>],
-    values: &[Bound<'py, PyAny>],
-) -> PyResult<Bound<'py, PyAny>> {
-    unsafe {
-        let tp = cls.as_ptr() as *mut ffi::PyTypeObject;
-        let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
-        let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
-        for (name, value) in names.iter().zip(values) {
-            if ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) < 0 {
-                return Err(PyErr::fetch(py));
-            }
-        }
-        Ok(obj)
     }
 }
 
@@ -216,6 +225,25 @@ struct ImageReader {
     types: Py<ValueTypes>,
     names: Vec<Py<PyString>>,
     cols: Vec<Col>,
+    /// per column: the bytes and the value of the last immutable value decoded (see `memo_size`)
+    memo: Vec<Mutex<Option<(Vec<u8>, Py<PyAny>)>>>,
+}
+
+impl Col {
+    /// The value size of columns whose values are worth remembering: immutable objects that
+    /// cost a constructor call (Decimal, the temporal dataclasses).
+    fn memo_size(&self) -> Option<usize> {
+        match self {
+            Col::Decimal { size, .. } => Some(*size),
+            Col::DateTime2 { fsp } => Some(5 + frac_bytes(*fsp)),
+            Col::Timestamp2 { fsp } => Some(4 + frac_bytes(*fsp)),
+            Col::Time2 { fsp } => Some(3 + frac_bytes(*fsp)),
+            Col::Date | Col::TimeOld(_) => Some(3),
+            Col::TimestampOld => Some(4),
+            Col::DateTimeOld(_) => Some(8),
+            _ => None,
+        }
+    }
 }
 
 fn parse_col(py: Python<'_>, kind: u32, a: usize, b: usize, c: usize, obj: &Bound<'_, PyAny>) -> PyResult<Col> {
@@ -293,7 +321,8 @@ impl ImageReader {
             names.push(name);
             cols.push(parse_col(py, kind, a, b, c, &obj)?);
         }
-        Ok(ImageReader { types, names, cols })
+        let memo = cols.iter().map(|_| Mutex::new(None)).collect();
+        Ok(ImageReader { types, names, cols, memo })
     }
 
     fn __len__(&self) -> usize {
@@ -310,20 +339,49 @@ impl ImageReader {
         buf: &[u8],
         bufobj: &Bound<'py, PyBytes>,
         mut pos: usize,
-    ) -> PyResult<(Bound<'py, PyDict>, usize)> {
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         let n = self.cols.len();
         let nb = (n + 7) >> 3;
         let nulls = take(buf, pos, nb)?;
         pos += nb;
-        let row = PyDict::new(py);
-        for (i, (col, name)) in self.cols.iter().zip(&self.names).enumerate() {
-            if nulls[i >> 3] >> (i & 7) & 1 != 0 {
-                row.set_item(name.bind(py), py.None())?;
-                continue;
+        // SAFETY: plain CPython dict API on a fresh dict; keys are str (hash cached)
+        let row = unsafe { Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(n as ffi::Py_ssize_t))? };
+        for (i, col) in self.cols.iter().enumerate() {
+            let value = if nulls[i >> 3] >> (i & 7) & 1 != 0 {
+                py.None().into_bound(py)
+            } else if let Some(size) = col.memo_size() {
+                // immutable values repeat (a statement's timestamps, prices): the last one
+                // decoded from the same bytes is reused
+                let raw = take(buf, pos, size)?;
+                let memo = &self.memo[i];
+                let hit = memo.try_lock().ok().and_then(|m| match &*m {
+                    Some((key, v)) if key.as_slice() == raw => Some(v.clone_ref(py).into_bound(py)),
+                    _ => None,
+                });
+                match hit {
+                    Some(v) => {
+                        pos += size;
+                        v
+                    }
+                    None => {
+                        let (v, next) = self.value(py, t, col, buf, bufobj, pos)?;
+                        if next == pos + size {
+                            if let Ok(mut m) = memo.try_lock() {
+                                *m = Some((raw.to_vec(), v.clone().unbind()));
+                            }
+                        }
+                        pos = next;
+                        v
+                    }
+                }
+            } else {
+                let (v, next) = self.value(py, t, col, buf, bufobj, pos)?;
+                pos = next;
+                v
+            };
+            if unsafe { ffi::PyDict_SetItem(row.as_ptr(), self.names[i].as_ptr(), value.as_ptr()) } < 0 {
+                return Err(PyErr::fetch(py));
             }
-            let (value, next) = self.value(py, t, col, buf, bufobj, pos)?;
-            pos = next;
-            row.set_item(name.bind(py), value)?;
         }
         Ok((row, pos))
     }
@@ -372,12 +430,19 @@ impl ImageReader {
                     int(py, ym / 13), int(py, ym % 13), int(py, ymd & 31), int(py, hms >> 12),
                     int(py, (hms >> 6) & 63), int(py, hms & 63), int(py, frac), int(py, *fsp as i64),
                 ];
-                (new_slots(py, &t.datetime, &t.datetime_fields, &vals)?, pos + size)
+                (t.datetime.make(py, vals)?, pos + size)
             }
             Col::Decimal { size, scale, groups, slow } => {
                 let raw = take(buf, pos, *size)?;
                 match decimal_text(raw, *scale, groups) {
-                    Some(s) => (t.decimal.bind(py).call1((s,))?, pos + size),
+                    Some(s) => {
+                        let text = PyString::new(py, &s);
+                        // SAFETY: one positional argument, a new reference or NULL + exception
+                        let d = unsafe {
+                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_CallOneArg(t.decimal.as_ptr(), text.as_ptr()))?
+                        };
+                        (d, pos + size)
+                    }
                     None => return call_py(py, slow, bufobj, pos, buf.len()),
                 }
             }
@@ -385,7 +450,7 @@ impl ImageReader {
                 let size = 4 + frac_bytes(*fsp);
                 let b = take(buf, pos, size)?;
                 let vals = [uint(py, be(&b[..4])), int(py, read_frac(&b[4..], *fsp)), int(py, *fsp as i64)];
-                (new_slots(py, &t.timestamp, &t.timestamp_fields, &vals)?, pos + size)
+                (t.timestamp.make(py, vals)?, pos + size)
             }
             Col::Double => {
                 let b = take(buf, pos, 8)?;
@@ -398,7 +463,7 @@ impl ImageReader {
             Col::Date => {
                 let v = le(take(buf, pos, 3)?) as i64;
                 let vals = [int(py, v >> 9), int(py, (v >> 5) & 15), int(py, v & 31)];
-                (new_slots(py, &t.date, &t.date_fields, &vals)?, pos + 3)
+                (t.date.make(py, vals)?, pos + 3)
             }
             Col::Time2 { fsp } => {
                 let size = 3 + frac_bytes(*fsp);
@@ -435,7 +500,7 @@ impl ImageReader {
                     int(py, (hms >> 12) & 0x3FF), int(py, (hms >> 6) & 63), int(py, hms & 63),
                     int(py, packed & 0xFFFFFF), int(py, *fsp as i64),
                 ];
-                (new_slots(py, &t.time, &t.time_fields, &vals)?, pos + size)
+                (t.time.make(py, vals)?, pos + size)
             }
             Col::Year => {
                 let v = take(buf, pos, 1)?[0] as i64;
@@ -444,7 +509,7 @@ impl ImageReader {
             Col::TimestampOld => {
                 let v = le(take(buf, pos, 4)?);
                 let vals = [uint(py, v), int(py, 0), int(py, 0)];
-                (new_slots(py, &t.timestamp, &t.timestamp_fields, &vals)?, pos + 4)
+                (t.timestamp.make(py, vals)?, pos + 4)
             }
             Col::DateTimeOld(slow) => {
                 let v = le(take(buf, pos, 8)?);
@@ -457,7 +522,7 @@ impl ImageReader {
                     uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
                     uint(py, f[5]), int(py, 0), int(py, 0),
                 ];
-                (new_slots(py, &t.datetime, &t.datetime_fields, &vals)?, pos + 8)
+                (t.datetime.make(py, vals)?, pos + 8)
             }
             Col::TimeOld(slow) => {
                 let raw = le(take(buf, pos, 3)?);
@@ -474,7 +539,7 @@ impl ImageReader {
                     pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
                     int(py, h), int(py, m), int(py, s), int(py, 0), int(py, 0),
                 ];
-                (new_slots(py, &t.time, &t.time_fields, &vals)?, pos + 3)
+                (t.time.make(py, vals)?, pos + 3)
             }
             Col::Null => (py.None().into_bound(py), pos),
             Col::Bit(n) => (PyBytes::new(py, take(buf, pos, *n)?).into_any(), pos + n),
@@ -627,19 +692,19 @@ fn decode_rows_inner<'py>(
         let (img, next) = first.read(py, types, buf, data, pos)?;
         pos = next;
         let pair = match (kind, second) {
-            (0, _) => [none.clone(), img.into_any()],
-            (2, _) => [img.into_any(), none.clone()],
+            (0, _) => [none.clone(), img],
+            (2, _) => [img, none.clone()],
             (1, Some(after_reader)) => {
                 let (after, next) = after_reader.read(py, types, buf, data, pos)?;
                 pos = next;
-                [img.into_any(), after.into_any()]
+                [img, after]
             }
             _ => return Err(PyValueError::new_err("bad rows kind")),
         };
         if pos == start {
             return Err(PyValueError::new_err("row image consumes no bytes"));
         }
-        rows.push(new_slots(py, &types.row_change, &types.row_change_fields, &pair)?);
+        rows.push(types.row_change.make(py, pair)?);
     }
     PyTuple::new(py, rows)
 }
