@@ -71,7 +71,7 @@ setup-system:
 	echo "[setup] system packages installed"
 
 # Optional compiled rows decoder (native/: Rust + PyO3, see docs/architecture.md), built in place
-# as binlog_parser/rows/_native_ext<EXT_SUFFIX> so the editable install (and any worktree) imports
+# as binlog_parser/_native_ext<EXT_SUFFIX> so the editable install (and any worktree) imports
 # its own build. Stamp keyed on the crate's sources + Cargo.lock + the interpreter's EXT_SUFFIX.
 # Never fails: without cargo (or when the build fails) the pure-Python decoder is used.
 setup-native:
@@ -80,7 +80,7 @@ setup-native:
 	[ -x "$(VPY)" ] || { echo "[setup] no $(VENV) yet: run make setup" >&2; exit 0; }; \
 	suffix="$$($(VPY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"; \
 	want="$$( { cat native/Cargo.toml native/Cargo.lock native/src/*.rs; echo "$$suffix"; } | sha256sum | cut -c1-16)"; \
-	so="binlog_parser/rows/_native_ext$$suffix"; stamp="native/target/.binlake-native-$$want"; \
+	so="binlog_parser/_native_ext$$suffix"; stamp="native/target/.binlake-native-$$want"; \
 	if [ -f "$$stamp" ] && [ -f "$$so" ]; then echo "[setup] compiled rows decoder up to date ($$so)"; exit 0; fi; \
 	echo "[setup] building the compiled rows decoder with cargo (first run: about a minute)"; \
 	if PYO3_PYTHON="$(CURDIR)/$(VPY)" cargo build --release --locked --quiet --manifest-path native/Cargo.toml; then \

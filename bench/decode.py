@@ -1,6 +1,7 @@
 """Decode throughput and peak memory: binlake vs. other binlog decoders on the same files.
 
-    python bench/decode.py                 # default corpus (generates the 1 GiB OLTP archive once)
+    python bench/decode.py                 # default corpus (generates the 1 GiB OLTP archive and the
+                                           # large-row MariaDB corpus, bench/mariadb_corpus.py, once)
     python bench/decode.py FILE...         # the same measurements on the given files
     python bench/decode.py --profile FILE  # + a cProfile of binlake's full decode
 
@@ -446,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="binlog files (default: the standard corpus)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--mariadb-rows", type=int, default=20000,
+                    help="rows of the large-row MariaDB corpus written by mariadbd (0: skip it)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="decode the files N times in the Python workers (tiny files)")
     ap.add_argument("--size", default="1GiB", help="size of the generated OLTP corpus (default 1GiB)")
@@ -466,6 +469,14 @@ def main(argv: list[str] | None = None) -> int:
                    ("MariaDB 10.11 chain", [str(p) for p in MARIADB_CHAIN]),
                    ("large rows (MariaDB 10.11 + 3)", [str(p) for p in LARGE_ROWS]),
                    (f"OLTP {args.size} (8.0.40)", oltp_corpus(args.size, args.quiet))]
+        if args.mariadb_rows:
+            from bench.mariadb_corpus import corpus as mariadb_corpus
+
+            try:
+                corpora.insert(2, (f"MariaDB 10.11 large rows ({args.mariadb_rows} rows)",
+                                   mariadb_corpus(args.mariadb_rows)))
+            except SystemExit as exc:  # no mariadbd here: say so, measure the rest
+                print(f"[bench] large-row MariaDB corpus skipped: {exc}", file=sys.stderr, flush=True)
     skip = [s.strip().lower() for s in args.skip.split(",") if s.strip()]
     decoders = [d for d in DECODERS if not any(s in d.lower() for s in skip)]
     started = _dt.datetime.now(_dt.timezone.utc)

@@ -1,4 +1,4 @@
-"""The compiled rows decoder (``binlog_parser.rows._native_ext``, built from ``native/``) against
+"""The compiled rows decoder (``binlog_parser._native_ext``, built from ``native/``) against
 the pure-Python reference: every fixture binlog, random tables written by
 ``binlog_parser.writer``, and damaged rows events must give the same events, the same values
 (same types, same text: ``Decimal('-0.00')`` is not ``Decimal('0.00')`` here) and the same
@@ -32,7 +32,7 @@ from binlog_parser.rows.temporal import (
 )
 from binlog_parser.writer import BinlogFileWriter, Column, Table
 
-pytest.importorskip("binlog_parser.rows._native_ext", reason="compiled rows decoder not built "
+pytest.importorskip("binlog_parser._native_ext", reason="compiled rows decoder not built "
                     "(make setup-native)")
 
 FIXTURES = Path(__file__).parent / "fixtures"

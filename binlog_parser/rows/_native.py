@@ -1,4 +1,4 @@
-"""The seam to the optional compiled rows decoder (``binlog_parser.rows._native_ext``).
+"""The seam to the optional compiled rows decoder (``binlog_parser._native_ext``).
 
 The extension is built from ``native/`` (Rust + PyO3) by ``make setup-native``; it decodes the
 row images of WRITE / UPDATE / DELETE rows events (v1, v2 and MariaDB's compressed ones, after
@@ -54,7 +54,7 @@ def _load() -> ModuleType | None:
     if os.environ.get("BINLAKE_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     try:
-        from binlog_parser.rows import _native_ext  # type: ignore[attr-defined]
+        from binlog_parser import _native_ext  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return None
     if getattr(_native_ext, "ABI", None) != ABI:

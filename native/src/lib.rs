@@ -134,8 +134,44 @@ impl SlotLayout {
     }
 }
 
+/// `binlog_parser._fast.slots_constructor(cls)` compiled: `SlotsConstructor(cls)(*every_field)`
+/// is the instance the Python constructor builds (same type, slots, equality, hash, repr).
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
+struct SlotsConstructor {
+    layout: SlotLayout,
+}
+
+#[pymethods]
+impl SlotsConstructor {
+    #[new]
+    fn new(py: Python<'_>, cls: Bound<'_, PyType>) -> PyResult<Self> {
+        let n = py.import("dataclasses")?.call_method1("fields", (&cls,))?.len()?;
+        Ok(SlotsConstructor { layout: SlotLayout::new(py, &cls, n)? })
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let offsets = &self.layout.offsets;
+        if args.len() != offsets.len() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} takes {} positional arguments ({} given)",
+                self.layout.cls.bind(py).name()?, offsets.len(), args.len())));
+        }
+        unsafe {
+            let tp = self.layout.cls.as_ptr() as *mut ffi::PyTypeObject;
+            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
+            let base = obj.as_ptr() as *mut u8;
+            for (off, v) in offsets.iter().zip(args.iter_borrowed()) {
+                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.to_owned().into_ptr();
+            }
+            Ok(obj)
+        }
+    }
+}
+
 /// The Python classes the decoded values are made of.
-#[pyclass(frozen, module = "binlog_parser.rows._native_ext")]
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
 struct ValueTypes {
     decimal: Py<PyAny>,
     date: SlotLayout,
@@ -220,7 +256,7 @@ const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
 const POW10: [u64; 10] = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000];
 
 /// One image's present columns, in order, with how to decode each.
-#[pyclass(frozen, module = "binlog_parser.rows._native_ext")]
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
 struct ImageReader {
     types: Py<ValueTypes>,
     names: Vec<Py<PyString>>,
@@ -714,6 +750,7 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ABI", ABI)?;
     m.add_class::<ValueTypes>()?;
     m.add_class::<ImageReader>()?;
+    m.add_class::<SlotsConstructor>()?;
     m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
     Ok(())
 }
