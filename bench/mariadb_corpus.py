@@ -110,15 +110,16 @@ def _start(base: Path) -> tuple[subprocess.Popen, Path]:
     raise SystemExit("mariadbd did not become ready in 60 s")
 
 
-def generate(dest: Path, rows: int) -> list[Path]:
-    """Write the corpus into ``dest`` (replaced); returns its binlog files."""
+def write_binlogs(dest: Path, sql: str) -> list[Path]:
+    """Run ``sql`` (a ``mariadb`` client script) on a fresh mariadbd and copy the binlogs it
+    wrote into ``dest`` (replaced); returns them in order. SystemExit when mariadbd is missing."""
     base = Path(tempfile.mkdtemp(prefix="binlake-mariadb-corpus-"))
     proc, sock = _start(base)
     try:
         client = _which("mariadb", "mysql")
         assert client is not None
-        r = subprocess.run(_client(client, sock), input=SCENARIO.format(rows=int(rows)).encode(),
-                           check=False, capture_output=True, timeout=1800)
+        r = subprocess.run(_client(client, sock), input=sql.encode(), check=False, capture_output=True,
+                           timeout=1800)
         if r.returncode != 0:
             raise SystemExit(f"the corpus scenario failed: {r.stderr.decode(errors='replace')[-800:]}")
         subprocess.run([*_client(client, sock), "-e", "SHUTDOWN"], capture_output=True, check=False, timeout=120)
@@ -132,13 +133,19 @@ def generate(dest: Path, rows: int) -> list[Path]:
         for n in names:
             shutil.copy2(data / n, dest / n)
             out.append(dest / n)
-        (dest / f".rows-{rows}").write_text("")
         return out
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def generate(dest: Path, rows: int) -> list[Path]:
+    """Write the corpus of ``rows`` wide rows into ``dest`` (replaced); returns its binlog files."""
+    out = write_binlogs(dest, SCENARIO.format(rows=int(rows)))
+    (dest / f".rows-{rows}").write_text("")
+    return out
 
 
 def corpus(rows: int = 20000, dest: Path = DEFAULT_DEST) -> list[str]:
