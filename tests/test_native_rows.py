@@ -315,3 +315,58 @@ def test_real_mariadb_binlogs_decode_identically(mariadb_server_binlogs: list[Pa
         assert native == pure
         rows += _rows_count(pure[0])
     assert rows >= 300 + 150 + 30  # the scenario's INSERT, UPDATE (half) and DELETE (a tenth)
+
+
+# ------------------------------------------------------------------ the compiled slots constructor
+
+def _constructor_cases() -> list[tuple[type, tuple[Any, ...]]]:
+    from binlog_parser.header import EventHeader
+    from binlog_parser.rows.rows_event import RowChange
+
+    header = EventHeader(4, 100, 1700000000, 30, 7, 96, 100, 0, True, None, None)
+    return [
+        (EventHeader, (4, 100, 1700000000, 30, 7, 96, 100, 0, True, None, None)),
+        (EventHeader, (0, 19, 0, 15, 1, 19, 0, 1, None, 1234, 2)),
+        (RowChange, (None, {"a": Decimal("-0.00"), "b": None})),
+        (MySQLDate, (0, 0, 0)),
+        (MySQLDateTime, (2024, 2, 29, 23, 59, 59, 999999, 6)),
+        (MySQLTime, (True, 838, 59, 59, 0, 0)),
+        (MySQLTimestamp, (2 ** 31 - 1, 5, 3)),
+        (type(_table_map_event()), (header, *_table_map_fields())),
+    ]
+
+
+def _table_map_event() -> Any:
+    return next(e for e in read_events(str(FIXTURES / "mariadb-10.11" / "binlog.000001"))
+                if type(e).__name__ == "TableMapEvent")
+
+
+def _table_map_fields() -> tuple[Any, ...]:
+    import dataclasses
+
+    ev = _table_map_event()
+    return tuple(getattr(ev, f.name) for f in dataclasses.fields(ev) if f.name != "header")
+
+
+@pytest.mark.parametrize("cls, args", _constructor_cases(), ids=lambda x: getattr(x, "__name__", ""))
+def test_compiled_slots_constructor_builds_the_python_constructors_object(
+        cls: type, args: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    import copy
+    import pickle
+
+    from binlog_parser._fast import slots_constructor
+
+    native = slots_constructor(cls)
+    monkeypatch.setenv("BINLAKE_NATIVE", "0")
+    python = slots_constructor(cls)
+    assert type(native).__name__ == "SlotsConstructor" and type(python).__name__ == "function"
+    a, b, c = native(*args), python(*args), cls(*args)
+    assert type(a) is type(b) is cls
+    assert a == b == c and repr(a) == repr(b) == repr(c)
+    if cls.__hash__ is not None and not any(isinstance(x, dict) for x in args):
+        assert hash(a) == hash(b)
+    assert copy.copy(a) == a
+    if cls.__name__ != "TableMapEvent":  # holds decoder closures
+        assert pickle.loads(pickle.dumps(a)) == b
+    with pytest.raises(TypeError):
+        native(*args[:-1])
