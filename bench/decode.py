@@ -228,7 +228,8 @@ class Result:
         return self.nbytes * self.repeat / self.cpu_seconds / 1e6 if self.cpu_seconds else None
 
 
-def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[int, str, str, float, float]:
+def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float,
+             env: dict[str, str] | None = None) -> tuple[int, str, str, float, float]:
     """Run ``cmd``; returns (rc, stdout, stderr, wall seconds, peak RSS MiB of that process:
     its VmHWM sampled every 5 ms until it exits)."""
     import tempfile
@@ -236,7 +237,7 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[i
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         stdout = subprocess.DEVNULL if devnull_stdout else out_f
-        p = subprocess.Popen(cmd, stdout=stdout, stderr=err_f, cwd=ROOT)
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=err_f, cwd=ROOT, env=env)
         deadline = t0 + timeout
         peak = 0.0
         while True:
@@ -274,9 +275,12 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
         res = Result(corpus, dec, nbytes)
         if dec in _PY_WORKERS:
             res.repeat = repeat
+            # the pure row is pure everywhere: BINLAKE_NATIVE=0 also keeps the compiled slots
+            # constructors (binlog_parser._fast) out
+            env = dict(os.environ, BINLAKE_NATIVE="1" if dec == "binlake full (native)" else "0")
             rc, so, se, wall, rss = _run_rss([PY, str(Path(__file__).resolve()), "--worker", _PY_WORKERS[dec],
                                              "--repeat", str(repeat), *files],
-                                            devnull_stdout=False, timeout=timeout)
+                                            devnull_stdout=False, timeout=timeout, env=env)
             if rc == 0:
                 d = json.loads(so.strip().splitlines()[-1])
                 res.seconds, res.events, res.rows = d["seconds"], d["events"], d["rows"]

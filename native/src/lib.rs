@@ -704,9 +704,11 @@ fn decode_rows<'py>(
     first: &Bound<'py, ImageReader>,
     second: Option<&Bound<'py, ImageReader>>,
 ) -> Option<Bound<'py, PyTuple>> {
-    match decode_rows_inner(py, data, pos, kind, first.get(), second.map(|s| s.get())) {
-        Ok(rows) => Some(rows),
-        Err(_) => None,
+    // a panic (a bug here, never expected) is one more reason to let the Python decoder answer
+    let run = std::panic::AssertUnwindSafe(|| decode_rows_inner(py, data, pos, kind, first.get(), second.map(|s| s.get())));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(rows)) => Some(rows),
+        _ => None,
     }
 }
 
