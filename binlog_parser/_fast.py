@@ -10,7 +10,6 @@ classes whose ``__init__`` does nothing else (no ``__post_init__``, no field con
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Callable
 
 
@@ -42,15 +41,13 @@ def slots_constructor(cls: type) -> Callable[..., Any]:
 
 def _native_constructor(cls: type) -> Callable[..., Any] | None:
     """The same constructor compiled (``binlog_parser._native_ext.SlotsConstructor``: allocate,
-    store every slot; about 5x faster) when the extension is built and ``BINLAKE_NATIVE`` is not
-    0. See docs/native.md."""
-    if os.environ.get("BINLAKE_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
+    store every slot; about 5x faster) when the extension is built and enabled (docs/native.md)."""
+    from binlog_parser._native_loader import load_extension
+
+    ext = load_extension()
+    if ext is None:
         return None
     try:
-        from binlog_parser._native_ext import SlotsConstructor  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        return None
-    try:
-        return SlotsConstructor(cls)  # type: ignore[no-any-return]
+        return ext.SlotsConstructor(cls)  # type: ignore[no-any-return]
     except (TypeError, ValueError):  # a slot layout it does not know: the Python constructor
         return None

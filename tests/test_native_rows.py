@@ -137,6 +137,16 @@ def test_native_rows_are_the_same_objects_as_pure() -> None:
                     assert render_value_text(va, cols[k]) == render_value_text(vb, cols[k])
 
 
+def test_a_build_of_another_revision_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlog_parser import _native_ext  # type: ignore[attr-defined,unused-ignore]
+    from binlog_parser._native_loader import ABI, load_extension
+
+    assert load_extension() is _native_ext
+    monkeypatch.setattr(_native_ext, "ABI", ABI + 1)
+    assert load_extension() is None
+    assert _native.use_native(True) is False
+
+
 def test_environment_switch_forces_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BINLAKE_NATIVE", "0")
     assert _native.use_native(None) is False

@@ -9,7 +9,7 @@ decoder): the extension then answers None and the event is decoded again in Pyth
 raises the exact error (same type, file, offset, words) or decodes what the extension would
 not.
 
-``BINLAKE_NATIVE=0`` in the environment forces the pure-Python decoder; :func:`use_native`
+``BINLAKE_NATIVE=0`` in the environment forces the pure-Python decoder (``binlog_parser._native_loader``); :func:`use_native`
 switches at run time (the differential tests run both paths in one process).
 
 Column kinds the extension does not know natively (JSON, GEOMETRY, VECTOR, MariaDB 5.3
@@ -20,18 +20,15 @@ differential test compares value by value.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from decimal import Decimal
 from types import ModuleType
 from typing import Any
 
+from binlog_parser._native_loader import load_extension
 from binlog_parser.rows.charsets import make_text_decoder
 from binlog_parser.rows.column_types import INTEGER_SIZES
 from binlog_parser.rows.column_types import ColumnType as T
-
-#: the extension interface this bridge speaks (``_native_ext.ABI``)
-ABI = 1
 
 # column kinds and text conversions: keep in step with native/src/lib.rs
 K_PY, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_YEAR, K_DATE = 0, 1, 2, 3, 4, 5, 6
@@ -50,18 +47,6 @@ class _State:
     value_types: Any = None
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get("BINLAKE_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return None
-    try:
-        from binlog_parser import _native_ext  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    if getattr(_native_ext, "ABI", None) != ABI:
-        return None  # built from another revision of native/: not trusted
-    return _native_ext
-
-
 def extension() -> ModuleType | None:
     """The compiled decoder when it is built and enabled, else None (pure Python)."""
     if _State.module is _UNLOADED:
@@ -72,7 +57,10 @@ def extension() -> ModuleType | None:
 def use_native(enabled: bool | None) -> bool:
     """Switch the compiled decoder on (True: if built), off (False), or back to the
     environment's choice (None). Returns whether it is now in use."""
-    module = _load() if enabled is None else (_load_forced() if enabled else None)
+    if enabled is None:
+        module = load_extension()
+    else:
+        module = load_extension(ignore_environment=True) if enabled else None
     if module is not None and _State.value_types is None:
         from binlog_parser.rows.rows_event import RowChange
         from binlog_parser.rows.temporal import (
@@ -86,15 +74,6 @@ def use_native(enabled: bool | None) -> bool:
                                                MySQLTimestamp, RowChange)
     _State.module = module
     return module is not None
-
-
-def _load_forced() -> ModuleType | None:
-    saved = os.environ.pop("BINLAKE_NATIVE", None)
-    try:
-        return _load()
-    finally:
-        if saved is not None:
-            os.environ["BINLAKE_NATIVE"] = saved
 
 
 def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: Any) -> tuple | None:
