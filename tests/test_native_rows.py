@@ -143,8 +143,13 @@ def test_a_build_of_another_revision_is_not_used(monkeypatch: pytest.MonkeyPatch
 
     assert load_extension() is _native_ext
     monkeypatch.setattr(_native_ext, "ABI", ABI + 1)
-    assert load_extension() is None
-    assert _native.use_native(True) is False
+    try:
+        assert load_extension() is None
+        assert _native.use_native(True) is False
+    finally:
+        monkeypatch.undo()
+        _native.use_native(None)
+    assert _native.extension() is _native_ext
 
 
 def test_environment_switch_forces_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
