@@ -45,6 +45,7 @@ class _State:
 
     module: ModuleType | None = _UNLOADED
     value_types: Any = None
+    make_rows_event: Any = None
 
 
 def extension() -> ModuleType | None:
@@ -62,7 +63,7 @@ def use_native(enabled: bool | None) -> bool:
     else:
         module = load_extension(ignore_environment=True) if enabled else None
     if module is not None and _State.value_types is None:
-        from binlog_parser.rows.rows_event import RowChange
+        from binlog_parser.rows.rows_event import RowChange, RowsEvent
         from binlog_parser.rows.temporal import (
             MySQLDate,
             MySQLDateTime,
@@ -72,8 +73,22 @@ def use_native(enabled: bool | None) -> bool:
 
         _State.value_types = module.ValueTypes(Decimal, MySQLDate, MySQLDateTime, MySQLTime,
                                                MySQLTimestamp, RowChange)
+        _State.make_rows_event = module.SlotsConstructor(RowsEvent)
     _State.module = module
     return module is not None
+
+
+def decode_rows_event(header: Any, body: memoryview, ctx: Any) -> Any:
+    """The whole ``RowsEvent`` of a WRITE / UPDATE / DELETE v1 or v2 event whose table and
+    image plans are already known (every event after the first of a plan), or None: the
+    Python decoder then decodes it (and, through :func:`decode_rows`, prepares the plans)."""
+    module = _State.module
+    if module is _UNLOADED:
+        module = extension()
+    if module is None:
+        return None
+    return module.decode_rows_event(_State.make_rows_event, header, header.type_code, body,
+                                    ctx.post_header_lengths, ctx.table_maps)
 
 
 def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: Any) -> tuple | None:

@@ -456,6 +456,9 @@ def _rows_head(data: bytes, t: int, phl: int) -> tuple[int, int, bytes, int]:
 
 
 def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext) -> RowsEvent:
+    ev = _native.decode_rows_event(header, body, ctx)  # the compiled decoder, when built
+    if ev is not None:
+        return ev
     t = header.type_code
     data = bytes(body)
     tm: TableMapEvent | None = None

@@ -747,6 +747,140 @@ fn decode_rows_inner<'py>(
     PyTuple::new(py, rows)
 }
 
+/// MySQL's length-encoded integer (`wire.packed_int`); None for the NULL marker, 0xff or a
+/// short read (the Python decoder then reports the event).
+fn packed_int(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let first = *buf.get(pos)?;
+    let n = match first {
+        0..=0xFA => return Some((first as u64, pos + 1)),
+        0xFC => 2,
+        0xFD => 3,
+        0xFE => 8,
+        _ => return None,
+    };
+    let b = buf.get(pos + 1..pos + 1 + n)?;
+    Some((le(b), pos + 1 + n))
+}
+
+/// `rows_event.decode_rows_event` for WRITE / UPDATE / DELETE v1 (23-25) and v2 (30-32): the
+/// `RowsEvent` the Python decoder builds, or None for anything else or anything unusual (no
+/// TABLE_MAP, a plan without its `native_reader` yet, a short or bad body...): the Python
+/// decoder then decodes the event and reports what is wrong.
+#[pyfunction]
+fn decode_rows_event<'py>(
+    py: Python<'py>,
+    make_event: &Bound<'py, SlotsConstructor>,
+    header: &Bound<'py, PyAny>,
+    type_code: u32,
+    body: &Bound<'py, PyAny>,
+    post_header_lengths: &Bound<'py, PyBytes>,
+    table_maps: &Bound<'py, pyo3::types::PyDict>,
+) -> Option<Bound<'py, PyAny>> {
+    let run = std::panic::AssertUnwindSafe(|| {
+        rows_event_inner(py, make_event.get(), header, type_code, body, post_header_lengths, table_maps)
+    });
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(Some(ev))) => Some(ev),
+        _ => None,
+    }
+}
+
+fn rows_event_inner<'py>(
+    py: Python<'py>,
+    make_event: &SlotsConstructor,
+    header: &Bound<'py, PyAny>,
+    t: u32,
+    body: &Bound<'py, PyAny>,
+    post_header_lengths: &Bound<'py, PyBytes>,
+    table_maps: &Bound<'py, pyo3::types::PyDict>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    use pyo3::types::PyDictMethods;
+    let (kind, version) = match t {
+        23 => (0u32, 1u32),
+        24 => (1, 1),
+        25 => (2, 1),
+        30 => (0, 2),
+        31 => (1, 2),
+        32 => (2, 2),
+        _ => return Ok(None),
+    };
+    let phls = post_header_lengths.as_bytes();
+    let phl = phls.get(t as usize - 1).copied().unwrap_or(0) as usize;
+    // bytes(body), as the Python decoder does: Python value decoders get these bytes
+    let data = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromObject(body.as_ptr()))? }
+        .cast_into::<PyBytes>()?;
+    let buf = data.as_bytes();
+    let id_len = if phl == 6 { 4 } else { 6 };
+    let Some(ids) = buf.get(0..id_len + 2) else { return Ok(None) };
+    let table_id = le(&ids[..id_len]);
+    let flags = le(&ids[id_len..]);
+    let mut pos = id_len + 2;
+    let mut extra: &[u8] = b"";
+    let has_extra = if phl != 0 { phl == 10 } else { version == 2 };
+    if has_extra {
+        let Some(e) = buf.get(pos..pos + 2) else { return Ok(None) };
+        let elen = le(e) as usize;
+        if elen < 2 || pos + elen > buf.len() {
+            return Ok(None);
+        }
+        extra = &buf[pos + 2..pos + elen];
+        pos += elen;
+    } else if phl > pos {
+        pos = phl;
+    }
+    let Some(tm) = table_maps.get_item(table_id)? else { return Ok(None) };
+    let Some((width, next)) = packed_int(buf, pos) else { return Ok(None) };
+    pos = next;
+    let column_count: u64 = tm.getattr(pyo3::intern!(py, "column_count"))?.extract()?;
+    if width != column_count {
+        return Ok(None);
+    }
+    let nb = ((width + 7) / 8) as usize;
+    let Some(bm_before) = buf.get(pos..pos + nb) else { return Ok(None) };
+    pos += nb;
+    let bm_after = if kind == 1 {
+        let Some(b) = buf.get(pos..pos + nb) else { return Ok(None) };
+        pos += nb;
+        Some(b)
+    } else {
+        None
+    };
+    let plans = tm.getattr(pyo3::intern!(py, "plan_cache"))?.cast_into::<pyo3::types::PyDict>()?;
+    let reader = |bitmap: &[u8]| -> PyResult<Option<Bound<'py, ImageReader>>> {
+        let key = (PyBytes::new(py, bitmap), false);
+        let Some(plan) = plans.get_item(key)? else { return Ok(None) };
+        match plan.getattr_opt(pyo3::intern!(py, "native_reader"))? {
+            Some(r) => Ok(r.cast_into::<ImageReader>().ok()),
+            None => Ok(None),
+        }
+    };
+    let Some(first) = reader(bm_before)? else { return Ok(None) };
+    let second = match bm_after {
+        Some(b) => match reader(b)? {
+            Some(r) => Some(r),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    let rows = decode_rows_inner(py, &data, pos, kind, first.get(), second.as_ref().map(|s| s.get()))?;
+    let none = py.None().into_bound(py);
+    let args = PyTuple::new(py, [
+        header.clone(),
+        uint(py, table_id),
+        uint(py, flags),
+        PyBytes::new(py, extra).into_any(),
+        uint(py, width),
+        PyBytes::new(py, bm_before).into_any(),
+        match bm_after {
+            Some(b) => PyBytes::new(py, b).into_any(),
+            None => none,
+        },
+        rows.into_any(),
+        tm,
+    ])?;
+    Ok(Some(make_event.__call__(py, &args)?))
+}
+
 #[pymodule]
 fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ABI", ABI)?;
@@ -754,5 +888,6 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ImageReader>()?;
     m.add_class::<SlotsConstructor>()?;
     m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_rows_event, m)?)?;
     Ok(())
 }
