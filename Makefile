@@ -107,4 +107,4 @@ lock:
 	mv requirements.lock.new requirements.lock; rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache
+	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache native/target binlog_parser/_native_ext*.so
