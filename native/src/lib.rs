@@ -450,6 +450,75 @@ impl ImageReader {
                 let data = take(buf, start, len)?;
                 (text(py, data, conv)?, start + len)
             }
+            Col::Decimal { size, scale, groups, slow } => {
+                let raw = take(buf, pos, *size)?;
+                match decimal_text(raw, *scale, groups) {
+                    Some(s) => {
+                        let text = PyString::new(py, &s);
+                        // SAFETY: one positional argument, a new reference or NULL + exception
+                        let d = unsafe {
+                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_CallOneArg(t.decimal.as_ptr(), text.as_ptr()))?
+                        };
+                        (d, pos + size)
+                    }
+                    None => return call_py(py, slow, bufobj, pos, buf.len()),
+                }
+            }
+            Col::Double => {
+                let b = take(buf, pos, 8)?;
+                (f64::from_le_bytes(b.try_into().unwrap()).into_pyobject(py)?.into_any(), pos + 8)
+            }
+            Col::Float => {
+                let b = take(buf, pos, 4)?;
+                ((f32::from_le_bytes(b.try_into().unwrap()) as f64).into_pyobject(py)?.into_any(), pos + 4)
+            }
+            Col::Year => {
+                let v = take(buf, pos, 1)?[0] as i64;
+                (int(py, if v != 0 { v + 1900 } else { 0 }), pos + 1)
+            }
+            Col::Null => (py.None().into_bound(py), pos),
+            Col::Bit(n) => (PyBytes::new(py, take(buf, pos, *n)?).into_any(), pos + n),
+            Col::Enum { size, names } => {
+                let idx = le(take(buf, pos, *size)?);
+                let v = match names {
+                    None => uint(py, idx),
+                    Some(_) if idx == 0 => PyString::new(py, "").into_any(),
+                    Some(ns) if (idx as usize) <= ns.len() => ns[idx as usize - 1].bind(py).clone(),
+                    Some(_) => uint(py, idx),
+                };
+                (v, pos + size)
+            }
+            Col::Set { size, names } => {
+                let mask = le(take(buf, pos, *size)?);
+                let v = match names {
+                    None => uint(py, mask),
+                    Some(ns) => {
+                        let chosen = PyList::empty(py);
+                        for (i, n) in ns.iter().enumerate() {
+                            if i < 64 && mask >> i & 1 != 0 {
+                                chosen.append(n.bind(py))?;
+                            }
+                        }
+                        t.comma.bind(py).call_method1("join", (chosen,))?
+                    }
+                };
+                (v, pos + size)
+            }
+            Col::Py(dec) => return call_py(py, dec, bufobj, pos, buf.len()),
+            _ => return self.temporal(py, t, col, buf, bufobj, pos),
+        })
+    }
+    /// TIME2 / DATETIME2 / TIMESTAMP2 (MySQL 5.6+ fractional encodings): `temporal.py`'s decoders.
+    fn temporal<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &Col,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        Ok(match col {
             Col::DateTime2 { fsp } => {
                 let size = 5 + frac_bytes(*fsp);
                 let v = be(take(buf, pos, size)?);
@@ -468,38 +537,11 @@ impl ImageReader {
                 ];
                 (t.datetime.make(py, vals)?, pos + size)
             }
-            Col::Decimal { size, scale, groups, slow } => {
-                let raw = take(buf, pos, *size)?;
-                match decimal_text(raw, *scale, groups) {
-                    Some(s) => {
-                        let text = PyString::new(py, &s);
-                        // SAFETY: one positional argument, a new reference or NULL + exception
-                        let d = unsafe {
-                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_CallOneArg(t.decimal.as_ptr(), text.as_ptr()))?
-                        };
-                        (d, pos + size)
-                    }
-                    None => return call_py(py, slow, bufobj, pos, buf.len()),
-                }
-            }
             Col::Timestamp2 { fsp } => {
                 let size = 4 + frac_bytes(*fsp);
                 let b = take(buf, pos, size)?;
                 let vals = [uint(py, be(&b[..4])), int(py, read_frac(&b[4..], *fsp)), int(py, *fsp as i64)];
                 (t.timestamp.make(py, vals)?, pos + size)
-            }
-            Col::Double => {
-                let b = take(buf, pos, 8)?;
-                (f64::from_le_bytes(b.try_into().unwrap()).into_pyobject(py)?.into_any(), pos + 8)
-            }
-            Col::Float => {
-                let b = take(buf, pos, 4)?;
-                ((f32::from_le_bytes(b.try_into().unwrap()) as f64).into_pyobject(py)?.into_any(), pos + 4)
-            }
-            Col::Date => {
-                let v = le(take(buf, pos, 3)?) as i64;
-                let vals = [int(py, v >> 9), int(py, (v >> 5) & 15), int(py, v & 31)];
-                (t.date.make(py, vals)?, pos + 3)
             }
             Col::Time2 { fsp } => {
                 let size = 3 + frac_bytes(*fsp);
@@ -538,9 +580,25 @@ impl ImageReader {
                 ];
                 (t.time.make(py, vals)?, pos + size)
             }
-            Col::Year => {
-                let v = take(buf, pos, 1)?[0] as i64;
-                (int(py, if v != 0 { v + 1900 } else { 0 }), pos + 1)
+            _ => return self.temporal_old(py, t, col, buf, bufobj, pos),
+        })
+    }
+
+    /// DATE and the pre-5.6 TIME / DATETIME / TIMESTAMP encodings.
+    fn temporal_old<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &Col,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        Ok(match col {
+            Col::Date => {
+                let v = le(take(buf, pos, 3)?) as i64;
+                let vals = [int(py, v >> 9), int(py, (v >> 5) & 15), int(py, v & 31)];
+                (t.date.make(py, vals)?, pos + 3)
             }
             Col::TimestampOld => {
                 let v = le(take(buf, pos, 4)?);
@@ -577,35 +635,7 @@ impl ImageReader {
                 ];
                 (t.time.make(py, vals)?, pos + 3)
             }
-            Col::Null => (py.None().into_bound(py), pos),
-            Col::Bit(n) => (PyBytes::new(py, take(buf, pos, *n)?).into_any(), pos + n),
-            Col::Enum { size, names } => {
-                let idx = le(take(buf, pos, *size)?);
-                let v = match names {
-                    None => uint(py, idx),
-                    Some(_) if idx == 0 => PyString::new(py, "").into_any(),
-                    Some(ns) if (idx as usize) <= ns.len() => ns[idx as usize - 1].bind(py).clone(),
-                    Some(_) => uint(py, idx),
-                };
-                (v, pos + size)
-            }
-            Col::Set { size, names } => {
-                let mask = le(take(buf, pos, *size)?);
-                let v = match names {
-                    None => uint(py, mask),
-                    Some(ns) => {
-                        let chosen = PyList::empty(py);
-                        for (i, n) in ns.iter().enumerate() {
-                            if i < 64 && mask >> i & 1 != 0 {
-                                chosen.append(n.bind(py))?;
-                            }
-                        }
-                        t.comma.bind(py).call_method1("join", (chosen,))?
-                    }
-                };
-                (v, pos + size)
-            }
-            Col::Py(dec) => return call_py(py, dec, bufobj, pos, buf.len()),
+            _ => return Err(PyValueError::new_err("not a temporal column")),
         })
     }
 }
