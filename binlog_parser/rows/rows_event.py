@@ -586,7 +586,9 @@ def _hires_hint(tm, ctx: DecodeContext) -> str:
 
 
 def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
-    if _VERSION[t] and t != 39:  # the compiled decoder when built (binlog_parser/rows/_native.py)
+    # the compiled decoder when built (binlog_parser/rows/_native.py); not for the checked
+    # second pass of _locate_bad_value, whose column decoders word the error
+    if _VERSION[t] and t != 39 and type(tm) is TableMapEvent:
         rows = _native.decode_rows(data, pos, kind, _plan(tm, bm_before, False),
                                    _plan(tm, bm_after, False) if kind == UPDATE else None)
         if rows is not None:
