@@ -18,12 +18,13 @@ PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
 APT_PACKAGES := mariadb-server mariadb-client docker-compose
 
-.PHONY: help setup setup-python setup-jars setup-system demo test lock clean
+.PHONY: help setup setup-python setup-jars setup-system setup-native demo test lock clean
 
 help:
 	@echo "make setup | make demo | make test | make lock | make clean"
 
 setup: setup-system setup-python setup-jars
+	@$(MAKE) --no-print-directory setup-native
 
 # Stamp keyed on the lock + pyproject hash: a second run is a no-op.
 # The editable install (hatchling) is a .pth with the repo root, so packages added later
@@ -69,6 +70,27 @@ setup-system:
 	apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	echo "[setup] system packages installed"
 
+# Optional compiled rows decoder (native/: Rust + PyO3, see docs/architecture.md), built in place
+# as binlog_parser/_native_ext<EXT_SUFFIX> so the editable install (and any worktree) imports
+# its own build. Stamp keyed on the crate's sources + Cargo.lock + the interpreter's EXT_SUFFIX.
+# Never fails: without cargo (or when the build fails) the pure-Python decoder is used.
+setup-native:
+	@if ! command -v cargo >/dev/null; then \
+		echo "[setup] cargo not found: the pure-Python rows decoder is used (install Rust for the compiled one)"; exit 0; fi; \
+	[ -x "$(VPY)" ] || { echo "[setup] no $(VENV) yet: run make setup" >&2; exit 0; }; \
+	suffix="$$($(VPY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"; \
+	want="$$( { cat native/Cargo.toml native/Cargo.lock native/src/*.rs; echo "$$suffix"; } | sha256sum | cut -c1-16)"; \
+	so="binlog_parser/_native_ext$$suffix"; stamp="native/target/.binlake-native-$$want"; \
+	if [ -f "$$stamp" ] && [ -f "$$so" ]; then echo "[setup] compiled rows decoder up to date ($$so)"; exit 0; fi; \
+	echo "[setup] building the compiled rows decoder with cargo (first run: about a minute)"; \
+	if PYO3_PYTHON="$(CURDIR)/$(VPY)" cargo build --release --locked --quiet --manifest-path native/Cargo.toml; then \
+		lib=native/target/release/lib_native_ext.so; [ -f "$$lib" ] || lib=native/target/release/lib_native_ext.dylib; \
+		cp "$$lib" "$$so.tmp" && mv "$$so.tmp" "$$so"; \
+		rm -f native/target/.binlake-native-*; touch "$$stamp"; \
+		echo "[setup] compiled rows decoder ready ($$so)"; \
+	else \
+		echo "[setup] WARNING: building native/ failed: the pure-Python rows decoder is used" >&2; fi
+
 demo: setup
 	$(VPY) -m binlake.demo
 
@@ -85,4 +107,4 @@ lock:
 	mv requirements.lock.new requirements.lock; rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache
+	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache native/target binlog_parser/_native_ext*.so

@@ -1,12 +1,16 @@
 """Decode throughput and peak memory: binlake vs. other binlog decoders on the same files.
 
-    python bench/decode.py                 # default corpus (generates the 1 GiB OLTP archive once)
+    python bench/decode.py                 # default corpus (generates the 1 GiB OLTP archive and the
+                                           # large-row MariaDB corpus, bench/mariadb_corpus.py, once)
     python bench/decode.py FILE...         # the same measurements on the given files
     python bench/decode.py --profile FILE  # + a cProfile of binlake's full decode
 
 Decoders (each run in its own process):
 
-* ``binlake full``   ``binlog_parser.read_events``: every event, every row value decoded.
+* ``binlake full``   ``binlog_parser.read_events``: every event, every row value decoded, pure
+  Python (``BINLAKE_NATIVE=0``).
+* ``binlake full (native)``  the same with the compiled rows decoder (``native/``, built by
+  ``make setup-native``); "extension not built" when it is missing.
 * ``binlake scan``   ``binlog_parser.scan_headers``: framing + CRC32 only (no bodies).
 * ``python-mysql-replication``  its event classes over file bytes (``bench/peers/pymysqlrepl.py``),
   rows fully decoded.
@@ -21,8 +25,11 @@ Peak RSS is the process's VmHWM (``/proc/<pid>/status``): read by the Python wor
 the end, sampled every 5 ms for the external tools (``ru_maxrss`` is not used: a forked child
 inherits its parent's peak). The 1 GiB corpus is generated in a separate process.
 
-Throughput = file bytes / seconds (Python decoders time themselves, after interpreter start;
-external tools are timed around the process). events/s uses the number of events binlake finds
+Throughput = file bytes / seconds (Python decoders time themselves, after interpreter start and
+imports; external tools are timed around the process). ``MB/CPU-s`` divides by the CPU seconds
+(user + system, ``resource.getrusage``) of the decoding process instead of wall time: on a shared
+machine it is the figure that does not depend on what else runs. ``--repeat N`` decodes the
+files N times in the Python workers (tiny fixture files: per-file start-up would dominate). events/s uses the number of events binlake finds
 in the files (the same files for everyone). The last line is
 ``ratio binlake/python-mysql-replication: N.NN`` (full-decode throughput ratio, all corpora).
 """
@@ -46,6 +53,12 @@ BENCH_DIR = ROOT / ".bench"
 FIXTURES = ROOT / "tests" / "fixtures"
 SAKILA = FIXTURES / "binlogs" / "osheroff__mysql-binlog-connector-java" / "src__test__resources__mysql-bin.sakila"
 MARIADB_CHAIN = sorted((FIXTURES / "mariadb-10.11").glob("binlog.0*"))
+#: fixture files whose rows average >= 500 bytes (wide rows, TEXT/BLOB): the MariaDB 10.11 chain
+#: and three MySQL files
+LARGE_ROWS = MARIADB_CHAIN + [FIXTURES / "binlogs" / p for p in (
+    "osheroff__mysql-binlog-connector-java/src__test__resources__mysql-bin.checksum-none",
+    "osheroff__mysql-binlog-connector-java/src__test__resources__mysql-bin.compressed",
+    "blackbeam__rust_mysql_common/test-data__binlogs__mysql-enum-string-set.000001")]
 OLTP_DIR = BENCH_DIR / "corpus" / "oltp-1g"
 PY = sys.executable
 
@@ -57,14 +70,25 @@ if str(ROOT) not in sys.path:
 # In-process workers (run as ``python bench/decode.py --worker KIND FILE...``)
 # ---------------------------------------------------------------------------------------------
 
-def _worker(kind: str, files: list[str]) -> dict:
-    t0 = time.perf_counter()
-    events = rows = errors = 0
-    if kind == "binlake-full":
+def _cpu_seconds() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _worker(kind: str, files: list[str], repeat: int = 1) -> dict:
+    native = None
+    if kind in ("binlake-full", "binlake-full-native"):
         from binlog_parser import read_events
         from binlog_parser.errors import BinlogError
+        from binlog_parser.rows import _native
 
-        for f in files:
+        native = _native.use_native(kind == "binlake-full-native")
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    events = rows = errors = 0
+    if kind in ("binlake-full", "binlake-full-native"):
+        for f in files * repeat:
             try:
                 for ev in read_events(f):
                     events += 1
@@ -77,7 +101,7 @@ def _worker(kind: str, files: list[str]) -> dict:
         from binlog_parser import scan_headers
         from binlog_parser.errors import BinlogError
 
-        for f in files:
+        for f in files * repeat:
             try:
                 for _h in scan_headers(f):
                     events += 1
@@ -86,7 +110,7 @@ def _worker(kind: str, files: list[str]) -> dict:
     elif kind == "pymysqlrepl":
         from bench.peers.pymysqlrepl import decode_file
 
-        for f in files:
+        for f in files * repeat:
             d = decode_file(f)
             events += d["events"]
             rows += d["rows"]
@@ -94,7 +118,7 @@ def _worker(kind: str, files: list[str]) -> dict:
     else:
         raise SystemExit(f"unknown worker {kind}")
     return {"events": events, "rows": rows, "errors": errors, "seconds": time.perf_counter() - t0,
-            "rss_mb": _hwm_mb("self")}
+            "cpu_seconds": _cpu_seconds() - c0, "rss_mb": _hwm_mb("self"), "native": native}
 
 
 def _hwm_mb(pid: int | str) -> float | None:
@@ -192,13 +216,20 @@ class Result:
     rss_mb: float | None = None
     note: str = ""
     rows: int | None = None
+    cpu_seconds: float | None = None
+    repeat: int = 1
 
     @property
     def mbps(self) -> float | None:
-        return self.nbytes / self.seconds / 1e6 if self.seconds else None
+        return self.nbytes * self.repeat / self.seconds / 1e6 if self.seconds else None
+
+    @property
+    def mb_per_cpu_s(self) -> float | None:
+        return self.nbytes * self.repeat / self.cpu_seconds / 1e6 if self.cpu_seconds else None
 
 
-def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[int, str, str, float, float]:
+def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float,
+             env: dict[str, str] | None = None) -> tuple[int, str, str, float, float]:
     """Run ``cmd``; returns (rc, stdout, stderr, wall seconds, peak RSS MiB of that process:
     its VmHWM sampled every 5 ms until it exits)."""
     import tempfile
@@ -206,7 +237,7 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[i
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         stdout = subprocess.DEVNULL if devnull_stdout else out_f
-        p = subprocess.Popen(cmd, stdout=stdout, stderr=err_f, cwd=ROOT)
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=err_f, cwd=ROOT, env=env)
         deadline = t0 + timeout
         peak = 0.0
         while True:
@@ -232,23 +263,33 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float) -> tuple[i
                 wall, peak)
 
 
+_PY_WORKERS = {"binlake full": "binlake-full", "binlake full (native)": "binlake-full-native",
+               "binlake scan": "binlake-scan", "python-mysql-replication": "pymysqlrepl"}
+
+
 def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
-            events_ref: int | None) -> list[Result]:
+            events_ref: int | None, repeat: int = 1) -> list[Result]:
     nbytes = sum(os.path.getsize(f) for f in files)
     out: list[Result] = []
     for dec in decoders:
         res = Result(corpus, dec, nbytes)
-        if dec in ("binlake full", "binlake scan", "python-mysql-replication"):
-            kind = {"binlake full": "binlake-full", "binlake scan": "binlake-scan",
-                    "python-mysql-replication": "pymysqlrepl"}[dec]
-            rc, so, se, wall, rss = _run_rss([PY, str(Path(__file__).resolve()), "--worker", kind, *files],
-                                            devnull_stdout=False, timeout=timeout)
+        if dec in _PY_WORKERS:
+            res.repeat = repeat
+            # the pure row is pure everywhere: BINLAKE_NATIVE=0 also keeps the compiled slots
+            # constructors (binlog_parser._fast) out
+            env = dict(os.environ, BINLAKE_NATIVE="1" if dec == "binlake full (native)" else "0")
+            rc, so, se, wall, rss = _run_rss([PY, str(Path(__file__).resolve()), "--worker", _PY_WORKERS[dec],
+                                             "--repeat", str(repeat), *files],
+                                            devnull_stdout=False, timeout=timeout, env=env)
             if rc == 0:
                 d = json.loads(so.strip().splitlines()[-1])
                 res.seconds, res.events, res.rows = d["seconds"], d["events"], d["rows"]
+                res.cpu_seconds = d.get("cpu_seconds")
                 rss = d.get("rss_mb") or rss  # exact, read by the worker itself at the end
                 if d["errors"]:
                     res.note = f"{d['errors']} error(s)"
+                if dec == "binlake full (native)" and not d.get("native"):
+                    res.note = "extension not built: pure Python (make setup-native)"
             else:
                 res.note = "timeout" if rc == -9 else f"failed: {se.strip().splitlines()[-1:]}"
             res.rss_mb = rss
@@ -301,7 +342,7 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
                 except (ValueError, IndexError, KeyError):
                     res.note = f"failed rc={rc}: {se.strip()[-120:]}"
         if res.events is None and res.seconds:
-            res.events = events_ref
+            res.events = events_ref * res.repeat if events_ref is not None else None
         out.append(res)
     return out
 
@@ -354,12 +395,15 @@ def _fmt(v: float | None, spec: str) -> str:
 
 
 def table(results: list[Result]) -> str:
-    head = ("corpus", "decoder", "MB", "seconds", "MB/s", "events/s", "peak RSS MB", "note")
+    head = ("corpus", "decoder", "MB", "seconds", "MB/s", "CPU s", "MB/CPU-s", "events/s", "peak RSS MB",
+            "note")
     rows = []
     for r in results:
         eps = r.events / r.seconds if (r.events and r.seconds) else None
-        rows.append((r.corpus, r.decoder, f"{r.nbytes / 1e6:.1f}", _fmt(r.seconds, ".2f"),
-                     _fmt(r.mbps, ".1f"), _fmt(eps, ",.0f"), _fmt(r.rss_mb, ".0f"), r.note))
+        mb = f"{r.nbytes / 1e6:.1f}" + (f" x{r.repeat}" if r.repeat > 1 else "")
+        rows.append((r.corpus, r.decoder, mb, _fmt(r.seconds, ".2f"), _fmt(r.mbps, ".1f"),
+                     _fmt(r.cpu_seconds, ".2f"), _fmt(r.mb_per_cpu_s, ".1f"), _fmt(eps, ",.0f"),
+                     _fmt(r.rss_mb, ".0f"), r.note))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
@@ -384,7 +428,7 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, {platform.system()}"
 
 
-DECODERS = ["binlake full", "binlake scan", "python-mysql-replication", "mariadb-binlog -vv",
+DECODERS = ["binlake full", "binlake full (native)", "binlake scan", "python-mysql-replication", "mariadb-binlog -vv",
             "go-mysql", "mysql-binlog-connector-java"]
 
 
@@ -407,6 +451,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="binlog files (default: the standard corpus)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--mariadb-rows", type=int, default=20000,
+                    help="rows of the large-row MariaDB corpus written by mariadbd (0: skip it)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="decode the files N times in the Python workers (tiny files)")
     ap.add_argument("--size", default="1GiB", help="size of the generated OLTP corpus (default 1GiB)")
     ap.add_argument("--skip", default="", help="comma list of decoders to skip (e.g. java,python)")
     ap.add_argument("--timeout", type=float, default=3600, help="per decoder and corpus, seconds")
@@ -415,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(_worker(args.worker, args.files)))
+        print(json.dumps(_worker(args.worker, args.files, args.repeat)))
         return 0
 
     if args.files:
@@ -423,7 +471,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         corpora = [("sakila (5.5, v1 rows)", [str(SAKILA)]),
                    ("MariaDB 10.11 chain", [str(p) for p in MARIADB_CHAIN]),
+                   ("large rows (MariaDB 10.11 + 3)", [str(p) for p in LARGE_ROWS]),
                    (f"OLTP {args.size} (8.0.40)", oltp_corpus(args.size, args.quiet))]
+        if args.mariadb_rows:
+            from bench.mariadb_corpus import corpus as mariadb_corpus
+
+            try:
+                corpora.insert(2, (f"MariaDB 10.11 large rows ({args.mariadb_rows} rows)",
+                                   mariadb_corpus(args.mariadb_rows)))
+            except SystemExit as exc:  # no mariadbd here: say so, measure the rest
+                print(f"[bench] large-row MariaDB corpus skipped: {exc}", file=sys.stderr, flush=True)
     skip = [s.strip().lower() for s in args.skip.split(",") if s.strip()]
     decoders = [d for d in DECODERS if not any(s in d.lower() for s in skip)]
     started = _dt.datetime.now(_dt.timezone.utc)
@@ -433,14 +490,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] {name}: {len(files)} file(s), {sum(os.path.getsize(f) for f in files) / 1e6:.1f} MB",
                   file=sys.stderr, flush=True)
         ref = count_events(files)
-        for r in measure(name, files, decoders, args.timeout, ref):
+        for r in measure(name, files, decoders, args.timeout, ref, args.repeat):
             results.append(r)
             if not args.quiet:
-                print(f"[bench]   {r.decoder}: {_fmt(r.mbps, '.1f')} MB/s {r.note}", file=sys.stderr, flush=True)
+                print(f"[bench]   {r.decoder}: {_fmt(r.mbps, '.1f')} MB/s, {_fmt(r.mb_per_cpu_s, '.1f')} MB/CPU-s "
+                      f"{r.note}", file=sys.stderr, flush=True)
     print(f"binlog decode benchmark, {started:%Y-%m-%d %H:%M} UTC, {machine()}")
     print(table(results))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.__dict__ | {"mbps": r.mbps} for r in results], indent=1))
+        Path(args.json).write_text(json.dumps([r.__dict__ | {"mbps": r.mbps, "mb_per_cpu_s": r.mb_per_cpu_s}
+                                               for r in results], indent=1))
     if args.profile:
         _profile(corpora[-1][1][:1])
 
@@ -448,8 +507,14 @@ def main(argv: list[str] | None = None) -> int:
         rs = [r for r in results if r.decoder == dec and r.seconds]
         if not rs:
             return None
-        return sum(r.nbytes for r in rs), sum(r.seconds for r in rs)  # type: ignore[misc]
+        return sum(r.nbytes * r.repeat for r in rs), sum(r.seconds for r in rs)  # type: ignore[misc]
 
+    for name, _files in corpora:
+        by = {r.decoder: r for r in results if r.corpus == name}
+        pure, nat = by.get("binlake full"), by.get("binlake full (native)")
+        if pure and nat and pure.mb_per_cpu_s and nat.mb_per_cpu_s:
+            print(f"native/pure MB per CPU-second, {name}: {nat.mb_per_cpu_s:.1f} / {pure.mb_per_cpu_s:.1f} "
+                  f"= {nat.mb_per_cpu_s / pure.mb_per_cpu_s:.2f}x")
     ours, theirs = total("binlake full"), total("python-mysql-replication")
     if ours and theirs:
         ratio = (ours[0] / ours[1]) / (theirs[0] / theirs[1])

@@ -31,6 +31,7 @@ from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
+from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
 from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
 from binlog_parser.rows.json_binary import MySQLJson
@@ -455,6 +456,9 @@ def _rows_head(data: bytes, t: int, phl: int) -> tuple[int, int, bytes, int]:
 
 
 def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext) -> RowsEvent:
+    ev = _native.decode_rows_event(header, body, ctx)  # the compiled decoder, when built
+    if ev is not None:
+        return ev
     t = header.type_code
     data = bytes(body)
     tm: TableMapEvent | None = None
@@ -582,6 +586,13 @@ def _hires_hint(tm, ctx: DecodeContext) -> str:
 
 
 def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
+    # the compiled decoder when built (binlog_parser/rows/_native.py); not for the checked
+    # second pass of _locate_bad_value, whose column decoders word the error
+    if _VERSION[t] and t != 39 and type(tm) is TableMapEvent:
+        rows = _native.decode_rows(data, pos, kind, _plan(tm, bm_before, False),
+                                   _plan(tm, bm_after, False) if kind == UPDATE else None)
+        if rows is not None:
+            return rows
     rows = []
     end = len(data)
     if _VERSION[t] == 0:

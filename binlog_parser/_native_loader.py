@@ -1,0 +1,33 @@
+"""Finds the optional compiled extension ``binlog_parser._native_ext`` (built from ``native/`` by
+``make setup-native``; see docs/native.md).
+
+One place decides whether it is used: it must be importable, speak this revision's interface
+(``ABI``; a library built from another revision of ``native/`` is ignored, never trusted), and
+``BINLAKE_NATIVE`` must not be ``0`` / ``false`` / ``no`` / ``off``.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+#: the extension interface this tree speaks (``_native_ext.ABI``, native/src/lib.rs)
+ABI = 1
+
+
+def native_disabled() -> bool:
+    """True when ``BINLAKE_NATIVE`` turns the extension off."""
+    return os.environ.get("BINLAKE_NATIVE", "1").strip().lower() in ("0", "false", "no", "off")
+
+
+def load_extension(*, ignore_environment: bool = False) -> ModuleType | None:
+    """The extension module, or None (not built, another revision, or switched off)."""
+    if native_disabled() and not ignore_environment:
+        return None
+    try:
+        from binlog_parser import _native_ext  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    if getattr(_native_ext, "ABI", None) != ABI:
+        return None
+    return _native_ext  # type: ignore[no-any-return,unused-ignore]

@@ -1,0 +1,172 @@
+"""The seam to the optional compiled rows decoder (``binlog_parser._native_ext``).
+
+The extension is built from ``native/`` (Rust + PyO3) by ``make setup-native``; it decodes the
+row images of WRITE / UPDATE / DELETE rows events (v1, v2 and MariaDB's compressed ones, after
+inflating) into the very objects the pure-Python decoder builds. The pure-Python decoder stays
+the reference and is used for everything else: pre-GA rows events, PARTIAL_UPDATE_ROWS, and any
+event the extension cannot decode (a short read, an impossible value, a failing Python
+decoder): the extension then answers None and the event is decoded again in Python, which
+raises the exact error (same type, file, offset, words) or decodes what the extension would
+not.
+
+``BINLAKE_NATIVE=0`` in the environment forces the pure-Python decoder (``binlog_parser._native_loader``); :func:`use_native`
+switches at run time (the differential tests run both paths in one process).
+
+Column kinds the extension does not know natively (JSON, GEOMETRY, VECTOR, MariaDB 5.3
+temporals, charsets other than UTF-8 and binary, ...) are passed to it as their Python decoder,
+so every column of a plan is decoded by the same code in both paths or by a port that the
+differential test compares value by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from types import ModuleType
+from typing import Any
+
+from binlog_parser._native_loader import load_extension
+from binlog_parser.rows.charsets import make_text_decoder
+from binlog_parser.rows.column_types import INTEGER_SIZES
+from binlog_parser.rows.column_types import ColumnType as T
+
+# column kinds and text conversions: keep in step with native/src/lib.rs
+K_PY, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_YEAR, K_DATE = 0, 1, 2, 3, 4, 5, 6
+K_TIME_OLD, K_DATETIME_OLD, K_TIMESTAMP_OLD, K_TIMESTAMP2, K_DATETIME2, K_TIME2 = 7, 8, 9, 10, 11, 12
+K_NULL, K_BIT, K_ENUM, K_SET, K_STR = 13, 14, 15, 16, 17
+C_RAW, C_UTF8, C_PAD = 0, 1, 2
+
+_KIND_CODE = {"insert": 0, "update": 1, "delete": 2}
+_UNLOADED: Any = object()
+
+
+class _State:
+    """The loaded extension (None: pure Python) and the ``ValueTypes`` it builds values of."""
+
+    module: ModuleType | None = _UNLOADED
+    value_types: Any = None
+    make_rows_event: Any = None
+
+
+def extension() -> ModuleType | None:
+    """The compiled decoder when it is built and enabled, else None (pure Python)."""
+    if _State.module is _UNLOADED:
+        use_native(None)
+    return _State.module
+
+
+def use_native(enabled: bool | None) -> bool:
+    """Switch the compiled decoder on (True: if built), off (False), or back to the
+    environment's choice (None). Returns whether it is now in use."""
+    if enabled is None:
+        module = load_extension()
+    else:
+        module = load_extension(ignore_environment=True) if enabled else None
+    if module is not None and _State.value_types is None:
+        from binlog_parser.rows.rows_event import RowChange, RowsEvent
+        from binlog_parser.rows.temporal import (
+            MySQLDate,
+            MySQLDateTime,
+            MySQLTime,
+            MySQLTimestamp,
+        )
+
+        _State.value_types = module.ValueTypes(Decimal, MySQLDate, MySQLDateTime, MySQLTime,
+                                               MySQLTimestamp, RowChange)
+        _State.make_rows_event = module.SlotsConstructor(RowsEvent)
+    _State.module = module
+    return module is not None
+
+
+def decode_rows_event(header: Any, body: memoryview, ctx: Any) -> Any:
+    """The whole ``RowsEvent`` of a WRITE / UPDATE / DELETE v1 or v2 event whose table and
+    image plans are already known (every event after the first of a plan), or None: the
+    Python decoder then decodes it (and, through :func:`decode_rows`, prepares the plans)."""
+    module = _State.module
+    if module is _UNLOADED:
+        module = extension()
+    if module is None:
+        return None
+    return module.decode_rows_event(_State.make_rows_event, header, header.type_code, body,
+                                    ctx.post_header_lengths, ctx.table_maps)
+
+
+def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: Any) -> tuple | None:
+    """The ``RowChange`` tuple of rows ``data[pos:]`` (WRITE / DELETE: ``plan_first`` only;
+    UPDATE: before and after plans), or None: no extension, or let the Python decoder do it."""
+    module = _State.module
+    if module is _UNLOADED:
+        module = extension()
+    if module is None:
+        return None
+    first = _image_reader(module, plan_first)
+    if plan_second is None:
+        return module.decode_rows(data, pos, _KIND_CODE[kind], first)
+    return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, plan_second))
+
+
+def _image_reader(module: ModuleType, plan: Any) -> Any:
+    """The extension's reader for a rows_event ``_Plan`` (built once, kept on the plan)."""
+    reader = getattr(plan, "native_reader", None)
+    if reader is None:
+        reader = module.ImageReader(_State.value_types,
+                                    [column_spec(name, dec, col) for name, dec, col in plan])
+        plan.native_reader = reader
+    return reader
+
+
+def column_spec(name: str, dec: Callable[..., Any], col: Any) -> tuple[str, int, int, int, int, Any]:
+    """``(name, kind, a, b, c, obj)`` for one present column: the native kind that decodes
+    exactly what ``values.make_decoder(col)`` (``dec``) decodes, else ``K_PY`` with ``dec``."""
+    t = col.type
+    meta = col.meta
+    if t in INTEGER_SIZES:
+        return name, K_INT, INTEGER_SIZES[t], int(bool(col.unsigned)), 0, None
+    if t == T.FLOAT:
+        return name, K_FLOAT, 0, 0, 0, None
+    if t == T.DOUBLE:
+        return name, K_DOUBLE, 0, 0, 0, None
+    if t == T.NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        if 0 < precision <= 65 and scale <= min(precision, 30):
+            return name, K_DECIMAL, precision, scale, 0, dec  # dec: groups out of range
+        return name, K_PY, 0, 0, 0, dec
+    if t == T.YEAR:
+        return name, K_YEAR, 0, 0, 0, None
+    if t in (T.DATE, T.NEWDATE):
+        return name, K_DATE, 0, 0, 0, None
+    if t in (T.TIME, T.DATETIME, T.TIMESTAMP) and col.fsp:
+        return name, K_PY, 0, 0, 0, dec  # MariaDB 5.3 hires format
+    old = {T.TIME: K_TIME_OLD, T.DATETIME: K_DATETIME_OLD, T.TIMESTAMP: K_TIMESTAMP_OLD}.get(t)
+    if old is not None:
+        return name, old, 0, 0, 0, dec  # dec: raises the exact error for impossible values
+    new = {T.TIME2: K_TIME2, T.DATETIME2: K_DATETIME2, T.TIMESTAMP2: K_TIMESTAMP2}.get(t)
+    if new is not None:
+        return (name, new, meta, 0, 0, None) if 0 <= meta <= 6 else (name, K_PY, 0, 0, 0, dec)
+    if t == T.NULL:
+        return name, K_NULL, 0, 0, 0, None
+    if t == T.BIT:
+        return name, K_BIT, ((meta >> 8) * 8 + (meta & 0xFF) + 7) // 8, 0, 0, None
+    if t in (T.ENUM, T.SET) and 1 <= col.length <= 8:
+        names = col.enum_values if t == T.ENUM else col.set_values
+        return name, K_ENUM if t == T.ENUM else K_SET, col.length, 0, 0, names
+    return _text_spec(name, dec, col)
+
+
+def _text_spec(name: str, dec: Callable[..., Any], col: Any) -> tuple[str, int, int, int, int, Any]:
+    """Strings and BLOBs whose conversion is raw bytes, UTF-8 or BINARY(n) padding."""
+    t = col.type
+    if t in (T.VARCHAR, T.VAR_STRING, T.STRING):
+        nlen = 1 if col.length < 256 else 2
+        if t == T.STRING and col.charset == "binary" and col.length:
+            return name, K_STR, nlen, C_PAD, col.length, None
+    elif t in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB) and 1 <= col.meta <= 4:
+        nlen = col.meta
+    else:
+        return name, K_PY, 0, 0, 0, dec
+    conv = make_text_decoder(col.charset)
+    if conv is None:
+        return name, K_STR, nlen, C_RAW, 0, None
+    if getattr(conv, "python_codec", None) == "utf-8":
+        return name, K_STR, nlen, C_UTF8, 0, None
+    return name, K_PY, 0, 0, 0, dec

@@ -1,0 +1,923 @@
+//! Compiled fast path of `binlog_parser`'s rows-event decoder.
+//!
+//! The pure-Python decoder in `binlog_parser/rows/` is the reference. This module decodes the
+//! row images of WRITE / UPDATE / DELETE rows events (v1 and v2) into *the same Python objects*
+//! that decoder builds: a dict per image keyed by the very column-name strings of the plan,
+//! `int` / `float` / `bytes` / `str` values, `decimal.Decimal` built from the same text, and the
+//! temporal and `RowChange` dataclass instances filled slot by slot exactly as
+//! `binlog_parser._fast.slots_constructor` does. Column kinds it does not know (JSON, GEOMETRY,
+//! charsets other than UTF-8 / binary, MariaDB 5.3 temporals, ...) call the column's
+//! Python decoder.
+//!
+//! Errors are not reported here: any short read, impossible value or exception makes
+//! `decode_rows` return `None`, and the caller decodes the event again with the pure-Python
+//! decoder, which raises its exact error (type, file, offset and words).
+
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
+
+// column kinds: keep in step with binlog_parser/rows/_native.py
+const K_PY: u32 = 0;
+const K_INT: u32 = 1;
+const K_FLOAT: u32 = 2;
+const K_DOUBLE: u32 = 3;
+const K_DECIMAL: u32 = 4;
+const K_YEAR: u32 = 5;
+const K_DATE: u32 = 6;
+const K_TIME_OLD: u32 = 7;
+const K_DATETIME_OLD: u32 = 8;
+const K_TIMESTAMP_OLD: u32 = 9;
+const K_TIMESTAMP2: u32 = 10;
+const K_DATETIME2: u32 = 11;
+const K_TIME2: u32 = 12;
+const K_NULL: u32 = 13;
+const K_BIT: u32 = 14;
+const K_ENUM: u32 = 15;
+const K_SET: u32 = 16;
+const K_STR: u32 = 17;
+
+// text conversions of K_STR
+const C_RAW: u32 = 0;
+const C_UTF8: u32 = 1;
+const C_PAD: u32 = 2;
+
+/// The interface version the Python bridge checks before using this module.
+const ABI: u32 = 1;
+
+enum Conv {
+    Raw,
+    Utf8,
+    Pad(usize),
+}
+
+enum Col {
+    Py(Py<PyAny>),
+    Int { size: usize, unsigned: bool },
+    Float,
+    Double,
+    Decimal { size: usize, scale: usize, groups: Vec<(usize, usize, bool)>, slow: Py<PyAny> },
+    Year,
+    Date,
+    TimeOld(Py<PyAny>),
+    DateTimeOld(Py<PyAny>),
+    TimestampOld,
+    Timestamp2 { fsp: u32 },
+    DateTime2 { fsp: u32 },
+    Time2 { fsp: u32 },
+    Null,
+    Bit(usize),
+    Enum { size: usize, names: Option<Vec<Py<PyAny>>> },
+    Set { size: usize, names: Option<Vec<Py<PyAny>>> },
+    Str { nlen: usize, conv: Conv },
+}
+
+/// How to build one frozen slots dataclass without its `__init__`: `object.__new__(cls)`, then
+/// every field stored straight into its slot, in `dataclasses.fields` order -- the instance
+/// `binlog_parser._fast.slots_constructor(cls)(*values)` builds, without a descriptor lookup
+/// per field.
+struct SlotLayout {
+    cls: Py<PyType>,
+    offsets: Vec<ffi::Py_ssize_t>,
+}
+
+const T_OBJECT_EX: i32 = 16; // structmember.h: a slot holding a PyObject*
+const READONLY: i32 = 1;
+
+impl SlotLayout {
+    fn new(py: Python<'_>, cls: &Bound<'_, PyType>, n_fields: usize) -> PyResult<Self> {
+        let fields = py.import("dataclasses")?.call_method1("fields", (cls,))?;
+        let mut offsets = Vec::new();
+        for f in fields.try_iter()? {
+            let name: String = f?.getattr("name")?.extract()?;
+            let descr = cls.getattr(name.as_str())?;
+            if descr.get_type().name()?.to_string() != "member_descriptor" {
+                return Err(PyValueError::new_err(format!("{cls}.{name} is not a slot")));
+            }
+            // SAFETY: a member_descriptor object is a PyMemberDescrObject whose d_member is a
+            // PyMemberDef (pyo3-ffi types the field as PyGetSetDef)
+            let (type_code, flags, offset) = unsafe {
+                let md = descr.as_ptr() as *mut ffi::PyMemberDescrObject;
+                let m = (*md).d_member as *mut ffi::PyMemberDef;
+                ((*m).type_code, (*m).flags, (*m).offset)
+            };
+            let basic = unsafe { (*(cls.as_ptr() as *mut ffi::PyTypeObject)).tp_basicsize };
+            if type_code != T_OBJECT_EX || flags & READONLY != 0 || offset <= 0 || offset >= basic {
+                return Err(PyValueError::new_err(format!("{cls}.{name}: unexpected slot")));
+            }
+            offsets.push(offset);
+        }
+        if offsets.len() != n_fields {
+            return Err(PyValueError::new_err(format!("{cls}: expected {n_fields} fields")));
+        }
+        Ok(SlotLayout { cls: cls.clone().unbind(), offsets })
+    }
+
+    #[inline]
+    fn make<'py, const N: usize>(&self, py: Python<'py>, values: [Bound<'py, PyAny>; N]) -> PyResult<Bound<'py, PyAny>> {
+        debug_assert_eq!(N, self.offsets.len());
+        unsafe {
+            let tp = self.cls.as_ptr() as *mut ffi::PyTypeObject;
+            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
+            let base = obj.as_ptr() as *mut u8;
+            for (off, v) in self.offsets.iter().zip(values) {
+                // a fresh object: every slot is NULL; the slot takes the reference
+                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.into_ptr();
+            }
+            Ok(obj)
+        }
+    }
+}
+
+/// `binlog_parser._fast.slots_constructor(cls)` compiled: `SlotsConstructor(cls)(*every_field)`
+/// is the instance the Python constructor builds (same type, slots, equality, hash, repr).
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
+struct SlotsConstructor {
+    layout: SlotLayout,
+}
+
+#[pymethods]
+impl SlotsConstructor {
+    #[new]
+    fn new(py: Python<'_>, cls: Bound<'_, PyType>) -> PyResult<Self> {
+        let n = py.import("dataclasses")?.call_method1("fields", (&cls,))?.len()?;
+        Ok(SlotsConstructor { layout: SlotLayout::new(py, &cls, n)? })
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let offsets = &self.layout.offsets;
+        if args.len() != offsets.len() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} takes {} positional arguments ({} given)",
+                self.layout.cls.bind(py).name()?, offsets.len(), args.len())));
+        }
+        unsafe {
+            let tp = self.layout.cls.as_ptr() as *mut ffi::PyTypeObject;
+            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
+            let base = obj.as_ptr() as *mut u8;
+            for (off, v) in offsets.iter().zip(args.iter_borrowed()) {
+                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.to_owned().into_ptr();
+            }
+            Ok(obj)
+        }
+    }
+}
+
+/// The Python classes the decoded values are made of.
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
+struct ValueTypes {
+    decimal: Py<PyAny>,
+    date: SlotLayout,
+    datetime: SlotLayout,
+    time: SlotLayout,
+    timestamp: SlotLayout,
+    row_change: SlotLayout,
+    comma: Py<PyString>,
+}
+
+#[pymethods]
+impl ValueTypes {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        decimal: Py<PyAny>,
+        date: Bound<'_, PyType>,
+        datetime: Bound<'_, PyType>,
+        time: Bound<'_, PyType>,
+        timestamp: Bound<'_, PyType>,
+        row_change: Bound<'_, PyType>,
+    ) -> PyResult<Self> {
+        Ok(ValueTypes {
+            decimal,
+            date: SlotLayout::new(py, &date, 3)?,
+            datetime: SlotLayout::new(py, &datetime, 8)?,
+            time: SlotLayout::new(py, &time, 6)?,
+            timestamp: SlotLayout::new(py, &timestamp, 3)?,
+            row_change: SlotLayout::new(py, &row_change, 2)?,
+            comma: PyString::intern(py, ",").unbind(),
+        })
+    }
+}
+
+fn short() -> PyErr {
+    PyValueError::new_err("value runs past the end of the event")
+}
+
+#[inline]
+fn take(buf: &[u8], pos: usize, n: usize) -> PyResult<&[u8]> {
+    match pos.checked_add(n) {
+        Some(end) if end <= buf.len() => Ok(&buf[pos..end]),
+        _ => Err(short()),
+    }
+}
+
+#[inline]
+fn le(b: &[u8]) -> u64 {
+    b.iter().rev().fold(0u64, |v, &x| (v << 8) | x as u64)
+}
+
+#[inline]
+fn be(b: &[u8]) -> u64 {
+    b.iter().fold(0u64, |v, &x| (v << 8) | x as u64)
+}
+
+#[inline]
+fn int<'py>(py: Python<'py>, v: i64) -> Bound<'py, PyAny> {
+    v.into_pyobject(py).unwrap().into_any()
+}
+
+#[inline]
+fn uint<'py>(py: Python<'py>, v: u64) -> Bound<'py, PyAny> {
+    v.into_pyobject(py).unwrap().into_any()
+}
+
+fn frac_bytes(fsp: u32) -> usize {
+    ((fsp + 1) / 2) as usize
+}
+
+/// `temporal._read_frac`: big-endian fraction of `fsp` digits -> microseconds.
+fn read_frac(b: &[u8], fsp: u32) -> i64 {
+    match fsp {
+        0 => 0,
+        1 | 2 => b[0] as i64 * 10000,
+        3 | 4 => be(&b[..2]) as i64 * 100,
+        _ => be(&b[..3]) as i64,
+    }
+}
+
+const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
+const POW10: [u64; 10] = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000];
+
+/// One image's present columns, in order, with how to decode each.
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
+struct ImageReader {
+    types: Py<ValueTypes>,
+    names: Vec<Py<PyString>>,
+    cols: Vec<Col>,
+    /// per column: the bytes and the value of the last immutable value decoded (see `memo_size`)
+    memo: Vec<Mutex<Option<(Vec<u8>, Py<PyAny>)>>>,
+}
+
+impl Col {
+    /// The value size of columns whose values are worth remembering: immutable objects that
+    /// cost a constructor call (Decimal, the temporal dataclasses).
+    fn memo_size(&self) -> Option<usize> {
+        match self {
+            Col::Decimal { size, .. } => Some(*size),
+            Col::DateTime2 { fsp } => Some(5 + frac_bytes(*fsp)),
+            Col::Timestamp2 { fsp } => Some(4 + frac_bytes(*fsp)),
+            Col::Time2 { fsp } => Some(3 + frac_bytes(*fsp)),
+            Col::Date | Col::TimeOld(_) => Some(3),
+            Col::TimestampOld => Some(4),
+            Col::DateTimeOld(_) => Some(8),
+            _ => None,
+        }
+    }
+}
+
+fn parse_col(py: Python<'_>, kind: u32, a: usize, b: usize, c: usize, obj: &Bound<'_, PyAny>) -> PyResult<Col> {
+    let names = |o: &Bound<'_, PyAny>| -> PyResult<Option<Vec<Py<PyAny>>>> {
+        if o.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(o.try_iter()?.map(|x| x.map(|x| x.unbind())).collect::<PyResult<Vec<_>>>()?))
+    };
+    Ok(match kind {
+        K_PY => Col::Py(obj.clone().unbind()),
+        K_INT if matches!(a, 1 | 2 | 3 | 4 | 8) => Col::Int { size: a, unsigned: b != 0 },
+        K_FLOAT => Col::Float,
+        K_DOUBLE => Col::Double,
+        K_DECIMAL if a >= b && a > 0 && a <= 65 && b <= 30 => {
+            let (intg, scale) = (a - b, b);
+            let mut groups = Vec::new();
+            if intg % 9 != 0 {
+                groups.push((DIG2BYTES[intg % 9], intg % 9, false));
+            }
+            groups.extend(std::iter::repeat((4, 9, false)).take(intg / 9));
+            groups.extend(std::iter::repeat((4, 9, true)).take(scale / 9));
+            if scale % 9 != 0 {
+                groups.push((DIG2BYTES[scale % 9], scale % 9, true));
+            }
+            let size = groups.iter().map(|g| g.0).sum();
+            if size == 0 {
+                Col::Py(obj.clone().unbind())
+            } else {
+                Col::Decimal { size, scale, groups, slow: obj.clone().unbind() }
+            }
+        }
+        K_YEAR => Col::Year,
+        K_DATE => Col::Date,
+        K_TIME_OLD => Col::TimeOld(obj.clone().unbind()),
+        K_DATETIME_OLD => Col::DateTimeOld(obj.clone().unbind()),
+        K_TIMESTAMP_OLD => Col::TimestampOld,
+        K_TIMESTAMP2 if a <= 6 => Col::Timestamp2 { fsp: a as u32 },
+        K_DATETIME2 if a <= 6 => Col::DateTime2 { fsp: a as u32 },
+        K_TIME2 if a <= 6 => Col::Time2 { fsp: a as u32 },
+        K_NULL => Col::Null,
+        K_BIT => Col::Bit(a),
+        K_ENUM if (1..=8).contains(&a) => Col::Enum { size: a, names: names(obj)? },
+        K_SET if (1..=8).contains(&a) => Col::Set { size: a, names: names(obj)? },
+        K_STR if (1..=4).contains(&a) => Col::Str {
+            nlen: a,
+            conv: match b as u32 {
+                C_RAW => Conv::Raw,
+                C_UTF8 => Conv::Utf8,
+                C_PAD => Conv::Pad(c),
+                _ => return Err(PyValueError::new_err(format!("unknown text conversion {b}"))),
+            },
+        },
+        _ => {
+            let _ = py;
+            return Err(PyValueError::new_err(format!("bad column spec: kind {kind}, {a}, {b}")));
+        }
+    })
+}
+
+#[pymethods]
+impl ImageReader {
+    /// `specs`: one `(name, kind, a, b, c, obj)` per present column (see `_native.py`).
+    #[new]
+    fn new(py: Python<'_>, types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>) -> PyResult<Self> {
+        let mut names = Vec::with_capacity(specs.len());
+        let mut cols = Vec::with_capacity(specs.len());
+        for s in &specs {
+            let name = s.get_item(0)?.cast_into::<PyString>()?.unbind();
+            let kind: u32 = s.get_item(1)?.extract()?;
+            let a: usize = s.get_item(2)?.extract()?;
+            let b: usize = s.get_item(3)?.extract()?;
+            let c: usize = s.get_item(4)?.extract()?;
+            let obj = s.get_item(5)?;
+            names.push(name);
+            cols.push(parse_col(py, kind, a, b, c, &obj)?);
+        }
+        let memo = cols.iter().map(|_| Mutex::new(None)).collect();
+        Ok(ImageReader { types, names, cols, memo })
+    }
+
+    fn __len__(&self) -> usize {
+        self.cols.len()
+    }
+}
+
+impl ImageReader {
+    /// One image at `pos`: (dict, position after it).
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        mut pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        let n = self.cols.len();
+        let nb = (n + 7) >> 3;
+        let nulls = take(buf, pos, nb)?;
+        pos += nb;
+        // SAFETY: plain CPython dict API on a fresh dict; keys are str (hash cached)
+        let row = unsafe { Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(n as ffi::Py_ssize_t))? };
+        for (i, col) in self.cols.iter().enumerate() {
+            let value = if nulls[i >> 3] >> (i & 7) & 1 != 0 {
+                py.None().into_bound(py)
+            } else if let Some(size) = col.memo_size() {
+                // immutable values repeat (a statement's timestamps, prices): the last one
+                // decoded from the same bytes is reused
+                let raw = take(buf, pos, size)?;
+                let memo = &self.memo[i];
+                let hit = memo.try_lock().ok().and_then(|m| match &*m {
+                    Some((key, v)) if key.as_slice() == raw => Some(v.clone_ref(py).into_bound(py)),
+                    _ => None,
+                });
+                match hit {
+                    Some(v) => {
+                        pos += size;
+                        v
+                    }
+                    None => {
+                        let (v, next) = self.value(py, t, col, buf, bufobj, pos)?;
+                        if next == pos + size {
+                            if let Ok(mut m) = memo.try_lock() {
+                                *m = Some((raw.to_vec(), v.clone().unbind()));
+                            }
+                        }
+                        pos = next;
+                        v
+                    }
+                }
+            } else {
+                let (v, next) = self.value(py, t, col, buf, bufobj, pos)?;
+                pos = next;
+                v
+            };
+            if unsafe { ffi::PyDict_SetItem(row.as_ptr(), self.names[i].as_ptr(), value.as_ptr()) } < 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok((row, pos))
+    }
+
+    #[inline]
+    fn value<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &Col,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        Ok(match col {
+            Col::Int { size, unsigned } => {
+                let b = take(buf, pos, *size)?;
+                let raw = le(b);
+                let v = if *unsigned {
+                    uint(py, raw)
+                } else {
+                    let shift = 64 - 8 * *size as u32;
+                    int(py, ((raw << shift) as i64) >> shift)
+                };
+                (v, pos + size)
+            }
+            Col::Str { nlen, conv } => {
+                let len = le(take(buf, pos, *nlen)?) as usize;
+                let start = pos + nlen;
+                let data = take(buf, start, len)?;
+                (text(py, data, conv)?, start + len)
+            }
+            Col::Decimal { size, scale, groups, slow } => {
+                let raw = take(buf, pos, *size)?;
+                match decimal_text(raw, *scale, groups) {
+                    Some(s) => {
+                        let text = PyString::new(py, &s);
+                        // SAFETY: one positional argument, a new reference or NULL + exception
+                        let d = unsafe {
+                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_CallOneArg(t.decimal.as_ptr(), text.as_ptr()))?
+                        };
+                        (d, pos + size)
+                    }
+                    None => return call_py(py, slow, bufobj, pos, buf.len()),
+                }
+            }
+            Col::Double => {
+                let b = take(buf, pos, 8)?;
+                (f64::from_le_bytes(b.try_into().unwrap()).into_pyobject(py)?.into_any(), pos + 8)
+            }
+            Col::Float => {
+                let b = take(buf, pos, 4)?;
+                ((f32::from_le_bytes(b.try_into().unwrap()) as f64).into_pyobject(py)?.into_any(), pos + 4)
+            }
+            Col::Year => {
+                let v = take(buf, pos, 1)?[0] as i64;
+                (int(py, if v != 0 { v + 1900 } else { 0 }), pos + 1)
+            }
+            Col::Null => (py.None().into_bound(py), pos),
+            Col::Bit(n) => (PyBytes::new(py, take(buf, pos, *n)?).into_any(), pos + n),
+            Col::Enum { size, names } => {
+                let idx = le(take(buf, pos, *size)?);
+                let v = match names {
+                    None => uint(py, idx),
+                    Some(_) if idx == 0 => PyString::new(py, "").into_any(),
+                    Some(ns) if (idx as usize) <= ns.len() => ns[idx as usize - 1].bind(py).clone(),
+                    Some(_) => uint(py, idx),
+                };
+                (v, pos + size)
+            }
+            Col::Set { size, names } => {
+                let mask = le(take(buf, pos, *size)?);
+                let v = match names {
+                    None => uint(py, mask),
+                    Some(ns) => {
+                        let chosen = PyList::empty(py);
+                        for (i, n) in ns.iter().enumerate() {
+                            if i < 64 && mask >> i & 1 != 0 {
+                                chosen.append(n.bind(py))?;
+                            }
+                        }
+                        t.comma.bind(py).call_method1("join", (chosen,))?
+                    }
+                };
+                (v, pos + size)
+            }
+            Col::Py(dec) => return call_py(py, dec, bufobj, pos, buf.len()),
+            _ => return self.temporal(py, t, col, buf, bufobj, pos),
+        })
+    }
+    /// TIME2 / DATETIME2 / TIMESTAMP2 (MySQL 5.6+ fractional encodings): `temporal.py`'s decoders.
+    fn temporal<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &Col,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        Ok(match col {
+            Col::DateTime2 { fsp } => {
+                let size = 5 + frac_bytes(*fsp);
+                let v = be(take(buf, pos, size)?);
+                let fshift = 8 * frac_bytes(*fsp) as u32;
+                let mut intpart = (v >> fshift) as i64 - 0x80_0000_0000;
+                if intpart < 0 {
+                    intpart = -intpart;
+                }
+                let ymd = intpart >> 17;
+                let ym = ymd >> 5;
+                let hms = intpart & 0x1FFFF;
+                let frac = read_frac(&buf[pos + 5..pos + size], *fsp);
+                let vals = [
+                    int(py, ym / 13), int(py, ym % 13), int(py, ymd & 31), int(py, hms >> 12),
+                    int(py, (hms >> 6) & 63), int(py, hms & 63), int(py, frac), int(py, *fsp as i64),
+                ];
+                (t.datetime.make(py, vals)?, pos + size)
+            }
+            Col::Timestamp2 { fsp } => {
+                let size = 4 + frac_bytes(*fsp);
+                let b = take(buf, pos, size)?;
+                let vals = [uint(py, be(&b[..4])), int(py, read_frac(&b[4..], *fsp)), int(py, *fsp as i64)];
+                (t.timestamp.make(py, vals)?, pos + size)
+            }
+            Col::Time2 { fsp } => {
+                let size = 3 + frac_bytes(*fsp);
+                let b = take(buf, pos, size)?;
+                let mut packed: i64 = match fsp {
+                    0 => (be(&b[..3]) as i64 - 0x800000) << 24,
+                    1 | 2 => {
+                        let mut ip = be(&b[..3]) as i64 - 0x800000;
+                        let mut frac = b[3] as i64;
+                        if ip < 0 && frac != 0 {
+                            ip += 1;
+                            frac -= 0x100;
+                        }
+                        (ip << 24) + frac * 10000
+                    }
+                    3 | 4 => {
+                        let mut ip = be(&b[..3]) as i64 - 0x800000;
+                        let mut frac = be(&b[3..5]) as i64;
+                        if ip < 0 && frac != 0 {
+                            ip += 1;
+                            frac -= 0x10000;
+                        }
+                        (ip << 24) + frac * 100
+                    }
+                    _ => be(&b[..6]) as i64 - 0x8000_0000_0000,
+                };
+                let neg = packed < 0;
+                if neg {
+                    packed = -packed;
+                }
+                let hms = packed >> 24;
+                let vals = [
+                    pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
+                    int(py, (hms >> 12) & 0x3FF), int(py, (hms >> 6) & 63), int(py, hms & 63),
+                    int(py, packed & 0xFFFFFF), int(py, *fsp as i64),
+                ];
+                (t.time.make(py, vals)?, pos + size)
+            }
+            _ => return self.temporal_old(py, t, col, buf, bufobj, pos),
+        })
+    }
+
+    /// DATE and the pre-5.6 TIME / DATETIME / TIMESTAMP encodings.
+    fn temporal_old<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &Col,
+        buf: &[u8],
+        bufobj: &Bound<'py, PyBytes>,
+        pos: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        Ok(match col {
+            Col::Date => {
+                let v = le(take(buf, pos, 3)?) as i64;
+                let vals = [int(py, v >> 9), int(py, (v >> 5) & 15), int(py, v & 31)];
+                (t.date.make(py, vals)?, pos + 3)
+            }
+            Col::TimestampOld => {
+                let v = le(take(buf, pos, 4)?);
+                let vals = [uint(py, v), int(py, 0), int(py, 0)];
+                (t.timestamp.make(py, vals)?, pos + 4)
+            }
+            Col::DateTimeOld(slow) => {
+                let v = le(take(buf, pos, 8)?);
+                let (d, tm) = (v / 1_000_000, v % 1_000_000);
+                let f = [d / 10000, (d / 100) % 100, d % 100, tm / 10000, (tm / 100) % 100, tm % 100];
+                if f[0] > 9999 || f[1] > 12 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
+                    return call_py(py, slow, bufobj, pos, buf.len()); // raises the exact error
+                }
+                let vals = [
+                    uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
+                    uint(py, f[5]), int(py, 0), int(py, 0),
+                ];
+                (t.datetime.make(py, vals)?, pos + 8)
+            }
+            Col::TimeOld(slow) => {
+                let raw = le(take(buf, pos, 3)?);
+                let mut v = ((raw << 40) as i64) >> 40;
+                let neg = v < 0;
+                if neg {
+                    v = -v;
+                }
+                let (h, m, s) = (v / 10000, (v / 100) % 100, v % 100);
+                if m > 59 || s > 59 || h > 838 {
+                    return call_py(py, slow, bufobj, pos, buf.len());
+                }
+                let vals = [
+                    pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
+                    int(py, h), int(py, m), int(py, s), int(py, 0), int(py, 0),
+                ];
+                (t.time.make(py, vals)?, pos + 3)
+            }
+            _ => return Err(PyValueError::new_err("not a temporal column")),
+        })
+    }
+}
+
+/// `dec(buf, pos) -> (value, new_pos)`: a column decoded by its Python decoder.
+fn call_py<'py>(
+    py: Python<'py>,
+    dec: &Py<PyAny>,
+    bufobj: &Bound<'py, PyBytes>,
+    pos: usize,
+    len: usize,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let out = dec.bind(py).call1((bufobj, pos))?;
+    let (value, next): (Bound<'py, PyAny>, usize) = out.extract()?;
+    if next > len {
+        return Err(short());
+    }
+    Ok((value, next))
+}
+
+fn text<'py>(py: Python<'py>, data: &[u8], conv: &Conv) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match conv {
+        Conv::Raw => PyBytes::new(py, data).into_any(),
+        Conv::Utf8 => unsafe {
+            // CPython's own strict UTF-8 decoder (what bytes.decode("utf-8") runs); invalid
+            // bytes stay bytes, as in charsets.make_text_decoder
+            let s = ffi::PyUnicode_DecodeUTF8(data.as_ptr() as *const _, data.len() as ffi::Py_ssize_t, std::ptr::null());
+            if s.is_null() {
+                let _ = PyErr::take(py);
+                PyBytes::new(py, data).into_any()
+            } else {
+                Bound::from_owned_ptr(py, s)
+            }
+        },
+        Conv::Pad(width) => {
+            if data.len() < *width {
+                let mut v = data.to_vec();
+                v.resize(*width, 0);
+                PyBytes::new(py, &v).into_any()
+            } else {
+                PyBytes::new(py, data).into_any()
+            }
+        }
+    })
+}
+
+/// `decimal.make_decimal_decoder`'s text for the value (sign, integer digits without leading
+/// zeros or "0", "." and exactly `scale` digits), or None when a group holds more than its
+/// digits (never written by a server; the Python decoder's exact slow path handles it).
+fn decimal_text(raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> Option<String> {
+    let negative = raw[0] & 0x80 == 0;
+    let flip: u8 = if negative { 0xFF } else { 0 };
+    let mut int_digits = String::with_capacity(80);
+    let mut frac_digits = String::with_capacity(32);
+    let mut off = 0;
+    for &(nbytes, ndigits, is_frac) in groups {
+        let mut v: u64 = 0;
+        for k in 0..nbytes {
+            let mut byte = raw[off + k] ^ flip;
+            if off + k == 0 {
+                byte ^= 0x80;
+            }
+            v = (v << 8) | byte as u64;
+        }
+        off += nbytes;
+        if v >= POW10[ndigits] {
+            return None;
+        }
+        let dst = if is_frac { &mut frac_digits } else { &mut int_digits };
+        let _ = write!(dst, "{:0width$}", v, width = ndigits);
+    }
+    let int_part = int_digits.trim_start_matches('0');
+    let mut out = String::with_capacity(int_part.len() + scale + 3);
+    if negative {
+        out.push('-');
+    }
+    out.push_str(if int_part.is_empty() { "0" } else { int_part });
+    if scale > 0 {
+        out.push('.');
+        out.push_str(&frac_digits);
+    }
+    Some(out)
+}
+
+/// The rows of one event body `data[pos:]`: a tuple of `RowChange`, or None when anything is
+/// wrong (the caller then runs the pure-Python decoder, which reports the exact error).
+///
+/// `kind`: 0 WRITE (only `first`), 1 UPDATE (`first` before, `second` after), 2 DELETE.
+#[pyfunction]
+#[pyo3(signature = (data, pos, kind, first, second=None))]
+fn decode_rows<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    pos: usize,
+    kind: u32,
+    first: &Bound<'py, ImageReader>,
+    second: Option<&Bound<'py, ImageReader>>,
+) -> Option<Bound<'py, PyTuple>> {
+    // a panic (a bug here, never expected) is one more reason to let the Python decoder answer
+    let run = std::panic::AssertUnwindSafe(|| decode_rows_inner(py, data, pos, kind, first.get(), second.map(|s| s.get())));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(rows)) => Some(rows),
+        _ => None,
+    }
+}
+
+fn decode_rows_inner<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    mut pos: usize,
+    kind: u32,
+    first: &ImageReader,
+    second: Option<&ImageReader>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let buf = data.as_bytes();
+    let types = first.types.get();
+    let end = buf.len();
+    let none = py.None().into_bound(py);
+    let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
+    while pos < end {
+        let start = pos;
+        let (img, next) = first.read(py, types, buf, data, pos)?;
+        pos = next;
+        let pair = match (kind, second) {
+            (0, _) => [none.clone(), img],
+            (2, _) => [img, none.clone()],
+            (1, Some(after_reader)) => {
+                let (after, next) = after_reader.read(py, types, buf, data, pos)?;
+                pos = next;
+                [img, after]
+            }
+            _ => return Err(PyValueError::new_err("bad rows kind")),
+        };
+        if pos == start {
+            return Err(PyValueError::new_err("row image consumes no bytes"));
+        }
+        rows.push(types.row_change.make(py, pair)?);
+    }
+    PyTuple::new(py, rows)
+}
+
+/// MySQL's length-encoded integer (`wire.packed_int`); None for the NULL marker, 0xff or a
+/// short read (the Python decoder then reports the event).
+fn packed_int(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let first = *buf.get(pos)?;
+    let n = match first {
+        0..=0xFA => return Some((first as u64, pos + 1)),
+        0xFC => 2,
+        0xFD => 3,
+        0xFE => 8,
+        _ => return None,
+    };
+    let b = buf.get(pos + 1..pos + 1 + n)?;
+    Some((le(b), pos + 1 + n))
+}
+
+/// `rows_event.decode_rows_event` for WRITE / UPDATE / DELETE v1 (23-25) and v2 (30-32): the
+/// `RowsEvent` the Python decoder builds, or None for anything else or anything unusual (no
+/// TABLE_MAP, a plan without its `native_reader` yet, a short or bad body...): the Python
+/// decoder then decodes the event and reports what is wrong.
+#[pyfunction]
+fn decode_rows_event<'py>(
+    py: Python<'py>,
+    make_event: &Bound<'py, SlotsConstructor>,
+    header: &Bound<'py, PyAny>,
+    type_code: u32,
+    body: &Bound<'py, PyAny>,
+    post_header_lengths: &Bound<'py, PyBytes>,
+    table_maps: &Bound<'py, pyo3::types::PyDict>,
+) -> Option<Bound<'py, PyAny>> {
+    let run = std::panic::AssertUnwindSafe(|| {
+        rows_event_inner(py, make_event.get(), header, type_code, body, post_header_lengths, table_maps)
+    });
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(Some(ev))) => Some(ev),
+        _ => None,
+    }
+}
+
+fn rows_event_inner<'py>(
+    py: Python<'py>,
+    make_event: &SlotsConstructor,
+    header: &Bound<'py, PyAny>,
+    t: u32,
+    body: &Bound<'py, PyAny>,
+    post_header_lengths: &Bound<'py, PyBytes>,
+    table_maps: &Bound<'py, pyo3::types::PyDict>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    use pyo3::types::PyDictMethods;
+    let (kind, version) = match t {
+        23 => (0u32, 1u32),
+        24 => (1, 1),
+        25 => (2, 1),
+        30 => (0, 2),
+        31 => (1, 2),
+        32 => (2, 2),
+        _ => return Ok(None),
+    };
+    let phls = post_header_lengths.as_bytes();
+    let phl = phls.get(t as usize - 1).copied().unwrap_or(0) as usize;
+    // bytes(body), as the Python decoder does: Python value decoders get these bytes
+    let data = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromObject(body.as_ptr()))? }
+        .cast_into::<PyBytes>()?;
+    let buf = data.as_bytes();
+    let id_len = if phl == 6 { 4 } else { 6 };
+    let Some(ids) = buf.get(0..id_len + 2) else { return Ok(None) };
+    let table_id = le(&ids[..id_len]);
+    let flags = le(&ids[id_len..]);
+    let mut pos = id_len + 2;
+    let mut extra: &[u8] = b"";
+    let has_extra = if phl != 0 { phl == 10 } else { version == 2 };
+    if has_extra {
+        let Some(e) = buf.get(pos..pos + 2) else { return Ok(None) };
+        let elen = le(e) as usize;
+        if elen < 2 || pos + elen > buf.len() {
+            return Ok(None);
+        }
+        extra = &buf[pos + 2..pos + elen];
+        pos += elen;
+    } else if phl > pos {
+        pos = phl;
+    }
+    let Some(tm) = table_maps.get_item(table_id)? else { return Ok(None) };
+    let Some((width, next)) = packed_int(buf, pos) else { return Ok(None) };
+    pos = next;
+    let column_count: u64 = tm.getattr(pyo3::intern!(py, "column_count"))?.extract()?;
+    if width != column_count {
+        return Ok(None);
+    }
+    let nb = ((width + 7) / 8) as usize;
+    let Some(bm_before) = buf.get(pos..pos + nb) else { return Ok(None) };
+    pos += nb;
+    let bm_after = if kind == 1 {
+        let Some(b) = buf.get(pos..pos + nb) else { return Ok(None) };
+        pos += nb;
+        Some(b)
+    } else {
+        None
+    };
+    let plans = tm.getattr(pyo3::intern!(py, "plan_cache"))?.cast_into::<pyo3::types::PyDict>()?;
+    let reader = |bitmap: &[u8]| -> PyResult<Option<Bound<'py, ImageReader>>> {
+        let key = (PyBytes::new(py, bitmap), false);
+        let Some(plan) = plans.get_item(key)? else { return Ok(None) };
+        match plan.getattr_opt(pyo3::intern!(py, "native_reader"))? {
+            Some(r) => Ok(r.cast_into::<ImageReader>().ok()),
+            None => Ok(None),
+        }
+    };
+    let Some(first) = reader(bm_before)? else { return Ok(None) };
+    let second = match bm_after {
+        Some(b) => match reader(b)? {
+            Some(r) => Some(r),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    let rows = decode_rows_inner(py, &data, pos, kind, first.get(), second.as_ref().map(|s| s.get()))?;
+    let none = py.None().into_bound(py);
+    let args = PyTuple::new(py, [
+        header.clone(),
+        uint(py, table_id),
+        uint(py, flags),
+        PyBytes::new(py, extra).into_any(),
+        uint(py, width),
+        PyBytes::new(py, bm_before).into_any(),
+        match bm_after {
+            Some(b) => PyBytes::new(py, b).into_any(),
+            None => none,
+        },
+        rows.into_any(),
+        tm,
+    ])?;
+    Ok(Some(make_event.__call__(py, &args)?))
+}
+
+#[pymodule]
+fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ABI", ABI)?;
+    m.add_class::<ValueTypes>()?;
+    m.add_class::<ImageReader>()?;
+    m.add_class::<SlotsConstructor>()?;
+    m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_rows_event, m)?)?;
+    Ok(())
+}
