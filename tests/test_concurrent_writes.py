@@ -113,3 +113,30 @@ def test_first_run_in_parallel_equals_a_serial_run(spark: Any, archives: dict[st
     errors = _in_parallel({s: _source_job(spark, cfg, archives[s], f"first-{s}") for s in SOURCES})
     assert not errors, f"concurrent writers failed: {errors!r}"
     assert warehouse_digests(cfg.warehouse, ALL_TABLES) == expected
+
+
+def test_old_unpartitioned_meta_table_is_repartitioned_once(spark: Any, tmp_path_factory: pytest.TempPathFactory,
+                                                            s3_server: Any) -> None:
+    """A warehouse from before the change: meta.gtid_coverage without partitions, rows kept."""
+    from delta.tables import DeltaTable
+
+    from spark_jobs.ingest import _rows_df, ensure_table, table_path
+    from spark_jobs.schemas import spec
+
+    cfg = make_test_config(tmp_path_factory.mktemp("old"), s3_server.endpoint_url)
+    name = "meta.gtid_coverage"
+    path = table_path(cfg, name)
+    row = {"source": "alpha", "flavor": "mariadb", "sid": "0", "tag": "", "gno_start": 1, "gno_end": 9,
+           "transactions": 9, "first_file": "binlog.000001", "last_file": "binlog.000004", "files": 4,
+           "gtid_set": "0-1-1..9"}
+    DeltaTable.create(spark).location(path).addColumns(spec(name).schema).execute()  # old layout
+    _rows_df(spark, name, [row]).write.format("delta").mode("append").save(path)
+    before = warehouse_digests(cfg.warehouse, [name])
+
+    ensure_table(spark, cfg, name)
+    detail = DeltaTable.forPath(spark, path).detail().collect()[0]
+    assert list(detail["partitionColumns"]) == ["source"]
+    assert warehouse_digests(cfg.warehouse, [name]) == before and before[name].rows == 1
+    version = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
+    ensure_table(spark, cfg, name)  # second call: nothing to do, no new commit
+    assert DeltaTable.forPath(spark, path).history(1).collect()[0]["version"] == version
