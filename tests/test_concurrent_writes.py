@@ -24,7 +24,7 @@ from spark_jobs.ingest import BinlogObject, run_ingest
 from spark_jobs.reconcile import run_reconcile
 from spark_jobs.schemas import ALL_TABLES
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]  # 12.8 min for the module at load avg ~20
 
 MARIA = Path(__file__).resolve().parent / "fixtures" / "mariadb-10.11"
 SOURCES = ("alpha", "beta")

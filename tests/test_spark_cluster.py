@@ -32,7 +32,7 @@ from binlake.testing.table_digest import warehouse_digests
 from spark_jobs.schemas import ALL_TABLES
 from tests._chain_util import MARIADB_FILES, read_fixture
 
-pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(7200)]
 
 BUCKET = "binlake-cluster-test"
 SOURCES = ("alpha", "beta")
