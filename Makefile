@@ -18,10 +18,10 @@ PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
 APT_PACKAGES := mariadb-server mariadb-client docker-compose
 
-.PHONY: help setup setup-python setup-jars setup-system setup-native demo test lock clean
+.PHONY: help setup setup-python setup-jars setup-system setup-native demo test test-cluster cluster-demo lock clean
 
 help:
-	@echo "make setup | make demo | make test | make lock | make clean"
+	@echo "make setup | make demo | make test | make test-cluster | make cluster-demo | make lock | make clean"
 
 setup: setup-system setup-python setup-jars
 	@$(MAKE) --no-print-directory setup-native
@@ -98,6 +98,17 @@ test: setup
 	@rc=0; $(VENV)/bin/pytest -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc
+
+# Only the tests that start a Spark standalone cluster / Airflow services (also part of `make test`).
+test-cluster: setup
+	$(VENV)/bin/pytest -q --timeout=$(PYTEST_TIMEOUT) -m cluster $(PYTEST_ARGS) tests
+
+# A loopback Spark standalone cluster (master + 1, then 2 workers of 1 core) ingesting a generated
+# archive: wall time, executor CPU-seconds and the 1-vs-2-worker ratio (bench/pipeline.py).
+CLUSTER_DEMO_MIB ?= 256
+cluster-demo: setup
+	$(VPY) bench/pipeline.py --cluster-workers 1,2 --size-mib $(CLUSTER_DEMO_MIB) --files 4 \
+		--driver-memory 1g --workdir $(CURDIR)/.state/cluster-demo
 
 lock:
 	rm -rf .lock-venv; $(PYTHON) -m venv .lock-venv

@@ -11,6 +11,12 @@
    silver / meta tables) and ``spark_jobs.reconcile.run_reconcile``.
 
 Prints MB/s and minutes side by side, and writes ``results.json`` in the workdir.
+
+Scale-out: ``--master spark://host:7077`` runs the ingest on that cluster instead of local[2];
+``--cluster-workers 1,2`` starts a loopback standalone cluster (``binlake.testing.spark_cluster``,
+1 core / ``--worker-memory`` per worker) once per count, ingests the same archive on each, and
+prints wall time, executor CPU-seconds (all processes under the workers: executor JVMs and their
+Python workers) and the throughput ratio against the first count.
 """
 
 from __future__ import annotations
@@ -103,7 +109,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="files larger than this are cut at transaction starts into ~split-target ranges")
     p.add_argument("--split-target-mib", type=int, default=64)
     p.add_argument("--skip-ceiling", action="store_true")
+    p.add_argument("--master", default=None, help="run on this Spark master (e.g. spark://127.0.0.1:7077)")
+    p.add_argument("--cluster-workers", default=None,
+                   help="comma-separated worker counts, e.g. 1,2: start a loopback cluster per count")
+    p.add_argument("--worker-memory", default="2g")
     args = p.parse_args(argv)
+    if args.cluster_workers:
+        return scaling(args)
 
     work = Path(args.workdir)
     archive = work / "archive" / "bench"
@@ -122,12 +134,14 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline": {"warehouse": str(wh), "state_dir": str(work / "state"),
                      "jars_dir": os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))},
         "sources": [{"name": "bench", "uri": str(archive)}],
-        "spark": {"master": "local[2]", "shuffle_partitions": 2, "ui_enabled": False,
+        "spark": {"master": args.master or "local[2]", "shuffle_partitions": 2, "ui_enabled": False,
+                  "jars_on_workers": True,
                   "driver_memory": args.driver_memory,
                   # private scratch space: a shared /tmp may be cleaned under a long run
                   "conf": {"spark.local.dir": str(work / "spark-local")}},
     }, base=REPO, env={})
     spark = build_spark_session(cfg, "binlake-bench", ui=False)
+    _ship_packages(spark, work)
     results: dict[str, object] = {"archive_bytes": total, "files": len(paths), "cores": os.cpu_count(),
                                   "load_avg_start": os.getloadavg()}
 
@@ -165,6 +179,79 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{k}={v}" for k, v in sorted(r.rows.items())))
     print(f"  reconcile: {results['reconcile_seconds']:.1f}s, statuses {rr.statuses}")
     (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+def _ship_packages(spark, work: Path) -> None:
+    """On a cluster, the executors' Python workers import binlake's packages from a --py-files zip."""
+    if spark.sparkContext.master.startswith("spark://"):
+        from binlake.testing.spark_cluster import package_zip
+
+        spark.sparkContext.addPyFile(str(package_zip(REPO, work / "binlake-py.zip")))
+
+
+def _cluster_cpu_seconds(cluster) -> float:
+    """CPU-seconds of every live process under the cluster's workers (executors + Python workers)."""
+    import psutil
+
+    total = 0.0
+    for proc in cluster._workers:
+        try:
+            for p in psutil.Process(proc.pid).children(recursive=True):
+                try:
+                    t = p.cpu_times()
+                    total += t.user + t.system
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            pass
+    return total
+
+
+def scaling(args: argparse.Namespace) -> int:
+    """Ingest the same archive on a loopback cluster of 1, 2, ... workers; print the ratio."""
+    from binlake.config import config_from_dict
+    from binlake.spark import build_spark_session
+    from binlake.testing.spark_cluster import SparkStandaloneCluster
+    from spark_jobs.ingest import BinlogObject, run_ingest
+
+    work = Path(args.workdir)
+    archive = work / "archive" / "bench"
+    paths = generate(archive, args.size_mib, args.files)
+    total = sum(p.stat().st_size for p in paths)
+    objs = [BinlogObject(source="bench", uri=str(p), size=p.stat().st_size, etag=str(p.stat().st_mtime_ns))
+            for p in paths]
+    rows = []
+    for n in [int(x) for x in args.cluster_workers.split(",")]:
+        wh = work / f"warehouse-{n}w"
+        shutil.rmtree(wh, ignore_errors=True)
+        with SparkStandaloneCluster(work / f"cluster-{n}w", workers=n, cores=1, memory=args.worker_memory) as cl:
+            cfg = config_from_dict({
+                "pipeline": {"warehouse": str(wh), "state_dir": str(work / "state"),
+                             "jars_dir": os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))},
+                "sources": [{"name": "bench", "uri": str(archive)}],
+                "spark": {"master": cl.master_url, "shuffle_partitions": 2, "ui_enabled": False,
+                          "driver_memory": args.driver_memory, "jars_on_workers": True,
+                          "conf": {"spark.local.dir": str(work / "spark-local"),
+                                   "spark.executor.memory": "1g", "spark.executor.cores": "1"}},
+            }, base=REPO, env={})
+            spark = build_spark_session(cfg, f"binlake-bench-{n}w", ui=False)
+            _ship_packages(spark, work)
+            cpu0, t = _cluster_cpu_seconds(cl), time.time()
+            r = run_ingest(spark, cfg, objs, f"bench-{n}w", force=True,
+                           split_threshold=args.split_threshold_mib << 20, split_target=args.split_target_mib << 20)
+            wall, cpu = time.time() - t, _cluster_cpu_seconds(cl) - cpu0
+            spark.stop()
+        rows.append({"workers": n, "wall_seconds": wall, "executor_cpu_seconds": cpu, "decode_seconds": r.decode_seconds,
+                     "write_seconds": r.write_seconds, "tasks": r.tasks, "mb_per_s": total / 1e6 / wall,
+                     "load_avg": os.getloadavg()[0]})
+    print(f"\narchive: {len(paths)} files, {total / 1e6:.0f} MB; loopback standalone cluster, 1 core per worker")
+    for row in rows:
+        print(f"  {row['workers']} worker(s): wall {row['wall_seconds']:7.1f}s  {row['mb_per_s']:6.2f} MB/s  "
+              f"executor CPU {row['executor_cpu_seconds']:7.1f}s  (decode {row['decode_seconds']:.0f}s, "
+              f"writes {row['write_seconds']:.0f}s, {row['tasks']} tasks, load avg {row['load_avg']:.1f})  "
+              f"x{row['mb_per_s'] / rows[0]['mb_per_s']:.2f}")
+    (work / "scaling.json").write_text(json.dumps(rows, indent=1))
     return 0
 
 

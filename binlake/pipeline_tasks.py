@@ -39,8 +39,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make `import binlake` work
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -107,6 +108,29 @@ def get_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> dict[str
         return None
 
 
+def source_leases(cfg: BinlakeConfig) -> Any:
+    """The per-source run leases of the warehouse (:mod:`binlake.leases`)."""
+    from binlake.leases import SourceLeases, lease_backend
+
+    return SourceLeases(lease_backend(cfg.warehouse, cfg.s3))
+
+
+def hold_source(cfg: BinlakeConfig, source: str, run_id: str) -> None:
+    """Take or renew the source's lease for this run (LeaseHeldError if another run holds it)."""
+    lease = source_leases(cfg).acquire(source, run_id)
+    log.info("source %s: run lease held by %s until %s", source, run_id,
+             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.expires_at)))
+
+
+def release_source(cfg: BinlakeConfig, source: str, run_id: str) -> None:
+    """Drop the source's lease if this run holds it (never raises: the lease expires anyway)."""
+    try:
+        if source_leases(cfg).release(source, run_id):
+            log.info("source %s: run lease released by %s", source, run_id)
+    except Exception as exc:  # noqa: BLE001 - an unreleased lease only delays the next run
+        log.warning("source %s: could not release the run lease of %s: %s", source, run_id, exc)
+
+
 # --------------------------------------------------------------------------- params
 
 
@@ -140,7 +164,7 @@ def _date_ts(value: Any) -> float | None:
     import datetime as dt
 
     d = dt.date.fromisoformat(str(value)[:10])
-    return dt.datetime(d.year, d.month, d.day, tzinfo=dt.timezone.utc).timestamp()
+    return dt.datetime(d.year, d.month, d.day, tzinfo=dt.UTC).timestamp()
 
 
 def resolve_sources(requested: Any, cfg: BinlakeConfig | None = None) -> list[str]:
@@ -172,6 +196,7 @@ def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, 
     export_airflow_aws_credentials(cfg)
     p = normalize_params(params, backfill=backfill)
     src = cfg.source(source)
+    hold_source(cfg, source, run_id)  # held until the source's data_checks / the run summary
     known = load_known_files(cfg, source)
     store = open_object_store(src.uri, cfg.s3)
     disc = discover_source(store, source, known=known, reuse_known=p["mode"] != "reprocess")
@@ -335,9 +360,15 @@ def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | Non
 
     cfg = cfg or load_config()
     export_airflow_aws_credentials(cfg)
-    spark = build_spark_session(cfg, f"binlake-{step}")
-    _ensure_pyspark_temp_dir(spark)
-    return STEPS[step](spark, cfg, source, run_id)
+    if step != "data_checks":
+        hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
+    try:
+        spark = build_spark_session(cfg, f"binlake-{step}")
+        _ensure_pyspark_temp_dir(spark)
+        return STEPS[step](spark, cfg, source, run_id)
+    finally:
+        if step == "data_checks":  # the source's last step: let the next run in
+            release_source(cfg, source, run_id)
 
 
 def _ensure_pyspark_temp_dir(spark: Any) -> None:
@@ -362,6 +393,7 @@ def summarize(sources: Sequence[str], run_id: str, cfg: BinlakeConfig | None = N
     lines = [f"binlake run {run_id}"]
     problems: list[str] = []
     for source in sources:
+        release_source(cfg, source, run_id)  # normally done by data_checks; here if it never ran
         docs = {step: get_doc(cfg, run_id, source, step) for step in ("plan", "decode", "reconcile", "checks")}
         disc = get_doc(cfg, run_id, source, "discovery")
         plan, dec, rec, chk = docs["plan"], docs["decode"], docs["reconcile"], docs["checks"]
@@ -483,7 +515,9 @@ def _spark_operator(step: str, cfg: BinlakeConfig, outlets: list[Any], trigger_r
     from datetime import timedelta
 
     if cfg.spark.mode == "submit":
-        from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+        from airflow.providers.apache.spark.operators.spark_submit import (
+            SparkSubmitOperator,
+        )
 
         from binlake.spark import spark_submit_kwargs
 
@@ -525,7 +559,14 @@ def wire_pipeline(cfg: BinlakeConfig, *, backfill: bool) -> Any:
     # is deterministic and fails at once (and alerts).
     @task(task_id="discover", retries=2, retry_delay=timedelta(seconds=30), retry_exponential_backoff=True)
     def discover_task(source: str, **context: Any) -> dict[str, Any]:
-        return discover(source, context["run_id"], context.get("params"), backfill=backfill)
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from binlake.leases import LeaseHeldError
+
+        try:
+            return discover(source, context["run_id"], context.get("params"), backfill=backfill)
+        except LeaseHeldError as exc:  # another run has the source: retrying in 30 s would not help
+            raise AirflowFailException(str(exc)) from exc
 
     decode_assets = table_assets(cfg, DECODE_TABLES)
     reconcile_assets = table_assets(cfg, RECONCILE_TABLES)

@@ -373,32 +373,65 @@ def table_path(config: Any, name: str) -> str:
 
 
 def ensure_table(spark: Any, config: Any, name: str) -> str:
-    """Create the Delta table (schema, comments, partitioning) if it does not exist."""
-    from delta.tables import DeltaTable
+    """Create the Delta table (schema, comments, partitioning) if it does not exist; race-safe.
+
+    Tasks of several sources may call this at the same moment on a fresh warehouse: the losers'
+    CREATE fails with a retryable conflict, and the retry finds the table made by the winner.
+    A table written by an older binlake with other partition columns (meta tables were not
+    partitioned by ``source``) is re-partitioned once, rows kept (see docs/operations.md).
+    """
+    from spark_jobs.delta_retry import with_conflict_retry
 
     path = table_path(config, name)
-    ts: TableSpec = ALL_TABLES[name]
+    with_conflict_retry(lambda: _create_or_repartition(spark, path, ALL_TABLES[name]), f"create {name}")
+    return path
+
+
+def _create_or_repartition(spark: Any, path: str, ts: TableSpec) -> None:
+    from delta.tables import DeltaTable
+
     if not DeltaTable.isDeltaTable(spark, path):
         builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(ts.schema)
         if ts.partition_by:
             builder = builder.partitionedBy(*ts.partition_by)
-        builder = builder.comment(ts.description)
-        builder.execute()
-    return path
+        builder.comment(ts.description).execute()
+        return
+    current = tuple(DeltaTable.forPath(spark, path).detail().collect()[0]["partitionColumns"])
+    if current == ts.partition_by:
+        return
+    log.warning("%s: partitioned by %s, binlake now partitions it by %s: rewriting it once (rows kept)",
+                ts.name, list(current) or "nothing", list(ts.partition_by))
+    (spark.read.format("delta").load(path).write.format("delta").mode("overwrite")
+        .option("overwriteSchema", "true").partitionBy(*ts.partition_by)
+        .option("userMetadata", json.dumps({"job": "repartition", "partition_by": list(ts.partition_by)}))
+        .save(path))
 
 
 def write_replace(df: Any, path: str, predicate: str, *, run_id: str, job: str, txn_version: int = 0,
                   txn_app: str | None = None, extra_meta: Mapping[str, Any] | None = None) -> None:
-    """Replace the rows matching ``predicate`` with ``df`` in one Delta commit tied to the run."""
+    """Replace the rows matching ``predicate`` with ``df`` in one Delta commit tied to the run.
+
+    ``predicate`` always starts with the ``source`` partition column, so writers of other
+    sources cannot conflict with it (Delta's conflict check prunes by partition values); a
+    retryable conflict left (a concurrent CREATE / re-partitioning) is retried, bounded and
+    jittered (:mod:`spark_jobs.delta_retry`): the write is a deterministic replacement, and a
+    commit that did land is skipped by Delta on retry through ``txnAppId``/``txnVersion``.
+    """
+    from spark_jobs.delta_retry import with_conflict_retry
+
     meta = {"job": job, "run_id": run_id}
     if extra_meta:
         meta.update(extra_meta)
-    (df.write.format("delta").mode("overwrite")
-        .option("replaceWhere", predicate)
-        .option("txnAppId", txn_app or f"binlake-{job}:{run_id}")
-        .option("txnVersion", str(txn_version))
-        .option("userMetadata", json.dumps(meta, sort_keys=True))
-        .save(path))
+
+    def write() -> None:
+        (df.write.format("delta").mode("overwrite")
+            .option("replaceWhere", predicate)
+            .option("txnAppId", txn_app or f"binlake-{job}:{run_id}")
+            .option("txnVersion", str(txn_version))
+            .option("userMetadata", json.dumps(meta, sort_keys=True))
+            .save(path))
+
+    with_conflict_retry(write, f"{job} write to {path}")
 
 
 def _delete_path(spark: Any, path: str) -> None:

@@ -225,7 +225,7 @@ META_BINLOG_FILES = TableSpec(
         ("quarantined", L, False, "rows this file put in bronze.quarantine"),
         ("ranges", I, False, "byte ranges (tasks) the file was split into"),
     ),
-    partition_by=(),
+    partition_by=("source",),
     key=("source", "file"),
 )
 
@@ -244,7 +244,7 @@ META_INGESTED_FILES = TableSpec(
         ("statements", L, False, "rows written to silver.statements"),
         ("quarantined", L, False, "rows written to bronze.quarantine"),
     ),
-    partition_by=(),
+    partition_by=("source",),
     key=("source", "file"),
 )
 
@@ -264,7 +264,7 @@ META_GTID_COVERAGE = TableSpec(
         ("files", I, False, "files contributing to the interval"),
         ("gtid_set", S, False, "the interval as GTID-set text"),
     ),
-    partition_by=(),
+    partition_by=("source",),
     key=("source", "sid", "tag", "gno_start"),
 )
 
@@ -292,7 +292,7 @@ META_GTID_RECONCILIATION = TableSpec(
         ("closing_event", S, True, "'ROTATE', 'STOP' or NULL"),
         ("detail", S, False, "human-readable findings"),
     ),
-    partition_by=(),
+    partition_by=("source",),
     key=("source", "file"),
 )
 

@@ -44,6 +44,7 @@ else:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Isolate Airflow and AWS from the developer's machine before any test imports them."""
+    config.addinivalue_line("markers", "cluster: starts a Spark standalone cluster / Airflow services (slow)")
     home = Path(tempfile.mkdtemp(prefix="binlake-airflow-"))
     os.environ["AIRFLOW_HOME"] = str(home)
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"

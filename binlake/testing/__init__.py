@@ -1,0 +1,1 @@
+"""Test and demo tooling: table digests, service launchers (Airflow, a Spark standalone cluster)."""
