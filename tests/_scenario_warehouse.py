@@ -62,3 +62,14 @@ def write_config_file(cfg: BinlakeConfig, path: Path, warehouse: str | None = No
               'driver_memory = "1g"', ""]
     path.write_text("\n".join(lines))
     return path
+
+
+_BUILT: dict[str, BinlakeConfig] = {}
+
+
+def scenario_warehouse(spark: Any, tmp_path_factory: Any, endpoint: str) -> BinlakeConfig:
+    """The scenario warehouse, built once per test process (Spark and the S3 server are session-wide)."""
+    if "cfg" not in _BUILT:
+        _BUILT["cfg"] = build_scenario_warehouse(spark, tmp_path_factory.mktemp("archive"),
+                                                 tmp_path_factory.mktemp("wh"), endpoint)
+    return _BUILT["cfg"]

@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _scenario_warehouse import build_scenario_warehouse, write_config_file
+from _scenario_warehouse import scenario_warehouse, write_config_file
 
 from binlake.config import BinlakeConfig, load_config
-from binlake.sql_cli import SqlOptions, SqlSession, interactive, run_sql, split_statements
+from binlake.sql_cli import (
+    SqlOptions,
+    SqlSession,
+    interactive,
+    run_sql,
+    split_statements,
+)
 from binlake.sql_fast import FastWarehouse, TableNotFoundError, translate
 from binlake.sql_values import canonical, render_text, write_csv, write_table
 from binlake.tables import TABLES
@@ -28,8 +34,7 @@ BINLAKE = Path(sys.executable).parent / "binlake"
 
 @pytest.fixture(scope="module")
 def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> BinlakeConfig:
-    return build_scenario_warehouse(spark, tmp_path_factory.mktemp("archive"),
-                                    tmp_path_factory.mktemp("wh"), s3_server.endpoint_url)
+    return scenario_warehouse(spark, tmp_path_factory, s3_server.endpoint_url)
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +70,11 @@ def test_fast_path_equals_spark_on_every_table(spark: Any, scenario: BinlakeConf
 @pytest.mark.spark
 @pytest.mark.parametrize("query", [
     "SELECT source, status, count(*) AS n FROM meta.gtid_reconciliation GROUP BY source, status",
-    "SELECT source, sid, sum(gno_end - gno_start + 1) AS gtids, 7 / 2 AS half FROM meta.gtid_coverage "
-    "GROUP BY source, sid",
+    ("SELECT source, sid, sum(gno_end - gno_start + 1) AS gtids, 7 / 2 AS half FROM meta.gtid_coverage "
+    "GROUP BY source, sid"),
     "SELECT file, size(missing_files) AS n, missing_files FROM meta.gtid_reconciliation WHERE status = 'GAP'",
-    "WITH t AS (SELECT source, count(*) AS c FROM silver.row_changes GROUP BY source) "
-    "SELECT * FROM t WHERE c > 0",
+    ("WITH t AS (SELECT source, count(*) AS c FROM silver.row_changes GROUP BY source) "
+    "SELECT * FROM t WHERE c > 0"),
     "SELECT upper(source) AS s, concat(source, ':', file) AS k FROM meta.ingested_files",
 ])
 def test_fast_path_equals_spark_on_queries(spark: Any, scenario: BinlakeConfig, query: str) -> None:
@@ -111,7 +116,7 @@ def test_console_script_formats(config_file: Path) -> None:
         ["mysql56", "mysql-bin.000002", "[]"],
     ]
     proc = _cli(config_file, "--format", "json", query)
-    assert [json.loads(line) for line in proc.stdout.splitlines()][0] == {
+    assert next(json.loads(line) for line in proc.stdout.splitlines()) == {
         "source": "missing", "file": "binlog.000003", "missing_files": ["binlog.000002"]}
     proc = _cli(config_file, "SHOW TABLES IN meta")
     assert proc.returncode == 0
