@@ -80,10 +80,8 @@ class Finding:
             parts.append("missing " + ", ".join(self.missing_files))
         if self.duplicate_of:
             parts.append(f"{self.file} = {self.duplicate_of}")
-        elif self.status != "GAP" or not self.missing_files:
-            parts.append(f"at {self.file}")
-        else:
-            parts.append(f"before {self.file}")
+        else:  # a GAP lies before the file that noticed it; other findings are in the file
+            parts.append(f"{'before' if self.status == 'GAP' else 'at'} {self.file}")
         return " · ".join(parts)
 
 

@@ -196,35 +196,63 @@ def interactive(session: SqlSession, options: SqlOptions, out: TextIO = sys.stdo
     if prompt_input is None and not stdin.isatty():
         return _pipe_loop(session, options, stdin, out, err)
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory
 
     history = Path(session.cfg.state_dir) / "sql_history"
     history.parent.mkdir(parents=True, exist_ok=True)
-    words = [*session.columns_for_completion(), *SQL_KEYWORDS]
     prompt = PromptSession[str](
         history=FileHistory(str(history)), input=prompt_input, output=prompt_output,
-        completer=WordCompleter(words, ignore_case=True, pattern=re.compile(r"([\w.]+)")),
-    )
-    buffer = ""
+        completer=make_completer(session), multiline=True, key_bindings=_enter_runs_complete_statements(),
+        prompt_continuation=CONTINUATION)
     while True:
         try:
-            line = prompt.prompt(CONTINUATION if buffer else PROMPT)
+            text = prompt.prompt(PROMPT)
         except KeyboardInterrupt:  # Ctrl-C while typing: drop the statement, keep the prompt
-            buffer = ""
             continue
         except EOFError:
             break
-        buffer = _take_line(session, options, buffer, line, out, err)
-        if buffer is None:
+        if _is_exit(text):
             break
+        run_statements(session, text, options, out, err)
     return 0
+
+
+def _is_exit(text: str) -> bool:
+    return text.strip().lower().rstrip(";") in ("exit", "quit", "\\q")
+
+
+def _enter_runs_complete_statements() -> Any:
+    """Enter submits once the text ends with ';' (or is exit/empty); before that it starts a new line.
+
+    Why: a statement spanning lines is one history entry, edited and recalled as a whole.
+    """
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
+
+    @bindings.add("enter")
+    def _enter(event: Any) -> None:
+        text = event.current_buffer.text
+        if not text.strip() or text.rstrip().endswith(";") or _is_exit(text):
+            event.current_buffer.validate_and_handle()
+        else:
+            event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def make_completer(session: SqlSession) -> Any:
+    """Tab completes table names, their column names and SQL keywords."""
+    from prompt_toolkit.completion import WordCompleter
+
+    words = [*session.columns_for_completion(), *SQL_KEYWORDS]
+    return WordCompleter(words, ignore_case=True, pattern=re.compile(r"([\w.]+)"))
 
 
 def _take_line(session: SqlSession, options: SqlOptions, buffer: str, line: str,
                out: TextIO, err: TextIO) -> Any:
     """Add a line; run the buffer once it holds a ';'. Returns the new buffer, or None to leave."""
-    if not buffer and line.strip().lower().rstrip(";") in ("exit", "quit", "\\q"):
+    if not buffer and _is_exit(line):
         return None
     buffer += line + "\n"
     if ";" not in line:

@@ -22,6 +22,7 @@ from binlake.sql_cli import (
     SqlOptions,
     SqlSession,
     interactive,
+    make_completer,
     run_sql,
     split_statements,
 )
@@ -63,7 +64,8 @@ def test_fast_path_equals_spark_on_every_table(spark: Any, scenario: BinlakeConf
         want = _spark_result(spark, scenario, f"SELECT * FROM {name}")
         got = fast.run(f"SELECT * FROM {name}")
         assert got.columns == want.columns, name
-        assert len(got.rows) == len(want.rows) > 0, name
+        assert len(got.rows) == len(want.rows), name
+        assert name == "bronze.quarantine" or len(got.rows) >= 4, name  # quarantine: nothing bad here
         assert _sorted(got.rows) == _sorted(want.rows), name
 
 
@@ -85,17 +87,30 @@ def test_fast_path_equals_spark_on_queries(spark: Any, scenario: BinlakeConfig, 
 
 
 @pytest.mark.spark
-def test_fast_path_reads_an_s3_warehouse(spark: Any, scenario: BinlakeConfig, s3_client: Any,
-                                         s3_bucket: str) -> None:
+def test_fast_path_reads_an_s3_warehouse(spark: Any, scenario: BinlakeConfig) -> None:
+    """The warehouse copied to a bucket of a moto server in its own process.
+
+    (Not the session's in-process server: delta-rs holds the GIL while it waits for the
+    response, which a server thread in the same interpreter could then never send.)
+    """
     import dataclasses
 
-    root = Path(scenario.warehouse)
-    for path in root.rglob("*"):
-        if path.is_file():
-            s3_client.upload_file(str(path), s3_bucket, f"lake/{path.relative_to(root)}")
-    on_s3 = dataclasses.replace(scenario, warehouse=f"s3a://{s3_bucket}/lake")
-    query = "SELECT source, file, status, missing_gtids FROM meta.gtid_reconciliation"
-    got = FastWarehouse(on_s3).run(query)
+    from binlake.s3server import S3Server
+
+    server = S3Server(mode="process").start()
+    try:
+        client = server.client()
+        client.create_bucket(Bucket="lake")
+        root = Path(scenario.warehouse)
+        for path in root.rglob("*"):
+            if path.is_file():
+                client.upload_file(str(path), "lake", f"wh/{path.relative_to(root)}")
+        on_s3 = dataclasses.replace(scenario, warehouse="s3a://lake/wh",
+                                    s3=dataclasses.replace(scenario.s3, endpoint_url=server.endpoint_url))
+        query = "SELECT source, file, status, missing_gtids FROM meta.gtid_reconciliation"
+        got = FastWarehouse(on_s3).run(query)
+    finally:
+        server.stop()
     assert _sorted(got.rows) == _sorted(_spark_result(spark, scenario, query).rows)
     assert ("missing", "binlog.000003", "GAP", "0:4-6") in got.rows
 
@@ -164,26 +179,32 @@ def test_writes_go_to_spark_and_spark_engine_prints_the_same(spark: Any, config_
 
 @pytest.mark.spark
 def test_prompt_history_completion_and_ctrl_c(config_file: Path) -> None:
+    from prompt_toolkit.document import Document
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
     cfg = load_config(config_file, env={})
     session = SqlSession(cfg)
+    completer = make_completer(session)
+    typed = "SELECT * FROM meta.gtid_reconcil"
+    assert [c.text for c in completer.get_completions(Document(typed), None)] == ["meta.gtid_reconciliation"]
+    typed = "SELECT missing_fi"
+    assert [c.text for c in completer.get_completions(Document(typed), None)] == ["missing_files"]
     out, err = io.StringIO(), io.StringIO()
     with create_pipe_input() as pipe:
-        # a statement abandoned with Ctrl-C, one completed with Tab, then Ctrl-D
+        # a statement abandoned with Ctrl-C, one run, then Ctrl-D
         pipe.send_text("SELECT 'abandoned' AS x\x03")
-        pipe.send_text("SELECT count(*) AS n FROM meta.gtid_reconcil\t WHERE status = 'GAP';\r")
+        pipe.send_text("SELECT count(*) AS n FROM meta.gtid_reconciliation\r  WHERE status = 'GAP';\r")
         pipe.send_text("\x04")
         rc = interactive(session, SqlOptions(config=str(config_file)), out=out, err=err,
                          prompt_input=pipe, prompt_output=DummyOutput())
     session.close()
     text = out.getvalue()
-    assert rc == 0, err.getvalue()
+    assert rc == 0 and err.getvalue() == "", err.getvalue()
     assert "abandoned" not in text
     assert "| n |" in text and "| 2 |" in text
     history = (Path(cfg.state_dir) / "sql_history").read_text()
-    assert "FROM meta.gtid_reconciliation WHERE status = 'GAP';" in history
+    assert "+  WHERE status = 'GAP';" in history and "abandoned" not in history
 
 
 @pytest.mark.spark
@@ -191,7 +212,7 @@ def test_pipe_prompt_keeps_going_after_an_error(config_file: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     stdin = io.StringIO("SELECT count(*) AS files\n  FROM meta.ingested_files;\nSELECT nope FROM meta.x;\nexit\n")
     assert run_sql(SqlOptions(config=str(config_file)), out=out, err=err, stdin=stdin) == 0
-    assert "| 11    |" in out.getvalue()
+    assert "| 14    |" in out.getvalue()  # 4 + 3 + 5 + 2 files
     assert err.getvalue().startswith("ERROR: table meta.x not found")
 
 
