@@ -93,6 +93,7 @@ class CoverageData:
     files: tuple[FileSpan, ...]
     intervals: tuple[CoverageInterval, ...]
     findings: tuple[Finding, ...]
+    chain_order: tuple[str, ...] = ()  # files in reconciliation chain order
 
 
 @dataclass(frozen=True)
@@ -162,18 +163,19 @@ def load_coverage(cfg: BinlakeConfig, source: str) -> CoverageData:
                          first_file=r["first_file"], last_file=r["last_file"], transactions=r["transactions"])
         for r in sorted(read_table_rows(cfg, "meta.gtid_coverage", source),
                         key=lambda r: (r["sid"], r["tag"], r["gno_start"])))
+    chain = sorted(read_table_rows(cfg, "meta.gtid_reconciliation", source), key=lambda r: r["chain_index"])
     findings = tuple(
         Finding(status=r["status"], file=r["file"], previous_file=r["previous_file"],
                 gtids=r["missing_gtids"] or r["extra_gtids"] or "", missing_files=tuple(r["missing_files"] or ()),
                 duplicate_of=r["duplicate_of"], detail=r["detail"] or "")
-        for r in sorted(read_table_rows(cfg, "meta.gtid_reconciliation", source), key=lambda r: r["chain_index"])
-        if r["status"] != "OK")
+        for r in chain if r["status"] != "OK")
     if not files and not any(s.name == source for s in cfg.sources):
         _unknown_source(cfg, source)
     if not files:
         raise BinlakeError(f"nothing ingested for source {source!r} in warehouse {cfg.warehouse} "
                            f"(config: {cfg.config_path or 'built in'})")
-    return CoverageData(source=source, files=files, intervals=intervals, findings=findings)
+    return CoverageData(source=source, files=files, intervals=intervals, findings=findings,
+                        chain_order=tuple(r["file"] for r in chain))
 
 
 def _unknown_source(cfg: BinlakeConfig, source: str) -> None:
@@ -181,29 +183,71 @@ def _unknown_source(cfg: BinlakeConfig, source: str) -> None:
     raise BinlakeError(f"unknown source {source!r} (sources: {names}; config: {cfg.config_path or 'built in'})")
 
 
-def _span(data: CoverageData, first_file: str, last_file: str) -> tuple[dt.datetime, dt.datetime] | None:
-    by_name = {f.file: f for f in data.files}
-    start = by_name.get(first_file)
-    end = by_name.get(last_file)
-    if start is None or end is None or start.first_event_time is None or end.last_event_time is None:
-        return None
-    return start.first_event_time, max(end.last_event_time, start.first_event_time + MIN_BAND)
+@dataclass(frozen=True)
+class Axis:
+    """Where things go along x: event time, or chain order when the event times are too close to draw.
+
+    ``spans`` maps a file name to its (x0, x1); ``gaps`` maps the file a GAP precedes to the slot
+    drawn for it. In time mode x values are datetimes, in chain mode slot numbers.
+    """
+
+    by_time: bool
+    spans: dict[str, tuple[Any, Any]]
+    gaps: dict[str, tuple[Any, Any]]
+    ticks: tuple[tuple[float, str], ...] = ()
 
 
-def _finding_span(data: CoverageData, finding: Finding) -> tuple[dt.datetime, dt.datetime] | None:
-    """A GAP lies between the predecessor's last event and this file's first; others span the file."""
+def _drawable_in_time(files: Sequence[FileSpan]) -> bool:
+    """Time scale only when every file has times, no two start together and the whole spans a minute."""
+    firsts = [f.first_event_time for f in files]
+    lasts = [f.last_event_time for f in files]
+    if not files or any(x is None for x in firsts + lasts):
+        return False
+    starts = [x for x in firsts if x is not None]
+    ends = [x for x in lasts if x is not None]
+    return len(set(starts)) == len(starts) and max(ends) - min(starts) >= dt.timedelta(minutes=1)
+
+
+def build_axis(data: CoverageData) -> Axis:
+    gap_before = {f.file: f for f in data.findings if f.status == "GAP"}
+    if _drawable_in_time(data.files):
+        spans: dict[str, tuple[Any, Any]] = {}
+        for f in data.files:
+            first = f.first_event_time or dt.datetime.min  # never None here (_drawable_in_time)
+            spans[f.file] = (first, max(f.last_event_time or first, first + MIN_BAND))
+        gaps: dict[str, tuple[Any, Any]] = {}
+        for name, finding in gap_before.items():
+            before, here = spans.get(finding.previous_file or ""), spans.get(name)
+            if here is not None:
+                start = before[1] if before is not None else here[0] - MIN_BAND
+                gaps[name] = (start, max(here[0], start + MIN_BAND))
+        return Axis(by_time=True, spans=spans, gaps=gaps)
+    order = list(data.chain_order) + sorted({f.file for f in data.files} - set(data.chain_order))
+    spans, gaps, ticks, x = {}, {}, [], 0.0
     by_name = {f.file: f for f in data.files}
-    here = by_name.get(finding.file)
-    if here is None or here.first_event_time is None:
+    for name in order:
+        if name in gap_before:
+            gaps[name] = (x, x + 0.6)
+            x += 0.6
+        spans[name] = (x, x + 1.0)
+        started = by_name[name].first_event_time if name in by_name else None
+        ticks.append((x + 0.5, name + (f"<br>{started:%Y-%m-%d %H:%M:%S}" if started else "")))
+        x += 1.0
+    return Axis(by_time=False, spans=spans, gaps=gaps, ticks=tuple(ticks))
+
+
+def _interval_span(axis: Axis, first_file: str, last_file: str) -> tuple[Any, Any] | None:
+    start, end = axis.spans.get(first_file), axis.spans.get(last_file)
+    if start is None or end is None:
         return None
-    before = by_name.get(finding.previous_file or "")
-    if finding.status == "GAP" and before is not None and before.last_event_time is not None:
-        start, end = before.last_event_time, here.first_event_time
-    else:
-        start, end = here.first_event_time, here.last_event_time or here.first_event_time
-    if end - start < MIN_BAND:
-        end = start + MIN_BAND
-    return start, end
+    return start[0], max(end[1], start[1])
+
+
+def _finding_span(axis: Axis, finding: Finding) -> tuple[Any, Any] | None:
+    """A GAP lies before the file that noticed it; the other findings are that file."""
+    if finding.status == "GAP" and finding.file in axis.gaps:
+        return axis.gaps[finding.file]
+    return axis.spans.get(finding.file)
 
 
 def lanes_of(data: CoverageData) -> list[str]:
@@ -216,43 +260,46 @@ def lanes_of(data: CoverageData) -> list[str]:
 
 
 def build_figure(data: CoverageData) -> Any:
-    """The plotly figure: green bars for what is held, red bands and labels for each finding."""
+    """The plotly figure: grey files, green held intervals, red bands and labels for each finding."""
     import plotly.graph_objects as go
 
     lanes = lanes_of(data)
+    axis = build_axis(data)
     fig = go.Figure()
-    for span_of_file in data.files:  # the top lane: the archived files themselves
-        span = _span(data, span_of_file.file, span_of_file.file)
-        if span is not None:
-            bar = _bar(len(lanes), span, FILE_COLOUR, span_of_file.file, span_of_file.file)
-            bar.update(text=[span_of_file.file], textposition="inside", insidetextanchor="middle")
-            fig.add_trace(bar)
+    for name, span in axis.spans.items():  # the top lane: the archived files themselves
+        bar = _bar(len(lanes), span, FILE_COLOUR, name, name)
+        bar.update(text=[name], textposition="inside", insidetextanchor="middle")
+        fig.add_trace(bar)
     for interval in data.intervals:
-        span = _span(data, interval.first_file, interval.last_file)
-        if span is None:
-            continue
-        fig.add_trace(_bar(lanes.index(interval.lane), span, OK_COLOUR, interval.gtid_set,
-                           f"{interval.gtid_set}<br>{interval.transactions} transactions<br>"
-                           f"{interval.first_file} … {interval.last_file}"))
+        held = _interval_span(axis, interval.first_file, interval.last_file)
+        if held is not None:
+            fig.add_trace(_bar(lanes.index(interval.lane), held, OK_COLOUR, interval.gtid_set,
+                               f"{interval.gtid_set}<br>{interval.transactions} transactions<br>"
+                               f"{interval.first_file} … {interval.last_file}"))
     for finding in data.findings:
-        _add_finding(fig, data, finding, [lanes.index(lane) for lane in lanes_of_gtid_set(finding.gtids)]
+        _add_finding(fig, axis, finding, [lanes.index(lane) for lane in lanes_of_gtid_set(finding.gtids)]
                      or list(range(len(lanes))))
-    _layout(fig, data, lanes)
+    _layout(fig, data, lanes, axis)
     return fig
 
 
-def _bar(lane_index: int, span: tuple[dt.datetime, dt.datetime], colour: str, name: str, hover: str) -> Any:
+def _x(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def _bar(lane_index: int, span: tuple[Any, Any], colour: str, name: str, hover: str) -> Any:
     import plotly.graph_objects as go
 
     start, end = span
+    length = (end - start).total_seconds() * 1000 if isinstance(start, dt.datetime) else end - start
     return go.Bar(
-        base=[start.isoformat()], x=[(end - start).total_seconds() * 1000], y=[lane_index],
-        orientation="h", marker_color=colour, name=name, hovertext=[hover], hoverinfo="text",
-        showlegend=False, width=0.5)
+        base=[_x(start)], x=[length], y=[lane_index], orientation="h", marker_color=colour, name=name,
+        hovertext=[hover], hoverinfo="text", showlegend=False, width=0.5,
+        marker_line={"color": "white", "width": 1})
 
 
-def _add_finding(fig: Any, data: CoverageData, finding: Finding, lane_indexes: Sequence[int]) -> None:
-    span = _finding_span(data, finding)
+def _add_finding(fig: Any, axis: Axis, finding: Finding, lane_indexes: Sequence[int]) -> None:
+    span = _finding_span(axis, finding)
     if span is None:
         return
     start, end = span
@@ -260,20 +307,27 @@ def _add_finding(fig: Any, data: CoverageData, finding: Finding, lane_indexes: S
         fig.add_trace(_bar(index, span, PROBLEM_COLOUR, finding.status,
                            html.escape(finding.label) + (f"<br>{html.escape(finding.detail)}" if finding.detail else "")))
     if finding.status == "CHAIN_BREAK":
-        fig.add_vline(x=start.isoformat(), line_color=PROBLEM_COLOUR, line_dash="dash")
+        fig.add_vline(x=_x(start), line_color=PROBLEM_COLOUR, line_dash="dash")
     fig.add_annotation(
-        x=(start + (end - start) / 2).isoformat(), y=max(lane_indexes) + 0.45, text=html.escape(finding.label),
+        x=_x(start + (end - start) / 2), y=max(lane_indexes) + 0.45, text=html.escape(finding.label),
         showarrow=False, font={"color": PROBLEM_COLOUR, "size": 13}, yanchor="bottom",
         bgcolor="rgba(255,255,255,0.85)", bordercolor=PROBLEM_COLOUR, borderwidth=1)
 
 
-def _layout(fig: Any, data: CoverageData, lanes: Sequence[str]) -> None:
+def _layout(fig: Any, data: CoverageData, lanes: Sequence[str], axis: Axis) -> None:
     problems = len(data.findings)
     verdict = "no gaps, duplicates or chain breaks" if not problems else f"{problems} problem(s) in red"
+    xaxis: dict[str, Any]
+    if axis.by_time:
+        xaxis = {"type": "date", "title": "event time (UTC)", "gridcolor": "#eee"}
+    else:
+        xaxis = {"type": "linear", "tickvals": [v for v, _ in axis.ticks], "ticktext": [t for _, t in axis.ticks],
+                 "title": "files in chain order, first event time (UTC) under each (event times too close "
+                          "to draw to scale)", "showgrid": False, "zeroline": False}
     fig.update_layout(
         title=f"binlake archive coverage · source {data.source} · {len(data.files)} files · {verdict}",
-        barmode="overlay", height=260 + 110 * len(lanes), margin={"l": 40, "r": 40, "t": 80, "b": 60},
-        plot_bgcolor="white", xaxis={"type": "date", "title": "event time (UTC)", "gridcolor": "#eee"},
+        barmode="overlay", height=280 + 110 * len(lanes), margin={"l": 40, "r": 40, "t": 80, "b": 80},
+        plot_bgcolor="white", xaxis=xaxis,
         yaxis={"tickvals": list(range(len(lanes) + 1)), "ticktext": [*lanes, FILES_LANE], "automargin": True,
                "range": [-0.6, len(lanes) + 0.6], "title": "GTID source / domain"},
     )
@@ -341,6 +395,6 @@ def write_coverage_report(cfg: BinlakeConfig, source: str, out_dir: Path, *, png
     html_path = write_html(data, Path(out_dir) / f"coverage-{source}.html")
     png_path = None
     if png:
-        height = 260 + 110 * len(lanes_of(data)) + 60 + 30 * max(len(data.findings), 1)
+        height = 280 + 110 * len(lanes_of(data)) + 60 + 30 * max(len(data.findings), 1)
         png_path = screenshot(html_path, html_path.with_suffix(".png"), 1400, height)
     return CoverageReport(html_path=html_path, png_path=png_path)

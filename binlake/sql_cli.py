@@ -174,9 +174,10 @@ def short_error(exc: BaseException) -> str:
     return text[0] if text else exc.__class__.__name__
 
 
-def run_sql(options: SqlOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-            stdin: TextIO = sys.stdin) -> int:
+def run_sql(options: SqlOptions, out: TextIO | None = None, err: TextIO | None = None,
+            stdin: TextIO | None = None) -> int:
     """Entry of ``binlake sql``: one-shot when a query is given, else the interactive prompt."""
+    out, err, stdin = out or sys.stdout, err or sys.stderr, stdin or sys.stdin
     cfg = load_config(options.config)
     session = SqlSession(cfg, options.engine, err=err)
     try:

@@ -78,6 +78,7 @@ def test_gap_page_in_headless_chromium(scenario: BinlakeConfig, tmp_path: Path) 
     assert texts(dom, "ytick") == ["domain 0", "archived files"]
     assert texts(dom, "annotation-text-g") == ["GAP · 0:4-6 · missing binlog.000002 · before binlog.000003"]
     assert "source missing · 3 files · 1 problem(s) in red" in dom
+    assert "files in chain order" in dom  # the fixture's events are seconds apart: not drawable to scale
     red = re.findall(r'<path[^>]*style="[^"]*fill: rgb\(214, 39, 40\)', dom)
     green = re.findall(r'<path[^>]*style="[^"]*fill: rgb\(46, 125, 50\)', dom)
     assert PROBLEM_COLOUR == "#d62728" and len(red) == 1 and len(green) == 2
@@ -124,3 +125,33 @@ def test_lanes_of_gtid_sets() -> None:
     assert lanes_of_gtid_set("55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-2") == [
         "55778904-0299-11f1-b1b8-4ef0c4956feb", "55778904-0299-11f1-b1b8-4ef0c4956feb:mytag"]
     assert lanes_of_gtid_set("") == []
+
+
+@needs_chromium
+def test_time_axis_when_times_spread(tmp_path: Path) -> None:
+    """Hours between files: x is event time, the GAP band lies between the two files around it."""
+    import datetime as dt
+
+    from binlake.coverage_report import (
+        CoverageData,
+        CoverageInterval,
+        FileSpan,
+        Finding,
+        build_axis,
+        write_html,
+    )
+
+    t0 = dt.datetime(2026, 3, 1, 0, 0, 0)
+    hour = dt.timedelta(hours=1)
+    files = (FileSpan("b.000001", t0, t0 + hour), FileSpan("b.000003", t0 + 2 * hour, t0 + 3 * hour))
+    data = CoverageData(
+        source="s", files=files,
+        intervals=(CoverageInterval("domain 1", "1:1-50", "b.000001", "b.000001", 50),
+                   CoverageInterval("domain 1", "1:80-99", "b.000003", "b.000003", 20)),
+        findings=(Finding("GAP", "b.000003", "b.000001", "1:51-79", ("b.000002",), None, ""),))
+    axis = build_axis(data)
+    assert axis.by_time and axis.gaps == {"b.000003": (t0 + hour, t0 + 2 * hour)}
+    dom = rendered_dom(write_html(data, tmp_path / "c.html"))
+    assert "event time (UTC)" in dom and "files in chain order" not in dom
+    assert texts(dom, "annotation-text-g") == ["GAP · 1:51-79 · missing b.000002 · before b.000003"]
+    assert texts(dom, "ytick") == ["domain 1", "archived files"]
