@@ -276,9 +276,9 @@ def build_figure(data: CoverageData) -> Any:
             fig.add_trace(_bar(lanes.index(interval.lane), held, OK_COLOUR, interval.gtid_set,
                                f"{interval.gtid_set}<br>{interval.transactions} transactions<br>"
                                f"{interval.first_file} … {interval.last_file}"))
-    for finding in data.findings:
+    for number, finding in enumerate(data.findings):
         _add_finding(fig, axis, finding, [lanes.index(lane) for lane in lanes_of_gtid_set(finding.gtids)]
-                     or list(range(len(lanes))))
+                     or list(range(len(lanes))), above=number % 2 == 0)
     _layout(fig, data, lanes, axis)
     return fig
 
@@ -298,7 +298,8 @@ def _bar(lane_index: int, span: tuple[Any, Any], colour: str, name: str, hover: 
         marker_line={"color": "white", "width": 1})
 
 
-def _add_finding(fig: Any, axis: Axis, finding: Finding, lane_indexes: Sequence[int]) -> None:
+def _add_finding(fig: Any, axis: Axis, finding: Finding, lane_indexes: Sequence[int], above: bool = True) -> None:
+    """Red bars in the finding's lanes; its label above them (every other one below, so neighbours never overlap)."""
     span = _finding_span(axis, finding)
     if span is None:
         return
@@ -309,8 +310,9 @@ def _add_finding(fig: Any, axis: Axis, finding: Finding, lane_indexes: Sequence[
     if finding.status == "CHAIN_BREAK":
         fig.add_vline(x=_x(start), line_color=PROBLEM_COLOUR, line_dash="dash")
     fig.add_annotation(
-        x=_x(start + (end - start) / 2), y=max(lane_indexes) + 0.45, text=html.escape(finding.label),
-        showarrow=False, font={"color": PROBLEM_COLOUR, "size": 13}, yanchor="bottom",
+        x=_x(start + (end - start) / 2), y=max(lane_indexes) + 0.3 if above else min(lane_indexes) - 0.3,
+        text=html.escape(finding.label), showarrow=False, font={"color": PROBLEM_COLOUR, "size": 13},
+        yanchor="bottom" if above else "top",
         bgcolor="rgba(255,255,255,0.85)", bordercolor=PROBLEM_COLOUR, borderwidth=1)
 
 
@@ -329,7 +331,7 @@ def _layout(fig: Any, data: CoverageData, lanes: Sequence[str], axis: Axis) -> N
         barmode="overlay", height=280 + 110 * len(lanes), margin={"l": 40, "r": 40, "t": 80, "b": 80},
         plot_bgcolor="white", xaxis=xaxis,
         yaxis={"tickvals": list(range(len(lanes) + 1)), "ticktext": [*lanes, FILES_LANE], "automargin": True,
-               "range": [-0.6, len(lanes) + 0.6], "title": "GTID source / domain"},
+               "range": [-0.8, len(lanes) + 0.6], "title": "GTID source / domain"},
     )
 
 
