@@ -16,7 +16,7 @@ JARS_DIR := .jars
 VPY := $(VENV)/bin/python
 PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
-APT_PACKAGES := mariadb-server mariadb-client docker-compose
+APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
 .PHONY: help setup setup-python setup-jars setup-system setup-native demo test test-cluster cluster-demo lock clean
 
@@ -59,6 +59,7 @@ setup-system:
 	command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || missing="$$missing mariadb-server"; \
 	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v mvn >/dev/null || missing="$$missing maven"; \
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
 	if [ -z "$$missing" ]; then echo "[setup] system packages present"; exit 0; fi; \

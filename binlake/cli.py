@@ -1,58 +1,161 @@
-"""The ``binlake`` console script: ``binlake sql``, ``binlake config``, ``binlake demo``,
-``binlake generate``."""
+"""The ``binlake`` console script: ``sql``, ``coverage``, ``config``, ``demo``, ``generate`` (and ``archive``).
+
+Why typer: sub-commands, ``--help`` pages, option parsing and shell completion come from one
+declarative place instead of a hand-written dispatcher. Commands import their modules lazily so
+``binlake --help`` and the JVM-free ``binlake sql`` stay fast.
+
+Errors: an expected failure (:class:`binlake.errors.BinlakeError`: a bad config key, a missing
+table, an unknown source) prints one line ``binlake: error: ...`` and exits 1, never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
 
-USAGE = """usage: binlake COMMAND [ARGS]
+import typer
 
-commands:
-  sql [QUERY]   Spark SQL over the binlake Delta tables (no QUERY: interactive prompt)
-  config        print the resolved configuration (no secrets are ever in it)
-  demo          the end-to-end demo (same as `make demo`)
-  generate DEST synthetic binlog archive + ground truth (binlake generate --help)
-"""
+from binlake.errors import BinlakeError
 
+app = typer.Typer(
+    name="binlake",
+    help="binlake: archived MySQL/MariaDB binlogs as bronze/silver/meta Delta tables.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
-        print(USAGE)
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
-    if command == "sql":
-        from binlake.sql_cli import main as sql_main
+# Commands that hand their arguments to another module's own parser (argparse) untouched.
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
-        return sql_main(rest)
-    if command == "config":
-        from binlake.config import load_config
-
-        print(json.dumps(asdict(load_config(rest[0] if rest else None)), indent=2, default=str))
-        return 0
-    if command == "demo":
-        from binlake.demo import main as demo_main
-
-        return demo_main(rest)
-    if command == "generate":
-        return _generate(rest)
-    print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
-    return 2
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="config file (default: $BINLAKE_CONFIG, else conf/binlake.toml)"),
+]
 
 
-def _generate(rest: list[str]) -> int:
-    """``binlake generate``: :mod:`binlake.synthetic` (archive generator with fault switches)."""
+class OutputFormat(str, Enum):
+    """How ``binlake sql`` prints results."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class Engine(str, Enum):
+    """Which engine runs ``binlake sql`` (auto: the JVM-free fast path unless Spark is needed)."""
+
+    auto = "auto"
+    fast = "fast"
+    spark = "spark"
+
+
+@app.command(help="SQL over the binlake tables (no QUERY: interactive prompt). Read-only queries run "
+                  "without a JVM (delta-rs + DuckDB); writes or --engine spark use Spark SQL.")
+def sql(
+    query: Annotated[str | None, typer.Argument(help="statement(s) to run, ';'-separated")] = None,
+    config: ConfigOption = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="output format")] = OutputFormat.table,
+    engine: Annotated[Engine, typer.Option(help="auto | fast (no JVM) | spark")] = Engine.auto,
+    max_rows: Annotated[int, typer.Option(help="print at most this many rows (0: all)")] = 1000,
+) -> None:
+    from binlake.sql_cli import SqlOptions, run_sql
+
+    _done(run_sql(SqlOptions(query=query, config=str(config) if config else None,
+                             output_format=output_format.value, engine=engine.value, max_rows=max_rows)))
+
+
+@app.command(help="Timeline of what the archive holds for SOURCE (gaps, duplicates, chain breaks in red), "
+                  "as a self-contained HTML page and a PNG.")
+def coverage(
+    source: Annotated[str, typer.Argument(help="source name from [[sources]]")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for coverage-SOURCE.html/.png")] = Path("."),
+    config: ConfigOption = None,
+    png: Annotated[bool, typer.Option(help="also write a PNG (headless Chromium)")] = True,
+) -> None:
+    from binlake.config import load_config
+    from binlake.coverage_report import write_coverage_report
+
+    report = write_coverage_report(load_config(config), source, out, png=png)
+    for path in report.files:
+        print(path)
+
+
+@app.command(name="config", help="Print the resolved configuration (no secrets are ever in it).")
+def config_command(
+    path: Annotated[Path | None, typer.Argument(help="config file (default: as for --config)")] = None,
+    config: ConfigOption = None,
+    example: Annotated[bool, typer.Option("--example", help="print a documented starting point")] = False,
+) -> None:
+    from binlake.config import EXAMPLE_CONFIG_PATH, load_config
+
+    if example:
+        print(EXAMPLE_CONFIG_PATH.read_text(), end="")
+        return
+    print(json.dumps(asdict(load_config(path or config)), indent=2, default=str))
+
+
+@app.command(context_settings=_PASS_THROUGH, add_help_option=False,
+             help="The end-to-end demo (same as `make demo`; `binlake demo --help` for options).")
+def demo(ctx: typer.Context) -> None:
+    from binlake.demo import main as demo_main
+
+    _done(int(demo_main(list(ctx.args)) or 0))
+
+
+@app.command(context_settings=_PASS_THROUGH, add_help_option=False,
+             help="Synthetic binlog archive + ground truth (`binlake generate --help` for options).")
+def generate(ctx: typer.Context) -> None:
     import argparse
 
     from binlake.synthetic import build_parser, run_args
 
     parser = build_parser(argparse.ArgumentParser(
-        prog="binlake generate",
-        description="Generate a synthetic MySQL binlog archive with ground truth."))
-    return run_args(parser.parse_args(rest))
+        prog="binlake generate", description="Generate a synthetic MySQL binlog archive with ground truth."))
+    _done(int(run_args(parser.parse_args(list(ctx.args))) or 0))
+
+
+# --- binlake archive -------------------------------------------------------------------------
+# The archiver (issue 15) owns its options: it exposes ``archive_command(argv) -> int`` and this
+# command hands it every argument untouched. Change the import below if its module is renamed.
+@app.command(context_settings=_PASS_THROUGH, add_help_option=False,
+             help="Archive binlogs from a live server (`binlake archive --help` for options).")
+def archive(ctx: typer.Context) -> None:
+    import importlib
+
+    try:
+        archive_command = importlib.import_module("binlake.archiver").archive_command
+    except (ImportError, AttributeError) as exc:
+        raise BinlakeError(f"`binlake archive` is not available in this build ({exc})") from None
+    _done(int(archive_command(list(ctx.args))))
+
+
+def _done(code: int) -> None:
+    """End a command with ``code`` (typer ignores a command's return value)."""
+    if code:
+        raise typer.Exit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; BinlakeError becomes one line on stderr and exit code 1, usage errors exit 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        app(args=args, prog_name="binlake")
+    except SystemExit as exc:  # typer/click end every run with sys.exit
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BinlakeError as exc:
+        print(f"binlake: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,206 +1,312 @@
-"""`binlake sql`: Spark SQL over the binlake Delta tables, each registered by its name.
+"""`binlake sql`: SQL over the binlake Delta tables, each addressed by its name (``silver.row_changes``).
 
-Why: the tables live in folders or buckets, not in a metastore; registering every existing table
-of :mod:`binlake.tables` (``CREATE TABLE IF NOT EXISTS bronze.events USING delta LOCATION ...``)
-in the session catalog lets people write ``SELECT ... FROM silver.row_changes`` directly.
+Two engines behind one prompt:
+
+* the **fast path** (:mod:`binlake.sql_fast`, delta-rs + DuckDB, no JVM) runs every read-only
+  statement (SELECT, WITH, DESCRIBE, SHOW TABLES) in well under a second;
+* **Spark** (:mod:`spark_jobs.sql_engine`) runs writes/DDL, what the fast path cannot translate,
+  and everything under ``--engine spark``. It is started only when first needed.
+
+Results print as a rich table, CSV or JSON Lines, with full cell values (:mod:`binlake.sql_values`).
+The interactive prompt (prompt_toolkit) keeps a history file under ``state_dir``, completes table
+and column names, and Ctrl-C cancels the statement being typed or run, not the prompt.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
+import re
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence, TextIO
+from pathlib import Path
+from typing import Any, Protocol, TextIO
 
-from binlake.config import BinlakeConfig, load_config, to_spark_uri
-from binlake.tables import DATABASES, TABLES
+from binlake.config import BinlakeConfig, load_config
+from binlake.errors import BinlakeError
+from binlake.sql_fast import FastWarehouse, NeedsSparkError, QueryResult
+from binlake.tables import TableSpec
 
 PROMPT = "binlake> "
 CONTINUATION = "     ...> "
+SQL_KEYWORDS = (
+    "SELECT", "FROM", "WHERE", "GROUP BY", "ORDER BY", "HAVING", "LIMIT", "JOIN", "LEFT JOIN", "ON",
+    "AS", "AND", "OR", "NOT", "NULL", "IS", "IN", "COUNT", "SUM", "MIN", "MAX", "DISTINCT", "WITH",
+    "DESCRIBE", "SHOW TABLES", "SHOW DATABASES", "CASE", "WHEN", "THEN", "ELSE", "END", "DESC", "ASC",
+)
 
 
 @dataclass(frozen=True)
-class QueryResult:
-    """Column names and rows (as plain Python values) of one statement."""
+class SqlOptions:
+    """What ``binlake sql`` was asked to do."""
 
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    truncated: bool = False
+    query: str | None = None
+    config: str | None = None
+    output_format: str = "table"  # table | csv | json
+    engine: str = "auto"  # auto | fast | spark
+    max_rows: int = 1000  # 0: no limit
 
 
-def delta_table_exists(spark: Any, location: str) -> bool:
-    """True when ``location`` holds a Delta table (False on a missing folder or bucket)."""
-    from delta.tables import DeltaTable
+class Engine(Protocol):
+    """What the CLI needs of an engine (fast path or Spark)."""
+
+    def run(self, statement: str, max_rows: int = 0) -> QueryResult: ...
+    def existing_tables(self) -> list[TableSpec]: ...
+    def close(self) -> None: ...
+
+
+class SqlSession:
+    """Routes each statement to the fast path or Spark (per ``engine``) and remembers both engines."""
+
+    def __init__(self, cfg: BinlakeConfig, engine: str = "auto", err: TextIO = sys.stderr) -> None:
+        self.cfg = cfg
+        self.engine = engine
+        self.err = err
+        self._fast: FastWarehouse | None = None
+        self._spark: Any = None
+
+    @property
+    def fast(self) -> FastWarehouse:
+        if self._fast is None:
+            self._fast = FastWarehouse(self.cfg)
+        return self._fast
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from spark_jobs.sql_engine import SparkSqlEngine
+
+            self._spark = SparkSqlEngine(self.cfg)
+        return self._spark
+
+    def primary(self) -> Engine:
+        return self.spark if self.engine == "spark" else self.fast
+
+    def run(self, statement: str, max_rows: int) -> QueryResult:
+        if self.engine == "spark":
+            return self.spark.run(statement, max_rows)  # type: ignore[no-any-return]
+        try:
+            return self.fast.run(statement, max_rows)
+        except NeedsSparkError as exc:
+            if self.engine == "fast":
+                raise BinlakeError(f"the fast path cannot run this statement ({exc}); try --engine spark") from None
+            print(f"(running on Spark: {exc})", file=self.err)
+            return self.spark.run(statement, max_rows)  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        if self._fast is not None:
+            self._fast.connection.interrupt()
+        if self._spark is not None:
+            self._spark.cancel()
+
+    def columns_for_completion(self) -> list[str]:
+        """``db.table`` names and their column names (for the prompt's completer)."""
+        words: list[str] = []
+        engine = self.primary()
+        for spec in engine.existing_tables():
+            words.append(spec.full_name)
+            if engine is self.fast:
+                words += [str(row[0]) for row in self.fast.run(f"DESCRIBE {spec.full_name}").rows]
+            else:
+                words += self.spark.columns(spec)
+        return list(dict.fromkeys(words))
+
+    def close(self) -> None:
+        for engine in (self._fast, self._spark):
+            if engine is not None:
+                engine.close()
+
+
+def print_result(result: QueryResult, output_format: str = "table", out: TextIO = sys.stdout) -> None:
+    """Print one statement's result in the chosen format (full values, nothing cut)."""
+    from binlake.sql_values import write_csv, write_json_lines, write_table
+
+    if output_format == "csv":
+        write_csv(result.columns, result.rows, out)
+    elif output_format == "json":
+        write_json_lines(result.columns, result.rows, out)
+    elif not result.columns:
+        print("OK", file=out)
+    else:
+        write_table(result.columns, result.rows, out)
+        more = " (truncated: --max-rows)" if result.truncated else ""
+        print(f"{len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{more}", file=out)
+    out.flush()
+
+
+def split_statements(text: str) -> list[str]:
+    """Split on ';' outside quotes and comments (sqlglot's tokenizer knows SQL's quoting rules)."""
+    import sqlglot
+    from sqlglot.errors import TokenError
+    from sqlglot.tokens import TokenType
 
     try:
-        return bool(DeltaTable.isDeltaTable(spark, location))
-    except Exception:  # noqa: BLE001 - e.g. bucket does not exist
-        return False
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
-    """Register every existing binlake table by name; returns the names registered.
-
-    Tables not written yet are skipped (their database is still created, so ``SHOW TABLES IN
-    silver`` works). Re-registering is harmless (IF NOT EXISTS), and a name already pointing at
-    another location (another warehouse in the same session) is re-pointed.
-    """
-    registered: list[str] = []
-    for db in DATABASES:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    for spec in TABLES:
-        location = to_spark_uri(spec.location(cfg.warehouse))
-        if not delta_table_exists(spark, location):
-            continue
-        if spark.catalog.tableExists(spec.full_name):
-            current = spark.sql(f"DESCRIBE DETAIL {spec.full_name}").collect()[0]["location"]
-            if str(current).rstrip("/") != location.rstrip("/") and not str(current).endswith(location.split("://")[-1]):
-                spark.sql(f"DROP TABLE {spec.full_name}")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {spec.full_name} USING delta LOCATION {_sql_string(location)}")
-        registered.append(spec.full_name)
-    return registered
-
-
-def run_query(spark: Any, query: str, max_rows: int = 1000) -> QueryResult:
-    """Run one statement; collect at most ``max_rows`` rows."""
-    df = spark.sql(query)
-    rows = df.limit(max_rows + 1).collect()
-    truncated = len(rows) > max_rows
-    return QueryResult(columns=list(df.columns), rows=[tuple(r) for r in rows[:max_rows]], truncated=truncated)
-
-
-def _cell(value: Any, max_width: int) -> str:
-    if value is None:
-        text = "NULL"
-    elif isinstance(value, (bytes, bytearray)):
-        text = "0x" + bytes(value[:16]).hex() + ("..." if len(value) > 16 else "")
-    else:
-        text = str(value)
-    text = text.replace("\n", "\\n").replace("\t", " ")
-    return text if len(text) <= max_width else text[: max_width - 3] + "..."
-
-
-def format_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width: int = 60) -> str:
-    """A plain-text table (like the mysql client prints)."""
-    cells = [[_cell(v, max_width) for v in row] for row in rows]
-    widths = [len(c) for c in columns]
-    for row in cells:
-        for i, text in enumerate(row):
-            widths[i] = max(widths[i], len(text))
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out = [line, "| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths)) + " |", line]
-    for row in cells:
-        out.append("| " + " | ".join(t.ljust(w) for t, w in zip(row, widths)) + " |")
-    if cells:
-        out.append(line)
-    return "\n".join(out)
-
-
-def print_result(result: QueryResult, out: TextIO = sys.stdout) -> None:
-    if not result.columns:
-        print("OK", file=out)
-        return
-    print(format_table(result.columns, result.rows), file=out)
-    more = " (truncated)" if result.truncated else ""
-    print(f"{len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{more}", file=out)
-
-
-def _split_statements(text: str) -> list[str]:
-    """Split on ';' outside quotes (good enough for interactive use)."""
-    parts: list[str] = []
-    buf: list[str] = []
-    quote: str | None = None
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in ("'", '"', "`"):
-            quote = ch
-        elif ch == ";":
-            parts.append("".join(buf))
-            buf = []
-            continue
-        buf.append(ch)
-    parts.append("".join(buf))
+        tokens = sqlglot.tokenize(text, read="spark")
+    except TokenError:
+        return [text.strip()] if text.strip() else []
+    parts, start = [], 0
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            parts.append(text[start:token.start])
+            start = token.end + 1
+    parts.append(text[start:])
     return [p.strip() for p in parts if p.strip()]
 
 
-def interactive(spark: Any, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout, max_rows: int = 1000) -> int:
-    """A small REPL: statements end with ';'; 'exit', 'quit' or EOF leaves."""
-    try:
-        import readline  # noqa: F401 - line editing and history when available
-    except ImportError:  # pragma: no cover
-        pass
-    tty = stdin.isatty()
-    print("binlake SQL. Tables: SHOW TABLES IN bronze|silver|meta. End statements with ';'. 'exit' to leave.",
-          file=out)
-    buffer = ""
-    while True:
-        prompt = CONTINUATION if buffer else PROMPT
-        if tty and stdin is sys.stdin:
-            try:
-                line = input(prompt)
-            except EOFError:
-                print(file=out)
-                break
-        else:
-            out.write(prompt)
-            out.flush()
-            line = stdin.readline()
-            if not line:
-                break
-            line = line.rstrip("\n")
-        if not buffer and line.strip().lower().rstrip(";") in ("exit", "quit", "\\q"):
-            break
-        buffer += line + "\n"
-        if ";" not in line:
-            continue
-        for statement in _split_statements(buffer):
-            try:
-                print_result(run_query(spark, statement, max_rows), out)
-            except Exception as exc:  # noqa: BLE001 - show the error, keep the prompt
-                print(f"ERROR: {_short_error(exc)}", file=out)
-        buffer = ""
-    return 0
+def run_statements(session: SqlSession, text: str, options: SqlOptions, out: TextIO, err: TextIO) -> int:
+    """Run each statement of ``text``; an error is one line on ``err`` and the next statement still runs."""
+    status = 0
+    for statement in split_statements(text):
+        try:
+            print_result(session.run(statement, options.max_rows), options.output_format, out)
+        except KeyboardInterrupt:
+            session.cancel()
+            print("statement cancelled", file=err)
+            status = 130
+        except Exception as exc:  # noqa: BLE001 - Spark/DuckDB errors too: one line, keep going
+            print(f"ERROR: {short_error(exc)}", file=err)
+            status = 1
+    return status
 
 
-def quiet_pyspark_sql_errors() -> None:
-    """pyspark logs every failed statement as a JSON stack trace; the CLI prints a one-line error instead."""
-    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-
-
-def _short_error(exc: Exception) -> str:
+def short_error(exc: BaseException) -> str:
+    """The first line of an error (Spark and DuckDB append plans and stack traces)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else exc.__class__.__name__
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, stdin: TextIO = sys.stdin) -> int:
-    """Entry for ``binlake sql [QUERY] [--config PATH] [--max-rows N]``."""
-    parser = argparse.ArgumentParser(prog="binlake sql", description=__doc__.splitlines()[0])
-    parser.add_argument("query", nargs="?", help="SQL to run; omit for an interactive prompt")
-    parser.add_argument("--config", help="config file (default: $BINLAKE_CONFIG or conf/binlake.toml)")
-    parser.add_argument("--max-rows", type=int, default=1000)
-    args = parser.parse_args(argv)
+def run_sql(options: SqlOptions, out: TextIO | None = None, err: TextIO | None = None,
+            stdin: TextIO | None = None) -> int:
+    """Entry of ``binlake sql``: one-shot when a query is given, else the interactive prompt."""
+    out, err, stdin = out or sys.stdout, err or sys.stderr, stdin or sys.stdin
+    cfg = load_config(options.config)
+    session = SqlSession(cfg, options.engine, err=err)
+    try:
+        if options.query:
+            return run_statements(session, options.query, options, out, err)
+        return interactive(session, options, out=out, err=err, stdin=stdin)
+    finally:
+        session.close()
 
-    from binlake.spark import spark_session
 
-    quiet_pyspark_sql_errors()
-    cfg = load_config(args.config)
-    with spark_session(cfg, "binlake-sql", ui=False) as spark:
-        registered = register_tables(spark, cfg)
-        if not args.query:
-            print(f"registered: {', '.join(registered) or '(no tables yet under ' + cfg.warehouse + ')'}", file=out)
-            return interactive(spark, stdin=stdin, out=out, max_rows=args.max_rows)
-        status = 0
-        for statement in _split_statements(args.query):
-            try:
-                print_result(run_query(spark, statement, args.max_rows), out)
-            except Exception as exc:  # noqa: BLE001
-                print(f"ERROR: {_short_error(exc)}", file=sys.stderr)
-                status = 1
-        return status
+def interactive(session: SqlSession, options: SqlOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+                stdin: TextIO = sys.stdin, prompt_input: Any = None, prompt_output: Any = None) -> int:
+    """The prompt: prompt_toolkit on a terminal (or given input/output), plain lines from a pipe."""
+    tables = ", ".join(spec.full_name for spec in session.primary().existing_tables())
+    print(f"binlake SQL on {session.cfg.warehouse}\ntables: {tables or '(none yet)'}\n"
+          "End statements with ';'. Ctrl-C cancels, Ctrl-D or 'exit' leaves.", file=out)
+    if prompt_input is None and not stdin.isatty():
+        return _pipe_loop(session, options, stdin, out, err)
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    history = Path(session.cfg.state_dir) / "sql_history"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    prompt = PromptSession[str](
+        history=FileHistory(str(history)), input=prompt_input, output=prompt_output,
+        completer=make_completer(session), multiline=True, key_bindings=_enter_runs_complete_statements(),
+        prompt_continuation=CONTINUATION)
+    while True:
+        try:
+            text = prompt.prompt(PROMPT)
+        except KeyboardInterrupt:  # Ctrl-C while typing: drop the statement, keep the prompt
+            continue
+        except EOFError:
+            break
+        if _is_exit(text):
+            break
+        run_statements(session, text, options, out, err)
+    return 0
+
+
+def _is_exit(text: str) -> bool:
+    return text.strip().lower().rstrip(";") in ("exit", "quit", "\\q")
+
+
+def _enter_runs_complete_statements() -> Any:
+    """Enter submits once the text ends with ';' (or is exit/empty); before that it starts a new line.
+
+    Why: a statement spanning lines is one history entry, edited and recalled as a whole.
+    """
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
+
+    @bindings.add("enter")
+    def _enter(event: Any) -> None:
+        text = event.current_buffer.text
+        if not text.strip() or text.rstrip().endswith(";") or _is_exit(text):
+            event.current_buffer.validate_and_handle()
+        else:
+            event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def make_completer(session: SqlSession) -> Any:
+    """Tab completes table names, their column names and SQL keywords."""
+    from prompt_toolkit.completion import WordCompleter
+
+    words = [*session.columns_for_completion(), *SQL_KEYWORDS]
+    return WordCompleter(words, ignore_case=True, pattern=re.compile(r"([\w.]+)"))
+
+
+def _take_line(session: SqlSession, options: SqlOptions, buffer: str, line: str,
+               out: TextIO, err: TextIO) -> Any:
+    """Add a line; run the buffer once it holds a ';'. Returns the new buffer, or None to leave."""
+    if not buffer and _is_exit(line):
+        return None
+    buffer += line + "\n"
+    if ";" not in line:
+        return buffer
+    run_statements(session, buffer, options, out, err)
+    return ""
+
+
+def _pipe_loop(session: SqlSession, options: SqlOptions, lines: Iterable[str], out: TextIO, err: TextIO) -> int:
+    buffer: str | None = ""
+    for line in lines:
+        buffer = _take_line(session, options, buffer or "", line.rstrip("\n"), out, err)
+        if buffer is None:
+            return 0
+    if buffer and buffer.strip():
+        run_statements(session, buffer, options, out, err)
+    return 0
+
+
+# --- kept for binlake.demo's summary (issue 11 owns demo.py): Spark-session helpers -----------
+
+def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
+    """Register every existing binlake table in ``spark`` (see spark_jobs.sql_engine.register_tables)."""
+    from spark_jobs.sql_engine import register_tables as register
+
+    return register(spark, cfg)
+
+
+def quiet_pyspark_sql_errors() -> None:
+    """pyspark logs every failed statement as a JSON stack trace; the CLI prints a one-line error instead."""
+    import logging
+
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+def run_query(spark: Any, query: str, max_rows: int = 1000) -> QueryResult:
+    """Run one statement on ``spark``; at most ``max_rows`` rows, as canonical values."""
+    from binlake.sql_values import arrow_rows
+
+    frame = spark.sql(query)
+    if not frame.columns:
+        return QueryResult(columns=[], rows=[])
+    table = frame.limit(max_rows + 1).toArrow()
+    truncated = table.num_rows > max_rows
+    return QueryResult(columns=list(frame.columns), rows=arrow_rows(table.slice(0, max_rows)), truncated=truncated)
+
+
+def format_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A text table of full cell values (rich), as ``binlake sql`` prints it."""
+    import io
+
+    from binlake.sql_values import write_table
+
+    buffer = io.StringIO()
+    write_table(columns, list(rows), buffer)
+    return buffer.getvalue().rstrip("\n")

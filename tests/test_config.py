@@ -1,13 +1,16 @@
-"""conf/binlake.toml loads into dataclasses; env overrides and validation behave."""
+"""conf/binlake.toml validates against the schema; env overrides, path anchoring and errors behave."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from binlake.config import (
     DEFAULT_CONFIG_PATH,
+    EXAMPLE_CONFIG_PATH,
     REPO_ROOT,
     ConfigError,
     config_from_dict,
@@ -16,6 +19,7 @@ from binlake.config import (
     split_s3_uri,
     to_spark_uri,
 )
+from binlake.errors import BinlakeError
 
 
 def test_default_config_file_loads() -> None:
@@ -24,18 +28,27 @@ def test_default_config_file_loads() -> None:
     assert Path(cfg.sources[0].uri).is_dir()  # the bundled sample chain
     assert cfg.warehouse == str(REPO_ROOT / ".state" / "warehouse")
     assert cfg.state_dir == str(REPO_ROOT / ".state")
-    assert cfg.jars_dir == str(REPO_ROOT / ".jars")
+    assert cfg.jars_dir == str((REPO_ROOT / ".jars").resolve())  # a worktree may symlink it
     assert cfg.spark.mode == "local" and cfg.spark.master == "local[2]"
     assert cfg.s3.endpoint_url is None and cfg.s3.path_style_access is False
-    assert cfg.nightly_cron
+    assert cfg.nightly_cron == "0 2 * * *"
+    assert cfg.archive is None
 
 
 def test_default_config_has_no_secrets() -> None:
-    text = DEFAULT_CONFIG_PATH.read_text().lower()
-    for line in text.splitlines():
-        if line.strip().startswith("#"):
-            continue
-        assert "secret" not in line and "access_key" not in line and "password" not in line
+    for path in (DEFAULT_CONFIG_PATH, EXAMPLE_CONFIG_PATH):
+        for line in path.read_text().lower().splitlines():
+            if line.strip().startswith("#"):
+                continue
+            assert "secret" not in line and "access_key" not in line and "password" not in line
+
+
+def test_packaged_example_is_valid(tmp_path: Path) -> None:
+    copy = tmp_path / "binlake.toml"
+    copy.write_text(EXAMPLE_CONFIG_PATH.read_text())
+    cfg = load_config(copy, env={})
+    assert cfg.warehouse == str(tmp_path / "warehouse")
+    assert [(s.name, s.uri) for s in cfg.sources] == [("orders-primary", "s3://my-binlog-archive/orders-primary/")]
 
 
 def test_binlake_config_env_selects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,15 +61,40 @@ def test_binlake_config_env_selects_file(tmp_path: Path, monkeypatch: pytest.Mon
     assert cfg.sources[0].uri == "s3://arch/a/"  # prefixes end with '/'
 
 
+def test_relative_paths_resolve_from_the_files_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "deploy" / "conf"
+    folder.mkdir(parents=True)
+    path = folder / "binlake.toml"
+    path.write_text('[pipeline]\nwarehouse = "wh"\nstate_dir = "../state"\n'
+                    '[[sources]]\nname = "x"\nuri = "archive/x"\n')
+    cfg = load_config(path, env={})
+    assert cfg.warehouse == str(folder / "wh")
+    assert cfg.state_dir == str(tmp_path / "deploy" / "state")
+    assert cfg.sources[0].uri == str(folder / "archive" / "x")
+    # defaults are relative to the file's folder too
+    assert cfg.jars_dir == str(folder / ".jars")
+
+
+def test_no_checkout_no_env_is_an_explicit_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import binlake.config as config_module
+
+    monkeypatch.delenv("BINLAKE_CONFIG", raising=False)
+    monkeypatch.setattr(config_module, "DEFAULT_CONFIG_PATH", tmp_path / "absent.toml")
+    with pytest.raises(ConfigError, match=r"set BINLAKE_CONFIG=/path/to/binlake.toml.*--config"):
+        load_config(env={})
+
+
 def test_env_overrides(tmp_path: Path) -> None:
     env = {"BINLAKE_WAREHOUSE": "s3://w/x/", "BINLAKE_S3_ENDPOINT": "http://127.0.0.1:9000",
-           "BINLAKE_SPARK_MASTER": "spark://m:7077", "BINLAKE_JARS_DIR": str(tmp_path)}
+           "BINLAKE_SPARK_MASTER": "spark://m:7077", "BINLAKE_JARS_DIR": str(tmp_path),
+           "BINLAKE_SPARK_JARS_ON_WORKERS": "true"}
     cfg = config_from_dict({}, base=tmp_path, env=env)
     assert cfg.warehouse == "s3://w/x"
     assert cfg.s3.endpoint_url == "http://127.0.0.1:9000"
     assert cfg.s3.path_style_access is True  # default with a custom endpoint
     assert cfg.s3.ssl_enabled is False  # http endpoint
     assert cfg.spark.master == "spark://m:7077"
+    assert cfg.spark.jars_on_workers is True
     assert cfg.jars_dir == str(tmp_path.resolve())
 
 
@@ -71,16 +109,40 @@ def test_relative_paths_anchor_at_base(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"sources": [{"name": "a", "uri": "/x"}, {"name": "a", "uri": "/y"}]}, "duplicate"),
-    ({"sources": [{"name": "a"}]}, "required"),
-    ({"sources": [{"name": "a b", "uri": "/x"}]}, "may only use"),
-    ({"spark": {"mode": "yarn"}}, "spark.mode"),
-    ({"spark": {"shuffle_partitions": "4"}}, "expected int"),
-    ({"spark": {"conf": ["x"]}}, "spark.conf"),
+    ({"sources": [{"name": "a", "uri": "/x"}, {"name": "a", "uri": "/y"}]}, "sources: duplicate source name 'a'"),
+    ({"sources": [{"name": "a"}]}, r"sources\[0\].uri: required key is missing"),
+    ({"sources": [{"name": "a b", "uri": "/x"}]}, r"sources\[0\].name: source name 'a b' may only use"),
+    ({"spark": {"mode": "yarn"}}, "spark.mode: expected 'local' or 'submit', got 'yarn'"),
+    ({"spark": {"shuffle_partitions": "4"}}, "spark.shuffle_partitions: expected an integer, got '4'"),
+    ({"spark": {"ui_enabled": "no"}}, "spark.ui_enabled: expected true or false, got 'no'"),
+    ({"spark": {"conf": ["x"]}}, r"spark.conf: expected a table, got \['x'\]"),
+    ({"pipeline": {"warehous": "/x"}}, r"unknown key 'warehous' in \[pipeline\]: did you mean 'warehouse'\?"),
+    ({"spark": {"mod": "submit"}}, r"unknown key 'mod' in \[spark\]: did you mean 'mode'\?"),
+    ({"sources": [{"name": "a", "url": "/x"}]}, r"unknown key 'url' in \[sources\[0\]\]: did you mean 'uri'\?"),
+    ({"pipline": {}}, r"unknown section or key 'pipline' at the top level: did you mean 'pipeline'\?"),
+    ({"warehouse": "/x"}, r"'warehouse' belongs in \[pipeline\]"),
 ])
-def test_validation_errors(raw: dict, message: str, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=message):
+def test_validation_errors(raw: dict, message: str, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ConfigError, match=message) as info:
         config_from_dict(raw, base=tmp_path, env={})
+    assert isinstance(info.value, BinlakeError)
+    assert "\n" not in str(info.value) and "pydantic" not in str(info.value)
+
+
+def test_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[pipeline]\nwarehous = "/x"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert str(info.value) == (f"{path}: unknown key 'warehous' in [pipeline]: did you mean 'warehouse'?")
+    path.write_text('[pipeline\n')
+    with pytest.raises(ConfigError, match=f"{path}: not valid TOML: .*line 1"):
+        load_config(path, env={})
+
+
+def test_bad_env_value_is_checked_too(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="spark.mode: expected 'local' or 'submit', got 'yarn'"):
+        config_from_dict({}, base=tmp_path, env={"BINLAKE_SPARK_MODE": "yarn"})
 
 
 def test_missing_file_is_clear(tmp_path: Path) -> None:
@@ -89,8 +151,14 @@ def test_missing_file_is_clear(tmp_path: Path) -> None:
 
 
 def test_extra_spark_conf_passes_through(tmp_path: Path) -> None:
-    cfg = config_from_dict({"spark": {"conf": {"spark.executor.memory": "3g", "spark.x": 1}}}, base=tmp_path, env={})
-    assert dict(cfg.spark.extra_conf) == {"spark.executor.memory": "3g", "spark.x": "1"}
+    cfg = config_from_dict({"spark": {"conf": {"spark.executor.memory": "3g", "spark.x": 1, "spark.y": True}}},
+                           base=tmp_path, env={})
+    assert dict(cfg.spark.extra_conf) == {"spark.executor.memory": "3g", "spark.x": "1", "spark.y": "true"}
+
+
+def test_archive_table_is_accepted_loosely(tmp_path: Path) -> None:
+    cfg = config_from_dict({"archive": {"anything": {"nested": 1}}}, base=tmp_path, env={})
+    assert cfg.archive == {"anything": {"nested": 1}}
 
 
 def test_uri_helpers() -> None:
@@ -110,3 +178,21 @@ def test_sources_and_mode_from_env(tmp_path: Path) -> None:
     assert cfg.spark.mode == "submit"
     with pytest.raises(ConfigError, match="name=uri"):
         config_from_dict({}, base=tmp_path, env={"BINLAKE_SOURCES": "oops"})
+
+
+def test_installed_package_without_checkout_uses_env_file(tmp_path: Path) -> None:
+    """A copy of the package outside any checkout: no conf/ next to it, BINLAKE_CONFIG decides."""
+    import shutil
+
+    shutil.copytree(REPO_ROOT / "binlake", tmp_path / "site" / "binlake",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from binlake.config import load_config; print(load_config().warehouse)"
+    env = {"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert proc.returncode != 0 and "set BINLAKE_CONFIG=" in proc.stderr
+    cfg = tmp_path / "my.toml"
+    cfg.write_text(EXAMPLE_CONFIG_PATH.read_text())
+    proc = subprocess.run([sys.executable, "-c", code], env={**env, "BINLAKE_CONFIG": str(cfg)},
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(tmp_path / "warehouse")

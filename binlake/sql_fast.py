@@ -1,0 +1,246 @@
+"""The JVM-free path of ``binlake sql``: delta-rs reads the Delta tables, DuckDB runs the SQL.
+
+Why: a one-shot query through Spark starts a JVM (seconds idle, a minute on a busy machine). Read-only
+statements need none of it: the ``deltalake`` package (delta-rs) resolves each table's Delta log (local
+or S3, same endpoint and credentials as the rest of binlake) into an Arrow dataset, DuckDB scans
+those datasets, and sqlglot translates the Spark SQL dialect people write into DuckDB's (``7/2``,
+``date_format``, ``m['k']`` ...). DuckDB's own ``delta`` extension is not used: it is downloaded at
+run time, which offline hosts cannot do.
+
+Only tables a statement names are opened (an S3 warehouse costs a few requests per table).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from binlake.config import BinlakeConfig, S3Settings, is_s3_uri
+from binlake.errors import BinlakeError
+from binlake.tables import DATABASES, TABLES, TableSpec
+
+_SHOW_TABLES = re.compile(r"^\s*show\s+tables(?:\s+(?:in|from)\s+`?(\w+)`?)?\s*$", re.IGNORECASE)
+_SHOW_DATABASES = re.compile(r"^\s*show\s+(?:databases|schemas|namespaces)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Column names and rows (canonical Python values, see :mod:`binlake.sql_values`) of one statement."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+
+
+class NeedsSparkError(BinlakeError):
+    """The statement is not a read-only query the fast path can run (a write, DDL, Spark-only syntax)."""
+
+
+class TableNotFoundError(BinlakeError):
+    """A statement names a binlake table that is not (yet) under the configured warehouse."""
+
+
+def delta_storage_options(s3: S3Settings) -> dict[str, str]:
+    """delta-rs (object_store) options for the configured S3 endpoint; credentials from the AWS chain.
+
+    boto3 resolves the credentials (env vars, profiles, roles: the same chain as discovery and
+    ingestion) and hands them over explicitly, since object_store alone reads env vars only.
+    """
+    options: dict[str, str] = {"AWS_REGION": s3.region}
+    if s3.endpoint_url:
+        options["AWS_ENDPOINT_URL"] = s3.endpoint_url
+        if s3.endpoint_url.startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+    if s3.path_style_access:
+        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
+    import boto3
+
+    credentials = boto3.Session(region_name=s3.region).get_credentials()
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        options["AWS_ACCESS_KEY_ID"] = frozen.access_key
+        options["AWS_SECRET_ACCESS_KEY"] = frozen.secret_key
+        if frozen.token:
+            options["AWS_SESSION_TOKEN"] = frozen.token
+    return options
+
+
+def delta_uri(location: str) -> str:
+    """delta-rs spells every S3 flavour ``s3://``."""
+    if is_s3_uri(location):
+        return "s3://" + location.split("://", 1)[1]
+    return location
+
+
+def show_statement(statement: str) -> tuple[str, str | None] | None:
+    """``SHOW TABLES [IN db]`` -> ("tables", db); ``SHOW DATABASES`` -> ("databases", None); else None."""
+    text = statement.strip().rstrip(";")
+    match = _SHOW_TABLES.match(text)
+    if match:
+        return "tables", (match.group(1) or "").lower() or None
+    if _SHOW_DATABASES.match(text):
+        return "databases", None
+    return None
+
+
+def show_result(kind: str, database: str | None, existing: Sequence[TableSpec]) -> QueryResult:
+    """SHOW TABLES across binlake's databases (both engines answer it from the table registry)."""
+    if kind == "databases":
+        return QueryResult(columns=["namespace"], rows=[(db,) for db in DATABASES])
+    rows = [(spec.database, spec.name, spec.description) for spec in existing
+            if database is None or spec.database == database]
+    return QueryResult(columns=["namespace", "tableName", "description"], rows=rows)
+
+
+class FastWarehouse:
+    """A DuckDB connection over the binlake tables of one warehouse, opened on first use."""
+
+    def __init__(self, cfg: BinlakeConfig) -> None:
+        import duckdb
+
+        self.cfg = cfg
+        # No extension downloads at run time (offline hosts): parquet/icu/json are built in.
+        self.connection = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
+        self.connection.execute("SET TimeZone = 'UTC'")  # Spark's session zone in binlake.spark
+        self._options: dict[str, str] | None = None
+        self._opened: dict[str, bool] = {}
+        for db in DATABASES:
+            self.connection.execute(f"CREATE SCHEMA IF NOT EXISTS {db}")
+
+    def storage_options(self) -> dict[str, str]:
+        if self._options is None:
+            self._options = delta_storage_options(self.cfg.s3) if is_s3_uri(self.cfg.warehouse) else {}
+        return self._options
+
+    def open_table(self, spec: TableSpec) -> bool:
+        """Register ``spec`` as a DuckDB view if it exists under the warehouse; True when it does."""
+        if spec.full_name in self._opened:
+            return self._opened[spec.full_name]
+        from deltalake import DeltaTable
+
+        uri = delta_uri(spec.location(self.cfg.warehouse))
+        exists = bool(DeltaTable.is_deltatable(uri, storage_options=self.storage_options()))
+        if exists:
+            dataset = DeltaTable(uri, storage_options=self.storage_options()).to_pyarrow_dataset()
+            arrow_name = f"__delta_{spec.database}_{spec.name}"
+            self.connection.register(arrow_name, dataset)
+            self.connection.execute(f"CREATE OR REPLACE VIEW {spec.full_name} AS SELECT * FROM {arrow_name}")
+        self._opened[spec.full_name] = exists
+        return exists
+
+    def existing_tables(self) -> list[TableSpec]:
+        """The binlake tables present under the warehouse (opens each one)."""
+        return [spec for spec in TABLES if self.open_table(spec)]
+
+    def run(self, statement: str, max_rows: int = 0) -> QueryResult:
+        """Run one read-only statement (Spark SQL dialect). NeedsSparkError when it is not one."""
+        show = show_statement(statement)
+        if show is not None:
+            return show_result(show[0], show[1], self.existing_tables())
+        duck_sql, tables = translate(statement)
+        for name in tables:
+            spec = _binlake_table(name)
+            if spec is None or not self.open_table(spec):
+                raise TableNotFoundError(missing_table_hint(name, self.cfg, self.existing_tables()))
+        return self._fetch(duck_sql, max_rows)
+
+    def _fetch(self, duck_sql: str, max_rows: int) -> QueryResult:
+        """Stream Arrow batches until ``max_rows`` + 1 rows (0: all), then canonicalise them."""
+        import duckdb
+        import pyarrow as pa
+
+        from binlake.sql_values import arrow_rows
+
+        try:
+            relation = self.connection.sql(duck_sql)
+        except duckdb.ParserException as exc:
+            raise NeedsSparkError(f"DuckDB cannot parse the translated statement: {exc}") from None
+        if relation is None:
+            return QueryResult(columns=[], rows=[])
+        reader = relation.to_arrow_reader(1024)
+        batches, count = [], 0
+        for batch in reader:
+            batches.append(batch)
+            count += batch.num_rows
+            if 0 < max_rows < count:
+                break
+        table = pa.Table.from_batches(batches, schema=reader.schema)
+        truncated = 0 < max_rows < table.num_rows
+        if truncated:
+            table = table.slice(0, max_rows)
+        return QueryResult(columns=list(table.column_names), rows=arrow_rows(table), truncated=truncated)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _binlake_table(name: str) -> TableSpec | None:
+    for spec in TABLES:
+        if spec.full_name == name.lower():
+            return spec
+    return None
+
+
+_READ_ONLY_ROOTS = ("Select", "Union", "Intersect", "Except", "Describe", "Subquery", "Values")
+
+
+def translate(statement: str) -> tuple[str, list[str]]:
+    """Spark SQL -> (DuckDB SQL, ``db.table`` names it reads). NeedsSparkError unless read-only."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    try:
+        tree = sqlglot.parse_one(statement, read="spark")
+    except ParseError as exc:
+        raise NeedsSparkError(f"not parsed as Spark SQL by sqlglot: {str(exc).splitlines()[0]}") from None
+    if type(tree).__name__ not in _READ_ONLY_ROOTS:
+        raise NeedsSparkError(f"{type(tree).__name__.upper()} statements run on Spark")
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    tables = []
+    for table in tree.find_all(exp.Table):
+        if table.db:
+            tables.append(f"{table.db}.{table.name}".lower())
+        elif table.name.lower() not in ctes:
+            tables.append(table.name.lower())
+    _keep_spark_column_names(tree)
+    return tree.sql(dialect="duckdb"), list(dict.fromkeys(tables))
+
+
+def _keep_spark_column_names(tree: Any) -> None:
+    """Alias unnamed output expressions by their Spark SQL text (``7 / 2``, ``count(*)``).
+
+    Why: DuckDB would name them by the *translated* text (``(7 / "nullif"(2, 0))``), which
+    the user never wrote; the alias keeps the header the same as the query's own wording.
+    """
+    from sqlglot import exp
+
+    select = tree if isinstance(tree, exp.Select) else None
+    if select is None:
+        return
+    projections: list[Any] = []
+    for projection in select.expressions:
+        if isinstance(projection, (exp.Alias, exp.Column, exp.Star)):
+            projections.append(projection)
+        else:
+            projections.append(exp.alias_(projection, projection.sql(dialect="spark"), quoted=True))
+    select.set("expressions", projections)
+
+
+def missing_table_hint(name: str, cfg: BinlakeConfig, existing: Sequence[TableSpec]) -> str:
+    """Which warehouse and config were searched, what is there, and where the demo's tables are."""
+    import os
+    from pathlib import Path
+
+    source = "BINLAKE_CONFIG" if os.environ.get("BINLAKE_CONFIG") else "config"
+    there = ", ".join(spec.full_name for spec in existing) or "no binlake tables yet"
+    hint = (f"table {name} not found in warehouse {cfg.warehouse} ({source}: {cfg.config_path or 'built in'}); "
+            f"there: {there}")
+    demo_config = Path(cfg.state_dir) / "demo" / "binlake.toml"
+    if demo_config.is_file() and str(demo_config.resolve()) != (cfg.config_path or ""):
+        hint += f". The demo's tables: BINLAKE_CONFIG={demo_config} binlake sql ..."
+    return hint

@@ -1,0 +1,148 @@
+"""The Spark engine of ``binlake sql``: writes, DDL and ``--engine spark`` go through Spark SQL.
+
+Why it exists next to the JVM-free fast path (binlake.sql_fast): statements that change tables or use
+Spark-only syntax need Spark and Delta's own writer. The tables live in folders or buckets, not in
+a metastore, so every existing table of :mod:`binlake.tables` is registered by name first.
+
+Spark's own stderr (the JVM's log4j lines: "Setting default log level", NativeCodeLoader warnings)
+goes to ``<state_dir>/logs/binlake-sql-spark.log`` instead of the terminal, so results stay clean.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from binlake.config import BinlakeConfig, to_spark_uri
+from binlake.sql_fast import (
+    QueryResult,
+    TableNotFoundError,
+    missing_table_hint,
+    show_result,
+    show_statement,
+)
+from binlake.tables import DATABASES, TABLES, TableSpec
+
+_MISSING_TABLE = re.compile(r"TABLE_OR_VIEW_NOT_FOUND.*?`([^`]+)`(?:\.`([^`]+)`)?", re.DOTALL)
+
+
+@contextlib.contextmanager
+def stderr_to_file(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` while the JVM starts (the child keeps it), then restore ours."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
+def delta_table_exists(spark: Any, location: str) -> bool:
+    """True when ``location`` holds a Delta table (False on a missing folder or bucket)."""
+    from delta.tables import DeltaTable
+
+    try:
+        return bool(DeltaTable.isDeltaTable(spark, location))
+    except Exception:  # noqa: BLE001 - e.g. the bucket does not exist
+        return False
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
+    """Register every existing binlake table by name; returns the names registered.
+
+    Tables not written yet are skipped (their database is still created). Re-registering is
+    harmless (IF NOT EXISTS); a name pointing at another warehouse in the same session is re-pointed.
+    """
+    registered: list[str] = []
+    for db in DATABASES:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    for spec in TABLES:
+        location = to_spark_uri(spec.location(cfg.warehouse))
+        if not delta_table_exists(spark, location):
+            continue
+        if spark.catalog.tableExists(spec.full_name):
+            current = str(spark.sql(f"DESCRIBE DETAIL {spec.full_name}").collect()[0]["location"])
+            if current.rstrip("/") != location.rstrip("/") and not current.endswith(location.split("://")[-1]):
+                spark.sql(f"DROP TABLE {spec.full_name}")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {spec.full_name} USING delta LOCATION {_sql_string(location)}")
+        registered.append(spec.full_name)
+    return registered
+
+
+class SparkSqlEngine:
+    """A SparkSession with the binlake tables registered; started on first use (it costs a JVM)."""
+
+    def __init__(self, cfg: BinlakeConfig) -> None:
+        self.cfg = cfg
+        self._stack = contextlib.ExitStack()
+        self._spark: Any = None
+        self.registered: list[str] = []
+        self.log_path = Path(cfg.state_dir) / "logs" / "binlake-sql-spark.log"
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            import logging
+
+            from binlake.spark import spark_session
+
+            # pyspark logs every failed statement as a JSON stack trace; the CLI prints one line instead.
+            logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+            with stderr_to_file(self.log_path):
+                self._spark = self._stack.enter_context(spark_session(self.cfg, "binlake-sql", ui=False))
+            self.registered = register_tables(self._spark, self.cfg)
+        return self._spark
+
+    def existing_tables(self) -> list[TableSpec]:
+        _ = self.spark
+        return [spec for spec in TABLES if spec.full_name in self.registered]
+
+    def run(self, statement: str, max_rows: int = 0) -> QueryResult:
+        """Run one statement; at most ``max_rows`` rows (0: all), as canonical values."""
+        from pyspark.errors import AnalysisException
+
+        from binlake.sql_values import arrow_rows
+
+        show = show_statement(statement)
+        if show is not None:
+            return show_result(show[0], show[1], self.existing_tables())
+        try:
+            frame = self.spark.sql(statement)
+            if not frame.columns:
+                return QueryResult(columns=[], rows=[])
+            table = (frame.limit(max_rows + 1) if max_rows > 0 else frame).toArrow()
+        except AnalysisException as exc:
+            match = _MISSING_TABLE.search(str(exc))
+            if match:
+                name = ".".join(part for part in match.groups() if part)
+                raise TableNotFoundError(missing_table_hint(name, self.cfg, self.existing_tables())) from None
+            raise
+        truncated = 0 < max_rows < table.num_rows
+        if truncated:
+            table = table.slice(0, max_rows)
+        return QueryResult(columns=list(frame.columns), rows=arrow_rows(table), truncated=truncated)
+
+    def columns(self, spec: TableSpec) -> list[str]:
+        return list(self.spark.table(spec.full_name).columns)
+
+    def cancel(self) -> None:
+        if self._spark is not None:
+            self._spark.sparkContext.cancelAllJobs()
+
+    def close(self) -> None:
+        self._stack.close()

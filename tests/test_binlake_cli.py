@@ -1,0 +1,83 @@
+"""The `binlake` console script (typer): commands, pass-through options, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from binlake.cli import main
+from binlake.config import config_from_dict
+
+BINLAKE = Path(sys.executable).parent / "binlake"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    assert BINLAKE.is_file(), "console script `binlake` missing: run make setup"
+    return subprocess.run([str(BINLAKE), *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd)
+
+
+def test_help_lists_every_command() -> None:
+    proc = run("--help")
+    assert proc.returncode == 0
+    for command in ("sql", "coverage", "config", "demo", "generate", "archive"):
+        assert f" {command} " in proc.stdout
+    proc = run("sql", "--help")
+    assert proc.returncode == 0 and "--format" in proc.stdout and "--engine" in proc.stdout
+
+
+@pytest.mark.parametrize("toml, message", [
+    ('[pipeline]\nwarehous = "/x"\n', "unknown key 'warehous' in [pipeline]: did you mean 'warehouse'?"),
+    ('[spark]\nmod = "submit"\n', "unknown key 'mod' in [spark]: did you mean 'mode'?"),
+    ('[spark]\nshuffle_partitions = "4"\n', "spark.shuffle_partitions: expected an integer, got '4'"),
+])
+def test_config_errors_are_one_line(tmp_path: Path, toml: str, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    for args in (("config", str(path)), ("sql", "--config", str(path), "SELECT 1")):
+        proc = run(*args)
+        assert proc.returncode == 1
+        assert proc.stderr == f"binlake: error: {path}: {message}\n"
+        assert proc.stdout == ""
+
+
+def test_config_prints_the_resolved_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[pipeline]\nwarehouse = "lake"\n[[sources]]\nname = "a"\nuri = "arch/a"\n')
+    proc = run("config", "--config", str(path))
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["warehouse"] == str(tmp_path / "lake")
+    assert shown["sources"] == [{"name": "a", "uri": str(tmp_path / "arch" / "a")}]
+
+
+def test_config_example_is_a_valid_config(tmp_path: Path) -> None:
+    proc = run("config", "--example")
+    assert proc.returncode == 0
+    cfg = config_from_dict(tomllib.loads(proc.stdout), base=tmp_path, env={})
+    assert cfg.sources[0].name == "orders-primary"
+
+
+def test_pass_through_commands_reach_their_own_parser() -> None:
+    proc = run("generate", "--help")
+    assert proc.returncode == 0 and "usage: binlake generate" in proc.stdout
+
+
+def test_usage_errors_exit_2() -> None:
+    proc = run("nope")
+    assert proc.returncode == 2 and "No such command 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("sql", "--format", "xml", "SELECT 1")
+    assert proc.returncode == 2 and "xml" in proc.stderr
+
+
+def test_main_returns_codes_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[pipeline]\nwarehouse = "wh"\nstate_dir = "st"\n')
+    assert main(["sql", "--config", str(path), "--format", "csv", "SELECT 1 AS a, 'x\ty' AS b"]) == 0
+    assert capsys.readouterr().out == "a,b\n1,x\ty\n"
+    assert main(["coverage", "nosuch", "--config", str(path), "--out", str(tmp_path)]) == 1
+    assert "unknown source 'nosuch'" in capsys.readouterr().err
