@@ -214,7 +214,7 @@ def convert_value(value: Any, column: MySQLColumn, rendering: Rendering = Render
             return _datetime(str(value))
         if t == "timestamp":
             moment = _datetime(str(value))  # the decoder renders TIMESTAMP in UTC
-            return None if moment is None else moment.replace(tzinfo=_dt.timezone.utc)
+            return None if moment is None else moment.replace(tzinfo=_dt.UTC)
         if t in ("enum", "set"):
             return _members(value, column)
         if t == "vector":
@@ -238,3 +238,54 @@ def default_value(column: MySQLColumn) -> Any:
     if spark_type(column) == "BINARY" and not column.default.startswith("0x"):
         return column.default.encode("utf-8")
     return convert_value(column.default, column, rendering)
+
+
+_TABLE_MAP_TYPES = {
+    "TINY": "tinyint", "SHORT": "smallint", "INT24": "mediumint", "LONG": "int",
+    "LONGLONG": "bigint", "DECIMAL": "decimal", "NEWDECIMAL": "decimal", "FLOAT": "float",
+    "DOUBLE": "double", "BIT": "bit", "YEAR": "year", "DATE": "date", "NEWDATE": "date",
+    "TIME": "time", "TIME2": "time", "DATETIME": "datetime", "DATETIME2": "datetime",
+    "TIMESTAMP": "timestamp", "TIMESTAMP2": "timestamp", "ENUM": "enum", "SET": "set",
+    "JSON": "json", "GEOMETRY": "geometry", "VECTOR": "vector",
+}
+_TABLE_MAP_STRINGS = frozenset({"VARCHAR", "VAR_STRING", "STRING"})
+_TABLE_MAP_BLOBS = frozenset({"BLOB", "TINY_BLOB", "MEDIUM_BLOB", "LONG_BLOB"})
+
+
+def table_map_name(column: dict[str, Any]) -> str:
+    """The column's name as the TABLE_MAP knows it; ``@N`` (1-based) when it does not."""
+    if column.get("name_from") == "fallback":
+        name = str(column.get("name", ""))
+        return "@" + name[4:] if name.startswith("col_") else "@" + name
+    return str(column["name"])
+
+
+def rendering_of(column: dict[str, Any]) -> Rendering:
+    """How the decoder rendered this TABLE_MAP column's string/blob values (see module doc)."""
+    if column.get("type") in _TABLE_MAP_STRINGS | _TABLE_MAP_BLOBS and column.get("charset") is None:
+        return Rendering.RAW_OR_HEX
+    return Rendering.DECODED
+
+
+def column_from_table_map(column: dict[str, Any]) -> MySQLColumn:
+    """What one TABLE_MAP column (``bronze.events.fields`` JSON) alone says about a column.
+
+    Without FULL metadata the name is ``@N`` and, for strings/blobs without a charset, text vs
+    binary is unknown: such a column is typed ``blob`` (its bytes kept exactly), never guessed.
+    """
+    kind = str(column.get("type"))
+    charset = column.get("charset")
+    if kind in _TABLE_MAP_STRINGS:
+        base = "varchar" if charset not in (None, "binary") else "varbinary"
+    elif kind in _TABLE_MAP_BLOBS:
+        base = "text" if charset not in (None, "binary") else "blob"
+    elif kind in _TABLE_MAP_TYPES:
+        base = _TABLE_MAP_TYPES[kind]
+    else:
+        raise ConversionError(f"column {column.get('name')!r}: binlog type {kind} has no gold mapping")
+    members = column.get("enum_values") or column.get("set_values") or ()
+    return MySQLColumn(
+        name=table_map_name(column), type=base, unsigned=bool(column.get("unsigned")),
+        length=column.get("length") if base in ("varchar", "varbinary") else column.get("bits"),
+        precision=column.get("precision"), scale=column.get("scale"), fsp=column.get("fsp"),
+        charset=charset, members=tuple(members), nullable=bool(column.get("nullable", True)))

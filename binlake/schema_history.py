@@ -75,16 +75,17 @@ class SchemaVersion:
     statement: str
     schema: TableSchema | None
     warning: str | None = None
+    renames: tuple[tuple[str, str], ...] = ()  # (old, new) column renames done by this version
 
 
 class DdlError(ValueError):
     """A DDL statement that affects a table but could not be understood."""
 
 
-_RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.I | re.S)
-_RENAME_PAIR = re.compile(r"^\s*(\S+)\s+TO\s+(\S+)\s*$", re.I)
+_RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
+_RENAME_PAIR = re.compile(r"^\s*(\S+)\s+TO\s+(\S+)\s*$", re.IGNORECASE)
 _TABLE_DDL = re.compile(r"^\s*(CREATE|ALTER|DROP|RENAME)\s+(TEMPORARY\s+)?(ONLINE\s+)?(IGNORE\s+)?TABLES?\b",
-                        re.I)
+                        re.IGNORECASE)
 _INT_TYPES = {"TINYINT": "tinyint", "SMALLINT": "smallint", "MEDIUMINT": "mediumint",
               "INT": "int", "BIGINT": "bigint"}
 _PLAIN_TYPES = {"DOUBLE": "double", "FLOAT": "float", "BIT": "bit", "YEAR": "year", "DATE": "date",
@@ -249,7 +250,8 @@ def _pop(columns: list[MySQLColumn], name: str) -> MySQLColumn:
     raise DdlError(f"unknown column {name!r}")
 
 
-def _alter_action(schema: TableSchema, action: exp.Expression, charset: str | None) -> TableSchema:
+def _alter_action(schema: TableSchema, action: exp.Expression, charset: str | None,
+                  renames: list[tuple[str, str]]) -> TableSchema:
     columns = list(schema.columns)
     pk = list(schema.primary_key)
     if isinstance(action, exp.ColumnDef):  # ADD [COLUMN]
@@ -272,12 +274,15 @@ def _alter_action(schema: TableSchema, action: exp.Expression, charset: str | No
         else:
             _place(columns, column, position)
         pk = [column.name if p.casefold() == old.casefold() else p for p in pk]
+        if column.name != old:
+            renames.append((old, column.name))
     elif isinstance(action, exp.RenameColumn):
         old, new = _name(action.this), _name(action.args.get("to"))
         i = schema.index_of(old)
         if i is None:
             raise DdlError(f"RENAME COLUMN names unknown column {old!r}")
         columns[i] = replace(columns[i], name=new)
+        renames.append((old, new))
         pk = [new if p.casefold() == old.casefold() else p for p in pk]
     elif isinstance(action, exp.AddConstraint):
         for item in action.expressions:
@@ -297,12 +302,13 @@ class SchemaTracker:
         self.history: list[SchemaVersion] = []
 
     def _record(self, key: TableKey, stmt: DdlStatement, origin: str,
-                schema: TableSchema | None, warning: str | None = None) -> None:
+                schema: TableSchema | None, warning: str | None = None,
+                renames: tuple[tuple[str, str], ...] = ()) -> None:
         self.catalog[key] = schema
         version = self.versions.get(key, -1) + 1
         self.versions[key] = version
         self.history.append(SchemaVersion(key[0], key[1], version, stmt.at, origin, stmt.sql,
-                                          schema, warning))
+                                          schema, warning, renames))
 
     def seed(self, stmt: DdlStatement) -> None:
         self.apply(stmt, origin="seed")
@@ -326,7 +332,7 @@ class SchemaTracker:
         except DdlError as exc:
             self._unknown(stmt, origin, str(exc))
 
-    def _apply_tree(self, tree: exp.Expression, stmt: DdlStatement, origin: str) -> None:
+    def _apply_tree(self, tree: exp.Expr, stmt: DdlStatement, origin: str) -> None:
         if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
             table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
             key = _table_key(table, stmt.default_db)
@@ -353,18 +359,19 @@ class SchemaTracker:
             self._record(key, stmt, origin, None, "ALTER TABLE on a table whose schema is unknown")
             return
         new_key = key
+        renames: list[tuple[str, str]] = []
         try:
             for action in tree.args.get("actions") or []:
                 if isinstance(action, exp.AlterRename):
                     new_key = _table_key(action.this, key[0])
                 else:
-                    schema = _alter_action(schema, action, None)
+                    schema = _alter_action(schema, action, None, renames)
         except DdlError as exc:
             self._record(key, stmt, origin, None, str(exc))
             return
         if new_key != key:
             self._record(key, stmt, origin, None, None)
-        self._record(new_key, stmt, origin, schema)
+        self._record(new_key, stmt, origin, schema, None, tuple(renames))
 
     def _rename_tables(self, stmt: DdlStatement, pairs: str, origin: str) -> None:
         moves: list[tuple[TableKey, TableKey]] = []
@@ -402,7 +409,7 @@ class SchemaTracker:
                 return [_table_key(tables[0], stmt.default_db)]
         except (sqlglot.errors.SqlglotError, DdlError):
             pass
-        match = re.search(r"TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?([`\w.]+)", stmt.sql, re.I)
+        match = re.search(r"TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?([`\w.]+)", stmt.sql, re.IGNORECASE)
         try:
             return [self._key_text(match.group(1), stmt)] if match else []
         except DdlError:
