@@ -175,8 +175,12 @@ def _binary(value: Any, column: MySQLColumn, rendering: Rendering) -> bytes:
     if not isinstance(value, str):
         raise ConversionError(f"column {column.name!r}: binary value {value!r} is not a string")
     if rendering is Rendering.DECODED or column.type in ("bit", "geometry"):
-        return _hex_bytes(value, column)
-    return raw_bytes_of(value)
+        data = _hex_bytes(value, column)
+    else:
+        data = raw_bytes_of(value)
+    if column.type == "binary" and column.length and len(data) < column.length:
+        data = data.ljust(column.length, b"\0")  # the binlog drops BINARY(n)'s trailing \0s
+    return data
 
 
 def _members(value: Any, column: MySQLColumn) -> str:
