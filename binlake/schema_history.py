@@ -84,8 +84,8 @@ class DdlError(ValueError):
 
 _RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _RENAME_PAIR = re.compile(r"^\s*(\S+)\s+TO\s+(\S+)\s*$", re.IGNORECASE)
-_TABLE_DDL = re.compile(r"^\s*(CREATE|ALTER|DROP|RENAME)\s+(TEMPORARY\s+)?(ONLINE\s+)?(IGNORE\s+)?TABLES?\b",
-                        re.IGNORECASE)
+_TABLE_DDL = re.compile(r"^\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*(CREATE|ALTER|DROP|RENAME)\s+(TEMPORARY\s+)?(ONLINE\s+)?(IGNORE\s+)?TABLES?\b",
+                        re.IGNORECASE | re.DOTALL)
 _INT_TYPES = {"TINYINT": "tinyint", "SMALLINT": "smallint", "MEDIUMINT": "mediumint",
               "INT": "int", "BIGINT": "bigint"}
 _PLAIN_TYPES = {"DOUBLE": "double", "FLOAT": "float", "BIT": "bit", "YEAR": "year", "DATE": "date",
@@ -430,4 +430,4 @@ def build_history(statements: Iterable[DdlStatement],
 def split_dump(text: str) -> list[str]:
     """The statements of a ``SHOW CREATE TABLE`` / ``mysqldump --no-data`` file (``;``-separated,
     comments and ``/*!…*/`` version wrappers removed by sqlglot's tokenizer)."""
-    return [e.sql("mysql") for e in sqlglot.parse(text, read="mysql") if e is not None]
+    return [e.sql("mysql", comments=False) for e in sqlglot.parse(text, read="mysql") if e is not None]

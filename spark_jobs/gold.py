@@ -345,8 +345,14 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
 # ------------------------------------------------------------------ entry point
 
 def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
-             initial_schema_sql: str | None = None) -> GoldResult:
-    """Build (or bring up to date) every gold table of ``source`` from silver; see module doc."""
+             initial_schema_sql: str | None = None,
+             only_tables: frozenset[tuple[str, str]] | None = None) -> GoldResult:
+    """Build (or bring up to date) every gold table of ``source`` from silver; see module doc.
+
+    ``initial_schema_sql``: ``SHOW CREATE TABLE`` texts for tables created before the archive.
+    ``only_tables``: rebuild just these ``(db, table)`` (status rows of the others are kept
+    out of this run's ``meta.gold_status`` rows, so use it for repairs, not routinely).
+    """
     from pyspark.sql import functions as F
 
     t0 = time.time()
@@ -358,6 +364,8 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
                     .select("db", "table_name").distinct().collect())
     results = []
     for db, table in tables:
+        if only_tables is not None and (db, table) not in only_tables:
+            continue
         versions = [v for v in history if (v.db, v.table) == (db, table)]
         results.append(build_table(spark, cfg, source, db, table, versions, run_id))
     write_status(spark, cfg, source, results, history, bool(seeds), run_id)
