@@ -64,6 +64,7 @@ class ReplayReport:
 
     warnings: Counter[str] = field(default_factory=Counter)
     changes: int = 0
+    last: tuple[Any, ...] | None = None  # META_COLUMNS values of the latest change fed (deletes too)
 
 
 def schema_from_table_map(fields: dict[str, Any]) -> TableSchema:
@@ -82,6 +83,7 @@ class TableReplayer:
         self.report = ReplayReport()
         self._next_version = 0
         self._schema: TableSchema | None = None
+        self._schema_from_map = False
         self._table_map: list[dict[str, Any]] | None = None
         self._by_key: dict[tuple[Any, ...], _Row] = {}
 
@@ -104,10 +106,14 @@ class TableReplayer:
     def feed(self, item: StreamItem) -> None:
         self._advance_schema(item.at)
         if item.kind == "table_map":
-            self._table_map = json.loads(item.fields or "{}").get("columns") or []
-            if self._schema is None:
-                self._schema = schema_from_table_map(json.loads(item.fields or "{}"))
-                self.report.warnings["schema from TABLE_MAP only (no DDL / seed)"] += 1
+            fields = json.loads(item.fields or "{}")
+            self._table_map = fields.get("columns") or []
+            if self._schema is None or self._schema_from_map:
+                self._schema_from_map = True
+                self.report.warnings["schema from TABLE_MAPs only (no DDL / seed)"] += 1
+                # the final schema is the best-informed TABLE_MAP of this shape: convert with it
+                same_shape = len(self._table_map) == len(self.final.columns)
+                self._schema = self.final if same_shape else schema_from_table_map(fields)
             return
         self.report.changes += 1
         try:
@@ -128,6 +134,7 @@ class TableReplayer:
     def _migrate(self, version: SchemaVersion) -> None:
         """Carry current rows into the new version: renames, DDL defaults for added columns."""
         new = version.schema
+        self._schema_from_map = False
         if new is None:
             if version.warning is None:  # DROP TABLE / renamed away: the rows are gone
                 self._by_key.clear()
@@ -179,6 +186,7 @@ class TableReplayer:
         meta = (self.source, item.operation, item.gtid, item.commit_time, item.at.file,
                 item.at.pos, None if item.at.payload_index < 0 else item.at.payload_index,
                 item.at.row_index)
+        self.report.last = meta
         before, after = self._image(item.before_json), self._image(item.after_json)
         old = self._remove(before) if before is not None else None
         if after is None:
@@ -222,9 +230,27 @@ class TableReplayer:
             yield tuple(row.values.get(n) for n in names) + row.meta + extra
 
 
+def best_table_map(candidates: Sequence[tuple[Coordinates, dict[str, Any]]]) -> dict[str, Any] | None:
+    """Among a table's TABLE_MAPs (with where they were seen), the one that says most about
+    the latest shape: same column count as the last one; FULL metadata first, then the most
+    columns with a known charset / signedness, then the latest."""
+    if not candidates:
+        return None
+    ordered = sorted(candidates, key=lambda c: c[0])
+    width = len(ordered[-1][1].get("columns") or [])
+
+    def score(entry: tuple[Coordinates, dict[str, Any]]) -> tuple[Any, ...]:
+        columns = entry[1].get("columns") or []
+        known = sum(1 for c in columns if c.get("charset") is not None or c.get("unsigned") is not None)
+        return bool(entry[1].get("has_full_metadata")), known, entry[0]
+
+    return max((c for c in ordered if len(c[1].get("columns") or []) == width), key=score)[1]
+
+
 def final_schema(versions: Sequence[SchemaVersion], last_table_map: dict[str, Any] | None
                  ) -> TableSchema | None:
-    """The schema gold's table has: the last DDL version, else what the last TABLE_MAP says."""
+    """The schema gold's table has: the last DDL version, else what the best-informed
+    TABLE_MAP (:func:`best_table_map`) says."""
     ordered = sorted(versions, key=lambda v: v.at)
     if ordered and ordered[-1].schema is not None:
         return ordered[-1].schema

@@ -21,6 +21,7 @@ killed halfway (each Delta commit is atomic) converge to the same tables.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import re
 import time
@@ -34,6 +35,7 @@ from binlake.gold_state import (
     COPIES_COLUMN,
     StreamItem,
     TableReplayer,
+    best_table_map,
     final_schema,
 )
 from binlake.gold_types import spark_type
@@ -62,8 +64,8 @@ _STATUS_DDL = ("source STRING NOT NULL, gold_table STRING NOT NULL, db STRING NO
                "changes BIGINT NOT NULL, schema_version INT, last_file STRING, last_pos BIGINT, "
                "last_gtid STRING, last_commit_time TIMESTAMP, archive_gtids STRING, "
                "complete BOOLEAN, incomplete_since STRING, seeded BOOLEAN NOT NULL, "
-               "write_mode STRING NOT NULL, warnings STRING, run_id STRING NOT NULL, "
-               "updated_at TIMESTAMP NOT NULL")
+               "write_mode STRING NOT NULL, warnings STRING, input_fingerprint STRING, "
+               "run_id STRING NOT NULL, updated_at TIMESTAMP NOT NULL")
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,10 @@ class GoldTableResult:
     location: str
     rows: int
     changes: int
-    write_mode: str  # 'merge' | 'overwrite' (new schema) | 'dropped'
+    write_mode: str  # 'merge' | 'overwrite' (new schema) | 'unchanged' (inputs as last run) | 'dropped'
     warnings: tuple[tuple[str, int], ...]
+    last_change: tuple[Any, ...] | None = None  # (file, pos, gtid, commit_time) of the latest change
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,7 @@ def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSc
         for out in replayer.rows():
             yield "row", out
         yield "changes", replayer.report.changes
+        yield "last", replayer.report.last
         for text, count in replayer.report.warnings.items():
             yield "warning", (text, count)
     return run
@@ -224,15 +229,18 @@ def gold_schema_ddl(final: TableSchema) -> str:
     return ", ".join([*cols, _META_DDL, *extra])
 
 
-def _last_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> dict[str, Any] | None:
+def _best_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> dict[str, Any] | None:
+    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) from bronze.events."""
     from pyspark.sql import functions as F
 
-    row = (_silver(spark, cfg, "bronze/events")
-           .where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table)
-                  & (F.col("event_type") == "TABLE_MAP"))
-           .orderBy(F.coalesce("file_seq", F.lit(0)).desc(), F.col("file").desc(), F.col("pos").desc())
-           .select("fields").first())
-    return None if row is None else json.loads(row["fields"])
+    seen = (_silver(spark, cfg, "bronze/events")
+            .where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table)
+                   & (F.col("event_type") == "TABLE_MAP"))
+            .groupBy("fields")
+            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at"))
+            .collect())
+    return best_table_map([(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]),
+                            json.loads(r["fields"])) for r in seen])
 
 
 def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str) -> str:
@@ -261,13 +269,16 @@ def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str)
 
 
 def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
-                versions: list[SchemaVersion], run_id: str) -> GoldTableResult:
+                versions: list[SchemaVersion], run_id: str, fingerprint: str | None = None
+                ) -> GoldTableResult:
     """Replay one table and write its gold table."""
     name = gold_table_name(source, db, table)
     path = gold_location(cfg, name)
-    final = final_schema(versions, _last_table_map(spark, cfg, source, db, table))
+    known = final_schema(versions, None)
+    final = known or final_schema(versions, _best_table_map(spark, cfg, source, db, table))
     if final is None:
-        return GoldTableResult(name, db, table, path, 0, 0, "dropped", (("table dropped or unknown", 1),))
+        return GoldTableResult(name, db, table, path, 0, 0, "dropped",
+                               (("table dropped or unknown", 1),), None, fingerprint)
     schema_ddl = gold_schema_ddl(final)
     out = _stream(spark, cfg, source, db, table).rdd.mapPartitions(
         _replay_partition(source, versions, final)).cache()
@@ -279,14 +290,17 @@ def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
     finally:
         out.unpersist()
     warnings: Counter[str] = Counter()
-    changes = 0
+    changes, last = 0, None
     for kind, value in side:
         if kind == "changes":
             changes += value
+        elif kind == "last":
+            last = None if value is None else (value[4], value[5], value[2], value[3])
         else:
             warnings[value[0]] += value[1]
     rows = spark.read.format("delta").load(path).count()
-    return GoldTableResult(name, db, table, path, rows, changes, mode, tuple(sorted(warnings.items())))
+    return GoldTableResult(name, db, table, path, rows, changes, mode, tuple(sorted(warnings.items())),
+                           last, fingerprint)
 
 
 # ------------------------------------------------------------------ status
@@ -318,55 +332,95 @@ def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
 def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResult],
                  history: list[SchemaVersion], seeded: bool, run_id: str) -> None:
     """Replace the source's rows of meta.gold_status."""
-    from pyspark.sql import functions as F
-
     complete, since = _gap_since(spark, cfg, source)
     gtids = _archive_gtids(spark, cfg, source)
     now = _dt.datetime.now(_dt.UTC)
     rows = []
     for r in results:
-        last = None
-        if r.write_mode != "dropped":
-            last = (spark.read.format("delta").load(r.location)
-                    .orderBy(F.col("_commit_time").desc_nulls_last(), F.col("_binlog_file").desc(),
-                             F.col("_binlog_pos").desc())
-                    .select("_binlog_file", "_binlog_pos", "_gtid", "_commit_time").first())
+        last = r.last_change or (None, None, None, None)
         versions = [v.version for v in history if (v.db, v.table) == (r.db, r.table)]
         rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes,
-                     max(versions) if versions else None,
-                     last and last["_binlog_file"], last and last["_binlog_pos"],
-                     last and last["_gtid"], last and last["_commit_time"], gtids, complete, since,
+                     max(versions) if versions else None, *last, gtids, complete, since,
                      seeded, r.write_mode, json.dumps(dict(r.warnings)) if r.warnings else None,
-                     run_id, now))
+                     r.fingerprint, run_id, now))
     df = spark.createDataFrame(rows, _STATUS_DDL)
     _replace_source(df, _location(cfg, GOLD_STATUS), source, run_id, "gold_status")
+
+
+# ------------------------------------------------------------------ skipping unchanged tables
+
+def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVersion]
+                       ) -> dict[tuple[str, str], str]:
+    """Per table: a digest of its silver row changes (count + order-free hash sum, one
+    aggregate over the source) and of its schema versions. Equal digest = same replay result."""
+    from pyspark.sql import functions as F
+
+    digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
+                        "before_json", "after_json")
+    agg = (_silver(spark, cfg, "silver/row_changes").where(F.col("source") == source)
+           .groupBy("db", "table_name")
+           .agg(F.count(F.lit(1)).alias("n"), F.sum(digest.cast("decimal(38,0)")).alias("h"))
+           .collect())
+    out = {}
+    for r in agg:
+        key = (r["db"], r["table_name"])
+        schema_rows = [row for row in _history_rows(source, history) if (row[1], row[2]) == key]
+        schema_digest = hashlib.sha1(json.dumps(schema_rows, default=str).encode()).hexdigest()[:16]
+        out[key] = f"{r['n']}:{r['h']}:{schema_digest}"
+    return out
+
+
+def _previous_status(spark: Any, cfg: Any, source: str) -> dict[tuple[str, str], Any]:
+    from pyspark.sql import functions as F
+
+    path = _location(cfg, GOLD_STATUS)
+    if not _is_delta(spark, path):
+        return {}
+    df = spark.read.format("delta").load(path)
+    if "input_fingerprint" not in df.columns:
+        return {}
+    return {(r["db"], r["table_name"]): r for r in df.where(F.col("source") == source).collect()}
+
+
+def _unchanged(previous: Any) -> GoldTableResult:
+    warnings = tuple(sorted(json.loads(previous["warnings"]).items())) if previous["warnings"] else ()
+    last = (previous["last_file"], previous["last_pos"], previous["last_gtid"],
+            previous["last_commit_time"])
+    return GoldTableResult(previous["gold_table"], previous["db"], previous["table_name"],
+                           previous["location"], previous["rows"], previous["changes"], "unchanged",
+                           warnings, last, previous["input_fingerprint"])
 
 
 # ------------------------------------------------------------------ entry point
 
 def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
              initial_schema_sql: str | None = None,
-             only_tables: frozenset[tuple[str, str]] | None = None) -> GoldResult:
+             only_tables: frozenset[tuple[str, str]] | None = None,
+             force: bool = False) -> GoldResult:
     """Build (or bring up to date) every gold table of ``source`` from silver; see module doc.
 
     ``initial_schema_sql``: ``SHOW CREATE TABLE`` texts for tables created before the archive.
+    ``force``: replay every table even when its inputs are unchanged since the last run.
     ``only_tables``: rebuild just these ``(db, table)`` (status rows of the others are kept
     out of this run's ``meta.gold_status`` rows, so use it for repairs, not routinely).
     """
-    from pyspark.sql import functions as F
-
     t0 = time.time()
     seeds = seed_statements(initial_schema_sql)
     history = build_history(load_ddl(spark, cfg, source), seeds)
     write_schema_history(spark, cfg, source, history, run_id)
-    tables = sorted((r["db"], r["table_name"]) for r in
-                    _silver(spark, cfg, "silver/row_changes").where(F.col("source") == source)
-                    .select("db", "table_name").distinct().collect())
+    fingerprints = input_fingerprints(spark, cfg, source, history)
+    previous = _previous_status(spark, cfg, source)
     results = []
-    for db, table in tables:
+    for db, table in sorted(fingerprints):
         if only_tables is not None and (db, table) not in only_tables:
             continue
+        before = previous.get((db, table))
+        if (not force and before is not None and before["input_fingerprint"] == fingerprints[(db, table)]
+                and _is_delta(spark, before["location"])):
+            results.append(_unchanged(before))
+            continue
         versions = [v for v in history if (v.db, v.table) == (db, table)]
-        results.append(build_table(spark, cfg, source, db, table, versions, run_id))
+        results.append(build_table(spark, cfg, source, db, table, versions, run_id,
+                                   fingerprints[(db, table)]))
     write_status(spark, cfg, source, results, history, bool(seeds), run_id)
     return GoldResult(source, run_id, tuple(results), len(history), time.time() - t0)

@@ -21,11 +21,11 @@ from typing import Any
 
 import pymysql
 import pytest
-
 from conftest import make_test_config
+from test_mariadb_server import MariaDB, _ensure_installed
+
 from spark_jobs.gold import GoldResult, gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
-from test_mariadb_server import MariaDB, _ensure_installed
 
 SOURCE = "maria-gold"
 
@@ -68,8 +68,8 @@ PHASES: list[list[str]] = [
     ["SET GLOBAL binlog_row_metadata = FULL", "CREATE DATABASE shop CHARACTER SET utf8mb4",
      *CREATE,
      f"INSERT INTO shop.t_all VALUES {ROW_MAX}, {ROW_MIN}, {ROW_NULL}",
-     "INSERT INTO shop.orders VALUES (1, 'ann', 10.50, 'first'), (2, 'bob', 20.00, NULL), "
-     "(3, 'cy', 0.01, 'x'), (4, 'dee', 99.99, 'gone soon')",
+     ("INSERT INTO shop.orders VALUES (1, 'ann', 10.50, 'first'), (2, 'bob', 20.00, NULL), "
+     "(3, 'cy', 0.01, 'x'), (4, 'dee', 99.99, 'gone soon')"),
      "INSERT INTO shop.kv VALUES (1, 'a', 1), (1, 'b', 2), (2, 'a', 3)",
      "INSERT INTO shop.nopk VALUES (1, 'x'), (1, 'x'), (2, 'çà'), (3, NULL)",
      "FLUSH BINARY LOGS"],
@@ -88,15 +88,15 @@ PHASES: list[list[str]] = [
     ["SET GLOBAL binlog_row_metadata = MINIMAL", "SET SESSION binlog_row_image = MINIMAL",
      "UPDATE shop.orders SET note = 'minimal' WHERE id = 2",
      "UPDATE shop.orders SET id = 50, customer = 'bo' WHERE id = 40",
-     "UPDATE shop.t_all SET tiu = 7, e = 'green', s = 'b,c', vl = 'Ñandú', biu = 18446744073709551615 "
-     "WHERE id = 1",
+     ("UPDATE shop.t_all SET tiu = 7, e = 'green', s = 'b,c', vl = 'Ñandú', biu = 18446744073709551615 "
+     "WHERE id = 1"),
      "INSERT INTO shop.t_all (id, vc, tl) VALUES (4, 'minimal insert', 'Ä')",
      "DELETE FROM shop.kv WHERE k1 = 2",
      "FLUSH BINARY LOGS"],
     # file 5: NO_LOG row metadata (no names, no signedness, no charsets), NOBLOB image
     ["SET GLOBAL binlog_row_metadata = NO_LOG", "SET SESSION binlog_row_image = NOBLOB",
-     "UPDATE shop.t_all SET iu = 4294967295, miu = 16777215, vl = 'çé€', tl = 'Ünïcödé latin1', "
-     "bl = x'ff00fe', vc = '0x41', e = 'blue', s = 'a,b,c,d', y = 2000, dec65 = 1.5 WHERE id = 2",
+     ("UPDATE shop.t_all SET iu = 4294967295, miu = 16777215, vl = 'çé€', tl = 'Ünïcödé latin1', "
+     "bl = x'ff00fe', vc = '0x41', e = 'blue', s = 'a,b,c,d', y = 2000, dec65 = 1.5 WHERE id = 2"),
      "UPDATE shop.t_all SET tx = 'noblob keeps other columns' WHERE id = 1",
      "INSERT INTO shop.orders VALUES (6, 'fay', 6.00, 'new', 'sixth')",
      "INSERT INTO shop.nopk VALUES (2, 'çà'), (4, 'ü')",
@@ -288,11 +288,19 @@ def test_gold_status_and_history(spark: Any, in_order: dict[str, Any]) -> None:
     assert '"default": "new"' in orders[1]["columns"]
 
 
-def test_rerun_is_identical(spark: Any, in_order: dict[str, Any]) -> None:
-    run_ingest(spark, in_order["cfg"], [], "ingest-again")
-    result = run_gold(spark, in_order["cfg"], SOURCE, "gold-2")
-    assert all(t.write_mode == "merge" for t in result.tables if t.table != "nopk")
-    assert gold_snapshot(spark, in_order["cfg"]) == in_order["snapshot"]
+def test_rerun_is_identical(spark: Any, server_files: dict[str, Any], in_order: dict[str, Any]) -> None:
+    cfg = in_order["cfg"]
+    again = run_ingest(spark, cfg, _objects(server_files["files"]), "ingest-again")
+    assert again.skipped == len(server_files["files"])
+    forced = run_gold(spark, cfg, SOURCE, "gold-2", force=True)  # replays and MERGEs again
+    assert {t.table: t.write_mode for t in forced.tables} == {
+        "t_all": "merge", "orders": "merge", "kv": "merge", "nopk": "overwrite"}
+    assert gold_snapshot(spark, cfg) == in_order["snapshot"]
+    skipped = run_gold(spark, cfg, SOURCE, "gold-3")  # inputs unchanged: nothing rewritten
+    assert {t.write_mode for t in skipped.tables} == {"unchanged"}
+    assert [(t.table, t.rows, t.last_change) for t in skipped.tables] == \
+        [(t.table, t.rows, t.last_change) for t in forced.tables]
+    assert gold_snapshot(spark, cfg) == in_order["snapshot"]
 
 
 def test_backfill_out_of_order_and_killed_run(spark: Any, server_files: dict[str, Any],
@@ -316,3 +324,4 @@ def test_backfill_out_of_order_and_killed_run(spark: Any, server_files: dict[str
     again = run_gold(spark, cfg, SOURCE, "gold-rerun-twice")
     assert gold_snapshot(spark, cfg) == in_order["snapshot"]
     assert not any(t.warnings for t in again.tables)
+    assert {t.write_mode for t in again.tables} == {"unchanged"}

@@ -6,7 +6,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from binlake.gold_state import COPIES_COLUMN, StreamItem, TableReplayer, final_schema
+from binlake.gold_state import COPIES_COLUMN, StreamItem, TableReplayer, best_table_map, final_schema
 from binlake.schema_history import Coordinates, DdlStatement, build_history
 
 FULL_MAP = {"columns": [
@@ -101,7 +101,7 @@ def test_table_without_primary_key_counts_copies() -> None:
         f.row("insert", None, {"a": 1, "b": "x"})
     f.row("delete", {"a": 1, "b": "x"}, None)
     f.row("update", {"a": 1, "b": "x"}, {"a": 2, "b": "x"})
-    replayer, rows = _replay(f, ddl)
+    _replayer, rows = _replay(f, ddl)
     assert {k: v[COPIES_COLUMN] for k, v in rows.items()} == {1: 1, 2: 1}
 
 
@@ -112,3 +112,27 @@ def test_update_of_unknown_row_is_said() -> None:
     replayer, rows = _replay(f, DDL)
     assert rows[7]["amount"] == Decimal("2.00")
     assert replayer.report.warnings["update/delete of a row gold did not hold"] == 1
+
+
+def test_table_map_only_schema_uses_the_best_informed_map() -> None:
+    """No DDL in the archive: MINIMAL (charsets known) and NO_LOG (nothing known) maps of the
+    same table; the final schema comes from the best-informed one and every event converts
+    into it (the bug this guards: text kept as str in a column typed BINARY by another map)."""
+    minimal = {"columns": [{"name": "col_1", "type": "LONG", "name_from": "fallback", "unsigned": False},
+                           {"name": "col_2", "type": "VARCHAR", "charset": "latin1", "name_from": "fallback"}]}
+    no_log = {"columns": [{"name": "col_1", "type": "LONG", "name_from": "fallback"},
+                          {"name": "col_2", "type": "VARCHAR", "name_from": "fallback"}]}
+    best = best_table_map([(Coordinates(4, 10), minimal), (Coordinates(5, 10), no_log)])
+    assert best is minimal
+    final = final_schema([], best)
+    assert final is not None and [c.name for c in final.columns] == ["@1", "@2"]
+    f = Feed()
+    f.table_map(minimal)
+    f.row("insert", None, {"col_1": 1, "col_2": "a"})
+    f.table_map(no_log)
+    f.row("insert", None, {"col_1": 2, "col_2": "0xe9"})  # latin1 'é', charset unknown here
+    replayer = TableReplayer("src", [], final)
+    replayer.feed_all(f.items)
+    rows = sorted(replayer.rows())
+    assert [(r[0], r[1]) for r in rows] == [(1, "a"), (2, "é")]
+    assert replayer.report.warnings["schema from TABLE_MAPs only (no DDL / seed)"] == 2

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from binlake.schema_history import Coordinates, DdlStatement, SchemaTracker, build_history, split_dump
+from binlake.schema_history import (
+    Coordinates,
+    DdlStatement,
+    SchemaTracker,
+    build_history,
+    split_dump,
+)
 
 
 def _stmt(pos: int, sql: str, db: str | None = "d") -> DdlStatement:
