@@ -6,7 +6,13 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from binlake.gold_state import COPIES_COLUMN, StreamItem, TableReplayer, best_table_map, final_schema
+from binlake.gold_state import (
+    COPIES_COLUMN,
+    StreamItem,
+    TableReplayer,
+    best_table_map,
+    final_schema,
+)
 from binlake.schema_history import Coordinates, DdlStatement, build_history
 
 FULL_MAP = {"columns": [
