@@ -252,9 +252,10 @@ def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str)
         target = DeltaTable.forPath(spark, path)
         if target.toDF().schema.simpleString() == df.schema.simpleString():
             on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in final.primary_key)
-            changed = ("NOT (t._binlog_file <=> s._binlog_file AND t._binlog_pos <=> s._binlog_pos "
-                       "AND t._binlog_payload_index <=> s._binlog_payload_index "
-                       "AND t._binlog_row_index <=> s._binlog_row_index)")
+            # every column, not just the last change's coordinates: a backfill of older files
+            # changes a row's values while its last change stays the same
+            changed = "NOT (" + " AND ".join(
+                f"t.`{c}` <=> s.`{c}`" for c in (n.replace("`", "``") for n in df.columns)) + ")"
             spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", meta)
             try:
                 (target.alias("t").merge(df.alias("s"), on)
