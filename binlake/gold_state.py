@@ -1,0 +1,265 @@
+"""Replay one source table's row changes, in binlog order, into its current state (pure).
+
+Why a full, ordered replay per table (and not a per-key "latest change wins" merge): MINIMAL /
+NOBLOB images carry only some columns, and a primary-key change moves a row to another key, so
+a key's state depends on earlier changes of possibly other keys. Replaying the table's whole
+history from silver makes the result depend only on *which* changes silver holds, never on the
+order or number of runs that put them there: re-runs, out-of-order backfills and a run killed
+halfway all end in the same state. The Spark job runs one replay per table on an executor.
+
+Inputs are :class:`StreamItem` s (TABLE_MAPs and row changes, sorted by :class:`Coordinates`)
+and the table's :class:`SchemaVersion` s; the output is one tuple per current row in the
+order of :attr:`TableReplayer.output_columns`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from binlake.gold_types import (
+    ConversionError,
+    MySQLColumn,
+    Rendering,
+    column_from_table_map,
+    convert_value,
+    default_value,
+    rendering_of,
+)
+from binlake.schema_history import Coordinates, SchemaVersion, TableSchema
+
+META_COLUMNS = ("_source", "_op", "_gtid", "_commit_time", "_binlog_file", "_binlog_pos",
+                "_binlog_payload_index", "_binlog_row_index")
+COPIES_COLUMN = "_copies"  # tables without a primary key: identical rows are counted, not repeated
+
+
+@dataclass(frozen=True)
+class StreamItem:
+    """A TABLE_MAP (``kind='table_map'``, ``fields`` = its JSON) or a row change (``kind='row'``)."""
+
+    at: Coordinates
+    kind: str
+    fields: str | None = None
+    operation: str | None = None
+    before_json: str | None = None
+    after_json: str | None = None
+    gtid: str | None = None
+    commit_time: _dt.datetime | None = None
+
+
+@dataclass
+class _Row:
+    values: dict[str, Any]
+    meta: tuple[Any, ...]
+    copies: int = 1
+
+
+@dataclass
+class ReplayReport:
+    """What the replay could not do, counted per reason (becomes ``meta.gold_status.warnings``)."""
+
+    warnings: Counter[str] = field(default_factory=Counter)
+    changes: int = 0
+    last: tuple[Any, ...] | None = None  # META_COLUMNS values of the latest change fed (deletes too)
+
+
+def schema_from_table_map(fields: dict[str, Any]) -> TableSchema:
+    """The schema a TABLE_MAP alone gives (``@N`` names without FULL metadata)."""
+    columns = tuple(column_from_table_map(c) for c in fields["columns"])
+    return TableSchema(columns, tuple(fields.get("primary_key") or ()))
+
+
+class TableReplayer:
+    """Current state of one table, fed in binlog order."""
+
+    def __init__(self, source: str, versions: Sequence[SchemaVersion], final: TableSchema) -> None:
+        self.source = source
+        self.versions = sorted(versions, key=lambda v: v.at)
+        self.final = final
+        self.report = ReplayReport()
+        self._next_version = 0
+        self._schema: TableSchema | None = None
+        self._schema_from_map = False
+        self._table_map: list[dict[str, Any]] | None = None
+        self._by_key: dict[tuple[Any, ...], _Row] = {}
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The current schema's primary key; all its columns when it has none (full-row identity)."""
+        schema = self._schema or self.final
+        return schema.primary_key or tuple(c.name for c in schema.columns)
+
+    @property
+    def output_columns(self) -> tuple[str, ...]:
+        extra = () if self.final.primary_key else (COPIES_COLUMN,)
+        return tuple(c.name for c in self.final.columns) + META_COLUMNS + extra
+
+    def feed_all(self, items: Iterable[StreamItem]) -> None:
+        for item in items:
+            self.feed(item)
+        self._advance_schema(None)
+
+    def feed(self, item: StreamItem) -> None:
+        self._advance_schema(item.at)
+        if item.kind == "table_map":
+            fields = json.loads(item.fields or "{}")
+            self._table_map = fields.get("columns") or []
+            if self._schema is None or self._schema_from_map:
+                self._schema_from_map = True
+                self.report.warnings["schema from TABLE_MAPs only (no DDL / seed)"] += 1
+                # the final schema is the best-informed TABLE_MAP of this shape: convert with it
+                same_shape = len(self._table_map) == len(self.final.columns)
+                self._schema = self.final if same_shape else schema_from_table_map(fields)
+            return
+        self.report.changes += 1
+        try:
+            self._apply(item)
+        except ConversionError as exc:
+            self.report.warnings[f"row change not applied: {exc}"] += 1
+
+    # -- schema versions -------------------------------------------------------------------
+    def _advance_schema(self, at: Coordinates | None) -> None:
+        while self._next_version < len(self.versions) and (
+                at is None or self.versions[self._next_version].at <= at):
+            version = self.versions[self._next_version]
+            self._next_version += 1
+            if version.warning:
+                self.report.warnings[f"schema v{version.version}: {version.warning}"] += 1
+            self._migrate(version)
+
+    def _migrate(self, version: SchemaVersion) -> None:
+        """Carry current rows into the new version: renames, DDL defaults for added columns."""
+        new = version.schema
+        self._schema_from_map = False
+        if new is None:
+            if version.warning is None:  # DROP TABLE / renamed away: the rows are gone
+                self._by_key.clear()
+            self._schema = None
+            return
+        old_names = {c.name.casefold() for c in self._schema.columns} if self._schema else set()
+        renames = {o.casefold(): n for o, n in version.renames}
+        added = [c for c in new.columns if c.name.casefold() not in old_names
+                 and c.name not in renames.values()]
+        for row in self._by_key.values():
+            values = {renames.get(k.casefold(), k): v for k, v in row.values.items()}
+            for column in added:
+                values[column.name] = default_value(column)
+            keep = {c.name for c in new.columns}
+            row.values = {k: v for k, v in values.items() if k in keep}
+        self._schema = new
+        rows = list(self._by_key.values())
+        self._by_key = {}
+        for row in rows:  # key columns may have been renamed, added or dropped
+            self._by_key[self._key(row.values)] = row
+
+    # -- row changes -------------------------------------------------------------------------
+    def _image(self, text: str | None) -> dict[str, Any] | None:
+        """A silver JSON image as ``{schema column name: gold value}`` (carried columns only)."""
+        if text is None:
+            return None
+        raw = json.loads(text)
+        schema, table_map = self._schema, self._table_map or []
+        if schema is None:
+            raise ConversionError("the table's schema is unknown here (see schema warnings)")
+        if len(table_map) != len(schema.columns):
+            raise ConversionError(f"TABLE_MAP has {len(table_map)} columns, the schema "
+                                  f"{len(schema.columns)}: the DDL in between is not in the archive")
+        out: dict[str, Any] = {}
+        for tm_column, column in zip(table_map, schema.columns):
+            name = str(tm_column["name"])
+            if name in raw:
+                rendering: Rendering = rendering_of(tm_column)
+                out[column.name] = convert_value(raw[name], column, rendering)
+        return out
+
+    def _key(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            return tuple(values[name] for name in self.key_columns)
+        except KeyError as exc:
+            raise ConversionError(f"image lacks key column {exc.args[0]!r}") from None
+
+    def _apply(self, item: StreamItem) -> None:
+        meta = (self.source, item.operation, item.gtid, item.commit_time, item.at.file,
+                item.at.pos, None if item.at.payload_index < 0 else item.at.payload_index,
+                item.at.row_index)
+        self.report.last = meta
+        before, after = self._image(item.before_json), self._image(item.after_json)
+        old = self._remove(before) if before is not None else None
+        if after is None:
+            return
+        if old is None:
+            values = {c.name: default_value(c) for c in (self._schema.columns if self._schema else ())}
+            if item.operation == "update":
+                self.report.warnings["update of a row gold did not hold (archive starts later; no seed)"] += 1
+        else:
+            values = dict(old.values)
+        values.update(after)
+        self._insert(values, meta)
+
+    def _remove(self, before: dict[str, Any]) -> _Row | None:
+        key = self._key(before)
+        row = self._by_key.get(key)
+        if row is None:
+            self.report.warnings["update/delete of a row gold did not hold"] += 1
+            return None
+        if row.copies > 1:
+            row.copies -= 1
+            return _Row(dict(row.values), row.meta)
+        return self._by_key.pop(key)
+
+    def _insert(self, values: dict[str, Any], meta: tuple[Any, ...]) -> None:
+        key = self._key(values)
+        existing = self._by_key.get(key)
+        if existing is not None and not self.final.primary_key:
+            existing.copies += 1
+            existing.meta = meta
+            return
+        if existing is not None:
+            self.report.warnings["insert over an existing key (replaced)"] += 1
+        self._by_key[key] = _Row(values, meta)
+
+    def rows(self) -> Iterator[tuple[Any, ...]]:
+        """The current rows in :attr:`output_columns` order (columns of the final schema)."""
+        names = [c.name for c in self.final.columns]
+        for row in self._by_key.values():
+            extra = () if self.final.primary_key else (row.copies,)
+            yield tuple(row.values.get(n) for n in names) + row.meta + extra
+
+
+def best_table_map(candidates: Sequence[tuple[Coordinates, dict[str, Any]]]) -> dict[str, Any] | None:
+    """Among a table's TABLE_MAPs (with where they were seen), the one that says most about
+    the latest shape: same column count as the last one; FULL metadata first, then the most
+    columns with a known charset / signedness, then the latest."""
+    if not candidates:
+        return None
+    ordered = sorted(candidates, key=lambda c: c[0])
+    width = len(ordered[-1][1].get("columns") or [])
+
+    def score(entry: tuple[Coordinates, dict[str, Any]]) -> tuple[Any, ...]:
+        columns = entry[1].get("columns") or []
+        known = sum(1 for c in columns if c.get("charset") is not None or c.get("unsigned") is not None)
+        return bool(entry[1].get("has_full_metadata")), known, entry[0]
+
+    return max((c for c in ordered if len(c[1].get("columns") or []) == width), key=score)[1]
+
+
+def final_schema(versions: Sequence[SchemaVersion], last_table_map: dict[str, Any] | None
+                 ) -> TableSchema | None:
+    """The schema gold's table has: the last DDL version, else what the best-informed
+    TABLE_MAP (:func:`best_table_map`) says."""
+    ordered = sorted(versions, key=lambda v: v.at)
+    if ordered and ordered[-1].schema is not None:
+        return ordered[-1].schema
+    if ordered and ordered[-1].warning is None:
+        return None  # dropped
+    if last_table_map is not None:
+        return schema_from_table_map(last_table_map)
+    return None
+
+
+def columns_of(schema: TableSchema) -> list[MySQLColumn]:
+    return list(schema.columns)

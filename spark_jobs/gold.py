@@ -1,0 +1,427 @@
+"""Gold: one typed current-state Delta table per source table, plus silver.schema_history and
+meta.gold_status (see docs/gold.md).
+
+Spark glue only: the schema history (``binlake.schema_history``), the type mapping
+(``binlake.gold_types``) and the ordered replay (``binlake.gold_state``) are pure modules.
+Per source, :func:`run_gold`
+
+1. rebuilds ``silver.schema_history`` for the source from the DDL in ``silver.statements``
+   (plus an optional ``SHOW CREATE TABLE`` seed), replacing the source's rows in one commit;
+2. for every table with row changes, replays the table's TABLE_MAPs (``bronze.events``) and row
+   changes (``silver.row_changes``) in binlog order on one executor and writes the result to
+   ``gold.<source>__<db>__<table>``: a MERGE on the primary key (changed rows updated, new
+   rows inserted, vanished rows deleted) when the table's schema is unchanged, else an
+   overwrite with the new schema (a new table version, said in the result);
+3. replaces the source's rows of ``meta.gold_status``.
+
+Every output is a function of what silver holds, so re-runs, out-of-order backfills and a run
+killed halfway (each Delta commit is atomic) converge to the same tables.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from binlake.config import to_spark_uri
+from binlake.gold_state import (
+    COPIES_COLUMN,
+    StreamItem,
+    TableReplayer,
+    best_table_map,
+    final_schema,
+)
+from binlake.gold_types import spark_type
+from binlake.schema_history import (
+    Coordinates,
+    DdlStatement,
+    SchemaVersion,
+    TableSchema,
+    build_history,
+    is_table_ddl,
+    split_dump,
+)
+
+SCHEMA_HISTORY = "silver/schema_history"
+GOLD_STATUS = "meta/gold_status"
+_META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
+             "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
+             "_binlog_row_index INT")
+_HISTORY_DDL = ("source STRING NOT NULL, db STRING NOT NULL, table_name STRING NOT NULL, "
+                "version INT NOT NULL, origin STRING NOT NULL, file STRING, file_seq BIGINT, "
+                "pos BIGINT, payload_index INT, statement STRING, columns STRING, "
+                "primary_key ARRAY<STRING>, renames STRING, dropped BOOLEAN NOT NULL, "
+                "warning STRING")
+_STATUS_DDL = ("source STRING NOT NULL, gold_table STRING NOT NULL, db STRING NOT NULL, "
+               "table_name STRING NOT NULL, location STRING NOT NULL, rows BIGINT NOT NULL, "
+               "changes BIGINT NOT NULL, schema_version INT, last_file STRING, last_pos BIGINT, "
+               "last_gtid STRING, last_commit_time TIMESTAMP, archive_gtids STRING, "
+               "complete BOOLEAN, incomplete_since STRING, seeded BOOLEAN NOT NULL, "
+               "write_mode STRING NOT NULL, warnings STRING, input_fingerprint STRING, "
+               "run_id STRING NOT NULL, updated_at TIMESTAMP NOT NULL")
+
+
+@dataclass(frozen=True)
+class GoldTableResult:
+    """One gold table written by a run."""
+
+    name: str
+    db: str
+    table: str
+    location: str
+    rows: int
+    changes: int
+    write_mode: str  # 'merge' | 'overwrite' (new schema) | 'unchanged' (inputs as last run) | 'dropped'
+    warnings: tuple[tuple[str, int], ...]
+    last_change: tuple[Any, ...] | None = None  # (file, pos, gtid, commit_time) of the latest change
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldResult:
+    """What :func:`run_gold` did for one source."""
+
+    source: str
+    run_id: str
+    tables: tuple[GoldTableResult, ...]
+    schema_versions: int
+    seconds: float
+
+
+def gold_table_name(source: str, db: str, table: str) -> str:
+    """``<source>__<db>__<table>``, lower-case, anything but ``[a-z0-9_]`` as ``_``."""
+    return "__".join(re.sub(r"[^a-z0-9_]", "_", part.lower()) for part in (source, db, table))
+
+
+def _location(cfg: Any, relative: str) -> str:
+    return to_spark_uri(f"{cfg.warehouse.rstrip('/')}/{relative}")
+
+
+def gold_location(cfg: Any, name: str) -> str:
+    return _location(cfg, f"gold/{name}")
+
+
+def _silver(spark: Any, cfg: Any, relative: str) -> Any:
+    return spark.read.format("delta").load(_location(cfg, relative))
+
+
+def _is_delta(spark: Any, path: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
+def _coords(row: Any, row_index: int = -1) -> Coordinates:
+    payload = row["payload_index"]
+    return Coordinates(row["file_seq"] or 0, row["pos"], -1 if payload is None else payload,
+                       row_index, row["file"])
+
+
+# ------------------------------------------------------------------ schema history
+
+def load_ddl(spark: Any, cfg: Any, source: str) -> list[DdlStatement]:
+    """The source's table DDL from silver.statements (small: collected on the driver)."""
+    from pyspark.sql import functions as F
+
+    rows = (_silver(spark, cfg, "silver/statements")
+            .where((F.col("source") == source) & (F.col("kind") == "DDL")
+                   & (F.coalesce(F.col("error_code"), F.lit(0)) == 0))
+            .select("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid").collect())
+    return [DdlStatement(_coords(r), r["db"], r["sql"], r["gtid"]) for r in rows
+            if r["sql"] and is_table_ddl(r["sql"])]
+
+
+def seed_statements(initial_schema_sql: str | None, default_db: str | None = None) -> list[DdlStatement]:
+    """A ``SHOW CREATE TABLE`` / ``mysqldump --no-data`` text as seed statements (before the archive)."""
+    if not initial_schema_sql:
+        return []
+    db = default_db
+    out = []
+    for i, sql in enumerate(split_dump(initial_schema_sql)):
+        use = re.match(r"^\s*USE\s+`?(\w+)`?", sql, re.IGNORECASE)
+        if use:
+            db = use.group(1)
+            continue
+        out.append(DdlStatement(Coordinates(-1, i, file="<initial schema>"), db, sql))
+    return out
+
+
+def _history_rows(source: str, history: list[SchemaVersion]) -> list[tuple[Any, ...]]:
+    rows = []
+    for v in history:
+        schema = v.schema
+        rows.append((source, v.db, v.table, v.version, v.origin, v.at.file or None,
+                     v.at.file_seq, v.at.pos, None if v.at.payload_index < 0 else v.at.payload_index,
+                     v.statement,
+                     None if schema is None else json.dumps([c.to_json() for c in schema.columns]),
+                     None if schema is None else list(schema.primary_key),
+                     json.dumps(v.renames) if v.renames else None,
+                     schema is None and v.warning is None, v.warning))
+    return rows
+
+
+def write_schema_history(spark: Any, cfg: Any, source: str, history: list[SchemaVersion],
+                         run_id: str) -> None:
+    """Replace the source's rows of silver.schema_history (one commit)."""
+    df = spark.createDataFrame(_history_rows(source, history), _HISTORY_DDL)
+    _replace_source(df, _location(cfg, SCHEMA_HISTORY), source, run_id, "schema_history")
+
+
+def _replace_source(df: Any, path: str, source: str, run_id: str, job: str) -> None:
+    literal = source.replace("'", "''")
+    (df.write.format("delta").mode("overwrite").option("replaceWhere", f"source = '{literal}'")
+       .option("userMetadata", json.dumps({"job": job, "run_id": run_id, "source": source}))
+       .save(path))
+
+
+# ------------------------------------------------------------------ per-table replay
+
+def _stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> Any:
+    """TABLE_MAPs and row changes of one table as one DataFrame, sorted on one partition."""
+    from pyspark.sql import functions as F
+
+    def same_table(df: Any) -> Any:
+        return df.where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table))
+
+    maps = (same_table(_silver(spark, cfg, "bronze/events")).where(F.col("event_type") == "TABLE_MAP")
+            .select("file", "file_seq", "pos", "payload_index", F.lit(-1).alias("row_index"),
+                    F.lit("table_map").alias("kind"), "fields", F.lit(None).cast("string").alias("operation"),
+                    F.lit(None).cast("string").alias("before_json"),
+                    F.lit(None).cast("string").alias("after_json"), "gtid",
+                    F.lit(None).cast("timestamp").alias("commit_time")))
+    rows = (same_table(_silver(spark, cfg, "silver/row_changes"))
+            .select("file", "file_seq", "pos", "payload_index", "row_index", F.lit("row").alias("kind"),
+                    F.lit(None).cast("string").alias("fields"), "operation", "before_json",
+                    "after_json", "gtid", "commit_time"))
+    order = [F.coalesce("file_seq", F.lit(0)), "file", "pos", F.coalesce("payload_index", F.lit(-1)),
+             "row_index"]
+    return maps.unionByName(rows).repartition(1).sortWithinPartitions(*order)
+
+
+def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSchema
+                      ) -> Any:
+    def run(rows: Iterator[Any]) -> Iterator[tuple[str, Any]]:
+        replayer = TableReplayer(source, versions, final)
+        for r in rows:
+            replayer.feed(StreamItem(_coords(r, r["row_index"]), r["kind"], r["fields"], r["operation"],
+                                     r["before_json"], r["after_json"], r["gtid"], r["commit_time"]))
+        replayer.feed_all(())
+        for out in replayer.rows():
+            yield "row", out
+        yield "changes", replayer.report.changes
+        yield "last", replayer.report.last
+        for text, count in replayer.report.warnings.items():
+            yield "warning", (text, count)
+    return run
+
+
+def gold_schema_ddl(final: TableSchema) -> str:
+    """The gold table's Spark schema (DDL text): source columns, then the _meta columns."""
+    cols = [f"`{c.name.replace('`', '``')}` {spark_type(c)}" for c in final.columns]
+    extra = [] if final.primary_key else [f"{COPIES_COLUMN} BIGINT NOT NULL"]
+    return ", ".join([*cols, _META_DDL, *extra])
+
+
+def _best_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> dict[str, Any] | None:
+    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) from bronze.events."""
+    from pyspark.sql import functions as F
+
+    seen = (_silver(spark, cfg, "bronze/events")
+            .where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table)
+                   & (F.col("event_type") == "TABLE_MAP"))
+            .groupBy("fields")
+            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at"))
+            .collect())
+    return best_table_map([(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]),
+                            json.loads(r["fields"])) for r in seen])
+
+
+def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str) -> str:
+    """MERGE when the schema is unchanged (and the table has a key), else overwrite."""
+    from delta.tables import DeltaTable
+
+    meta = json.dumps({"job": "gold", "run_id": run_id})
+    if final.primary_key and _is_delta(spark, path):
+        target = DeltaTable.forPath(spark, path)
+        if target.toDF().schema.simpleString() == df.schema.simpleString():
+            on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in final.primary_key)
+            # every column, not just the last change's coordinates: a backfill of older files
+            # changes a row's values while its last change stays the same
+            changed = "NOT (" + " AND ".join(
+                f"t.`{c}` <=> s.`{c}`" for c in (n.replace("`", "``") for n in df.columns)) + ")"
+            spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", meta)
+            try:
+                (target.alias("t").merge(df.alias("s"), on)
+                 .whenMatchedUpdateAll(condition=changed).whenNotMatchedInsertAll()
+                 .whenNotMatchedBySourceDelete().execute())
+            finally:
+                spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+            return "merge"
+    (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+       .option("userMetadata", meta).save(path))
+    return "overwrite"
+
+
+def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
+                versions: list[SchemaVersion], run_id: str, fingerprint: str | None = None
+                ) -> GoldTableResult:
+    """Replay one table and write its gold table."""
+    name = gold_table_name(source, db, table)
+    path = gold_location(cfg, name)
+    known = final_schema(versions, None)
+    final = known or final_schema(versions, _best_table_map(spark, cfg, source, db, table))
+    if final is None:
+        return GoldTableResult(name, db, table, path, 0, 0, "dropped",
+                               (("table dropped or unknown", 1),), None, fingerprint)
+    schema_ddl = gold_schema_ddl(final)
+    out = _stream(spark, cfg, source, db, table).rdd.mapPartitions(
+        _replay_partition(source, versions, final)).cache()
+    try:
+        data = out.filter(lambda kv: kv[0] == "row").map(lambda kv: kv[1])
+        df = spark.createDataFrame(data, schema_ddl)
+        mode = _write_gold(spark, df, path, final, run_id)
+        side = out.filter(lambda kv: kv[0] != "row").collect()
+    finally:
+        out.unpersist()
+    warnings: Counter[str] = Counter()
+    changes, last = 0, None
+    for kind, value in side:
+        if kind == "changes":
+            changes += value
+        elif kind == "last":
+            last = None if value is None else (value[4], value[5], value[2], value[3])
+        else:
+            warnings[value[0]] += value[1]
+    rows = spark.read.format("delta").load(path).count()
+    return GoldTableResult(name, db, table, path, rows, changes, mode, tuple(sorted(warnings.items())),
+                           last, fingerprint)
+
+
+# ------------------------------------------------------------------ status
+
+def _gap_since(spark: Any, cfg: Any, source: str) -> tuple[bool | None, str | None]:
+    """(complete, first GAP file) from meta.gtid_reconciliation; (None, None) if not reconciled."""
+    from pyspark.sql import functions as F
+
+    path = _location(cfg, "meta/gtid_reconciliation")
+    if not _is_delta(spark, path):
+        return None, None
+    gaps = (spark.read.format("delta").load(path)
+            .where((F.col("source") == source) & F.col("status").isin("GAP", "CHAIN_BREAK"))
+            .orderBy("chain_index").select("file").first())
+    return (gaps is None), (None if gaps is None else gaps["file"])
+
+
+def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
+    from pyspark.sql import functions as F
+
+    path = _location(cfg, "meta/gtid_coverage")
+    if not _is_delta(spark, path):
+        return None
+    sets = [r["gtid_set"] for r in spark.read.format("delta").load(path)
+            .where(F.col("source") == source).orderBy("sid", "tag", "gno_start").collect()]
+    return ",".join(sets) or None
+
+
+def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResult],
+                 history: list[SchemaVersion], seeded: bool, run_id: str) -> None:
+    """Replace the source's rows of meta.gold_status."""
+    complete, since = _gap_since(spark, cfg, source)
+    gtids = _archive_gtids(spark, cfg, source)
+    now = _dt.datetime.now(_dt.UTC)
+    rows = []
+    for r in results:
+        last = r.last_change or (None, None, None, None)
+        versions = [v.version for v in history if (v.db, v.table) == (r.db, r.table)]
+        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes,
+                     max(versions) if versions else None, *last, gtids, complete, since,
+                     seeded, r.write_mode, json.dumps(dict(r.warnings)) if r.warnings else None,
+                     r.fingerprint, run_id, now))
+    df = spark.createDataFrame(rows, _STATUS_DDL)
+    _replace_source(df, _location(cfg, GOLD_STATUS), source, run_id, "gold_status")
+
+
+# ------------------------------------------------------------------ skipping unchanged tables
+
+def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVersion]
+                       ) -> dict[tuple[str, str], str]:
+    """Per table: a digest of its silver row changes (count + order-free hash sum, one
+    aggregate over the source) and of its schema versions. Equal digest = same replay result."""
+    from pyspark.sql import functions as F
+
+    digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
+                        "before_json", "after_json")
+    agg = (_silver(spark, cfg, "silver/row_changes").where(F.col("source") == source)
+           .groupBy("db", "table_name")
+           .agg(F.count(F.lit(1)).alias("n"), F.sum(digest.cast("decimal(38,0)")).alias("h"))
+           .collect())
+    out = {}
+    for r in agg:
+        key = (r["db"], r["table_name"])
+        schema_rows = [row for row in _history_rows(source, history) if (row[1], row[2]) == key]
+        schema_digest = hashlib.sha1(json.dumps(schema_rows, default=str).encode()).hexdigest()[:16]
+        out[key] = f"{r['n']}:{r['h']}:{schema_digest}"
+    return out
+
+
+def _previous_status(spark: Any, cfg: Any, source: str) -> dict[tuple[str, str], Any]:
+    from pyspark.sql import functions as F
+
+    path = _location(cfg, GOLD_STATUS)
+    if not _is_delta(spark, path):
+        return {}
+    df = spark.read.format("delta").load(path)
+    if "input_fingerprint" not in df.columns:
+        return {}
+    return {(r["db"], r["table_name"]): r for r in df.where(F.col("source") == source).collect()}
+
+
+def _unchanged(previous: Any) -> GoldTableResult:
+    warnings = tuple(sorted(json.loads(previous["warnings"]).items())) if previous["warnings"] else ()
+    last = (previous["last_file"], previous["last_pos"], previous["last_gtid"],
+            previous["last_commit_time"])
+    return GoldTableResult(previous["gold_table"], previous["db"], previous["table_name"],
+                           previous["location"], previous["rows"], previous["changes"], "unchanged",
+                           warnings, last, previous["input_fingerprint"])
+
+
+# ------------------------------------------------------------------ entry point
+
+def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
+             initial_schema_sql: str | None = None,
+             only_tables: frozenset[tuple[str, str]] | None = None,
+             force: bool = False) -> GoldResult:
+    """Build (or bring up to date) every gold table of ``source`` from silver; see module doc.
+
+    ``initial_schema_sql``: ``SHOW CREATE TABLE`` texts for tables created before the archive.
+    ``force``: replay every table even when its inputs are unchanged since the last run.
+    ``only_tables``: rebuild just these ``(db, table)`` (status rows of the others are kept
+    out of this run's ``meta.gold_status`` rows, so use it for repairs, not routinely).
+    """
+    t0 = time.time()
+    seeds = seed_statements(initial_schema_sql)
+    history = build_history(load_ddl(spark, cfg, source), seeds)
+    write_schema_history(spark, cfg, source, history, run_id)
+    fingerprints = input_fingerprints(spark, cfg, source, history)
+    previous = _previous_status(spark, cfg, source)
+    results = []
+    for db, table in sorted(fingerprints):
+        if only_tables is not None and (db, table) not in only_tables:
+            continue
+        before = previous.get((db, table))
+        if (not force and before is not None and before["input_fingerprint"] == fingerprints[(db, table)]
+                and _is_delta(spark, before["location"])):
+            results.append(_unchanged(before))
+            continue
+        versions = [v for v in history if (v.db, v.table) == (db, table)]
+        results.append(build_table(spark, cfg, source, db, table, versions, run_id,
+                                   fingerprints[(db, table)]))
+    write_status(spark, cfg, source, results, history, bool(seeds), run_id)
+    return GoldResult(source, run_id, tuple(results), len(history), time.time() - t0)
