@@ -55,17 +55,19 @@ import struct
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from binlog_parser import (
     BinlogError,
     ChecksumMismatchError,
     DecodeContext,
+    Event,
     NotABinlogError,
     TruncatedEventError,
-    read_events,
 )
 from binlog_parser.constants import BINLOG_MAGIC, CHECKSUM_CRC32, LOG_EVENT_BINLOG_IN_USE_F, EventType
+from binlog_parser.dispatch import build_dispatch
+from binlog_parser.framing import EventFramer, NeedData
 
 from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 
@@ -96,6 +98,8 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+@-]{0,254}$")
 _SERIES = re.compile(r"^(.*?)(\d+)$")
 
 T = TypeVar("T")
+#: Body decoders for head and tail events (the decoder's default table; read-only here).
+_DISPATCH = build_dispatch()
 
 
 # --------------------------------------------------------------------------- results
@@ -202,15 +206,6 @@ class SourceDiscovery:
             "to_ingest": [f.ingest_item() for f in self.to_ingest],
         }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SourceDiscovery":
-        out = cls(source=data["source"], uri=data["uri"], objects=int(data.get("objects", 0)),
-                  bytes_read=int(data.get("bytes_read", 0)), seconds=float(data.get("seconds", 0.0)))
-        names = set(DiscoveredFile.__dataclass_fields__)
-        out.files = [DiscoveredFile(**{k: v for k, v in f.items() if k in names}) for f in data.get("files", [])]
-        out.issues = [Issue(**i) for i in data.get("issues", [])]
-        return out
-
     def summary(self) -> str:
         states: dict[str, int] = {}
         for f in self.files:
@@ -286,67 +281,96 @@ def _chain_sort_key(f: DiscoveredFile) -> tuple:
 # --------------------------------------------------------------------------- head and tail
 
 
-class _HeadNeedsMore(Exception):
-    def __init__(self, needed: int) -> None:
-        super().__init__(needed)
-        self.needed = needed
+@dataclass(frozen=True)
+class HeadNeedsMore:
+    """The head events do not fit in the bytes read: the first ``needed`` bytes are needed."""
+
+    needed: int
 
 
-def parse_head(data: bytes, size: int, name: str) -> tuple[DecodeContext, dict[str, Any]]:
-    """Decode the head of a binlog: the context plus facts (in_use, server, previous GTIDs).
+@dataclass(frozen=True)
+class HeadFacts:
+    """What the head of a binlog says (FORMAT_DESCRIPTION / START_V3, PREVIOUS_GTIDS / GTID_LIST)."""
 
-    Raises :class:`NotABinlogError` (no magic), :class:`BinlogError` (corrupt head) or
-    ``_HeadNeedsMore(n)`` when the first ``n`` bytes are needed to see the PREVIOUS_GTIDS.
+    in_use: bool
+    server_id: int
+    server_version: str | None
+    binlog_version: int | None
+    create_timestamp: int | None
+    fde_end: int
+    previous_gtids: str | None
+    checksum: str
+    flavor: str
+
+
+def parse_head(data: bytes, size: int, name: str) -> tuple[DecodeContext, HeadFacts] | HeadNeedsMore:
+    """Decode the head of a binlog: the context plus its facts, or how many bytes it needs.
+
+    The bytes go through the decoder's sans-I/O framing core: a :class:`NeedData` before the
+    head events are complete becomes :class:`HeadNeedsMore`. Raises :class:`NotABinlogError`
+    (no magic) or :class:`BinlogError` (corrupt head, or the object ends inside it).
     """
     if len(data) < 4 or data[:4] != BINLOG_MAGIC:
         if len(data) < 4 and BINLOG_MAGIC.startswith(bytes(data)) and size > len(data):
-            raise _HeadNeedsMore(4)
+            return HeadNeedsMore(4)
         raise NotABinlogError(f"no binlog magic (starts with {bytes(data[:4]).hex() or 'nothing'})", file=name,
                               offset=0)
-    facts: dict[str, Any] = {"previous_gtids": None}
-    events = read_events(data, file_name=name, expand_payloads=False)
-    fde_seen = False
+    framer = EventFramer(DecodeContext(file=name), _DISPATCH, expect_magic=True, first_position=0,
+                         file_name=name, total_size=size, expand_payloads=False)
+    framer.receive_data(data, 0)
+    if len(data) >= size:
+        framer.receive_eof()
+    fde: Event | None = None
+    previous_gtids = None
     try:
-        for ev in events:
-            code = ev.header.type_code
+        for item in framer.events():
+            if isinstance(item, NeedData):
+                more = _head_needs_more(data, size, name, framer.position, fde is not None)
+                if more is None:
+                    break
+                return more
+            code = item.header.type_code
             if code in (_FDE, _START_V3):
-                fde_seen = True
-                facts["in_use"] = bool(ev.header.flags & LOG_EVENT_BINLOG_IN_USE_F)
-                facts["server_id"] = ev.header.server_id
-                facts["server_version"] = getattr(ev, "server_version", None)
-                facts["binlog_version"] = getattr(ev, "binlog_version", None)
-                facts["create_timestamp"] = getattr(ev, "create_timestamp", None)
-                facts["fde_end"] = ev.header.next_pos
-                continue
-            if code == _PREVIOUS_GTIDS or code == _GTID_LIST:
-                facts["previous_gtids"] = str(ev.gtid_set)  # type: ignore[attr-defined]
+                fde = item
+            elif code == _PREVIOUS_GTIDS or code == _GTID_LIST:
+                previous_gtids = str(item.gtid_set)  # type: ignore[attr-defined]
                 break
-            if code not in _HEAD_EVENTS:
+            elif code not in _HEAD_EVENTS:
                 break
-    except TruncatedEventError as exc:
-        # The event at exc.offset is cut by our window (or by the end of the object).
+    except TruncatedEventError as exc:  # only with the whole object in hand
         pos = exc.offset if exc.offset is not None else len(data)
-        code = data[pos + 4] if pos + 5 <= len(data) else None
-        if fde_seen and code is not None and code not in _HEAD_EVENTS:
-            pass  # an ordinary event after the head: the head is complete
-        else:
-            needed = _needed_for_event_at(data, pos) or (pos + 64)
-            if len(data) >= size or needed > size:
-                raise BinlogError("the object ends inside its head events", file=name, offset=pos) from None
-            raise _HeadNeedsMore(max(needed, len(data) + 1)) from None
-    finally:
-        close = getattr(events, "close", None)
-        if close:
-            close()
-    if not fde_seen:
+        _head_needs_more(data, size, name, pos, fde is not None)  # raises unless the head is complete
+    if fde is None:
         raise NotABinlogError("no FORMAT_DESCRIPTION at the head", file=name, offset=4)
-    # A second pass through the public API gives the context (header length, checksum alg).
-    from binlog_parser import read_format_description
+    return _head_context(framer.context), _head_facts(fde, framer.context, previous_gtids)
 
-    ctx = read_format_description(data[: facts["fde_end"]], file_name=name)
-    facts["checksum"] = "CRC32" if ctx.checksum_alg == CHECKSUM_CRC32 else "OFF"
-    facts["flavor"] = "mariadb" if ctx.is_mariadb else "mysql"
-    return ctx, facts
+
+def _head_needs_more(data: bytes, size: int, name: str, pos: int, fde_seen: bool) -> HeadNeedsMore | None:
+    """The event at ``pos`` is cut by our window (or by the end of the object): None when it is
+    an ordinary event after a complete head, else how many bytes the head needs."""
+    code = data[pos + 4] if pos + 5 <= len(data) else None
+    if fde_seen and code is not None and code not in _HEAD_EVENTS:
+        return None  # an ordinary event after the head: the head is complete
+    needed = _needed_for_event_at(data, pos) or (pos + 64)
+    if len(data) >= size or needed > size:
+        raise BinlogError("the object ends inside its head events", file=name, offset=pos)
+    return HeadNeedsMore(max(needed, len(data) + 1))
+
+
+def _head_context(ctx: DecodeContext) -> DecodeContext:
+    """The file's decoding context as :func:`binlog_parser.read_format_description` gives it."""
+    ctx.table_maps = {}
+    ctx.table_map_cache = {}
+    return ctx
+
+
+def _head_facts(fde: Event, ctx: DecodeContext, previous_gtids: str | None) -> HeadFacts:
+    return HeadFacts(
+        in_use=bool(fde.header.flags & LOG_EVENT_BINLOG_IN_USE_F), server_id=fde.header.server_id,
+        server_version=getattr(fde, "server_version", None), binlog_version=getattr(fde, "binlog_version", None),
+        create_timestamp=getattr(fde, "create_timestamp", None), fde_end=fde.header.next_pos,
+        previous_gtids=previous_gtids, checksum="CRC32" if ctx.checksum_alg == CHECKSUM_CRC32 else "OFF",
+        flavor="mariadb" if ctx.is_mariadb else "mysql")
 
 
 def _needed_for_event_at(data: bytes, pos: int) -> int | None:
@@ -354,6 +378,18 @@ def _needed_for_event_at(data: bytes, pos: int) -> int | None:
     if pos + 13 > len(data):
         return None
     return pos + _U32.unpack_from(data, pos + 9)[0]
+
+
+def _decode_at(data: bytes, pos: int, ctx: DecodeContext, name: str) -> list[Event]:
+    """The events of ``data`` (file bytes from ``pos`` to the end of the object), framed by the
+    decoder's sans-I/O core with a copy of the file's context."""
+    c = copy.copy(ctx)
+    c.table_maps = {}
+    framer = EventFramer(c, _DISPATCH, expect_magic=False, first_position=pos, file_name=name,
+                         total_size=pos + len(data), expand_payloads=False)
+    framer.receive_data(data, pos)
+    framer.receive_eof()
+    return [item for item in framer.events() if not isinstance(item, NeedData)]
 
 
 def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeContext,
@@ -377,11 +413,8 @@ def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeCont
         pos = tail_offset + k
         if pos < min_pos:
             continue
-        c = copy.copy(ctx)
-        c.table_maps = {}
         try:
-            evs = list(read_events(tail[k:], context=c, source_offset=pos, file_name=name,
-                                   expand_payloads=False))
+            evs = _decode_at(tail[k:], pos, ctx, name)
         except ChecksumMismatchError:
             continue
         except BinlogError:
@@ -448,19 +481,19 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
         f.head_bytes = len(head)
         while True:
-            try:
-                ctx, facts = parse_head(head, size, obj.name)
+            parsed = parse_head(head, size, obj.name)
+            if not isinstance(parsed, HeadNeedsMore):
+                ctx, facts = parsed
                 break
-            except _HeadNeedsMore as more:
-                need = min(size, max(more.needed, len(head) + 1))
-                if need <= len(head) or need > MAX_HEAD_BYTES:
-                    raise BinlogError(f"head needs {more.needed} bytes (limit {MAX_HEAD_BYTES})",
-                                      file=obj.name, offset=0) from None
-                extra = _retry(lambda: store.read_range(obj.name, len(head), need), f"head of {obj.uri}")
-                f.head_bytes += len(extra)
-                if not extra:
-                    raise BinlogError("object shorter than listed", file=obj.name, offset=len(head)) from None
-                head = head + extra
+            need = min(size, max(parsed.needed, len(head) + 1))
+            if need <= len(head) or need > MAX_HEAD_BYTES:
+                raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
+                                  file=obj.name, offset=0)
+            extra = _retry(lambda: store.read_range(obj.name, len(head), need), f"head of {obj.uri}")
+            f.head_bytes += len(extra)
+            if not extra:
+                raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
+            head = head + extra
     except NotABinlogError as exc:
         f.state = "not_binlog"
         f.detail = exc.message
@@ -478,15 +511,15 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.detail = f"{type(exc).__name__}: {exc}"
         return f
 
-    f.in_use = bool(facts.get("in_use"))
-    f.flavor = facts.get("flavor")
-    f.server_id = facts.get("server_id")
-    f.server_version = facts.get("server_version")
-    f.binlog_version = facts.get("binlog_version")
-    f.checksum = facts.get("checksum")
-    f.previous_gtids = facts.get("previous_gtids")
-    f.create_timestamp = facts.get("create_timestamp")
-    fde_end = int(facts.get("fde_end") or 4)
+    f.in_use = facts.in_use
+    f.flavor = facts.flavor
+    f.server_id = facts.server_id
+    f.server_version = facts.server_version
+    f.binlog_version = facts.binlog_version
+    f.checksum = facts.checksum
+    f.previous_gtids = facts.previous_gtids
+    f.create_timestamp = facts.create_timestamp
+    fde_end = facts.fde_end or 4
 
     # The tail: reuse the head when it already covers the end of the object.
     closing = None
@@ -729,22 +762,6 @@ def discover_source(store: ObjectStore, source: str, *, known: Mapping[str, Know
     return result
 
 
-def discover_rotated_files(cfg: Any, sources: Sequence[str] | None = None,
-                           known_by_source: Mapping[str, Mapping[str, KnownFile]] | None = None,
-                           workers: int = 8) -> list[SourceDiscovery]:
-    """Run :func:`discover_source` for each configured source (or the named ones)."""
-    from binlake.storage import open_object_store
-
-    out = []
-    for src in cfg.sources:
-        if sources is not None and src.name not in sources:
-            continue
-        store = open_object_store(src.uri, cfg.s3)
-        known = (known_by_source or {}).get(src.name)
-        out.append(discover_source(store, src.name, known=known, workers=workers))
-    return out
-
-
 def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = None, to_file: str | None = None,
                  from_time: float | None = None, to_time: float | None = None) -> list[DiscoveredFile]:
     """Closed files within a file-name range (series order, inclusive) and/or a last-modified window."""
@@ -765,8 +782,3 @@ def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = Non
             continue
         out.append(f)
     return sorted(out, key=_chain_sort_key)
-
-
-def crc32_of(data: bytes) -> int:
-    """zlib CRC32 (the binlog event checksum), exposed for test helpers."""
-    return zlib.crc32(data) & 0xFFFFFFFF

@@ -14,8 +14,6 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
 * :func:`plan_ingest` - which discovered files a run ingests: nightly (new / changed / failed
   before), backfill ``missing`` (the same, limited to a range) or ``reprocess`` (every closed file
   of the range, forced) - so reruns and backfills are idempotent, and a new etag is noticed.
-* :func:`ingestion_times` - when each file was ingested (commit time of its ``run_id``), from
-  the table's Delta history.
 """
 
 from __future__ import annotations
@@ -218,27 +216,6 @@ def known_files_spark(spark: Any, cfg: Any, source: str) -> dict[str, KnownFile]
     return _known_from_rows(rows(INGESTED_FILES, _INGESTED_COLS), rows(BINLOG_FILES, _FACT_COLS), source)
 
 
-def ingestion_times(spark: Any, cfg: Any) -> dict[str, Any]:
-    """``run_id -> commit timestamp`` of the ingest commits of meta.ingested_files (Delta history)."""
-    from delta.tables import DeltaTable
-
-    from binlake.config import to_spark_uri
-    from binlake.tables import table_location
-
-    path = to_spark_uri(table_location(cfg.warehouse, INGESTED_FILES))
-    if not DeltaTable.isDeltaTable(spark, path):
-        return {}
-    out: dict[str, Any] = {}
-    for r in DeltaTable.forPath(spark, path).history().select("timestamp", "userMetadata").collect():
-        try:
-            meta = json.loads(r["userMetadata"] or "{}")
-        except ValueError:
-            continue
-        if meta.get("run_id"):
-            out.setdefault(meta["run_id"], r["timestamp"])
-    return out
-
-
 # --------------------------------------------------------------------------- what a run ingests
 
 
@@ -257,13 +234,6 @@ class IngestPlan:
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "mode": self.mode, "force": self.force, "files": self.files,
                 "skipped": self.skipped, "reasons": self.reasons, "range": self.range}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "IngestPlan":
-        return cls(source=d["source"], mode=d["mode"], force=bool(d["force"]), files=list(d.get("files", [])),
-                   skipped=list(d.get("skipped", [])), reasons=dict(d.get("reasons", {})),
-                   range=dict(d.get("range", {})))
-
 
 def plan_ingest(discovery: SourceDiscovery, mode: str = "nightly", *, from_file: str | None = None,
                 to_file: str | None = None, from_time: float | None = None,

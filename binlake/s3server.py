@@ -8,7 +8,6 @@ production plumbing. Only 127.0.0.1 is ever bound.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -134,18 +133,3 @@ class S3Server:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
-
-
-def apply_env(values: dict[str, str]) -> dict[str, str | None]:
-    """Set env vars; returns the previous values so :func:`restore_env` can undo it."""
-    previous = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    return previous
-
-
-def restore_env(previous: dict[str, str | None]) -> None:
-    for key, value in previous.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value

@@ -15,6 +15,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from binlog_parser.serialization import read_varlen_unsigned, write_varlen_unsigned
+
 MAX_GNO = (1 << 63) - 1  # GNO_END - 1 (GNO_END = INT64_MAX)
 TAG_MAX_LENGTH = 32
 
@@ -597,16 +599,8 @@ def _coerce(x: Any) -> GtidSet:
 # the number of trailing 1-bits in the first byte (plus one) gives the byte count.
 
 
-def _read_varlen(buf: memoryview | bytes, off: int) -> tuple[int, int]:
-    from binlog_parser.serialization import read_varlen_unsigned
-
-    return read_varlen_unsigned(buf, off)
-
-
-def _write_varlen(value: int) -> bytes:
-    from binlog_parser.serialization import write_varlen_unsigned
-
-    return write_varlen_unsigned(value)
+_read_varlen = read_varlen_unsigned
+_write_varlen = write_varlen_unsigned
 
 
 # ---------------------------------------------------------------------------

@@ -134,12 +134,6 @@ def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-def _json_value(value: Any) -> Any:
-    from binlog_parser.events import to_json_value
-
-    return to_json_value(value)
-
-
 def flavor_of(server_version: str | None) -> str:
     return MARIADB if server_version and "mariadb" in server_version.lower() else MYSQL
 

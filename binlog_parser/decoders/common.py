@@ -6,7 +6,6 @@ import struct
 
 from binlog_parser.errors import CorruptEventError
 
-U8 = struct.Struct("<B")
 U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")

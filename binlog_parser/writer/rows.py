@@ -18,15 +18,18 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from binlog_parser.rows import table_map as tm
 from binlog_parser.rows.column_types import (
     ENUM_SET_TYPES,
     MYSQL_CHARACTER_TYPES,
     NUMERIC_TYPES,
+)
+from binlog_parser.rows.column_types import (
     ColumnType as T,
 )
-from binlog_parser.rows import table_map as tm
 from binlog_parser.wire import encode_packed_int as pint
-from binlog_parser.writer.events import EncodeError
+from binlog_parser.writer.errors import EncodeError
+from binlog_parser.writer.values import make_encoder
 
 # charset name -> (default collation id, bytes per character)
 CHARSETS = {
@@ -362,8 +365,6 @@ class RowsEncoder:
     """
 
     def __init__(self, table_map: Any) -> None:
-        from binlog_parser.writer.values import make_encoder
-
         self.table_map = table_map
         self.columns = table_map.columns
         self.encoders = [make_encoder(c) for c in self.columns]
