@@ -11,10 +11,16 @@ prints ``","`` (one line); ``to_string(newlines=True)`` gives the server's exact
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from binlog_parser.intervals import Interval
+from binlog_parser.intervals import contains as _contains
+from binlog_parser.intervals import difference as _difference
+from binlog_parser.intervals import format_intervals as _format_intervals
+from binlog_parser.intervals import intersection as _intersection
+from binlog_parser.intervals import normalize as _normalize
+from binlog_parser.intervals import union as _union
 from binlog_parser.serialization import read_varlen_unsigned, write_varlen_unsigned
 
 MAX_GNO = (1 << 63) - 1  # GNO_END - 1 (GNO_END = INT64_MAX)
@@ -24,7 +30,6 @@ _U64 = struct.Struct("<Q")
 _Q2 = struct.Struct("<QQ")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
-Interval = tuple[int, int]
 Key = tuple[str, str]  # (uuid, tag) ; tag "" = untagged
 
 
@@ -125,78 +130,6 @@ def _parse_gno(text: str, whole: str) -> int:
     if v < 1 or v > MAX_GNO:
         raise GtidParseError(f"GNO {v} out of range 1..{MAX_GNO} in {whole!r}")
     return v
-
-
-# ---------------------------------------------------------------------------
-# Interval helpers
-# ---------------------------------------------------------------------------
-
-
-def _normalize(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
-    ivs = sorted(intervals)
-    out: list[list[int]] = []
-    for s, e in ivs:
-        if out and s <= out[-1][1] + 1:
-            if e > out[-1][1]:
-                out[-1][1] = e
-        else:
-            out.append([s, e])
-    return tuple((s, e) for s, e in out)
-
-
-def _union(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    if not a:
-        return b
-    if not b:
-        return a
-    return _normalize(a + b)
-
-
-def _intersection(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    out: list[Interval] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        s = max(a[i][0], b[j][0])
-        e = min(a[i][1], b[j][1])
-        if s <= e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
-
-
-def _difference(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    if not b:
-        return a
-    out: list[Interval] = []
-    j = 0
-    for s, e in a:
-        cur = s
-        while j < len(b) and b[j][1] < cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] <= e:
-            bs, be = b[k]
-            if bs > cur:
-                out.append((cur, bs - 1))
-            cur = max(cur, be + 1)
-            if cur > e:
-                break
-            k += 1
-        if cur <= e:
-            out.append((cur, e))
-    return tuple(out)
-
-
-def _contains(ivs: tuple[Interval, ...], gno: int) -> bool:
-    i = bisect_right(ivs, (gno, MAX_GNO + 1)) - 1
-    return i >= 0 and ivs[i][0] <= gno <= ivs[i][1]
-
-
-def _format_intervals(ivs: tuple[Interval, ...]) -> str:
-    return ":".join(str(s) if s == e else f"{s}-{e}" for s, e in ivs)
 
 
 # ---------------------------------------------------------------------------

@@ -21,9 +21,10 @@ UUIDs sorted, untagged intervals first, then tags sorted). MariaDB GTIDs
 GTID_LIST entry ``0-7-10`` means "domain 0 has seq 1..10", and the text is
 ``0:1-10,1:1-5`` (domains in numeric order). A GTID_LIST only names the last seq, so where a
 domain first shows up as GTIDs (not in a list), the seqs below its first GTID are taken as the
-archive's starting point, never as missing (see :func:`_unseen_domain_floor`). The core decoder's ``GtidSet`` prints the same
-MySQL text; this module keeps its own small implementation because it must also model
-MariaDB domains and runs on per-file summaries (text), never on events.
+archive's starting point, never as missing (see :func:`_unseen_domain_floor`). The core
+decoder's ``GtidSet`` prints the same MySQL text; both use the one interval-set arithmetic of
+:mod:`binlog_parser.intervals` (this class adds the MariaDB domain keys and runs on per-file
+summaries, never on events).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, asdict
 from typing import Any, Iterable, Iterator, Mapping
+
+from binlog_parser.intervals import difference, holes, intersection, normalize, size
 
 MYSQL = "mysql"
 MARIADB = "mariadb"
@@ -55,19 +58,6 @@ class GtidTextError(ValueError):
 Key = tuple[str, str]  # (sid, tag)
 
 
-def _merge(intervals: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    out: list[list[int]] = []
-    for start, end in sorted(intervals):
-        if start > end:
-            continue
-        if out and start <= out[-1][1] + 1:
-            if end > out[-1][1]:
-                out[-1][1] = end
-        else:
-            out.append([start, end])
-    return tuple((s, e) for s, e in out)
-
-
 class GtidIntervals:
     """An immutable set of GTIDs as merged inclusive intervals per ``(sid, tag)`` key."""
 
@@ -78,7 +68,7 @@ class GtidIntervals:
         self.flavor = flavor
         m: dict[Key, tuple[tuple[int, int], ...]] = {}
         for key, ivs in (mapping or {}).items():
-            merged = _merge(ivs)
+            merged = normalize(ivs)
             if merged:
                 m[key] = merged
         self._map = m
@@ -145,9 +135,9 @@ class GtidIntervals:
             if op == "|":
                 out[k] = a + b
             elif op == "-":
-                out[k] = _subtract(a, b)
+                out[k] = difference(a, b)
             else:
-                out[k] = _intersect(a, b)
+                out[k] = intersection(a, b)
         return GtidIntervals(out, self.flavor)
 
     def __or__(self, other: "GtidIntervals") -> "GtidIntervals":
@@ -175,7 +165,7 @@ class GtidIntervals:
         return (self - other).is_empty()
 
     def count(self) -> int:
-        return sum(e - s + 1 for ivs in self._map.values() for s, e in ivs)
+        return sum(size(ivs) for ivs in self._map.values())
 
     def keys(self) -> list[Key]:
         return sorted(self._map, key=self._sort_key)
@@ -192,9 +182,9 @@ class GtidIntervals:
         """GNOs missing between each key's smallest and largest GNO."""
         out: dict[Key, list[tuple[int, int]]] = {}
         for k, ivs in self._map.items():
-            gaps = [(ivs[i][1] + 1, ivs[i + 1][0] - 1) for i in range(len(ivs) - 1)]
+            gaps = holes(ivs)
             if gaps:
-                out[k] = gaps
+                out[k] = list(gaps)
         return GtidIntervals(out, self.flavor)
 
     # ---- text ---------------------------------------------------------------------------
@@ -222,42 +212,6 @@ class GtidIntervals:
 
     def to_json(self) -> str:
         return str(self)
-
-
-def _subtract(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    j = 0
-    for s, e in a:
-        cur = s
-        while j < len(b) and b[j][1] < cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] <= e:
-            bs, be = b[k]
-            if bs > cur:
-                out.append((cur, bs - 1))
-            cur = max(cur, be + 1)
-            if cur > e:
-                break
-            k += 1
-        if cur <= e:
-            out.append((cur, e))
-    return tuple(out)
-
-
-def _intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        s = max(a[i][0], b[j][0])
-        e = min(a[i][1], b[j][1])
-        if s <= e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
 
 
 class GtidIntervalsBuilder:
@@ -289,7 +243,7 @@ class GtidIntervalsBuilder:
                 ivs.append([gno, gno])
                 if gno < last[0]:
                     ivs.sort()
-                    merged = _merge((s, e) for s, e in ivs)
+                    merged = normalize((s, e) for s, e in ivs)
                     self._acc[key] = [[s, e] for s, e in merged]
 
     def build(self) -> GtidIntervals:
