@@ -69,6 +69,7 @@ from binlog_parser.constants import BINLOG_MAGIC, CHECKSUM_CRC32, LOG_EVENT_BINL
 from binlog_parser.dispatch import build_dispatch
 from binlog_parser.framing import EventFramer, NeedData
 
+from binlake.series import next_in_series, parse_series_name, series_sort_key
 from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,6 @@ _HEAD_EVENTS = {_FDE, _START_V3, _PREVIOUS_GTIDS, _GTID_LIST, int(EventType.MARI
                 int(EventType.MARIA_START_ENCRYPTION), int(EventType.IGNORABLE)}
 _U32 = struct.Struct("<I")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+@-]{0,254}$")
-_SERIES = re.compile(r"^(.*?)(\d+)$")
 
 T = TypeVar("T")
 #: Body decoders for head and tail events (the decoder's default table; read-only here).
@@ -252,30 +252,9 @@ def plain_file_name_problem(name: str | None) -> str | None:
     return None
 
 
-def split_series(name: str) -> tuple[str, int | None, int]:
-    """``binlog.000042`` -> ``("binlog.", 42, 6)``; names without a trailing number -> (name, None, 0)."""
-    m = _SERIES.match(name)
-    if not m:
-        return name, None, 0
-    return m.group(1), int(m.group(2)), len(m.group(2))
-
-
-def next_in_series(name: str) -> str | None:
-    """The next file name of a numbered series (``binlog.000999`` -> ``binlog.001000``)."""
-    base, seq, width = split_series(name)
-    if seq is None:
-        return None
-    return f"{base}{seq + 1:0{width}d}"
-
-
-def _series_key(name: str) -> tuple[str, int, str]:
-    base, seq, _w = split_series(name)
-    return (base, seq if seq is not None else -1, name)
-
-
 def _chain_sort_key(f: DiscoveredFile) -> tuple:
     return (f.segment if f.segment is not None else 1 << 30,
-            f.chain_index if f.chain_index is not None else 1 << 30, _series_key(f.file))
+            f.chain_index if f.chain_index is not None else 1 << 30, series_sort_key(f.file))
 
 
 # --------------------------------------------------------------------------- head and tail
@@ -594,16 +573,17 @@ def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
 
     by_name = {f.file: f for f in files if f.state != "nested"}
     binlogs = {n: f for n, f in by_name.items() if f.state in ("closed", "open", "rejected")}
-    ordered = sorted(binlogs, key=_series_key)
+    ordered = sorted(binlogs, key=series_sort_key)
     series_pos = {n: i for i, n in enumerate(ordered)}
 
     def later_files(name: str) -> list[str]:
         """Binlogs of the same series after ``name`` (by number)."""
-        base, seq, _w = split_series(name)
+        this = parse_series_name(name)
         out = []
         for n in ordered:
-            b, s, _ = split_series(n)
-            if b == base and seq is not None and s is not None and s > seq:
+            other = parse_series_name(n)
+            if (other.series == this.series and this.number is not None and other.number is not None
+                    and other.number > this.number):
                 out.append(n)
         return out
 
@@ -629,7 +609,7 @@ def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
         if len(ps) > 1:
             report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
             explained_roots.update(ps)  # the extra claimant starts no chain of its own: reported once
-    for p, s in sorted(succ.items(), key=lambda kv: _series_key(kv[0])):
+    for p, s in sorted(succ.items(), key=lambda kv: series_sort_key(kv[0])):
         how = "ROTATE" if binlogs[p].closing_event == "ROTATE" else "STOP (next in series)"
         if s in binlogs:
             continue
@@ -766,12 +746,12 @@ def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = Non
                  from_time: float | None = None, to_time: float | None = None) -> list[DiscoveredFile]:
     """Closed files within a file-name range (series order, inclusive) and/or a last-modified window."""
     out = []
-    lo = _series_key(from_file) if from_file else None
-    hi = _series_key(to_file) if to_file else None
+    lo = series_sort_key(from_file) if from_file else None
+    hi = series_sort_key(to_file) if to_file else None
     for f in files:
         if not f.closed:
             continue
-        k = _series_key(f.file)
+        k = series_sort_key(f.file)
         if lo is not None and (k[0] != lo[0] or k < lo):
             continue
         if hi is not None and (k[0] != hi[0] or k > hi):

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field, asdict
 from typing import Any, Iterable, Iterator, Mapping
 
+from binlake.series import missing_between, parse_series_name
 from binlog_parser.intervals import difference, holes, intersection, normalize, size
 
 MYSQL = "mysql"
@@ -48,7 +49,6 @@ _SEVERITY = {STATUS_OK: 0, STATUS_OVERLAP: 1, STATUS_DUPLICATE: 2, STATUS_GAP: 3
 
 _INTERVAL_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _TAG_RE = re.compile(r"^[a-z_][a-z0-9_]{0,31}$", re.IGNORECASE)
-_SEQ_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
 
 
 class GtidTextError(ValueError):
@@ -262,15 +262,10 @@ def parse_mariadb_gtid(text: str) -> tuple[int, int, int]:
 
 
 def split_series(name: str) -> tuple[str, int | None]:
-    """``"binlog.000012"`` -> ``("binlog.", 12)``; the numbered-series position of a file name.
-
-    The last run of digits counts (``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``).
-    """
-    base = name.rsplit("/", 1)[-1]
-    m = _SEQ_RE.match(base)
-    if not m:
-        return base, None
-    return m.group(1), int(m.group(2))
+    """``"binlog.000012"`` -> ``("binlog.", 12)``: the prefix and number of a file name
+    (:mod:`binlake.series`: ``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``)."""
+    s = parse_series_name(name)
+    return s.prefix, s.number
 
 
 # ---------------------------------------------------------------------------------------
@@ -441,17 +436,8 @@ def chain_order(files: list[FileFacts]) -> tuple[list[FileFacts], dict[str, File
 
 
 def _missing_series_names(pred: FileFacts, f: FileFacts) -> list[str]:
-    """Names skipped in a numbered series between ``pred`` and ``f`` (same base name)."""
-    pbase, pseq = split_series(_basename(pred.file))
-    fbase, fseq = split_series(_basename(f.file))
-    if pseq is None or fseq is None or pbase != fbase or fseq <= pseq + 1:
-        return []
-    m = _SEQ_RE.match(_basename(pred.file))
-    width = len(m.group(2)) if m else 6
-    suffix = m.group(3) if m else ""
-    if fseq - pseq > 1000:
-        return [f"{pbase}{str(pseq + 1).zfill(width)}{suffix} .. {pbase}{str(fseq - 1).zfill(width)}{suffix}"]
-    return [f"{pbase}{str(n).zfill(width)}{suffix}" for n in range(pseq + 1, fseq)]
+    """Names skipped in a numbered series between ``pred`` and ``f``."""
+    return missing_between(pred.file, f.file)
 
 
 # ---------------------------------------------------------------------------------------
