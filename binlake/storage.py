@@ -9,12 +9,16 @@ No credentials are ever passed in code or written to logs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from botocore.exceptions import ClientError
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 
@@ -37,6 +41,10 @@ class ObjectInfo:
 
 class ObjectNotFound(FileNotFoundError):
     """The named object does not exist in the store."""
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 @runtime_checkable
@@ -213,9 +221,15 @@ class S3ObjectStore(_ByteCounter):
     def _key(self, name: str) -> str:
         return self.prefix + name
 
-    def _err_is_missing(self, exc: Exception) -> bool:
-        code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
-        return code in ("404", "NoSuchKey", "NotFound")
+    @contextlib.contextmanager
+    def _not_found_as_missing(self, name: str) -> Iterator[None]:
+        """S3's "no such key" (404 / NoSuchKey / NotFound) as :class:`ObjectNotFound`."""
+        try:
+            yield
+        except ClientError as exc:
+            if _error_code(exc) in ("404", "NoSuchKey", "NotFound"):
+                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
+            raise
 
     def list(self, prefix: str = "") -> list[ObjectInfo]:
         paginator = self.client.get_paginator("list_objects_v2")
@@ -236,15 +250,9 @@ class S3ObjectStore(_ByteCounter):
         return sorted(out, key=lambda o: o.name)
 
     def head(self, name: str) -> ObjectInfo:
-        from botocore.exceptions import ClientError
-
         key = self._key(name)
-        try:
+        with self._not_found_as_missing(name):
             resp = self.client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            raise
         return ObjectInfo(
             name=name,
             size=int(resp["ContentLength"]),
@@ -254,44 +262,29 @@ class S3ObjectStore(_ByteCounter):
         )
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
-        from botocore.exceptions import ClientError
-
         _check_range(start, end)
         if end == start:
             return b""
         try:
-            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes={start}-{end - 1}")
+            with self._not_found_as_missing(name):
+                resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
+                                              Range=f"bytes={start}-{end - 1}")
         except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code == "InvalidRange":  # start beyond the end of the object
+            if _error_code(exc) == "InvalidRange":  # start beyond the end of the object
                 return b""
             raise
         return self._count(resp["Body"].read())
 
     def read_tail(self, name: str, n: int) -> bytes:
-        from botocore.exceptions import ClientError
-
         if n <= 0:
             return b""
-        try:
+        with self._not_found_as_missing(name):
             resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes=-{n}")
-        except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            raise
         return self._count(resp["Body"].read())
 
     def read_all(self, name: str) -> bytes:
-        from botocore.exceptions import ClientError
-
-        try:
+        with self._not_found_as_missing(name):
             resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name))
-        except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            raise
         return self._count(resp["Body"].read())
 
     def put(self, name: str, data: bytes) -> ObjectInfo:
