@@ -69,6 +69,7 @@ from binlog_parser.constants import BINLOG_MAGIC, CHECKSUM_CRC32, LOG_EVENT_BINL
 from binlog_parser.dispatch import build_dispatch
 from binlog_parser.framing import EventFramer, NeedData
 
+from binlake.chain import follow_chain
 from binlake.series import next_in_series, parse_series_name, series_sort_key
 from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 
@@ -664,14 +665,10 @@ def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
             if rf.previous_gtids == "":
                 detail += "; its PREVIOUS_GTIDS/GTID_LIST is empty (RESET?)"
             report("chain_restart", SEVERITY_ERROR, root, detail)
-        index = 0
-        n: str | None = root
-        while n is not None and n in binlogs and n not in visited:
-            visited.add(n)
+        walk = follow_chain(root, lambda n: (s if (s := succ.get(n)) in binlogs else None), visited)
+        for index, n in enumerate(walk):
             binlogs[n].segment = segment
             binlogs[n].chain_index = index
-            index += 1
-            n = succ.get(n)
         segment += 1
     unreached = [n for n in ordered if n not in visited]
     if unreached:

@@ -31,7 +31,7 @@ from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
 from binlog_parser.reader import BinlogReader, read_format_description
-from spark_jobs.gtid_reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
+from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field, asdict
 from typing import Any, Iterable, Iterator, Mapping
 
+from binlake.chain import follow_chain
 from binlake.series import missing_between, parse_series_name
 from binlog_parser.intervals import difference, holes, intersection, normalize, size
 
@@ -415,23 +416,18 @@ def chain_order(files: list[FileFacts]) -> tuple[list[FileFacts], dict[str, File
         for dup in group[1:]:
             duplicates[dup.file] = group[0]
     remaining = sorted(canonical, key=_sort_key)
-    by_name: dict[str, FileFacts] = {}
-    for f in remaining:
-        by_name.setdefault(_basename(f.file), f)
+    index_of: dict[str, int] = {}
+    for i, f in enumerate(remaining):
+        index_of.setdefault(_basename(f.file), i)
+
+    def successor(i: int) -> int | None:
+        nxt = remaining[i].next_file
+        return index_of.get(_basename(nxt)) if nxt else None
+
     ordered: list[FileFacts] = []
     placed: set[int] = set()
-    current: FileFacts | None = None
-    while len(placed) < len(remaining):
-        nxt = None
-        if current is not None and current.next_file:
-            cand = by_name.get(_basename(current.next_file))
-            if cand is not None and id(cand) not in placed:
-                nxt = cand
-        if nxt is None:
-            nxt = next(f for f in remaining if id(f) not in placed)
-        placed.add(id(nxt))
-        ordered.append(nxt)
-        current = nxt
+    for i in range(len(remaining)):  # where the chain breaks, resume at the lowest remaining file
+        ordered.extend(remaining[j] for j in follow_chain(i, successor, placed))
     return ordered, duplicates
 
 
