@@ -92,7 +92,7 @@ setup-native:
 		echo "[setup] WARNING: building native/ failed: the pure-Python rows decoder is used" >&2; fi
 
 demo: setup
-	$(VPY) -m binlake.demo
+	$(VPY) -m binlake.testing.demo
 
 test: setup
 	@rc=0; $(VENV)/bin/pytest -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \

@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(asdict(load_config(rest[0] if rest else None)), indent=2, default=str))
         return 0
     if command == "demo":
-        from binlake.demo import main as demo_main
+        from binlake.testing.demo import main as demo_main
 
         return demo_main(rest)
     if command == "generate":
@@ -44,10 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _generate(rest: list[str]) -> int:
-    """``binlake generate``: :mod:`binlake.synthetic` (archive generator with fault switches)."""
+    """``binlake generate``: :mod:`binlake.testing.synthetic` (archive generator with fault switches)."""
     import argparse
 
-    from binlake.synthetic import build_parser, run_args
+    from binlake.testing.synthetic import build_parser, run_args
 
     parser = build_parser(argparse.ArgumentParser(
         prog="binlake generate",

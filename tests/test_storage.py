@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.s3server import S3Server
+from binlake.testing.s3server import S3Server
 from binlake.storage import (
     LocalObjectStore,
     ObjectNotFound,

@@ -1,4 +1,4 @@
-"""binlake.synthetic: generated archives decode as their ground truth says, faults included."""
+"""binlake.testing.synthetic: generated archives decode as their ground truth says, faults included."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.synthetic import Faults, SyntheticConfig, generate, main
+from binlake.testing.synthetic import Faults, SyntheticConfig, generate, main
 from binlog_parser import GtidSet, read_events
 from binlog_parser.errors import BinlogError, ChecksumMismatchError, TruncatedEventError
 

@@ -32,7 +32,7 @@ reconciliation status per file (``OK`` / ``GAP`` with the missing set / ``DUPLIC
 original), the GTIDs executed and the GTIDs readable from the archive, and row changes per table
 readable from the archive (duplicates counted once, lost / cut / corrupt transactions excluded).
 
-Run ``python -m binlake.synthetic --help`` (or ``binlake generate``).
+Run ``python -m binlake.testing.synthetic --help`` (or ``binlake generate``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from binlake.config import is_s3_uri, load_config
+from binlake.storage import open_object_store
 from binlog_parser.gtid import Gtid, GtidSet
+from binlog_parser.server_version import server_version_split
 from binlog_parser.writer import BinlogFileWriter, Column, Table
 
 FAULT_NAMES = ("missing_file", "gno_gap", "duplicate_file", "restart", "chain_break",
@@ -317,13 +320,9 @@ class _Sink:
     """Where files go: a local folder (streamed to disk) or an object store (put per file)."""
 
     def __init__(self, dest: str, s3_settings: Any = None) -> None:
-        from binlake.config import is_s3_uri
-
         self.dest = dest
         self.s3 = is_s3_uri(dest)
         if self.s3:
-            from binlake.storage import open_object_store
-
             self.store = open_object_store(dest, s3_settings)
         else:
             self.root = Path(dest)
@@ -418,8 +417,6 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
     version = cfg.server_version
     tags = tuple(cfg.tags)
     if tags:
-        from binlog_parser.reader import server_version_split
-
         if server_version_split(version) < (8, 3, 0):
             version = "8.4.3"
     work = _Workload(cfg, rng)
@@ -751,7 +748,7 @@ def _size(text: str) -> int:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = parser or argparse.ArgumentParser(
-        prog="python -m binlake.synthetic",
+        prog="python -m binlake.testing.synthetic",
         description="Generate a synthetic MySQL binlog archive with ground truth.")
     p.add_argument("dest", help="local folder or s3://bucket/prefix")
     p.add_argument("--servers", type=int, default=1)
@@ -785,11 +782,7 @@ def run_args(args: argparse.Namespace) -> int:
         start_gno=args.start_gno, tables=args.tables, orders=not args.no_orders)
     say = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     s3 = None
-    from binlake.config import is_s3_uri
-
     if is_s3_uri(args.dest):
-        from binlake.config import load_config
-
         s3 = load_config().s3
     truth = generate(args.dest, cfg, progress=say, s3_settings=s3)
     for name, s in truth["sources"].items():

@@ -1,0 +1,10 @@
+"""Test, demo and generator tooling (as delta-spark ships ``delta.testing``): not the runtime.
+
+* :mod:`binlake.testing.synthetic` - archives of generated binlogs with ground truth and faults;
+* :mod:`binlake.testing.s3server` - a real S3 API (moto server mode) on loopback;
+* :mod:`binlake.testing.demo` - the end-to-end demo (``make demo`` / ``binlake demo``), whose sample
+  binlogs ship in ``binlake/testing/samples/`` as package data.
+
+Install with the ``testing`` extra (``pip install binlake[testing]``): the S3 server needs moto.
+Nothing in ``binlake``'s runtime modules imports this package.
+"""
