@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[bench] large-row MariaDB corpus skipped: {exc}", file=sys.stderr, flush=True)
     skip = [s.strip().lower() for s in args.skip.split(",") if s.strip()]
     decoders = [d for d in DECODERS if not any(s in d.lower() for s in skip)]
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = _dt.datetime.now(_dt.UTC)
     results: list[Result] = []
     for name, files in corpora:
         if not args.quiet:

@@ -54,9 +54,14 @@ import re
 import struct
 import time
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
+from binlake.chain import follow_chain
+from binlake.series import next_in_series, parse_series_name, series_sort_key
+from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser import (
     BinlogError,
     ChecksumMismatchError,
@@ -68,10 +73,6 @@ from binlog_parser import (
 from binlog_parser.constants import BINLOG_MAGIC, CHECKSUM_CRC32, LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlog_parser.dispatch import build_dispatch
 from binlog_parser.framing import EventFramer, NeedData
-
-from binlake.chain import follow_chain
-from binlake.series import next_in_series, parse_series_name, series_sort_key
-from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -469,7 +470,7 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
             if need <= len(head) or need > MAX_HEAD_BYTES:
                 raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
                                   file=obj.name, offset=0)
-            extra = _retry(lambda: store.read_range(obj.name, len(head), need), f"head of {obj.uri}")
+            extra = _retry(partial(store.read_range, obj.name, len(head), need), f"head of {obj.uri}")
             f.head_bytes += len(extra)
             if not extra:
                 raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
@@ -511,7 +512,7 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
             tail = head[start:size]
         else:
             try:
-                tail = _retry(lambda: store.read_range(obj.name, start, size), f"tail of {obj.uri}")
+                tail = _retry(partial(store.read_range, obj.name, start, size), f"tail of {obj.uri}")
             except Exception as exc:  # noqa: BLE001
                 f.state = "unreadable"
                 f.detail = f"tail: {type(exc).__name__}: {exc}"

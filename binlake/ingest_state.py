@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 from binlake.discovery import DiscoveredFile, KnownFile, SourceDiscovery, select_range

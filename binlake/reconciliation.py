@@ -30,8 +30,9 @@ summaries, never on events).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, asdict
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from binlake.chain import follow_chain
 from binlake.series import missing_between, parse_series_name
@@ -76,11 +77,11 @@ class GtidIntervals:
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def empty(cls, flavor: str = MYSQL) -> "GtidIntervals":
+    def empty(cls, flavor: str = MYSQL) -> GtidIntervals:
         return cls({}, flavor)
 
     @classmethod
-    def from_text(cls, text: str | None, flavor: str = MYSQL) -> "GtidIntervals":
+    def from_text(cls, text: str | None, flavor: str = MYSQL) -> GtidIntervals:
         """Parse canonical text (MySQL syntax; for MariaDB, ``domain:1-10`` per domain)."""
         if text is None:
             return cls.empty(flavor)
@@ -111,7 +112,7 @@ class GtidIntervals:
         return cls(acc, flavor)
 
     @classmethod
-    def from_mariadb_list(cls, entries: Iterable[tuple[int, int, int]] | str | None) -> "GtidIntervals":
+    def from_mariadb_list(cls, entries: Iterable[tuple[int, int, int]] | str | None) -> GtidIntervals:
         """A MariaDB GTID_LIST / gtid_binlog_pos (``domain-server-seq`` entries) as a set.
 
         Each domain's state is "every seq up to the highest listed", i.e. ``1..max(seq)``.
@@ -127,7 +128,7 @@ class GtidIntervals:
         return cls(acc, MARIADB)
 
     # ---- set algebra --------------------------------------------------------------------
-    def _combine(self, other: "GtidIntervals", op: str) -> "GtidIntervals":
+    def _combine(self, other: GtidIntervals, op: str) -> GtidIntervals:
         keys = set(self._map) | set(other._map)
         out: dict[Key, tuple[tuple[int, int], ...]] = {}
         for k in keys:
@@ -141,13 +142,13 @@ class GtidIntervals:
                 out[k] = intersection(a, b)
         return GtidIntervals(out, self.flavor)
 
-    def __or__(self, other: "GtidIntervals") -> "GtidIntervals":
+    def __or__(self, other: GtidIntervals) -> GtidIntervals:
         return self._combine(other, "|")
 
-    def __sub__(self, other: "GtidIntervals") -> "GtidIntervals":
+    def __sub__(self, other: GtidIntervals) -> GtidIntervals:
         return self._combine(other, "-")
 
-    def __and__(self, other: "GtidIntervals") -> "GtidIntervals":
+    def __and__(self, other: GtidIntervals) -> GtidIntervals:
         return self._combine(other, "&")
 
     def __eq__(self, other: object) -> bool:
@@ -162,7 +163,7 @@ class GtidIntervals:
     def is_empty(self) -> bool:
         return not self._map
 
-    def issubset(self, other: "GtidIntervals") -> bool:
+    def issubset(self, other: GtidIntervals) -> bool:
         return (self - other).is_empty()
 
     def count(self) -> int:
@@ -179,7 +180,7 @@ class GtidIntervals:
             for s, e in self._map[k]:
                 yield k[0], k[1], s, e
 
-    def holes(self) -> "GtidIntervals":
+    def holes(self) -> GtidIntervals:
         """GNOs missing between each key's smallest and largest GNO."""
         out: dict[Key, list[tuple[int, int]]] = {}
         for k, ivs in self._map.items():
@@ -306,7 +307,7 @@ class FileFacts:
     transactions: int = 0
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "FileFacts":
+    def from_row(cls, row: Mapping[str, Any]) -> FileFacts:
         names = set(cls.__dataclass_fields__)
         kwargs = {k: row[k] for k in row.keys() if k in names}
         if kwargs.get("seq") is None and row.get("file_seq") is not None:

@@ -10,7 +10,8 @@ classes whose ``__init__`` does nothing else (no ``__post_init__``, no field con
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def slots_constructor(cls: type) -> Callable[..., Any]:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final, Iterator
+from typing import Final
 
 from binlog_parser.constants import (
     BINLOG_MAGIC,
@@ -274,7 +275,7 @@ class EventFramer:
                 try:
                     event = decoder(header, raw[header_len:end], ctx)
                 except BinlogError as exc:
-                    raise self._located(exc, pos, type_code)
+                    raise self._located(exc, pos, type_code)  # noqa: B904 - the decoder's own error, completed
                 except Exception as exc:  # any decoder failure is a typed error (cause kept)
                     raise self._err(CorruptEventError, f"cannot decode {event_type_name(type_code)} "
                                     f"event: {exc}", pos, type_code) from exc

@@ -11,8 +11,9 @@ prints ``","`` (one line); ``to_string(newlines=True)`` gives the server's exact
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from binlog_parser.intervals import Interval
 from binlog_parser.intervals import contains as _contains
@@ -111,7 +112,7 @@ class Gtid:
         return str(self)
 
     @classmethod
-    def parse(cls, text: str) -> "Gtid":
+    def parse(cls, text: str) -> Gtid:
         parts = text.strip().split(":")
         if len(parts) == 2:
             uuid, tag, gno = parts[0], "", parts[1]
@@ -150,11 +151,11 @@ class GtidSet:
     # -- construction ---------------------------------------------------------
 
     @classmethod
-    def empty(cls) -> "GtidSet":
+    def empty(cls) -> GtidSet:
         return cls()
 
     @classmethod
-    def from_intervals(cls, items: Iterable[tuple[str, str | None, int, int]]) -> "GtidSet":
+    def from_intervals(cls, items: Iterable[tuple[str, str | None, int, int]]) -> GtidSet:
         """From ``(uuid, tag, start, end_inclusive)`` tuples (any order, may overlap)."""
         acc: dict[Key, list[Interval]] = {}
         for uuid, tag, start, end in items:
@@ -164,7 +165,7 @@ class GtidSet:
         return cls({k: _normalize(v) for k, v in acc.items()})
 
     @classmethod
-    def from_gtids(cls, gtids: Iterable[Any]) -> "GtidSet":
+    def from_gtids(cls, gtids: Iterable[Any]) -> GtidSet:
         """Fast builder from :class:`Gtid` objects, ``"uuid[:tag]:gno"`` strings,
         ``(uuid, tag, gno)`` tuples or GTID events (anything with ``uuid``/``tag``/``gno``)."""
         acc: dict[Key, list[int]] = {}
@@ -201,7 +202,7 @@ class GtidSet:
         return cls(data)
 
     @classmethod
-    def from_text(cls, text: str) -> "GtidSet":
+    def from_text(cls, text: str) -> GtidSet:
         """Parse MySQL's text: ``uuid:1-5:7,uuid:tag:1-2`` (whitespace and newlines allowed)."""
         acc: dict[Key, list[Interval]] = {}
         t = text.strip()
@@ -234,13 +235,13 @@ class GtidSet:
         return cls({k: _normalize(v) for k, v in acc.items() if v})
 
     @classmethod
-    def parse(cls, text: str) -> "GtidSet":
+    def parse(cls, text: str) -> GtidSet:
         return cls.from_text(text)
 
     # -- binary (PREVIOUS_GTIDS) ------------------------------------------------
 
     @classmethod
-    def decode(cls, buf: bytes | memoryview) -> tuple["GtidSet", bool]:
+    def decode(cls, buf: bytes | memoryview) -> tuple[GtidSet, bool]:
         """Decode MySQL's ``Gtid_set::encode`` bytes; returns ``(set, tagged_format)``.
 
         Untagged: n_sids(8) then per SID: uuid(16) n_intervals(8) [start, end) pairs.
@@ -323,8 +324,8 @@ class GtidSet:
 
     # -- algebra --------------------------------------------------------------
 
-    def _combine(self, other: "GtidSet", op: Any, keep_left_only: bool,
-                 keep_right_only: bool) -> "GtidSet":
+    def _combine(self, other: GtidSet, op: Any, keep_left_only: bool,
+                 keep_right_only: bool) -> GtidSet:
         if not isinstance(other, GtidSet):
             other = _coerce(other)
         out: dict[Key, tuple[Interval, ...]] = {}
@@ -344,19 +345,19 @@ class GtidSet:
                 out[key] = r
         return GtidSet(out)
 
-    def union(self, *others: Any) -> "GtidSet":
+    def union(self, *others: Any) -> GtidSet:
         r = self
         for o in others:
             r = r._combine(o, _union, True, True)
         return r
 
-    def intersection(self, other: Any) -> "GtidSet":
+    def intersection(self, other: Any) -> GtidSet:
         return self._combine(other, _intersection, False, False)
 
-    def difference(self, other: Any) -> "GtidSet":
+    def difference(self, other: Any) -> GtidSet:
         return self._combine(other, _difference, True, False)
 
-    def symmetric_difference(self, other: Any) -> "GtidSet":
+    def symmetric_difference(self, other: Any) -> GtidSet:
         other = _coerce(other)
         return (self - other) | (other - self)
 
@@ -365,16 +366,16 @@ class GtidSet:
     __sub__ = difference
     __xor__ = symmetric_difference
 
-    def __ror__(self, other: Any) -> "GtidSet":
+    def __ror__(self, other: Any) -> GtidSet:
         return _coerce(other) | self
 
-    def __rsub__(self, other: Any) -> "GtidSet":
+    def __rsub__(self, other: Any) -> GtidSet:
         return _coerce(other) - self
 
-    def __rand__(self, other: Any) -> "GtidSet":
+    def __rand__(self, other: Any) -> GtidSet:
         return _coerce(other) & self
 
-    def add(self, uuid: str, tag: str | None, gno: int) -> "GtidSet":
+    def add(self, uuid: str, tag: str | None, gno: int) -> GtidSet:
         """A new set with one more GTID."""
         if not 1 <= gno <= MAX_GNO:
             raise GtidParseError(f"GNO {gno} out of range")
@@ -386,7 +387,7 @@ class GtidSet:
         data[key] = _normalize(ivs + ((gno, gno),))
         return GtidSet(data)
 
-    def add_gtid(self, gtid: "Gtid | str") -> "GtidSet":
+    def add_gtid(self, gtid: Gtid | str) -> GtidSet:
         g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
         return self.add(g.uuid, g.tag, g.gno)
 
@@ -556,7 +557,7 @@ class MariaGtid:
         return str(self)
 
     @classmethod
-    def parse(cls, text: str) -> "MariaGtid":
+    def parse(cls, text: str) -> MariaGtid:
         parts = text.strip().split("-")
         if len(parts) != 3 or not all(p.isdigit() and p.isascii() for p in parts):
             raise GtidParseError(f"invalid MariaDB GTID {text!r}")
@@ -575,7 +576,7 @@ class MariaGtidList:
         self.gtids: tuple[MariaGtid, ...] = tuple(gtids)
 
     @classmethod
-    def from_text(cls, text: str) -> "MariaGtidList":
+    def from_text(cls, text: str) -> MariaGtidList:
         t = text.strip()
         if not t:
             return cls()
@@ -625,7 +626,7 @@ class MariaGtidList:
 
     __contains__ = contains
 
-    def advance(self, gtid: MariaGtid) -> "MariaGtidList":
+    def advance(self, gtid: MariaGtid) -> MariaGtidList:
         """A new position where ``gtid`` replaces the entry of its (domain, server)."""
         kept = [g for g in self.gtids if (g.domain_id, g.server_id) != (gtid.domain_id, gtid.server_id)]
         kept.append(gtid)

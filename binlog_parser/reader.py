@@ -12,8 +12,9 @@ Memory is bounded: a stream is read in chunks and only the bytes of the current 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Iterator, Union
+from typing import IO, Union
 
 from binlog_parser.constants import EventType
 from binlog_parser.context import DecodeContext, Decoder

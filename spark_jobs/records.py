@@ -25,13 +25,14 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
 from binlog_parser.reader import BinlogReader, read_format_description
-from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 
@@ -65,7 +66,7 @@ _DML_WORDS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "CALL", "DO"}
 _TCL_WORDS = {"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA", "START"}
 _DCL_WORDS = {"GRANT", "REVOKE"}
 _LEADING_COMMENT = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*|#[^\n]*\n\s*)*", re.S)
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MAX_TS = 253402300799  # 9999-12-31T23:59:59
 
 
@@ -118,7 +119,8 @@ def _date(ts: _dt.datetime | None) -> _dt.date | None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
                             check_circular=False)
 try:  # the C encoder JSONEncoder.encode would build on every call, built once
-    from json.encoder import c_make_encoder as _c_make_encoder, encode_basestring as _enc_str
+    from json.encoder import c_make_encoder as _c_make_encoder
+    from json.encoder import encode_basestring as _enc_str
 
     _C_ENCODE = _c_make_encoder(None, str, _enc_str, None, ":", ",", False, False, True) \
         if _c_make_encoder is not None else None
@@ -480,7 +482,8 @@ class RangeDecoder:
         if trx is not None:
             trx.events += 1
             if tc not in _TRX_START_TYPES and tc != _PAYLOAD:
-                trx.substantive = trx.substantive or not (tc in _QUERY_TYPES and (getattr(event, "query", "") or "").strip().upper() == "BEGIN")
+                is_begin = tc in _QUERY_TYPES and (getattr(event, "query", "") or "").strip().upper() == "BEGIN"
+                trx.substantive = trx.substantive or not is_begin
         gtid = trx.row["gtid"] if trx is not None else None
         if trx is not None and gtid is None and trx.row["gtid_kind"] == "ANONYMOUS":
             gtid = "ANONYMOUS"
@@ -686,7 +689,8 @@ def decode_range(data: bytes | memoryview, **kwargs: Any) -> Iterator[tuple[str,
     return iter(RangeDecoder(data, **kwargs))
 
 
-def decode_file(path_or_bytes: Any, *, source: str, file: str | None = None, **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def decode_file(path_or_bytes: Any, *, source: str, file: str | None = None,
+                **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     """Decode a whole local file (path) or bytes: a convenience for tests and tools."""
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = path_or_bytes

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from binlake.config import load_config
+from binlake.tables import table_location
 from binlake.testing.demo import (
     DEMO_SOURCES,
     NIGHTLY_DAG_ID,
@@ -21,7 +22,6 @@ from binlake.testing.demo import (
     write_demo_config,
 )
 from binlake.testing.s3server import S3Server
-from binlake.tables import table_location
 
 NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.data_checks",
                  "summary"}

@@ -67,8 +67,9 @@ def _ours_rows(data: bytes):
 
 
 def _peer_rows(data: bytes):
-    from bench.peers.pymysqlrepl import PeerError, iter_events
     from pymysqlreplication.row_event import UpdateRowsEvent
+
+    from bench.peers.pymysqlrepl import PeerError, iter_events
 
     out = []
     for ev in iter_events(data):

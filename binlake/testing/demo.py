@@ -23,9 +23,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
 

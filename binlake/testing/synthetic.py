@@ -47,10 +47,11 @@ import sys
 import time
 import uuid as _uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from binlake.config import is_s3_uri, load_config
 from binlake.storage import open_object_store
@@ -74,7 +75,7 @@ class Faults:
     in_use_last: bool = False
 
     @classmethod
-    def parse(cls, text: str | Iterable[str] | None) -> "Faults":
+    def parse(cls, text: str | Iterable[str] | None) -> Faults:
         names = [n.strip() for n in (text.split(",") if isinstance(text, str) else (text or ()))
                  if n.strip()]
         if names == ["all"]:
@@ -213,7 +214,7 @@ class _Workload:
                 "status": rng.choice(("new", "paid", "shipped", "cancelled")),
                 "created_at": _dt.datetime(2024, 1 + i % 12, 1 + i % 28, i % 24, i % 60, i % 60,
                                            (i * 7919) % 1_000_000),
-                "updated_at": _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).replace(
+                "updated_at": _dt.datetime.fromtimestamp(ts, _dt.UTC).replace(
                     microsecond=(i * 1000) % 1_000_000),
                 "attrs": {"sku": f"SKU-{i}", "tags": ["a", "b"][: i % 3], "n": i % 1000,
                           "price": (i % 997) / 4, "ok": bool(i % 2), "none": None},

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from binlog_parser.constants import (
     CHECKSUM_CRC32,

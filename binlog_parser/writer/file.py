@@ -13,8 +13,9 @@ and, with ``checksum=True``, a CRC32 trailer.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Sequence
+from typing import IO, Any
 
 from binlog_parser.constants import (
     BINLOG_MAGIC,

@@ -15,8 +15,9 @@ ENUM_AND_SET charsets, SET_STR_VALUE, ENUM_STR_VALUE, primary key, COLUMN_VISIBI
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from binlog_parser.rows import table_map as tm
 from binlog_parser.rows.column_types import (

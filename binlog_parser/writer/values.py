@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from binlog_parser.rows.charsets import CHARSET_CODEC
 from binlog_parser.rows.column_types import INTEGER_SIZES
@@ -32,7 +33,7 @@ from binlog_parser.writer.json_binary import encode_json
 
 Encoder = Callable[[Any], bytes]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 # ---------------------------------------------------------------- numbers
@@ -127,7 +128,7 @@ def _timestamp_parts(v: Any) -> tuple[int, int]:
         return v.seconds, v.microsecond
     if isinstance(v, _dt.datetime):
         if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.timezone.utc)
+            v = v.replace(tzinfo=_dt.UTC)
         delta = v - _EPOCH
         return delta.days * 86400 + delta.seconds, delta.microseconds
     if isinstance(v, (int, float)):
