@@ -3,7 +3,8 @@
 #   make setup   idempotent: .venv from requirements.lock, JVM jars via Maven into .jars/,
 #                system packages (mariadb, docker-compose) via apt when missing.
 #   make demo    end-to-end run of the nightly DAG on the bundled sample binlogs.
-#   make test    pytest over tests/ (exit 5 "no tests collected" counts as failure).
+#   make lint    ruff + mypy (config in pyproject.toml); fails on any finding.
+#   make test    lint, then pytest over tests/ (exit 5 "no tests collected" counts as failure).
 #   make lock    re-resolve requirements.in into requirements.lock (needs network).
 
 SHELL := /bin/bash
@@ -18,10 +19,10 @@ PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
 APT_PACKAGES := mariadb-server mariadb-client docker-compose
 
-.PHONY: help setup setup-python setup-jars setup-system setup-native demo test lock clean
+.PHONY: help setup setup-python setup-jars setup-system setup-native demo lint test lock clean
 
 help:
-	@echo "make setup | make demo | make test | make lock | make clean"
+	@echo "make setup | make demo | make lint | make test | make lock | make clean"
 
 setup: setup-system setup-python setup-jars
 	@$(MAKE) --no-print-directory setup-native
@@ -94,7 +95,12 @@ setup-native:
 demo: setup
 	$(VPY) -m binlake.testing.demo
 
-test: setup
+# ruff and mypy as configured in pyproject.toml: any finding fails (and so fails `make test`).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: setup lint
 	@rc=0; $(VENV)/bin/pytest -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc

@@ -78,6 +78,10 @@ class ObjectStore(Protocol):
         """Write (overwrite) an object."""
         ...
 
+    def delete(self, name: str) -> None:
+        """Remove an object (ObjectNotFound if missing on a local folder; S3 deletes are idempotent)."""
+        ...
+
 
 class _ByteCounter:
     """Thread-safe count of bytes read, shared by both backends."""
@@ -160,6 +164,12 @@ class LocalObjectStore(_ByteCounter):
         tmp.write_bytes(data)
         tmp.replace(path)
         return self._info(path)
+
+    def delete(self, name: str) -> None:
+        try:
+            self._path(name).unlink()
+        except FileNotFoundError:
+            raise ObjectNotFound(f"{self.root_uri}{name}") from None
 
 
 def make_s3_client(settings: S3Settings) -> Any:
@@ -290,6 +300,9 @@ class S3ObjectStore(_ByteCounter):
     def put(self, name: str, data: bytes) -> ObjectInfo:
         self.client.put_object(Bucket=self.bucket, Key=self._key(name), Body=data)
         return self.head(name)
+
+    def delete(self, name: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
 
 
 def open_object_store(uri: str, settings: S3Settings | None = None) -> ObjectStore:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -292,7 +292,7 @@ class EventFramer:
                 jumped = True
                 pos = start
 
-    def _start(self, pos: int) -> Iterator[NeedData]:
+    def _start(self, pos: int) -> Generator[NeedData, None, int]:
         """Check the magic and detect the binlog version; the generator's value: first event."""
         if not self._expect_magic:
             if pos == 0:

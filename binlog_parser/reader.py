@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Union
+from typing import IO, Union, cast
 
 from binlog_parser.constants import EventType
 from binlog_parser.context import DecodeContext, Decoder
@@ -141,33 +141,46 @@ class BinlogReader:
 
     def __iter__(self) -> Iterator[Event]:
         src = self._source
-        ctx_mode = self._given_context is not None
         if isinstance(src, (bytes, bytearray, memoryview)):
-            if not ctx_mode:
-                base, first = 0, 0
-            elif self._source_offset is None:
-                base, first = 0, (self.start_position if self.start_position is not None else 4)
-            else:
-                base = self._source_offset
-                first = max(base, self.start_position or base)
-            framer = self._framer(first, base + len(src))
-            framer.receive_data(src, base)
-            framer.receive_eof()
-            yield from framer.events()  # type: ignore[misc]  # complete bytes: never NeedData
-            return
+            return self._iter_bytes(src)
         if isinstance(src, (str, os.PathLike)):
-            first = (self.start_position if self.start_position is not None else 4) if ctx_mode else 0
-            stream, total = open_binlog_file(src, first)
-            try:
-                feeder = StreamFeeder(stream, position=first, chunk=self.chunk_size)
-                yield from self._drive(self._framer(first, total), feeder)
-            finally:
-                stream.close()
-            return
+            return self._iter_path(src)
+        return self._iter_stream(src)
+
+    def _iter_bytes(self, src: bytes | bytearray | memoryview) -> Iterator[Event]:
+        """Bytes are handed over whole (zero-copy)."""
+        if self._given_context is None:
+            base, first = 0, 0
+        elif self._source_offset is None:
+            base, first = 0, (self.start_position if self.start_position is not None else 4)
+        else:
+            base = self._source_offset
+            first = max(base, self.start_position or base)
+        framer = self._framer(first, base + len(src))
+        framer.receive_data(src, base)
+        framer.receive_eof()
+        # complete bytes: the core never yields NeedData (no per-event check on this path)
+        return cast(Iterator[Event], framer.events())
+
+    def _iter_path(self, path: str | os.PathLike[str]) -> Iterator[Event]:
+        first = 0
+        if self._given_context is not None:
+            first = self.start_position if self.start_position is not None else 4
+        stream, total = open_binlog_file(path, first)
+        try:
+            feeder = StreamFeeder(stream, position=first, chunk=self.chunk_size)
+            yield from self._drive(self._framer(first, total), feeder)
+        finally:
+            stream.close()
+
+    def _iter_stream(self, src: IO[bytes]) -> Iterator[Event]:
         here, end = stream_extent(src)
-        base = (self._source_offset if self._source_offset is not None else (here or 0)) if ctx_mode else 0
+        base = 0
+        first = 0
+        if self._given_context is not None:
+            base = self._source_offset if self._source_offset is not None else (here or 0)
+            first = self._first_position(base)
         total = base + (end - here) if end is not None and here is not None else None
-        first = self._first_position(base) if ctx_mode else base
         feeder = StreamFeeder(src, position=base, chunk=self.chunk_size)
         yield from self._drive(self._framer(first, total), feeder)
 
@@ -176,10 +189,10 @@ class BinlogReader:
         """Pass the core's events on and answer its data requests from ``feeder``."""
         supply = feeder.supply
         for item in framer.events():
-            if item.__class__ is NeedData:
-                supply(framer, item.offset, item.size)  # type: ignore[union-attr]
+            if isinstance(item, NeedData):
+                supply(framer, item.offset, item.size)
             else:
-                yield item  # type: ignore[misc]
+                yield item
 
 # ---------------------------------------------------------------------------
 # Functional API

@@ -204,6 +204,7 @@ class _Workload:
         i = self.next_id[t]
         self.next_id[t] = i + 1
         rng = self.rng
+        row: Any
         if t in self.sbtest:
             row = (i, rng.randrange(1, 1 << 20), rng.choice(self.c_pool), rng.choice(self.pad_pool))
         elif t is ORDERS:
@@ -248,6 +249,7 @@ class _Workload:
 
     def _update(self, t: Table, row: Any) -> Any:
         rng = self.rng
+        new: Any
         if t in self.sbtest:
             if rng.random() < 0.5:
                 new = (row[0], row[1] + 1, row[2], row[3])
@@ -373,7 +375,7 @@ class _Sink:
 
     def delete(self, name: str) -> None:
         if self.s3:
-            self.store.client.delete_object(Bucket=self.store.bucket, Key=self.store._key(name))
+            self.store.delete(name)
         else:
             (self.root / name).unlink()
 

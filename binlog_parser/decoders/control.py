@@ -105,7 +105,7 @@ def decode_heartbeat_v2(h: EventHeader, body: memoryview, ctx: DecodeContext) ->
     fields = decode_tlv(body)
     name = fields.get(1)
     pos = fields.get(2)
-    return HeartbeatV2Event(h, text(name) if isinstance(name, (bytes, bytearray)) else None,
+    return HeartbeatV2Event(h, text(bytes(name)) if isinstance(name, (bytes, bytearray)) else None,
                             pos if isinstance(pos, int) else None)
 
 

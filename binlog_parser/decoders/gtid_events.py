@@ -252,7 +252,9 @@ def decode_gtid_tagged(h: EventHeader, body: memoryview, ctx: DecodeContext) -> 
         raise CorruptEventError(f"invalid GNO {gno}")
     raw_tag = f.get("tag", b"")
     try:
-        tag = normalize_tag(raw_tag.decode("ascii")) if raw_tag else ""  # type: ignore[union-attr]
+        if raw_tag and not isinstance(raw_tag, (bytes, bytearray)):
+            raise CorruptEventError(f"GTID_TAGGED: tag field is not a string ({raw_tag!r})")
+        tag = normalize_tag(raw_tag.decode("ascii")) if isinstance(raw_tag, (bytes, bytearray)) else ""
     except (UnicodeDecodeError, GtidParseError) as exc:
         raise CorruptEventError(f"GTID_TAGGED: invalid tag {raw_tag!r}") from exc
     imm_ts = f.get("immediate_commit_timestamp")

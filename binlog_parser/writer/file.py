@@ -142,7 +142,7 @@ class BinlogFileWriter:
         self._pending: _Pending | None = None
         self._tables: dict[Table, _TableEntry] = {}
         self._ph = post_header_lengths(server_version)
-        self._ctx = None
+        self._ctx: DecodeContext | None = None
         if isinstance(previous_gtids, str):
             previous_gtids = GtidSet.from_text(previous_gtids)
         self.previous_gtids = previous_gtids if previous_gtids is not None else GtidSet()

@@ -291,10 +291,11 @@ def table_map_body(table: Table, *, full_metadata: bool = True) -> bytes:
 # ---------------------------------------------------------------- re-encoding decoded events
 
 def _meta_bytes(binlog_type: int, meta: int) -> bytes:
-    n = {T.FLOAT: 1, T.DOUBLE: 1, T.BLOB: 1, T.TINY_BLOB: 1, T.MEDIUM_BLOB: 1, T.LONG_BLOB: 1,
+    sizes: dict[int, int] = {T.FLOAT: 1, T.DOUBLE: 1, T.BLOB: 1, T.TINY_BLOB: 1, T.MEDIUM_BLOB: 1, T.LONG_BLOB: 1,
          T.GEOMETRY: 1, T.JSON: 1, T.VECTOR: 1, T.TIMESTAMP2: 1, T.DATETIME2: 1, T.TIME2: 1,
          T.VARCHAR: 2, T.VAR_STRING: 2, T.BIT: 2, T.NEWDECIMAL: 2, T.STRING: 2, T.ENUM: 2,
-         T.SET: 2}.get(binlog_type, 0)
+         T.SET: 2}
+    n = sizes.get(binlog_type, 0)
     if n == 0:
         return b""
     if n == 1:
