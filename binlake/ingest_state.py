@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from binlake.discovery import DiscoveredFile, KnownFile, SourceDiscovery, select_range
+from binlake.errors import BinlakeError
 from binlake.tables import table
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ BINLOG_FILES = "meta.binlog_files"
 MODES = ("nightly", "missing", "reprocess")
 
 
-class UnsupportedDeltaTable(RuntimeError):
+class UnsupportedDeltaTable(BinlakeError, RuntimeError):
     """The table uses a Delta feature the small reader does not implement."""
 
 

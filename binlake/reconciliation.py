@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from binlake.chain import follow_chain
+from binlake.errors import BinlakeError
 from binlake.series import missing_between, parse_series_name
 from binlog_parser.intervals import difference, holes, intersection, normalize, size
 
@@ -53,7 +54,7 @@ _INTERVAL_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _TAG_RE = re.compile(r"^[a-z_][a-z0-9_]{0,31}$", re.IGNORECASE)
 
 
-class GtidTextError(ValueError):
+class GtidTextError(BinlakeError, ValueError):
     """A GTID-set text that cannot be parsed."""
 
 

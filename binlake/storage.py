@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from botocore.exceptions import ClientError
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
+from binlake.errors import BinlakeError
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class ObjectInfo:
         return self.name
 
 
-class ObjectNotFound(FileNotFoundError):
+class ObjectNotFound(BinlakeError, FileNotFoundError):
     """The named object does not exist in the store."""
 
 
