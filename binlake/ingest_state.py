@@ -10,7 +10,7 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
   reader (:class:`DeltaSnapshotReader`: JSON commits + Parquet checkpoint, pyarrow for the data
   files) over :mod:`binlake.storage`. Tables using features it does not implement (deletion
   vectors, column mapping) make it return ``None`` and discovery simply reads every object.
-* :func:`known_files_spark` - the same through Spark (decode task, tests).
+* ``spark_jobs.ingest_state.known_files_spark`` - the same through Spark (tests cross-check it).
 * :func:`plan_ingest` - which discovered files a run ingests: nightly (new / changed / failed
   before), backfill ``missing`` (the same, limited to a range) or ``reprocess`` (every closed file
   of the range, forced) - so reruns and backfills are idempotent, and a new etag is noticed.
@@ -199,23 +199,6 @@ def load_known_files(cfg: Any, source: str) -> dict[str, KnownFile] | None:
         log.warning("ingestion state unreadable (%s: %s): treating every object as unknown", type(exc).__name__, exc)
         return None
     return _known_from_rows(ingested, facts, source)
-
-
-def known_files_spark(spark: Any, cfg: Any, source: str) -> dict[str, KnownFile]:
-    """The same as :func:`load_known_files`, through Spark."""
-    from delta.tables import DeltaTable
-
-    from binlake.config import to_spark_uri
-    from binlake.tables import table_location
-
-    def rows(name: str, cols: Sequence[str]) -> list[dict[str, Any]]:
-        path = to_spark_uri(table_location(cfg.warehouse, name))
-        if not DeltaTable.isDeltaTable(spark, path):
-            return []
-        df = spark.read.format("delta").load(path)
-        return [r.asDict() for r in df.where(df.source == source).select(*[c for c in cols if c in df.columns]).collect()]
-
-    return _known_from_rows(rows(INGESTED_FILES, _INGESTED_COLS), rows(BINLOG_FILES, _FACT_COLS), source)
 
 
 # --------------------------------------------------------------------------- what a run ingests
