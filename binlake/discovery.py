@@ -456,25 +456,8 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.state = "nested"
         f.detail = "object in a sub-folder of the source prefix"
         return f
-    size = obj.size
     try:
-        want = min(size, head_bytes)
-        head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
-        f.head_bytes = len(head)
-        while True:
-            parsed = parse_head(head, size, obj.name)
-            if not isinstance(parsed, HeadNeedsMore):
-                ctx, facts = parsed
-                break
-            need = min(size, max(parsed.needed, len(head) + 1))
-            if need <= len(head) or need > MAX_HEAD_BYTES:
-                raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
-                                  file=obj.name, offset=0)
-            extra = _retry(partial(store.read_range, obj.name, len(head), need), f"head of {obj.uri}")
-            f.head_bytes += len(extra)
-            if not extra:
-                raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
-            head = head + extra
+        head, ctx, facts = _read_head(store, obj, f, head_bytes)
     except NotABinlogError as exc:
         f.state = "not_binlog"
         f.detail = exc.message
@@ -500,10 +483,44 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
     f.checksum = facts.checksum
     f.previous_gtids = facts.previous_gtids
     f.create_timestamp = facts.create_timestamp
-    fde_end = facts.fde_end or 4
+    try:
+        closing = _read_closing_event(store, obj, f, head, ctx, facts.fde_end or 4, tail_bytes)
+    except Exception as exc:  # noqa: BLE001 - storage errors after retries
+        f.state = "unreadable"
+        f.detail = f"tail: {type(exc).__name__}: {exc}"
+        return f
+    _classify_by_closing_event(f, obj, closing)
+    return f
 
-    # The tail: reuse the head when it already covers the end of the object.
-    closing = None
+
+def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
+               head_bytes: int) -> tuple[bytes, DecodeContext, HeadFacts]:
+    """Ranged reads from the start until the head events are complete (counted in ``f``)."""
+    size = obj.size
+    want = min(size, head_bytes)
+    head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
+    f.head_bytes = len(head)
+    while True:
+        parsed = parse_head(head, size, obj.name)
+        if not isinstance(parsed, HeadNeedsMore):
+            ctx, facts = parsed
+            return head, ctx, facts
+        need = min(size, max(parsed.needed, len(head) + 1))
+        if need <= len(head) or need > MAX_HEAD_BYTES:
+            raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
+                              file=obj.name, offset=0)
+        extra = _retry(partial(store.read_range, obj.name, len(head), need), f"head of {obj.uri}")
+        f.head_bytes += len(extra)
+        if not extra:
+            raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
+        head = head + extra
+
+
+def _read_closing_event(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile, head: bytes,
+                        ctx: DecodeContext, fde_end: int,
+                        tail_bytes: int) -> tuple[str, str | None, int] | None:
+    """The closing event from the tail (the head reused when it covers the end; counted in ``f``)."""
+    size = obj.size
     window = tail_bytes
     while True:
         window = min(window, size)
@@ -511,21 +528,21 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         if start >= 0 and size <= len(head):
             tail = head[start:size]
         else:
-            try:
-                tail = _retry(partial(store.read_range, obj.name, start, size), f"tail of {obj.uri}")
-            except Exception as exc:  # noqa: BLE001
-                f.state = "unreadable"
-                f.detail = f"tail: {type(exc).__name__}: {exc}"
-                return f
+            tail = _retry(partial(store.read_range, obj.name, start, size), f"tail of {obj.uri}")
             f.tail_bytes += len(tail)
         closing = find_closing_event(tail, start, size, ctx, obj.name, min_pos=fde_end)
         if closing is not None or window >= min(size, MAX_TAIL_BYTES):
-            break
+            return closing
         window = MAX_TAIL_BYTES
+
+
+def _classify_by_closing_event(f: DiscoveredFile, obj: ObjectInfo,
+                               closing: tuple[str, str | None, int] | None) -> None:
+    """closed / open / rejected, from how the object ends and its in-use flag."""
     if closing is None:
         f.state = "open"
         f.detail = "no ROTATE/STOP at the end: still being written (or cut)"
-        return f
+        return
     kind, next_name, _pos = closing
     f.closing_event = kind
     if kind == "ROTATE":
@@ -534,15 +551,14 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         if problem:
             f.state = "rejected"
             f.detail = f"ROTATE names a non-plain file: {problem}"
-            return f
+            return
     else:
         f.next_file = next_in_series(obj.name)
     if f.in_use:
         f.state = "open"
         f.detail = f"in-use flag set in FORMAT_DESCRIPTION (ends with {kind})"
-        return f
+        return
     f.state = "closed"
-    return f
 
 
 def _from_known(source: str, obj: ObjectInfo, known: KnownFile) -> DiscoveredFile:
@@ -566,118 +582,143 @@ def _classify_ingest(f: DiscoveredFile, known: KnownFile | None) -> str:
     return "ingested"
 
 
-def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
-    """Follow the successor pointers; set ``chain_index``/``segment``; return the issues found."""
-    issues: list[Issue] = []
+@dataclass
+class _Chain:
+    """What :func:`build_chain` works on: the readable binlogs in series order, and its findings."""
 
-    def report(kind: str, severity: str, file: str | None, detail: str) -> None:
-        issues.append(Issue(source, kind, severity, file, detail))
+    source: str
+    by_name: dict[str, DiscoveredFile]
+    binlogs: dict[str, DiscoveredFile]
+    ordered: list[str]
+    issues: list[Issue] = field(default_factory=list)
+    explained_roots: set[str] = field(default_factory=set)
 
-    by_name = {f.file: f for f in files if f.state != "nested"}
-    binlogs = {n: f for n, f in by_name.items() if f.state in ("closed", "open", "rejected")}
-    ordered = sorted(binlogs, key=series_sort_key)
-    series_pos = {n: i for i, n in enumerate(ordered)}
+    def report(self, kind: str, severity: str, file: str | None, detail: str) -> None:
+        self.issues.append(Issue(self.source, kind, severity, file, detail))
 
-    def later_files(name: str) -> list[str]:
+    def later_files(self, name: str) -> list[str]:
         """Binlogs of the same series after ``name`` (by number)."""
         this = parse_series_name(name)
         out = []
-        for n in ordered:
+        for n in self.ordered:
             other = parse_series_name(n)
             if (other.series == this.series and this.number is not None and other.number is not None
                     and other.number > this.number):
                 out.append(n)
         return out
 
-    # successor pointers of closed files
+
+def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
+    """Follow the successor pointers; set ``chain_index``/``segment``; return the issues found."""
+    by_name = {f.file: f for f in files if f.state != "nested"}
+    binlogs = {n: f for n, f in by_name.items() if f.state in ("closed", "open", "rejected")}
+    chain = _Chain(source, by_name, binlogs, sorted(binlogs, key=series_sort_key))
+    succ = _successors(chain)
+    preds: dict[str, list[str]] = {}
+    for p, s in succ.items():
+        preds.setdefault(s, []).append(p)
+    for s, ps in sorted(preds.items()):
+        if len(ps) > 1:
+            chain.report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
+            chain.explained_roots.update(ps)  # the extra claimant starts no chain of its own: reported once
+    _report_missing_successors(chain, succ)
+    _report_unclosed_files(chain)
+    _walk_segments(chain, succ, preds)
+    return chain.issues
+
+
+def _successors(chain: _Chain) -> dict[str, str]:
+    """The successor pointers of closed files (STOP without a number and hostile ROTATEs reported)."""
     succ: dict[str, str] = {}
-    for n in ordered:
-        f = binlogs[n]
+    for n in chain.ordered:
+        f = chain.binlogs[n]
         if f.state == "closed":
             if f.next_file:
                 succ[n] = f.next_file
             elif f.closing_event == "STOP":
-                report("awaiting_successor", SEVERITY_WARNING, n,
-                       "closed by STOP but its name has no number: the next file cannot be inferred")
+                chain.report("awaiting_successor", SEVERITY_WARNING, n,
+                             "closed by STOP but its name has no number: the next file cannot be inferred")
         elif f.state == "rejected":
-            report("hostile_rotate", SEVERITY_ERROR, n, f"{f.detail}; file rejected, the name is not followed")
+            chain.report("hostile_rotate", SEVERITY_ERROR, n, f"{f.detail}; file rejected, the name is not followed")
+    return succ
 
-    preds: dict[str, list[str]] = {}
-    for p, s in succ.items():
-        preds.setdefault(s, []).append(p)
 
-    explained_roots: set[str] = set()
-    for s, ps in sorted(preds.items()):
-        if len(ps) > 1:
-            report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
-            explained_roots.update(ps)  # the extra claimant starts no chain of its own: reported once
+def _report_missing_successors(chain: _Chain, succ: dict[str, str]) -> None:
+    binlogs, by_name = chain.binlogs, chain.by_name
     for p, s in sorted(succ.items(), key=lambda kv: series_sort_key(kv[0])):
         how = "ROTATE" if binlogs[p].closing_event == "ROTATE" else "STOP (next in series)"
         if s in binlogs:
             continue
         if s in by_name:
-            report("invalid_successor", SEVERITY_ERROR, p,
-                   f"successor {s} ({how}) is in storage but not a usable binlog: {by_name[s].state} "
-                   f"({by_name[s].detail})")
-            nxt = later_files(p)
+            chain.report("invalid_successor", SEVERITY_ERROR, p,
+                         f"successor {s} ({how}) is in storage but not a usable binlog: {by_name[s].state} "
+                         f"({by_name[s].detail})")
+            nxt = chain.later_files(p)
             if nxt:
-                explained_roots.add(nxt[0])
+                chain.explained_roots.add(nxt[0])
             continue
-        after = [n for n in later_files(p) if n != s]
+        after = [n for n in chain.later_files(p) if n != s]
         if after:
-            report("missing_successor", SEVERITY_ERROR, p,
-                   f"GAP: {s} is missing from storage (named by {how} in {p}; {after[0]} follows)")
-            explained_roots.add(after[0])
+            chain.report("missing_successor", SEVERITY_ERROR, p,
+                         f"GAP: {s} is missing from storage (named by {how} in {p}; {after[0]} follows)")
+            chain.explained_roots.add(after[0])
         else:
-            report("awaiting_successor", SEVERITY_INFO, p, f"{s} ({how}) not archived yet")
+            chain.report("awaiting_successor", SEVERITY_INFO, p, f"{s} ({how}) not archived yet")
 
-    # open files: the tip is normal, an open file with later files is not
-    for n in ordered:
-        f = binlogs[n]
+
+def _report_unclosed_files(chain: _Chain) -> None:
+    """Open files: the tip is normal, an open file with later files is not."""
+    for n in chain.ordered:
+        f = chain.binlogs[n]
         if f.state != "open":
             continue
-        after = later_files(n)
+        after = chain.later_files(n)
         if after:
-            report("unclosed_file", SEVERITY_ERROR, n,
-                   f"{f.detail}; but later files exist ({after[0]}...): crash or truncated upload; not ingested")
-            explained_roots.add(after[0])
+            chain.report("unclosed_file", SEVERITY_ERROR, n,
+                         f"{f.detail}; but later files exist ({after[0]}...): crash or truncated upload; not ingested")
+            chain.explained_roots.add(after[0])
         else:
-            report("open_file", SEVERITY_INFO, n, f"{f.detail}; left for the next run")
-    for n in ordered:
-        if binlogs[n].state == "rejected":
-            after = later_files(n)
+            chain.report("open_file", SEVERITY_INFO, n, f"{f.detail}; left for the next run")
+    for n in chain.ordered:
+        if chain.binlogs[n].state == "rejected":
+            after = chain.later_files(n)
             if after:
-                explained_roots.add(after[0])
+                chain.explained_roots.add(after[0])
 
-    # walk the chain from each root
+
+def _walk_segments(chain: _Chain, succ: dict[str, str], preds: dict[str, list[str]]) -> None:
+    """Walk the chain from each root (reporting unexplained restarts) and mark loops."""
+    binlogs, ordered = chain.binlogs, chain.ordered
+    series_pos = {n: i for i, n in enumerate(ordered)}
     roots = [n for n in ordered if n not in preds or not any(p in binlogs for p in preds[n])]
     visited: set[str] = set()
-    segment = 0
-    for ri, root in enumerate(roots):
-        if ri > 0 and root not in explained_roots:
+    for segment, root in enumerate(roots):
+        if segment > 0 and root not in chain.explained_roots:
             prev = ordered[series_pos[root] - 1] if series_pos[root] > 0 else None
-            detail = f"nothing in the archive names {root} as successor"
-            rf = binlogs[root]
-            if prev is not None:
-                pf = binlogs[prev]
-                detail += f" (previous by name: {prev}, which points to {pf.next_file or 'nothing'})"
-                if pf.server_id is not None and rf.server_id is not None and pf.server_id != rf.server_id:
-                    detail += f"; server_id changes {pf.server_id} -> {rf.server_id} (new server?)"
-            if rf.previous_gtids == "":
-                detail += "; its PREVIOUS_GTIDS/GTID_LIST is empty (RESET?)"
-            report("chain_restart", SEVERITY_ERROR, root, detail)
+            chain.report("chain_restart", SEVERITY_ERROR, root, _restart_detail(binlogs, root, prev))
         walk = follow_chain(root, lambda n: (s if (s := succ.get(n)) in binlogs else None), visited)
         for index, n in enumerate(walk):
             binlogs[n].segment = segment
             binlogs[n].chain_index = index
-        segment += 1
     unreached = [n for n in ordered if n not in visited]
     if unreached:
-        report("cycle", SEVERITY_ERROR, unreached[0],
-               f"files reachable only through a successor loop: {', '.join(unreached[:10])}")
+        chain.report("cycle", SEVERITY_ERROR, unreached[0],
+                     f"files reachable only through a successor loop: {', '.join(unreached[:10])}")
     for n in unreached:
         binlogs[n].state = "rejected" if binlogs[n].state == "closed" else binlogs[n].state
-    return issues
+
+
+def _restart_detail(binlogs: dict[str, DiscoveredFile], root: str, prev: str | None) -> str:
+    detail = f"nothing in the archive names {root} as successor"
+    rf = binlogs[root]
+    if prev is not None:
+        pf = binlogs[prev]
+        detail += f" (previous by name: {prev}, which points to {pf.next_file or 'nothing'})"
+        if pf.server_id is not None and rf.server_id is not None and pf.server_id != rf.server_id:
+            detail += f"; server_id changes {pf.server_id} -> {rf.server_id} (new server?)"
+    if rf.previous_gtids == "":
+        detail += "; its PREVIOUS_GTIDS/GTID_LIST is empty (RESET?)"
+    return detail
 
 
 # --------------------------------------------------------------------------- entry points
