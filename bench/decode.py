@@ -29,8 +29,8 @@ Throughput = file bytes / seconds (Python decoders time themselves, after interp
 imports; external tools are timed around the process). ``MB/CPU-s`` divides by the CPU seconds
 (user + system, ``resource.getrusage``) of the decoding process instead of wall time: on a shared
 machine it is the figure that does not depend on what else runs. ``--repeat N`` decodes the
-files N times in the Python workers (tiny fixture files: per-file start-up would dominate). events/s uses the number of events binlake finds
-in the files (the same files for everyone). The last line is
+files N times in the Python workers (tiny fixture files: per-file start-up would dominate).
+events/s uses the number of events binlake finds in the files (the same files for everyone). The last line is
 ``ratio binlake/python-mysql-replication: N.NN`` (full-decode throughput ratio, all corpora).
 """
 

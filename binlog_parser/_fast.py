@@ -49,6 +49,6 @@ def _native_constructor(cls: type) -> Callable[..., Any] | None:
     if ext is None:
         return None
     try:
-        return ext.SlotsConstructor(cls)  # type: ignore[no-any-return]
+        return ext.SlotsConstructor(cls)  # type: ignore[no-any-return,unused-ignore]
     except (TypeError, ValueError):  # a slot layout it does not know: the Python constructor
         return None
