@@ -234,6 +234,7 @@ class EventFramer:
         start, stop = self.start_position, self.stop_position
         get, header_of, checksum_of, dispatch = self._get, self._header, self._checksum, self.dispatch
         payload_pos = self._payload_pos
+        verify = self.verify_checksum
         jumped = not self._expect_magic
         while True:
             self.position = pos
@@ -260,7 +261,14 @@ class EventFramer:
                                 f"truncated event: header says {size} bytes, only {len(raw)} remain",
                                 pos, type_code)
             is_fde = type_code == _FDE
-            end, checksum_ok = checksum_of(raw, pos, size, type_code, header_len, is_fde)
+            if is_fde:
+                end, checksum_ok = checksum_of(raw, pos, size, type_code, header_len, True)
+            elif ctx.checksum_alg != CHECKSUM_CRC32:
+                end, checksum_ok = size, None
+            elif not verify and size - 4 >= header_len:  # CRC room, not verified (header scans)
+                end, checksum_ok = size - 4, None
+            else:
+                end, checksum_ok = checksum_of(raw, pos, size, type_code, header_len, False)
             next_pos = pos + size
             if start is not None and pos < start and not is_fde and type_code != _START_V3:
                 pos = next_pos
