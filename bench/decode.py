@@ -29,8 +29,8 @@ Throughput = file bytes / seconds (Python decoders time themselves, after interp
 imports; external tools are timed around the process). ``MB/CPU-s`` divides by the CPU seconds
 (user + system, ``resource.getrusage``) of the decoding process instead of wall time: on a shared
 machine it is the figure that does not depend on what else runs. ``--repeat N`` decodes the
-files N times in the Python workers (tiny fixture files: per-file start-up would dominate). events/s uses the number of events binlake finds
-in the files (the same files for everyone). The last line is
+files N times in the Python workers (tiny fixture files: per-file start-up would dominate).
+events/s uses the number of events binlake finds in the files (the same files for everyone). The last line is
 ``ratio binlake/python-mysql-replication: N.NN`` (full-decode throughput ratio, all corpora).
 """
 
@@ -362,7 +362,7 @@ def oltp_corpus(size: str, quiet: bool) -> list[str]:
     t0 = time.monotonic()
     # sysbench-style tables only (MariaDB's decoder cannot read MySQL JSON); one file of `size`.
     # In a child process: the parent stays small.
-    code = ("import sys; from binlake.synthetic import SyntheticConfig, _size, generate; "
+    code = ("import sys; from binlake.testing.synthetic import SyntheticConfig, _size, generate; "
             f"s = _size({size!r}); "
             "generate(sys.argv[1], SyntheticConfig(bytes_per_server=s, max_binlog_size=s + (1 << 20), "
             "workload='oltp', orders=False, seed=1, tables=8, rows_per_table=10000))")
@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[bench] large-row MariaDB corpus skipped: {exc}", file=sys.stderr, flush=True)
     skip = [s.strip().lower() for s in args.skip.split(",") if s.strip()]
     decoders = [d for d in DECODERS if not any(s in d.lower() for s in skip)]
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = _dt.datetime.now(_dt.UTC)
     results: list[Result] = []
     for name, files in corpora:
         if not args.quiet:

@@ -104,7 +104,7 @@ def config_command(
 @app.command(context_settings=_PASS_THROUGH, add_help_option=False,
              help="The end-to-end demo (same as `make demo`; `binlake demo --help` for options).")
 def demo(ctx: typer.Context) -> None:
-    from binlake.demo import main as demo_main
+    from binlake.testing.demo import main as demo_main
 
     _done(int(demo_main(list(ctx.args)) or 0))
 
@@ -114,7 +114,7 @@ def demo(ctx: typer.Context) -> None:
 def generate(ctx: typer.Context) -> None:
     import argparse
 
-    from binlake.synthetic import build_parser, run_args
+    from binlake.testing.synthetic import build_parser, run_args
 
     parser = build_parser(argparse.ArgumentParser(
         prog="binlake generate", description="Generate a synthetic MySQL binlog archive with ground truth."))

@@ -54,20 +54,25 @@ import re
 import struct
 import time
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
+from binlake.chain import follow_chain
+from binlake.series import next_in_series, parse_series_name, series_sort_key
+from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser import (
     BinlogError,
     ChecksumMismatchError,
     DecodeContext,
+    Event,
     NotABinlogError,
     TruncatedEventError,
-    read_events,
 )
 from binlog_parser.constants import BINLOG_MAGIC, CHECKSUM_CRC32, LOG_EVENT_BINLOG_IN_USE_F, EventType
-
-from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
+from binlog_parser.dispatch import build_dispatch
+from binlog_parser.framing import EventFramer, NeedData
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +98,10 @@ _HEAD_EVENTS = {_FDE, _START_V3, _PREVIOUS_GTIDS, _GTID_LIST, int(EventType.MARI
                 int(EventType.MARIA_START_ENCRYPTION), int(EventType.IGNORABLE)}
 _U32 = struct.Struct("<I")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+@-]{0,254}$")
-_SERIES = re.compile(r"^(.*?)(\d+)$")
 
 T = TypeVar("T")
+#: Body decoders for head and tail events (the decoder's default table; read-only here).
+_DISPATCH = build_dispatch()
 
 
 # --------------------------------------------------------------------------- results
@@ -202,15 +208,6 @@ class SourceDiscovery:
             "to_ingest": [f.ingest_item() for f in self.to_ingest],
         }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SourceDiscovery":
-        out = cls(source=data["source"], uri=data["uri"], objects=int(data.get("objects", 0)),
-                  bytes_read=int(data.get("bytes_read", 0)), seconds=float(data.get("seconds", 0.0)))
-        names = set(DiscoveredFile.__dataclass_fields__)
-        out.files = [DiscoveredFile(**{k: v for k, v in f.items() if k in names}) for f in data.get("files", [])]
-        out.issues = [Issue(**i) for i in data.get("issues", [])]
-        return out
-
     def summary(self) -> str:
         states: dict[str, int] = {}
         for f in self.files:
@@ -257,96 +254,104 @@ def plain_file_name_problem(name: str | None) -> str | None:
     return None
 
 
-def split_series(name: str) -> tuple[str, int | None, int]:
-    """``binlog.000042`` -> ``("binlog.", 42, 6)``; names without a trailing number -> (name, None, 0)."""
-    m = _SERIES.match(name)
-    if not m:
-        return name, None, 0
-    return m.group(1), int(m.group(2)), len(m.group(2))
-
-
-def next_in_series(name: str) -> str | None:
-    """The next file name of a numbered series (``binlog.000999`` -> ``binlog.001000``)."""
-    base, seq, width = split_series(name)
-    if seq is None:
-        return None
-    return f"{base}{seq + 1:0{width}d}"
-
-
-def _series_key(name: str) -> tuple[str, int, str]:
-    base, seq, _w = split_series(name)
-    return (base, seq if seq is not None else -1, name)
-
-
 def _chain_sort_key(f: DiscoveredFile) -> tuple:
     return (f.segment if f.segment is not None else 1 << 30,
-            f.chain_index if f.chain_index is not None else 1 << 30, _series_key(f.file))
+            f.chain_index if f.chain_index is not None else 1 << 30, series_sort_key(f.file))
 
 
 # --------------------------------------------------------------------------- head and tail
 
 
-class _HeadNeedsMore(Exception):
-    def __init__(self, needed: int) -> None:
-        super().__init__(needed)
-        self.needed = needed
+@dataclass(frozen=True)
+class HeadNeedsMore:
+    """The head events do not fit in the bytes read: the first ``needed`` bytes are needed."""
+
+    needed: int
 
 
-def parse_head(data: bytes, size: int, name: str) -> tuple[DecodeContext, dict[str, Any]]:
-    """Decode the head of a binlog: the context plus facts (in_use, server, previous GTIDs).
+@dataclass(frozen=True)
+class HeadFacts:
+    """What the head of a binlog says (FORMAT_DESCRIPTION / START_V3, PREVIOUS_GTIDS / GTID_LIST)."""
 
-    Raises :class:`NotABinlogError` (no magic), :class:`BinlogError` (corrupt head) or
-    ``_HeadNeedsMore(n)`` when the first ``n`` bytes are needed to see the PREVIOUS_GTIDS.
+    in_use: bool
+    server_id: int
+    server_version: str | None
+    binlog_version: int | None
+    create_timestamp: int | None
+    fde_end: int
+    previous_gtids: str | None
+    checksum: str
+    flavor: str
+
+
+def parse_head(data: bytes, size: int, name: str) -> tuple[DecodeContext, HeadFacts] | HeadNeedsMore:
+    """Decode the head of a binlog: the context plus its facts, or how many bytes it needs.
+
+    The bytes go through the decoder's sans-I/O framing core: a :class:`NeedData` before the
+    head events are complete becomes :class:`HeadNeedsMore`. Raises :class:`NotABinlogError`
+    (no magic) or :class:`BinlogError` (corrupt head, or the object ends inside it).
     """
     if len(data) < 4 or data[:4] != BINLOG_MAGIC:
         if len(data) < 4 and BINLOG_MAGIC.startswith(bytes(data)) and size > len(data):
-            raise _HeadNeedsMore(4)
+            return HeadNeedsMore(4)
         raise NotABinlogError(f"no binlog magic (starts with {bytes(data[:4]).hex() or 'nothing'})", file=name,
                               offset=0)
-    facts: dict[str, Any] = {"previous_gtids": None}
-    events = read_events(data, file_name=name, expand_payloads=False)
-    fde_seen = False
+    framer = EventFramer(DecodeContext(file=name), _DISPATCH, expect_magic=True, first_position=0,
+                         file_name=name, total_size=size, expand_payloads=False)
+    framer.receive_data(data, 0)
+    if len(data) >= size:
+        framer.receive_eof()
+    fde: Event | None = None
+    previous_gtids = None
     try:
-        for ev in events:
-            code = ev.header.type_code
+        for item in framer.events():
+            if isinstance(item, NeedData):
+                more = _head_needs_more(data, size, name, framer.position, fde is not None)
+                if more is None:
+                    break
+                return more
+            code = item.header.type_code
             if code in (_FDE, _START_V3):
-                fde_seen = True
-                facts["in_use"] = bool(ev.header.flags & LOG_EVENT_BINLOG_IN_USE_F)
-                facts["server_id"] = ev.header.server_id
-                facts["server_version"] = getattr(ev, "server_version", None)
-                facts["binlog_version"] = getattr(ev, "binlog_version", None)
-                facts["create_timestamp"] = getattr(ev, "create_timestamp", None)
-                facts["fde_end"] = ev.header.next_pos
-                continue
-            if code == _PREVIOUS_GTIDS or code == _GTID_LIST:
-                facts["previous_gtids"] = str(ev.gtid_set)  # type: ignore[attr-defined]
+                fde = item
+            elif code == _PREVIOUS_GTIDS or code == _GTID_LIST:
+                previous_gtids = str(item.gtid_set)  # type: ignore[attr-defined]
                 break
-            if code not in _HEAD_EVENTS:
+            elif code not in _HEAD_EVENTS:
                 break
-    except TruncatedEventError as exc:
-        # The event at exc.offset is cut by our window (or by the end of the object).
+    except TruncatedEventError as exc:  # only with the whole object in hand
         pos = exc.offset if exc.offset is not None else len(data)
-        code = data[pos + 4] if pos + 5 <= len(data) else None
-        if fde_seen and code is not None and code not in _HEAD_EVENTS:
-            pass  # an ordinary event after the head: the head is complete
-        else:
-            needed = _needed_for_event_at(data, pos) or (pos + 64)
-            if len(data) >= size or needed > size:
-                raise BinlogError("the object ends inside its head events", file=name, offset=pos) from None
-            raise _HeadNeedsMore(max(needed, len(data) + 1)) from None
-    finally:
-        close = getattr(events, "close", None)
-        if close:
-            close()
-    if not fde_seen:
+        _head_needs_more(data, size, name, pos, fde is not None)  # raises unless the head is complete
+    if fde is None:
         raise NotABinlogError("no FORMAT_DESCRIPTION at the head", file=name, offset=4)
-    # A second pass through the public API gives the context (header length, checksum alg).
-    from binlog_parser import read_format_description
+    return _head_context(framer.context), _head_facts(fde, framer.context, previous_gtids)
 
-    ctx = read_format_description(data[: facts["fde_end"]], file_name=name)
-    facts["checksum"] = "CRC32" if ctx.checksum_alg == CHECKSUM_CRC32 else "OFF"
-    facts["flavor"] = "mariadb" if ctx.is_mariadb else "mysql"
-    return ctx, facts
+
+def _head_needs_more(data: bytes, size: int, name: str, pos: int, fde_seen: bool) -> HeadNeedsMore | None:
+    """The event at ``pos`` is cut by our window (or by the end of the object): None when it is
+    an ordinary event after a complete head, else how many bytes the head needs."""
+    code = data[pos + 4] if pos + 5 <= len(data) else None
+    if fde_seen and code is not None and code not in _HEAD_EVENTS:
+        return None  # an ordinary event after the head: the head is complete
+    needed = _needed_for_event_at(data, pos) or (pos + 64)
+    if len(data) >= size or needed > size:
+        raise BinlogError("the object ends inside its head events", file=name, offset=pos)
+    return HeadNeedsMore(max(needed, len(data) + 1))
+
+
+def _head_context(ctx: DecodeContext) -> DecodeContext:
+    """The file's decoding context as :func:`binlog_parser.read_format_description` gives it."""
+    ctx.table_maps = {}
+    ctx.table_map_cache = {}
+    return ctx
+
+
+def _head_facts(fde: Event, ctx: DecodeContext, previous_gtids: str | None) -> HeadFacts:
+    return HeadFacts(
+        in_use=bool(fde.header.flags & LOG_EVENT_BINLOG_IN_USE_F), server_id=fde.header.server_id,
+        server_version=getattr(fde, "server_version", None), binlog_version=getattr(fde, "binlog_version", None),
+        create_timestamp=getattr(fde, "create_timestamp", None), fde_end=fde.header.next_pos,
+        previous_gtids=previous_gtids, checksum="CRC32" if ctx.checksum_alg == CHECKSUM_CRC32 else "OFF",
+        flavor="mariadb" if ctx.is_mariadb else "mysql")
 
 
 def _needed_for_event_at(data: bytes, pos: int) -> int | None:
@@ -354,6 +359,18 @@ def _needed_for_event_at(data: bytes, pos: int) -> int | None:
     if pos + 13 > len(data):
         return None
     return pos + _U32.unpack_from(data, pos + 9)[0]
+
+
+def _decode_at(data: bytes, pos: int, ctx: DecodeContext, name: str) -> list[Event]:
+    """The events of ``data`` (file bytes from ``pos`` to the end of the object), framed by the
+    decoder's sans-I/O core with a copy of the file's context."""
+    c = copy.copy(ctx)
+    c.table_maps = {}
+    framer = EventFramer(c, _DISPATCH, expect_magic=False, first_position=pos, file_name=name,
+                         total_size=pos + len(data), expand_payloads=False)
+    framer.receive_data(data, pos)
+    framer.receive_eof()
+    return [item for item in framer.events() if not isinstance(item, NeedData)]
 
 
 def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeContext,
@@ -377,11 +394,8 @@ def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeCont
         pos = tail_offset + k
         if pos < min_pos:
             continue
-        c = copy.copy(ctx)
-        c.table_maps = {}
         try:
-            evs = list(read_events(tail[k:], context=c, source_offset=pos, file_name=name,
-                                   expand_payloads=False))
+            evs = _decode_at(tail[k:], pos, ctx, name)
         except ChecksumMismatchError:
             continue
         except BinlogError:
@@ -442,25 +456,8 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.state = "nested"
         f.detail = "object in a sub-folder of the source prefix"
         return f
-    size = obj.size
     try:
-        want = min(size, head_bytes)
-        head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
-        f.head_bytes = len(head)
-        while True:
-            try:
-                ctx, facts = parse_head(head, size, obj.name)
-                break
-            except _HeadNeedsMore as more:
-                need = min(size, max(more.needed, len(head) + 1))
-                if need <= len(head) or need > MAX_HEAD_BYTES:
-                    raise BinlogError(f"head needs {more.needed} bytes (limit {MAX_HEAD_BYTES})",
-                                      file=obj.name, offset=0) from None
-                extra = _retry(lambda: store.read_range(obj.name, len(head), need), f"head of {obj.uri}")
-                f.head_bytes += len(extra)
-                if not extra:
-                    raise BinlogError("object shorter than listed", file=obj.name, offset=len(head)) from None
-                head = head + extra
+        head, ctx, facts = _read_head(store, obj, f, head_bytes)
     except NotABinlogError as exc:
         f.state = "not_binlog"
         f.detail = exc.message
@@ -478,18 +475,52 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.detail = f"{type(exc).__name__}: {exc}"
         return f
 
-    f.in_use = bool(facts.get("in_use"))
-    f.flavor = facts.get("flavor")
-    f.server_id = facts.get("server_id")
-    f.server_version = facts.get("server_version")
-    f.binlog_version = facts.get("binlog_version")
-    f.checksum = facts.get("checksum")
-    f.previous_gtids = facts.get("previous_gtids")
-    f.create_timestamp = facts.get("create_timestamp")
-    fde_end = int(facts.get("fde_end") or 4)
+    f.in_use = facts.in_use
+    f.flavor = facts.flavor
+    f.server_id = facts.server_id
+    f.server_version = facts.server_version
+    f.binlog_version = facts.binlog_version
+    f.checksum = facts.checksum
+    f.previous_gtids = facts.previous_gtids
+    f.create_timestamp = facts.create_timestamp
+    try:
+        closing = _read_closing_event(store, obj, f, head, ctx, facts.fde_end or 4, tail_bytes)
+    except Exception as exc:  # noqa: BLE001 - storage errors after retries
+        f.state = "unreadable"
+        f.detail = f"tail: {type(exc).__name__}: {exc}"
+        return f
+    _classify_by_closing_event(f, obj, closing)
+    return f
 
-    # The tail: reuse the head when it already covers the end of the object.
-    closing = None
+
+def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
+               head_bytes: int) -> tuple[bytes, DecodeContext, HeadFacts]:
+    """Ranged reads from the start until the head events are complete (counted in ``f``)."""
+    size = obj.size
+    want = min(size, head_bytes)
+    head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
+    f.head_bytes = len(head)
+    while True:
+        parsed = parse_head(head, size, obj.name)
+        if not isinstance(parsed, HeadNeedsMore):
+            ctx, facts = parsed
+            return head, ctx, facts
+        need = min(size, max(parsed.needed, len(head) + 1))
+        if need <= len(head) or need > MAX_HEAD_BYTES:
+            raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
+                              file=obj.name, offset=0)
+        extra = _retry(partial(store.read_range, obj.name, len(head), need), f"head of {obj.uri}")
+        f.head_bytes += len(extra)
+        if not extra:
+            raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
+        head = head + extra
+
+
+def _read_closing_event(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile, head: bytes,
+                        ctx: DecodeContext, fde_end: int,
+                        tail_bytes: int) -> tuple[str, str | None, int] | None:
+    """The closing event from the tail (the head reused when it covers the end; counted in ``f``)."""
+    size = obj.size
     window = tail_bytes
     while True:
         window = min(window, size)
@@ -497,21 +528,21 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         if start >= 0 and size <= len(head):
             tail = head[start:size]
         else:
-            try:
-                tail = _retry(lambda: store.read_range(obj.name, start, size), f"tail of {obj.uri}")
-            except Exception as exc:  # noqa: BLE001
-                f.state = "unreadable"
-                f.detail = f"tail: {type(exc).__name__}: {exc}"
-                return f
+            tail = _retry(partial(store.read_range, obj.name, start, size), f"tail of {obj.uri}")
             f.tail_bytes += len(tail)
         closing = find_closing_event(tail, start, size, ctx, obj.name, min_pos=fde_end)
         if closing is not None or window >= min(size, MAX_TAIL_BYTES):
-            break
+            return closing
         window = MAX_TAIL_BYTES
+
+
+def _classify_by_closing_event(f: DiscoveredFile, obj: ObjectInfo,
+                               closing: tuple[str, str | None, int] | None) -> None:
+    """closed / open / rejected, from how the object ends and its in-use flag."""
     if closing is None:
         f.state = "open"
         f.detail = "no ROTATE/STOP at the end: still being written (or cut)"
-        return f
+        return
     kind, next_name, _pos = closing
     f.closing_event = kind
     if kind == "ROTATE":
@@ -520,15 +551,14 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         if problem:
             f.state = "rejected"
             f.detail = f"ROTATE names a non-plain file: {problem}"
-            return f
+            return
     else:
         f.next_file = next_in_series(obj.name)
     if f.in_use:
         f.state = "open"
         f.detail = f"in-use flag set in FORMAT_DESCRIPTION (ends with {kind})"
-        return f
+        return
     f.state = "closed"
-    return f
 
 
 def _from_known(source: str, obj: ObjectInfo, known: KnownFile) -> DiscoveredFile:
@@ -552,121 +582,143 @@ def _classify_ingest(f: DiscoveredFile, known: KnownFile | None) -> str:
     return "ingested"
 
 
-def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
-    """Follow the successor pointers; set ``chain_index``/``segment``; return the issues found."""
-    issues: list[Issue] = []
+@dataclass
+class _Chain:
+    """What :func:`build_chain` works on: the readable binlogs in series order, and its findings."""
 
-    def report(kind: str, severity: str, file: str | None, detail: str) -> None:
-        issues.append(Issue(source, kind, severity, file, detail))
+    source: str
+    by_name: dict[str, DiscoveredFile]
+    binlogs: dict[str, DiscoveredFile]
+    ordered: list[str]
+    issues: list[Issue] = field(default_factory=list)
+    explained_roots: set[str] = field(default_factory=set)
 
-    by_name = {f.file: f for f in files if f.state != "nested"}
-    binlogs = {n: f for n, f in by_name.items() if f.state in ("closed", "open", "rejected")}
-    ordered = sorted(binlogs, key=_series_key)
-    series_pos = {n: i for i, n in enumerate(ordered)}
+    def report(self, kind: str, severity: str, file: str | None, detail: str) -> None:
+        self.issues.append(Issue(self.source, kind, severity, file, detail))
 
-    def later_files(name: str) -> list[str]:
+    def later_files(self, name: str) -> list[str]:
         """Binlogs of the same series after ``name`` (by number)."""
-        base, seq, _w = split_series(name)
+        this = parse_series_name(name)
         out = []
-        for n in ordered:
-            b, s, _ = split_series(n)
-            if b == base and seq is not None and s is not None and s > seq:
+        for n in self.ordered:
+            other = parse_series_name(n)
+            if (other.series == this.series and this.number is not None and other.number is not None
+                    and other.number > this.number):
                 out.append(n)
         return out
 
-    # successor pointers of closed files
+
+def build_chain(source: str, files: list[DiscoveredFile]) -> list[Issue]:
+    """Follow the successor pointers; set ``chain_index``/``segment``; return the issues found."""
+    by_name = {f.file: f for f in files if f.state != "nested"}
+    binlogs = {n: f for n, f in by_name.items() if f.state in ("closed", "open", "rejected")}
+    chain = _Chain(source, by_name, binlogs, sorted(binlogs, key=series_sort_key))
+    succ = _successors(chain)
+    preds: dict[str, list[str]] = {}
+    for p, s in succ.items():
+        preds.setdefault(s, []).append(p)
+    for s, ps in sorted(preds.items()):
+        if len(ps) > 1:
+            chain.report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
+            chain.explained_roots.update(ps)  # the extra claimant starts no chain of its own: reported once
+    _report_missing_successors(chain, succ)
+    _report_unclosed_files(chain)
+    _walk_segments(chain, succ, preds)
+    return chain.issues
+
+
+def _successors(chain: _Chain) -> dict[str, str]:
+    """The successor pointers of closed files (STOP without a number and hostile ROTATEs reported)."""
     succ: dict[str, str] = {}
-    for n in ordered:
-        f = binlogs[n]
+    for n in chain.ordered:
+        f = chain.binlogs[n]
         if f.state == "closed":
             if f.next_file:
                 succ[n] = f.next_file
             elif f.closing_event == "STOP":
-                report("awaiting_successor", SEVERITY_WARNING, n,
-                       "closed by STOP but its name has no number: the next file cannot be inferred")
+                chain.report("awaiting_successor", SEVERITY_WARNING, n,
+                             "closed by STOP but its name has no number: the next file cannot be inferred")
         elif f.state == "rejected":
-            report("hostile_rotate", SEVERITY_ERROR, n, f"{f.detail}; file rejected, the name is not followed")
+            chain.report("hostile_rotate", SEVERITY_ERROR, n, f"{f.detail}; file rejected, the name is not followed")
+    return succ
 
-    preds: dict[str, list[str]] = {}
-    for p, s in succ.items():
-        preds.setdefault(s, []).append(p)
 
-    explained_roots: set[str] = set()
-    for s, ps in sorted(preds.items()):
-        if len(ps) > 1:
-            report("fork", SEVERITY_ERROR, s, f"{len(ps)} files claim {s} as their successor: {', '.join(sorted(ps))}")
-            explained_roots.update(ps)  # the extra claimant starts no chain of its own: reported once
-    for p, s in sorted(succ.items(), key=lambda kv: _series_key(kv[0])):
+def _report_missing_successors(chain: _Chain, succ: dict[str, str]) -> None:
+    binlogs, by_name = chain.binlogs, chain.by_name
+    for p, s in sorted(succ.items(), key=lambda kv: series_sort_key(kv[0])):
         how = "ROTATE" if binlogs[p].closing_event == "ROTATE" else "STOP (next in series)"
         if s in binlogs:
             continue
         if s in by_name:
-            report("invalid_successor", SEVERITY_ERROR, p,
-                   f"successor {s} ({how}) is in storage but not a usable binlog: {by_name[s].state} "
-                   f"({by_name[s].detail})")
-            nxt = later_files(p)
+            chain.report("invalid_successor", SEVERITY_ERROR, p,
+                         f"successor {s} ({how}) is in storage but not a usable binlog: {by_name[s].state} "
+                         f"({by_name[s].detail})")
+            nxt = chain.later_files(p)
             if nxt:
-                explained_roots.add(nxt[0])
+                chain.explained_roots.add(nxt[0])
             continue
-        after = [n for n in later_files(p) if n != s]
+        after = [n for n in chain.later_files(p) if n != s]
         if after:
-            report("missing_successor", SEVERITY_ERROR, p,
-                   f"GAP: {s} is missing from storage (named by {how} in {p}; {after[0]} follows)")
-            explained_roots.add(after[0])
+            chain.report("missing_successor", SEVERITY_ERROR, p,
+                         f"GAP: {s} is missing from storage (named by {how} in {p}; {after[0]} follows)")
+            chain.explained_roots.add(after[0])
         else:
-            report("awaiting_successor", SEVERITY_INFO, p, f"{s} ({how}) not archived yet")
+            chain.report("awaiting_successor", SEVERITY_INFO, p, f"{s} ({how}) not archived yet")
 
-    # open files: the tip is normal, an open file with later files is not
-    for n in ordered:
-        f = binlogs[n]
+
+def _report_unclosed_files(chain: _Chain) -> None:
+    """Open files: the tip is normal, an open file with later files is not."""
+    for n in chain.ordered:
+        f = chain.binlogs[n]
         if f.state != "open":
             continue
-        after = later_files(n)
+        after = chain.later_files(n)
         if after:
-            report("unclosed_file", SEVERITY_ERROR, n,
-                   f"{f.detail}; but later files exist ({after[0]}...): crash or truncated upload; not ingested")
-            explained_roots.add(after[0])
+            chain.report("unclosed_file", SEVERITY_ERROR, n,
+                         f"{f.detail}; but later files exist ({after[0]}...): crash or truncated upload; not ingested")
+            chain.explained_roots.add(after[0])
         else:
-            report("open_file", SEVERITY_INFO, n, f"{f.detail}; left for the next run")
-    for n in ordered:
-        if binlogs[n].state == "rejected":
-            after = later_files(n)
+            chain.report("open_file", SEVERITY_INFO, n, f"{f.detail}; left for the next run")
+    for n in chain.ordered:
+        if chain.binlogs[n].state == "rejected":
+            after = chain.later_files(n)
             if after:
-                explained_roots.add(after[0])
+                chain.explained_roots.add(after[0])
 
-    # walk the chain from each root
+
+def _walk_segments(chain: _Chain, succ: dict[str, str], preds: dict[str, list[str]]) -> None:
+    """Walk the chain from each root (reporting unexplained restarts) and mark loops."""
+    binlogs, ordered = chain.binlogs, chain.ordered
+    series_pos = {n: i for i, n in enumerate(ordered)}
     roots = [n for n in ordered if n not in preds or not any(p in binlogs for p in preds[n])]
     visited: set[str] = set()
-    segment = 0
-    for ri, root in enumerate(roots):
-        if ri > 0 and root not in explained_roots:
+    for segment, root in enumerate(roots):
+        if segment > 0 and root not in chain.explained_roots:
             prev = ordered[series_pos[root] - 1] if series_pos[root] > 0 else None
-            detail = f"nothing in the archive names {root} as successor"
-            rf = binlogs[root]
-            if prev is not None:
-                pf = binlogs[prev]
-                detail += f" (previous by name: {prev}, which points to {pf.next_file or 'nothing'})"
-                if pf.server_id is not None and rf.server_id is not None and pf.server_id != rf.server_id:
-                    detail += f"; server_id changes {pf.server_id} -> {rf.server_id} (new server?)"
-            if rf.previous_gtids == "":
-                detail += "; its PREVIOUS_GTIDS/GTID_LIST is empty (RESET?)"
-            report("chain_restart", SEVERITY_ERROR, root, detail)
-        index = 0
-        n: str | None = root
-        while n is not None and n in binlogs and n not in visited:
-            visited.add(n)
+            chain.report("chain_restart", SEVERITY_ERROR, root, _restart_detail(binlogs, root, prev))
+        walk = follow_chain(root, lambda n: (s if (s := succ.get(n)) in binlogs else None), visited)
+        for index, n in enumerate(walk):
             binlogs[n].segment = segment
             binlogs[n].chain_index = index
-            index += 1
-            n = succ.get(n)
-        segment += 1
     unreached = [n for n in ordered if n not in visited]
     if unreached:
-        report("cycle", SEVERITY_ERROR, unreached[0],
-               f"files reachable only through a successor loop: {', '.join(unreached[:10])}")
+        chain.report("cycle", SEVERITY_ERROR, unreached[0],
+                     f"files reachable only through a successor loop: {', '.join(unreached[:10])}")
     for n in unreached:
         binlogs[n].state = "rejected" if binlogs[n].state == "closed" else binlogs[n].state
-    return issues
+
+
+def _restart_detail(binlogs: dict[str, DiscoveredFile], root: str, prev: str | None) -> str:
+    detail = f"nothing in the archive names {root} as successor"
+    rf = binlogs[root]
+    if prev is not None:
+        pf = binlogs[prev]
+        detail += f" (previous by name: {prev}, which points to {pf.next_file or 'nothing'})"
+        if pf.server_id is not None and rf.server_id is not None and pf.server_id != rf.server_id:
+            detail += f"; server_id changes {pf.server_id} -> {rf.server_id} (new server?)"
+    if rf.previous_gtids == "":
+        detail += "; its PREVIOUS_GTIDS/GTID_LIST is empty (RESET?)"
+    return detail
 
 
 # --------------------------------------------------------------------------- entry points
@@ -729,32 +781,16 @@ def discover_source(store: ObjectStore, source: str, *, known: Mapping[str, Know
     return result
 
 
-def discover_rotated_files(cfg: Any, sources: Sequence[str] | None = None,
-                           known_by_source: Mapping[str, Mapping[str, KnownFile]] | None = None,
-                           workers: int = 8) -> list[SourceDiscovery]:
-    """Run :func:`discover_source` for each configured source (or the named ones)."""
-    from binlake.storage import open_object_store
-
-    out = []
-    for src in cfg.sources:
-        if sources is not None and src.name not in sources:
-            continue
-        store = open_object_store(src.uri, cfg.s3)
-        known = (known_by_source or {}).get(src.name)
-        out.append(discover_source(store, src.name, known=known, workers=workers))
-    return out
-
-
 def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = None, to_file: str | None = None,
                  from_time: float | None = None, to_time: float | None = None) -> list[DiscoveredFile]:
     """Closed files within a file-name range (series order, inclusive) and/or a last-modified window."""
     out = []
-    lo = _series_key(from_file) if from_file else None
-    hi = _series_key(to_file) if to_file else None
+    lo = series_sort_key(from_file) if from_file else None
+    hi = series_sort_key(to_file) if to_file else None
     for f in files:
         if not f.closed:
             continue
-        k = _series_key(f.file)
+        k = series_sort_key(f.file)
         if lo is not None and (k[0] != lo[0] or k < lo):
             continue
         if hi is not None and (k[0] != hi[0] or k > hi):
@@ -765,8 +801,3 @@ def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = Non
             continue
         out.append(f)
     return sorted(out, key=_chain_sort_key)
-
-
-def crc32_of(data: bytes) -> int:
-    """zlib CRC32 (the binlog event checksum), exposed for test helpers."""
-    return zlib.crc32(data) & 0xFFFFFFFF

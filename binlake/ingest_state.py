@@ -10,12 +10,10 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
   reader (:class:`DeltaSnapshotReader`: JSON commits + Parquet checkpoint, pyarrow for the data
   files) over :mod:`binlake.storage`. Tables using features it does not implement (deletion
   vectors, column mapping) make it return ``None`` and discovery simply reads every object.
-* :func:`known_files_spark` - the same through Spark (decode task, tests).
+* ``spark_jobs.ingest_state.known_files_spark`` - the same through Spark (tests cross-check it).
 * :func:`plan_ingest` - which discovered files a run ingests: nightly (new / changed / failed
   before), backfill ``missing`` (the same, limited to a range) or ``reprocess`` (every closed file
   of the range, forced) - so reruns and backfills are idempotent, and a new etag is noticed.
-* :func:`ingestion_times` - when each file was ingested (commit time of its ``run_id``), from
-  the table's Delta history.
 """
 
 from __future__ import annotations
@@ -23,11 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 from binlake.discovery import DiscoveredFile, KnownFile, SourceDiscovery, select_range
+from binlake.errors import BinlakeError
 from binlake.tables import table
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ BINLOG_FILES = "meta.binlog_files"
 MODES = ("nightly", "missing", "reprocess")
 
 
-class UnsupportedDeltaTable(RuntimeError):
+class UnsupportedDeltaTable(BinlakeError, RuntimeError):
     """The table uses a Delta feature the small reader does not implement."""
 
 
@@ -201,44 +201,6 @@ def load_known_files(cfg: Any, source: str) -> dict[str, KnownFile] | None:
     return _known_from_rows(ingested, facts, source)
 
 
-def known_files_spark(spark: Any, cfg: Any, source: str) -> dict[str, KnownFile]:
-    """The same as :func:`load_known_files`, through Spark."""
-    from delta.tables import DeltaTable
-
-    from binlake.config import to_spark_uri
-    from binlake.tables import table_location
-
-    def rows(name: str, cols: Sequence[str]) -> list[dict[str, Any]]:
-        path = to_spark_uri(table_location(cfg.warehouse, name))
-        if not DeltaTable.isDeltaTable(spark, path):
-            return []
-        df = spark.read.format("delta").load(path)
-        return [r.asDict() for r in df.where(df.source == source).select(*[c for c in cols if c in df.columns]).collect()]
-
-    return _known_from_rows(rows(INGESTED_FILES, _INGESTED_COLS), rows(BINLOG_FILES, _FACT_COLS), source)
-
-
-def ingestion_times(spark: Any, cfg: Any) -> dict[str, Any]:
-    """``run_id -> commit timestamp`` of the ingest commits of meta.ingested_files (Delta history)."""
-    from delta.tables import DeltaTable
-
-    from binlake.config import to_spark_uri
-    from binlake.tables import table_location
-
-    path = to_spark_uri(table_location(cfg.warehouse, INGESTED_FILES))
-    if not DeltaTable.isDeltaTable(spark, path):
-        return {}
-    out: dict[str, Any] = {}
-    for r in DeltaTable.forPath(spark, path).history().select("timestamp", "userMetadata").collect():
-        try:
-            meta = json.loads(r["userMetadata"] or "{}")
-        except ValueError:
-            continue
-        if meta.get("run_id"):
-            out.setdefault(meta["run_id"], r["timestamp"])
-    return out
-
-
 # --------------------------------------------------------------------------- what a run ingests
 
 
@@ -257,13 +219,6 @@ class IngestPlan:
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "mode": self.mode, "force": self.force, "files": self.files,
                 "skipped": self.skipped, "reasons": self.reasons, "range": self.range}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "IngestPlan":
-        return cls(source=d["source"], mode=d["mode"], force=bool(d["force"]), files=list(d.get("files", [])),
-                   skipped=list(d.get("skipped", [])), reasons=dict(d.get("reasons", {})),
-                   range=dict(d.get("range", {})))
-
 
 def plan_ingest(discovery: SourceDiscovery, mode: str = "nightly", *, from_file: str | None = None,
                 to_file: str | None = None, from_time: float | None = None,

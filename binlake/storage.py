@@ -9,14 +9,19 @@ No credentials are ever passed in code or written to logs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from botocore.exceptions import ClientError
+
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
+from binlake.errors import BinlakeError
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,12 @@ class ObjectInfo:
         return self.name
 
 
-class ObjectNotFound(FileNotFoundError):
+class ObjectNotFound(BinlakeError, FileNotFoundError):
     """The named object does not exist in the store."""
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 @runtime_checkable
@@ -68,6 +77,10 @@ class ObjectStore(Protocol):
 
     def put(self, name: str, data: bytes) -> ObjectInfo:
         """Write (overwrite) an object."""
+        ...
+
+    def delete(self, name: str) -> None:
+        """Remove an object (ObjectNotFound if missing on a local folder; S3 deletes are idempotent)."""
         ...
 
 
@@ -153,6 +166,12 @@ class LocalObjectStore(_ByteCounter):
         tmp.replace(path)
         return self._info(path)
 
+    def delete(self, name: str) -> None:
+        try:
+            self._path(name).unlink()
+        except FileNotFoundError:
+            raise ObjectNotFound(f"{self.root_uri}{name}") from None
+
 
 def make_s3_client(settings: S3Settings) -> Any:
     """A boto3 S3 client: endpoint from settings (or AWS_ENDPOINT_URL*), standard retries with backoff.
@@ -213,9 +232,15 @@ class S3ObjectStore(_ByteCounter):
     def _key(self, name: str) -> str:
         return self.prefix + name
 
-    def _err_is_missing(self, exc: Exception) -> bool:
-        code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
-        return code in ("404", "NoSuchKey", "NotFound")
+    @contextlib.contextmanager
+    def _not_found_as_missing(self, name: str) -> Iterator[None]:
+        """S3's "no such key" (404 / NoSuchKey / NotFound) as :class:`ObjectNotFound`."""
+        try:
+            yield
+        except ClientError as exc:
+            if _error_code(exc) in ("404", "NoSuchKey", "NotFound"):
+                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
+            raise
 
     def list(self, prefix: str = "") -> list[ObjectInfo]:
         paginator = self.client.get_paginator("list_objects_v2")
@@ -236,15 +261,9 @@ class S3ObjectStore(_ByteCounter):
         return sorted(out, key=lambda o: o.name)
 
     def head(self, name: str) -> ObjectInfo:
-        from botocore.exceptions import ClientError
-
         key = self._key(name)
-        try:
+        with self._not_found_as_missing(name):
             resp = self.client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            raise
         return ObjectInfo(
             name=name,
             size=int(resp["ContentLength"]),
@@ -254,49 +273,37 @@ class S3ObjectStore(_ByteCounter):
         )
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
-        from botocore.exceptions import ClientError
-
         _check_range(start, end)
         if end == start:
             return b""
         try:
-            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes={start}-{end - 1}")
+            with self._not_found_as_missing(name):
+                resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
+                                              Range=f"bytes={start}-{end - 1}")
         except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code == "InvalidRange":  # start beyond the end of the object
+            if _error_code(exc) == "InvalidRange":  # start beyond the end of the object
                 return b""
             raise
         return self._count(resp["Body"].read())
 
     def read_tail(self, name: str, n: int) -> bytes:
-        from botocore.exceptions import ClientError
-
         if n <= 0:
             return b""
-        try:
+        with self._not_found_as_missing(name):
             resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes=-{n}")
-        except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            raise
         return self._count(resp["Body"].read())
 
     def read_all(self, name: str) -> bytes:
-        from botocore.exceptions import ClientError
-
-        try:
+        with self._not_found_as_missing(name):
             resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name))
-        except ClientError as exc:
-            if self._err_is_missing(exc):
-                raise ObjectNotFound(f"{self.root_uri}{name}") from exc
-            raise
         return self._count(resp["Body"].read())
 
     def put(self, name: str, data: bytes) -> ObjectInfo:
         self.client.put_object(Bucket=self.bucket, Key=self._key(name), Body=data)
         return self.head(name)
+
+    def delete(self, name: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
 
 
 def open_object_store(uri: str, settings: S3Settings | None = None) -> ObjectStore:

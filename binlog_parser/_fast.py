@@ -10,7 +10,8 @@ classes whose ``__init__`` does nothing else (no ``__post_init__``, no field con
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def slots_constructor(cls: type) -> Callable[..., Any]:
@@ -48,6 +49,6 @@ def _native_constructor(cls: type) -> Callable[..., Any] | None:
     if ext is None:
         return None
     try:
-        return ext.SlotsConstructor(cls)  # type: ignore[no-any-return]
+        return ext.SlotsConstructor(cls)  # type: ignore[no-any-return,unused-ignore]
     except (TypeError, ValueError):  # a slot layout it does not know: the Python constructor
         return None

@@ -73,7 +73,7 @@ class UnknownEvent(Event):
     ignorable: bool
 
     @classmethod
-    def from_body(cls, header: EventHeader, body: memoryview) -> "UnknownEvent":
+    def from_body(cls, header: EventHeader, body: memoryview) -> UnknownEvent:
         return cls(header, bytes(body), bool(header.flags & LOG_EVENT_IGNORABLE_F))
 
 

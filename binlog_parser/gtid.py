@@ -11,9 +11,18 @@ prints ``","`` (one line); ``to_string(newlines=True)`` gives the server's exact
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
+
+from binlog_parser.intervals import Interval
+from binlog_parser.intervals import contains as _contains
+from binlog_parser.intervals import difference as _difference
+from binlog_parser.intervals import format_intervals as _format_intervals
+from binlog_parser.intervals import intersection as _intersection
+from binlog_parser.intervals import normalize as _normalize
+from binlog_parser.intervals import union as _union
+from binlog_parser.serialization import read_varlen_unsigned, write_varlen_unsigned
 
 MAX_GNO = (1 << 63) - 1  # GNO_END - 1 (GNO_END = INT64_MAX)
 TAG_MAX_LENGTH = 32
@@ -22,7 +31,6 @@ _U64 = struct.Struct("<Q")
 _Q2 = struct.Struct("<QQ")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
-Interval = tuple[int, int]
 Key = tuple[str, str]  # (uuid, tag) ; tag "" = untagged
 
 
@@ -104,7 +112,7 @@ class Gtid:
         return str(self)
 
     @classmethod
-    def parse(cls, text: str) -> "Gtid":
+    def parse(cls, text: str) -> Gtid:
         parts = text.strip().split(":")
         if len(parts) == 2:
             uuid, tag, gno = parts[0], "", parts[1]
@@ -126,78 +134,6 @@ def _parse_gno(text: str, whole: str) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Interval helpers
-# ---------------------------------------------------------------------------
-
-
-def _normalize(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
-    ivs = sorted(intervals)
-    out: list[list[int]] = []
-    for s, e in ivs:
-        if out and s <= out[-1][1] + 1:
-            if e > out[-1][1]:
-                out[-1][1] = e
-        else:
-            out.append([s, e])
-    return tuple((s, e) for s, e in out)
-
-
-def _union(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    if not a:
-        return b
-    if not b:
-        return a
-    return _normalize(a + b)
-
-
-def _intersection(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    out: list[Interval] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        s = max(a[i][0], b[j][0])
-        e = min(a[i][1], b[j][1])
-        if s <= e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
-
-
-def _difference(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    if not b:
-        return a
-    out: list[Interval] = []
-    j = 0
-    for s, e in a:
-        cur = s
-        while j < len(b) and b[j][1] < cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] <= e:
-            bs, be = b[k]
-            if bs > cur:
-                out.append((cur, bs - 1))
-            cur = max(cur, be + 1)
-            if cur > e:
-                break
-            k += 1
-        if cur <= e:
-            out.append((cur, e))
-    return tuple(out)
-
-
-def _contains(ivs: tuple[Interval, ...], gno: int) -> bool:
-    i = bisect_right(ivs, (gno, MAX_GNO + 1)) - 1
-    return i >= 0 and ivs[i][0] <= gno <= ivs[i][1]
-
-
-def _format_intervals(ivs: tuple[Interval, ...]) -> str:
-    return ":".join(str(s) if s == e else f"{s}-{e}" for s, e in ivs)
-
-
-# ---------------------------------------------------------------------------
 # GtidSet
 # ---------------------------------------------------------------------------
 
@@ -215,11 +151,11 @@ class GtidSet:
     # -- construction ---------------------------------------------------------
 
     @classmethod
-    def empty(cls) -> "GtidSet":
+    def empty(cls) -> GtidSet:
         return cls()
 
     @classmethod
-    def from_intervals(cls, items: Iterable[tuple[str, str | None, int, int]]) -> "GtidSet":
+    def from_intervals(cls, items: Iterable[tuple[str, str | None, int, int]]) -> GtidSet:
         """From ``(uuid, tag, start, end_inclusive)`` tuples (any order, may overlap)."""
         acc: dict[Key, list[Interval]] = {}
         for uuid, tag, start, end in items:
@@ -229,7 +165,7 @@ class GtidSet:
         return cls({k: _normalize(v) for k, v in acc.items()})
 
     @classmethod
-    def from_gtids(cls, gtids: Iterable[Any]) -> "GtidSet":
+    def from_gtids(cls, gtids: Iterable[Any]) -> GtidSet:
         """Fast builder from :class:`Gtid` objects, ``"uuid[:tag]:gno"`` strings,
         ``(uuid, tag, gno)`` tuples or GTID events (anything with ``uuid``/``tag``/``gno``)."""
         acc: dict[Key, list[int]] = {}
@@ -266,7 +202,7 @@ class GtidSet:
         return cls(data)
 
     @classmethod
-    def from_text(cls, text: str) -> "GtidSet":
+    def from_text(cls, text: str) -> GtidSet:
         """Parse MySQL's text: ``uuid:1-5:7,uuid:tag:1-2`` (whitespace and newlines allowed)."""
         acc: dict[Key, list[Interval]] = {}
         t = text.strip()
@@ -299,13 +235,13 @@ class GtidSet:
         return cls({k: _normalize(v) for k, v in acc.items() if v})
 
     @classmethod
-    def parse(cls, text: str) -> "GtidSet":
+    def parse(cls, text: str) -> GtidSet:
         return cls.from_text(text)
 
     # -- binary (PREVIOUS_GTIDS) ------------------------------------------------
 
     @classmethod
-    def decode(cls, buf: bytes | memoryview) -> tuple["GtidSet", bool]:
+    def decode(cls, buf: bytes | memoryview) -> tuple[GtidSet, bool]:
         """Decode MySQL's ``Gtid_set::encode`` bytes; returns ``(set, tagged_format)``.
 
         Untagged: n_sids(8) then per SID: uuid(16) n_intervals(8) [start, end) pairs.
@@ -388,8 +324,8 @@ class GtidSet:
 
     # -- algebra --------------------------------------------------------------
 
-    def _combine(self, other: "GtidSet", op: Any, keep_left_only: bool,
-                 keep_right_only: bool) -> "GtidSet":
+    def _combine(self, other: GtidSet, op: Any, keep_left_only: bool,
+                 keep_right_only: bool) -> GtidSet:
         if not isinstance(other, GtidSet):
             other = _coerce(other)
         out: dict[Key, tuple[Interval, ...]] = {}
@@ -409,19 +345,19 @@ class GtidSet:
                 out[key] = r
         return GtidSet(out)
 
-    def union(self, *others: Any) -> "GtidSet":
+    def union(self, *others: Any) -> GtidSet:
         r = self
         for o in others:
             r = r._combine(o, _union, True, True)
         return r
 
-    def intersection(self, other: Any) -> "GtidSet":
+    def intersection(self, other: Any) -> GtidSet:
         return self._combine(other, _intersection, False, False)
 
-    def difference(self, other: Any) -> "GtidSet":
+    def difference(self, other: Any) -> GtidSet:
         return self._combine(other, _difference, True, False)
 
-    def symmetric_difference(self, other: Any) -> "GtidSet":
+    def symmetric_difference(self, other: Any) -> GtidSet:
         other = _coerce(other)
         return (self - other) | (other - self)
 
@@ -430,16 +366,16 @@ class GtidSet:
     __sub__ = difference
     __xor__ = symmetric_difference
 
-    def __ror__(self, other: Any) -> "GtidSet":
+    def __ror__(self, other: Any) -> GtidSet:
         return _coerce(other) | self
 
-    def __rsub__(self, other: Any) -> "GtidSet":
+    def __rsub__(self, other: Any) -> GtidSet:
         return _coerce(other) - self
 
-    def __rand__(self, other: Any) -> "GtidSet":
+    def __rand__(self, other: Any) -> GtidSet:
         return _coerce(other) & self
 
-    def add(self, uuid: str, tag: str | None, gno: int) -> "GtidSet":
+    def add(self, uuid: str, tag: str | None, gno: int) -> GtidSet:
         """A new set with one more GTID."""
         if not 1 <= gno <= MAX_GNO:
             raise GtidParseError(f"GNO {gno} out of range")
@@ -451,7 +387,7 @@ class GtidSet:
         data[key] = _normalize(ivs + ((gno, gno),))
         return GtidSet(data)
 
-    def add_gtid(self, gtid: "Gtid | str") -> "GtidSet":
+    def add_gtid(self, gtid: Gtid | str) -> GtidSet:
         g = Gtid.parse(gtid) if isinstance(gtid, str) else gtid
         return self.add(g.uuid, g.tag, g.gno)
 
@@ -597,16 +533,8 @@ def _coerce(x: Any) -> GtidSet:
 # the number of trailing 1-bits in the first byte (plus one) gives the byte count.
 
 
-def _read_varlen(buf: memoryview | bytes, off: int) -> tuple[int, int]:
-    from binlog_parser.serialization import read_varlen_unsigned
-
-    return read_varlen_unsigned(buf, off)
-
-
-def _write_varlen(value: int) -> bytes:
-    from binlog_parser.serialization import write_varlen_unsigned
-
-    return write_varlen_unsigned(value)
+_read_varlen = read_varlen_unsigned
+_write_varlen = write_varlen_unsigned
 
 
 # ---------------------------------------------------------------------------
@@ -629,7 +557,7 @@ class MariaGtid:
         return str(self)
 
     @classmethod
-    def parse(cls, text: str) -> "MariaGtid":
+    def parse(cls, text: str) -> MariaGtid:
         parts = text.strip().split("-")
         if len(parts) != 3 or not all(p.isdigit() and p.isascii() for p in parts):
             raise GtidParseError(f"invalid MariaDB GTID {text!r}")
@@ -648,7 +576,7 @@ class MariaGtidList:
         self.gtids: tuple[MariaGtid, ...] = tuple(gtids)
 
     @classmethod
-    def from_text(cls, text: str) -> "MariaGtidList":
+    def from_text(cls, text: str) -> MariaGtidList:
         t = text.strip()
         if not t:
             return cls()
@@ -698,7 +626,7 @@ class MariaGtidList:
 
     __contains__ = contains
 
-    def advance(self, gtid: MariaGtid) -> "MariaGtidList":
+    def advance(self, gtid: MariaGtid) -> MariaGtidList:
         """A new position where ``gtid`` replaces the entry of its (domain, server)."""
         kept = [g for g in self.gtids if (g.domain_id, g.server_id) != (gtid.domain_id, gtid.server_id)]
         kept.append(gtid)

@@ -244,7 +244,7 @@ class _BatchMaker:
 
 
 def _facts_for_failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -> Iterator[tuple[str, dict]]:
-    from spark_jobs.gtid_reconciliation import split_series
+    from binlake.reconciliation import split_series
 
     file_seq = split_series(piece["file"])[1]
     yield "quarantine", {

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 
     sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
 
-from spark_jobs.gtid_reconciliation import FileFacts, coverage, reconcile
+from binlake.reconciliation import FileFacts, coverage, reconcile
 from spark_jobs.ingest import _rows_df, _sql_str, ensure_table, table_path, write_replace
 
 log = logging.getLogger("binlake.reconcile")

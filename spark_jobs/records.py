@@ -25,13 +25,16 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from typing import Any, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
+from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
 from binlog_parser.reader import BinlogReader, read_format_description
-from spark_jobs.gtid_reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
+from binlog_parser.rows.render import render_row_text
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 
@@ -65,7 +68,7 @@ _DML_WORDS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "CALL", "DO"}
 _TCL_WORDS = {"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA", "START"}
 _DCL_WORDS = {"GRANT", "REVOKE"}
 _LEADING_COMMENT = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*|#[^\n]*\n\s*)*", re.S)
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MAX_TS = 253402300799  # 9999-12-31T23:59:59
 
 
@@ -118,7 +121,8 @@ def _date(ts: _dt.datetime | None) -> _dt.date | None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
                             check_circular=False)
 try:  # the C encoder JSONEncoder.encode would build on every call, built once
-    from json.encoder import c_make_encoder as _c_make_encoder, encode_basestring as _enc_str
+    from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
+    from json.encoder import encode_basestring as _enc_str
 
     _C_ENCODE = _c_make_encoder(None, str, _enc_str, None, ":", ",", False, False, True) \
         if _c_make_encoder is not None else None
@@ -132,12 +136,6 @@ def _dumps(value: Any) -> str:
     if _C_ENCODE is not None:
         return "".join(_C_ENCODE(value, 0))
     return _ENCODER.encode(value)
-
-
-def _json_value(value: Any) -> Any:
-    from binlog_parser.events import to_json_value
-
-    return to_json_value(value)
 
 
 def flavor_of(server_version: str | None) -> str:
@@ -179,20 +177,15 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[tuple[Any, Any, A
     typed = getattr(event, "rows", None)
     table = getattr(event, "table", None)
     if typed is not None and len(typed) == len(rendered) and hasattr(typed[0] if typed else None, "before"):
-        try:
-            from binlog_parser.rows.render import render_row_text
-        except ImportError:  # pragma: no cover
-            render_row_text = None
-        if render_row_text is not None:
-            cols = getattr(table, "columns", None) or ()
-            by_name = {c.name: c for c in cols}
-            for change, row in zip(typed, rendered):
-                b = render_row_text(change.before, by_name)
-                a = render_row_text(change.after, by_name)
-                yield (None if b is None else list(b.items()), None if a is None else list(a.items()),
-                       None if row.get("before") is None else _dumps(row.get("before")),
-                       None if row.get("after") is None else _dumps(row.get("after")))
-            return
+        cols = getattr(table, "columns", None) or ()
+        by_name = {c.name: c for c in cols}
+        for change, row in zip(typed, rendered):
+            b = render_row_text(change.before, by_name)
+            a = render_row_text(change.after, by_name)
+            yield (None if b is None else list(b.items()), None if a is None else list(a.items()),
+                   None if row.get("before") is None else _dumps(row.get("before")),
+                   None if row.get("after") is None else _dumps(row.get("after")))
+        return
     for row in rendered:
         before = row.get("before")
         after = row.get("after")
@@ -251,6 +244,19 @@ class _Trx:
         self.began_with_begin = began_with_begin
         self.events = 0
         self.substantive = False  # saw a statement, table map, row or XID
+
+
+@dataclass(frozen=True, slots=True)
+class _EventPlace:
+    """Where an event sits, as every row derived from it records it."""
+
+    pos: int
+    payload_index: int | None
+    gtid: str | None
+    trx_pos: int | None
+    event_time: Any
+    db: str | None
+    table: str | None
 
 
 class RangeDecoder:
@@ -396,29 +402,86 @@ class RangeDecoder:
     def _on_event(self, event: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         h = event.header
         tc = h.type_code
-        facts = self.facts
-        facts["events"] += 1
+        self.facts["events"] += 1
         embedded = h.payload_pos is not None
+        pos, payload_index, payload_offset = self._locate(h, tc, embedded)
+        event_time = _ts(h.timestamp)
+        self._note_event_time(event_time)
+        fields, fields_json, images = yield from self._event_fields(event, tc, pos)
+        self._note_file_facts(event, h, tc, embedded)
+        yield from self._track_transaction(event, h, tc)
+        trx = self._trx
+        gtid = trx.row["gtid"] if trx is not None else None
+        if trx is not None and gtid is None and trx.row["gtid_kind"] == "ANONYMOUS":
+            gtid = "ANONYMOUS"
+        trx_pos = trx.row["start_pos"] if trx is not None else None
+        db = getattr(event, "schema", None) if tc in _QUERY_TYPES or tc == _TABLE_MAP or tc in _ROWS_TYPES else None
+        table = None
+        if tc == _TABLE_MAP or tc in _ROWS_TYPES:
+            db = fields.get("schema", db)
+            table = fields.get("table")
+        if fields_json is None:
+            fields_json = self._fields_json(event, tc, fields)
+        raw = None
+        if self.keep_raw and not embedded:
+            off = h.pos - self.range_start
+            raw = bytes(self.data[off:off + h.event_size])
+        yield "events", {
+            "source": self.source, "file": self.file, "file_seq": self.file_seq,
+            "pos": pos, "payload_index": payload_index, "payload_offset": payload_offset,
+            "next_pos": h.next_pos, "type_code": tc, "event_type": event.name,
+            "event_time": event_time, "server_id": h.server_id, "event_size": h.event_size,
+            "log_pos": h.log_pos, "flags": h.flags,
+            "checksum": "none" if h.checksum_ok is None else ("ok" if h.checksum_ok else "bad"),
+            "gtid": gtid, "trx_pos": trx_pos, "db": db or None, "table_name": table,
+            "fields": fields_json, "raw": raw, "event_date": _date(event_time),
+        }
+        at = _EventPlace(pos, payload_index, gtid, trx_pos, event_time, db, table)
+        if tc in _QUERY_TYPES:
+            yield from self._on_query(event, h, fields, at)
+        elif tc in _ANNOTATION_TYPES:
+            if trx is not None:
+                text = getattr(event, "query", None)
+                if text:
+                    trx.statements.append(text)
+        elif tc in _ROWS_TYPES:
+            yield from self._on_rows(event, h, fields, images, at)
+        elif tc == _XID:
+            if trx is not None:
+                trx.row["xid"] = getattr(event, "xid", None)
+                yield from self._close_trx(h, cut=False, end_event="XID")
+        elif tc == _XA_PREPARE:
+            if trx is not None:
+                yield from self._close_trx(h, cut=False, end_event="XA_PREPARE")
+
+    def _locate(self, h: Any, tc: int, embedded: bool) -> tuple[int, int | None, int | None]:
+        """(pos, payload_index, payload_offset) of an event; events inside a TRANSACTION_PAYLOAD
+        are placed at the payload's position and numbered within it."""
         if embedded:
             if self._payload_pos != h.payload_pos:
                 self._payload_pos = h.payload_pos
                 self._payload_index = 0
             else:
                 self._payload_index = (self._payload_index or 0) + 1
-            pos, payload_index, payload_offset = h.payload_pos, self._payload_index, h.pos
-        else:
-            self._payload_pos = None
-            self._payload_index = None
-            pos, payload_index, payload_offset = h.pos, None, None
-            self._pos = h.next_pos
-            if tc == _PAYLOAD:
-                self._payload_end = h.next_pos
-        event_time = _ts(h.timestamp)
+            return h.payload_pos, self._payload_index, h.pos
+        self._payload_pos = None
+        self._payload_index = None
+        self._pos = h.next_pos
+        if tc == _PAYLOAD:
+            self._payload_end = h.next_pos
+        return h.pos, None, None
+
+    def _note_event_time(self, event_time: Any) -> None:
+        facts = self.facts
         if event_time is not None:
             if facts["first_event_time"] is None or event_time < facts["first_event_time"]:
                 facts["first_event_time"] = event_time
             if facts["last_event_time"] is None or event_time > facts["last_event_time"]:
                 facts["last_event_time"] = event_time
+
+    def _event_fields(self, event: Any, tc: int, pos: int) -> Generator[
+            tuple[str, dict[str, Any]], None, tuple[dict[str, Any], str | None, list[Any] | None]]:
+        """(fields, their JSON when already encoded, row images): quarantines a rendering failure."""
         fields_json: str | None = None
         images: list[tuple[Any, Any, Any, Any]] | None = None
         fields: dict[str, Any] | None = None
@@ -440,15 +503,30 @@ class RangeDecoder:
             except Exception as exc:  # rendering bug: keep the event, quarantine the fields
                 fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
                 yield "quarantine", self._quarantine(exc, "event", pos, tc)
+        assert fields is not None
+        return fields, fields_json, images
 
-        # --- file-level facts
+    def _fields_json(self, event: Any, tc: int, fields: dict[str, Any]) -> str:
+        """The fields as JSON; a TABLE_MAP's are kept for its repeats (same columns object)."""
+        fields_json = _dumps(fields)
+        if tc == _TABLE_MAP and "_fields_error" not in fields:
+            cols = getattr(event, "columns", None)
+            if cols is not None:
+                if len(self._table_map_json) >= 4096:
+                    self._table_map_json.clear()
+                self._table_map_json[getattr(event, "table_id", None)] = (cols, fields, fields_json)
+        return fields_json
+
+    def _note_file_facts(self, event: Any, h: Any, tc: int, embedded: bool) -> None:
+        """Server, format, previous GTIDs and closing event of the file."""
+        facts = self.facts
         if tc in (_FDE, _START_V3) and not embedded:
             if facts["server_id"] is None:
                 facts["server_id"] = h.server_id
             facts["binlog_version"] = getattr(event, "binlog_version", None)
             facts["server_version"] = getattr(event, "server_version", None)
             alg = getattr(event, "checksum_alg", None)
-            facts["checksum_alg"] = {0: "OFF", 1: "CRC32"}.get(alg, None if alg is None else "OFF")
+            facts["checksum_alg"] = None if alg is None else ("CRC32" if alg == 1 else "OFF")
             if self.flavor is None:
                 self.flavor = flavor_of(facts["server_version"])
         elif tc == _PREVIOUS_GTIDS and facts["previous_gtids"] is None:
@@ -467,7 +545,8 @@ class RangeDecoder:
             facts["closing_event"] = "STOP"
             facts["next_file"] = None
 
-        # --- transactions: open / close around this event
+    def _track_transaction(self, event: Any, h: Any, tc: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Open / close the transaction around this event and count it in."""
         if tc in _TRX_START_TYPES:
             yield from self._close_trx(None, cut=True)
             self._open_trx(event, h)
@@ -478,6 +557,7 @@ class RangeDecoder:
                 if self._trx is None or self._trx.began_with_begin or self._trx.substantive:
                     yield from self._close_trx(None, cut=True)
                     self._open_trx(None, h)
+                assert self._trx is not None
                 self._trx.began_with_begin = True
             elif self._trx is None:
                 self._open_trx(None, h)
@@ -486,110 +566,76 @@ class RangeDecoder:
         if trx is not None:
             trx.events += 1
             if tc not in _TRX_START_TYPES and tc != _PAYLOAD:
-                trx.substantive = trx.substantive or not (tc in _QUERY_TYPES and (getattr(event, "query", "") or "").strip().upper() == "BEGIN")
-        gtid = trx.row["gtid"] if trx is not None else None
-        if trx is not None and gtid is None and trx.row["gtid_kind"] == "ANONYMOUS":
-            gtid = "ANONYMOUS"
-        trx_pos = trx.row["start_pos"] if trx is not None else None
+                is_begin = tc in _QUERY_TYPES and (getattr(event, "query", "") or "").strip().upper() == "BEGIN"
+                trx.substantive = trx.substantive or not is_begin
 
-        db = getattr(event, "schema", None) if tc in _QUERY_TYPES or tc == _TABLE_MAP or tc in _ROWS_TYPES else None
-        table = None
-        if tc == _TABLE_MAP or tc in _ROWS_TYPES:
-            db = fields.get("schema", db)
-            table = fields.get("table")
-        if fields_json is None:
-            fields_json = _dumps(fields)
-            if tc == _TABLE_MAP and "_fields_error" not in fields:
-                cols = getattr(event, "columns", None)
-                if cols is not None:
-                    if len(self._table_map_json) >= 4096:
-                        self._table_map_json.clear()
-                    self._table_map_json[getattr(event, "table_id", None)] = (cols, fields, fields_json)
-        raw = None
-        if self.keep_raw and not embedded:
-            off = h.pos - self.range_start
-            raw = bytes(self.data[off:off + h.event_size])
+    def _on_query(self, event: Any, h: Any, fields: dict[str, Any], at: _EventPlace) -> Iterator[tuple[str, dict[str, Any]]]:
+        """A statement row, and the statement's part in its transaction (a standalone one closes it)."""
+        pos, payload_index, gtid, trx_pos, event_time = at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_time
         event_name = event.name
-        yield "events", {
-            "source": self.source, "file": self.file, "file_seq": self.file_seq,
-            "pos": pos, "payload_index": payload_index, "payload_offset": payload_offset,
-            "next_pos": h.next_pos, "type_code": tc, "event_type": event_name,
-            "event_time": event_time, "server_id": h.server_id, "event_size": h.event_size,
-            "log_pos": h.log_pos, "flags": h.flags,
-            "checksum": "none" if h.checksum_ok is None else ("ok" if h.checksum_ok else "bad"),
-            "gtid": gtid, "trx_pos": trx_pos, "db": db or None, "table_name": table,
-            "fields": fields_json, "raw": raw, "event_date": _date(event_time),
-        }
-
-        # --- statements / rows / closing
-        if tc in _QUERY_TYPES:
-            sql = getattr(event, "query", None) or ""
-            word = sql.strip().upper()
-            if word not in ("BEGIN", "COMMIT"):
+        trx = self._trx
+        sql = getattr(event, "query", None) or ""
+        word = sql.strip().upper()
+        if word not in ("BEGIN", "COMMIT"):
+            kind = statement_kind(sql)
+            yield "statements", {
+                "source": self.source, "file": self.file, "file_seq": self.file_seq,
+                "pos": pos, "payload_index": payload_index, "gtid": gtid, "trx_pos": trx_pos,
+                "event_time": event_time, "server_id": h.server_id,
+                "db": getattr(event, "schema", None) or None, "sql": sql, "kind": kind,
+                "thread_id": getattr(event, "thread_id", None),
+                "exec_time": getattr(event, "exec_time", None),
+                "error_code": getattr(event, "error_code", None),
+                "status_vars": _dumps(fields.get("status_vars")) if fields.get("status_vars") is not None else None,
+                "event_type": event_name, "event_date": _date(event_time),
+            }
+        if trx is not None:
+            if word in ("COMMIT", "ROLLBACK"):
+                yield from self._close_trx(h, cut=False, end_event="ROLLBACK" if word == "ROLLBACK" else "COMMIT")
+            elif word not in ("BEGIN", "COMMIT"):
                 kind = statement_kind(sql)
-                yield "statements", {
-                    "source": self.source, "file": self.file, "file_seq": self.file_seq,
-                    "pos": pos, "payload_index": payload_index, "gtid": gtid, "trx_pos": trx_pos,
-                    "event_time": event_time, "server_id": h.server_id,
-                    "db": getattr(event, "schema", None) or None, "sql": sql, "kind": kind,
-                    "thread_id": getattr(event, "thread_id", None),
-                    "exec_time": getattr(event, "exec_time", None),
-                    "error_code": getattr(event, "error_code", None),
-                    "status_vars": _dumps(fields.get("status_vars")) if fields.get("status_vars") is not None else None,
-                    "event_type": event_name, "event_date": _date(event_time),
-                }
-            if trx is not None:
-                if word in ("COMMIT", "ROLLBACK"):
-                    yield from self._close_trx(h, cut=False, end_event="ROLLBACK" if word == "ROLLBACK" else "COMMIT")
-                elif word not in ("BEGIN", "COMMIT"):
-                    kind = statement_kind(sql)
-                    trx.statements.append(sql)
-                    if kind == "DDL" or kind == "DCL":
-                        trx.has_ddl = True
-                    elif kind == "DML":
-                        trx.has_dml = True
-                    if not trx.began_with_begin:
-                        # a standalone statement (DDL, or a GTID + single statement): it closes
-                        yield from self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
-        elif tc in _ANNOTATION_TYPES:
-            if trx is not None:
-                text = getattr(event, "query", None)
-                if text:
-                    trx.statements.append(text)
-        elif tc in _ROWS_TYPES:
-            if trx is None:
-                self._open_trx(None, h)
-                trx = self._trx
-                trx.events += 1
-            op = "insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete")
-            trx.has_dml = True
-            if db or table:
-                trx.tables.add(f"{db}.{table}")
-            if images is None:
-                images = list(row_images(event, fields))
-            source, file, file_seq, server_id = self.source, self.file, self.file_seq, h.server_id
-            db_s, table_s = db or "", table or ""
-            append = trx.pending_rows.append
-            for i, (b_map, a_map, b_json, a_json) in enumerate(images):
-                append({
-                    "source": source, "file": file, "file_seq": file_seq,
-                    "pos": pos, "payload_index": payload_index, "row_index": i,
-                    "gtid": gtid, "trx_pos": trx_pos, "commit_time": None, "event_time": event_time,
-                    "server_id": server_id, "db": db_s, "table_name": table_s,
-                    "operation": op, "before": b_map, "after": a_map,
-                    "before_json": b_json, "after_json": a_json, "event_type": event_name,
-                    "commit_date": None,
-                })
-            trx.row_changes += len(images)
-            if len(trx.pending_rows) >= self.max_buffered_rows:
-                yield from self._flush_rows(trx, None)
-        elif tc == _XID:
-            if trx is not None:
-                trx.row["xid"] = getattr(event, "xid", None)
-                yield from self._close_trx(h, cut=False, end_event="XID")
-        elif tc == _XA_PREPARE:
-            if trx is not None:
-                yield from self._close_trx(h, cut=False, end_event="XA_PREPARE")
+                trx.statements.append(sql)
+                if kind == "DDL" or kind == "DCL":
+                    trx.has_ddl = True
+                elif kind == "DML":
+                    trx.has_dml = True
+                if not trx.began_with_begin:
+                    # a standalone statement (DDL, or a GTID + single statement): it closes
+                    yield from self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
+
+    def _on_rows(self, event: Any, h: Any, fields: dict[str, Any], images: list[Any] | None,
+                 at: _EventPlace) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The row images of a rows event, buffered in its transaction (flushed past the limit)."""
+        pos, payload_index, gtid, trx_pos, event_time = at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_time
+        db, table, tc, event_name = at.db, at.table, h.type_code, event.name
+        trx = self._trx
+        if trx is None:
+            self._open_trx(None, h)
+            trx = self._trx
+            assert trx is not None
+            trx.events += 1
+        op = "insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete")
+        trx.has_dml = True
+        if db or table:
+            trx.tables.add(f"{db}.{table}")
+        if images is None:
+            images = list(row_images(event, fields))
+        source, file, file_seq, server_id = self.source, self.file, self.file_seq, h.server_id
+        db_s, table_s = db or "", table or ""
+        append = trx.pending_rows.append
+        for i, (b_map, a_map, b_json, a_json) in enumerate(images):
+            append({
+                "source": source, "file": file, "file_seq": file_seq,
+                "pos": pos, "payload_index": payload_index, "row_index": i,
+                "gtid": gtid, "trx_pos": trx_pos, "commit_time": None, "event_time": event_time,
+                "server_id": server_id, "db": db_s, "table_name": table_s,
+                "operation": op, "before": b_map, "after": a_map,
+                "before_json": b_json, "after_json": a_json, "event_type": event_name,
+                "commit_date": None,
+            })
+        trx.row_changes += len(images)
+        if len(trx.pending_rows) >= self.max_buffered_rows:
+            yield from self._flush_rows(trx, None)
 
     def _open_trx(self, event: Any, h: Any) -> None:
         pos = h.payload_pos if h.payload_pos is not None else h.pos
@@ -692,10 +738,12 @@ def decode_range(data: bytes | memoryview, **kwargs: Any) -> Iterator[tuple[str,
     return iter(RangeDecoder(data, **kwargs))
 
 
-def decode_file(path_or_bytes: Any, *, source: str, file: str | None = None, **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def decode_file(path_or_bytes: Any, *, source: str, file: str | None = None,
+                **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     """Decode a whole local file (path) or bytes: a convenience for tests and tools."""
+    data: bytes | memoryview
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        data = path_or_bytes
+        data = bytes(path_or_bytes) if isinstance(path_or_bytes, bytearray) else path_or_bytes
         name = file or "<bytes>"
     else:
         with open(path_or_bytes, "rb") as fh:

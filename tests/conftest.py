@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, config_from_dict
-from binlake.s3server import DUMMY_AWS_ENV, S3Server
+from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
 
 
 # --- hypothesis profiles (hostile-input / fuzz tests) -----------------------------------------

@@ -78,7 +78,7 @@ class MBEvent:
     label: bytes                      # text after the header fields ("Query\tthread_id=...")
     kind: str                         # normalised label: Start, Query, Xid, Table_map, ...
     lines: list[bytes] = field(default_factory=list)  # the event's text after the header
-    group: "RowGroup | None" = None   # rows events: the group their rows were printed in
+    group: RowGroup | None = None   # rows events: the group their rows were printed in
     reprint: bool = False             # a header printed again (old LOAD events), not an event
 
     # -- parsed facts ----------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from binlake.s3server import S3Server
+from binlake.testing.s3server import S3Server
 from tests._chain_util import MARIADB_FILES, make_open, read_fixture, with_rotate_to
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
@@ -93,7 +93,7 @@ def _table_rows(spark: Any, cfg: Any, name: str) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> dict[str, Any]:
-    from binlake.demo import migrate_airflow_db
+    from binlake.testing.demo import migrate_airflow_db
 
     tmp = tmp_path_factory.mktemp("dags")
     client = s3_server.client()
@@ -118,7 +118,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> dict
 
 def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, sources: list[str]) -> Any:
     from binlake.config import load_config
-    from binlake.demo import load_dag
+    from binlake.testing.demo import load_dag
 
     path = _write_config(world["tmp"] / f"{dag_id}-{'-'.join(sources)}.toml", world["endpoint"], world["warehouse"],
                          world["state"], sources)
@@ -128,7 +128,7 @@ def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, so
 
 
 def _load(dag_id: str) -> Any:
-    from binlake.demo import load_dag
+    from binlake.testing.demo import load_dag
 
     return load_dag(dag_id)
 
@@ -137,7 +137,7 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
                                               capfd: pytest.CaptureFixture[str]) -> None:
     import time
 
-    from binlake.demo import run_dag
+    from binlake.testing.demo import run_dag
     from binlake.tables import table_location
 
     timings: dict[str, float] = {}
@@ -191,9 +191,9 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
     assert found["to_ingest"] == 0 and found["bytes_read"] < 8192  # ingested files not read again
 
     # ---- night 3: binlog.000004 rotated, binlog.000005 appeared (still open); a new source
-    #      with a generated MySQL 8 chain (binlake.synthetic) whose last file is still in use
+    #      with a generated MySQL 8 chain (binlake.testing.synthetic) whose last file is still in use
     from binlake.config import S3Settings
-    from binlake.synthetic import Faults, SyntheticConfig, generate
+    from binlake.testing.synthetic import Faults, SyntheticConfig, generate
 
     closed4 = with_rotate_to(read_fixture("binlog.000004"), "binlog.000005")
     _put(world["client"], "good", "binlog.000004", closed4)

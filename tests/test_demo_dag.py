@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from binlake.config import load_config
-from binlake.demo import (
+from binlake.tables import table_location
+from binlake.testing.demo import (
     DEMO_SOURCES,
     NIGHTLY_DAG_ID,
     load_dag,
@@ -20,8 +21,7 @@ from binlake.demo import (
     upload_demo_sources,
     write_demo_config,
 )
-from binlake.s3server import S3Server
-from binlake.tables import table_location
+from binlake.testing.s3server import S3Server
 
 NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.data_checks",
                  "summary"}

@@ -15,16 +15,16 @@ exceptions name the file, the offset or the type, and what must hold instead.
 from __future__ import annotations
 
 import csv
-import functools
 import datetime as dt
+import functools
 import re
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+import mariadb_binlog_text as mb
 import pytest
 
-import mariadb_binlog_text as mb
 from binlog_parser import BinlogError, read_events
 from binlog_parser.rows import Geometry, MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp, RowsEvent
 from binlog_parser.rows.charsets import CHARSET_CODEC, charset_of
@@ -172,11 +172,12 @@ def typestr(col) -> str:
     return f"?{t}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reverse_charset(charset: str) -> dict[str, bytes]:
     """char -> code for the charsets our decoder maps itself (built from the decoder)."""
-    from binlog_parser.rows.charsets import make_text_decoder
     from test_differential_mariadb_server import charset_codes
+
+    from binlog_parser.rows.charsets import make_text_decoder
     dec = make_text_decoder(charset)
     rev: dict[str, bytes] = {}
     for code in charset_codes(charset):
@@ -318,7 +319,7 @@ def _load_data_text(ev, empty_starting_by: bool = False) -> bytes:
 
 
 def _ts(sec: int) -> str:
-    d = dt.datetime.fromtimestamp(sec, dt.timezone.utc)
+    d = dt.datetime.fromtimestamp(sec, dt.UTC)
     return f"{d:%y%m%d} {d.hour:2d}:{d:%M:%S}"
 
 
@@ -348,7 +349,7 @@ def decode_ours(path: Path):
     return events, error
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compare_file(rel: str) -> Diff:
     """Compare one fixture (path relative to tests/fixtures); cached for the summary test."""
     return compare_path(FIXTURES / rel, rel)

@@ -16,22 +16,22 @@ skipped - loudly - only when no server can be started.
 from __future__ import annotations
 
 import random
-from collections import Counter
 import shutil
 import struct
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import mariadb_binlog_text as mb
+import pytest
+from test_differential_mariadb_binlog import compare_path
+from test_mariadb_server import MariaDB, _ensure_installed
+
 from binlog_parser import CorruptEventError, read_events
 from binlog_parser.events import QueryEvent
 from binlog_parser.reader import BinlogReader
 from binlog_parser.rows import RowsEvent, SchemaRegistry, render_value_text
-from test_differential_mariadb_binlog import compare_path
-from test_mariadb_server import MariaDB, _ensure_installed
 
 SEED = 20261122
 ROWS = 240          # per table

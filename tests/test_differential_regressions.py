@@ -18,13 +18,13 @@ import struct
 
 import pytest
 from _binlog_util import Builder
+from test_rows_event import ctx, hdr, table_map
 
 from binlog_parser import CorruptEventError, read_events
 from binlog_parser.constants import EventType
 from binlog_parser.context import DecodeContext
 from binlog_parser.rows import ROW_EVENT_DECODERS, SchemaRegistry
 from binlog_parser.rows.column_types import ColumnType as T
-from test_rows_event import ctx, hdr, table_map
 
 
 def _uv(name: bytes, vtype: int, collation: int, value: bytes) -> bytes:

@@ -349,7 +349,7 @@ def test_maria_gtid_and_list_and_compressed_query() -> None:
     b = Builder(version="10.11.6-MariaDB-log")
     b.add(EventType.MARIA_GTID, struct.pack("<QIB", 42, 0, 1 | 2) + struct.pack("<Q", 7), server_id=5)
     b.add(EventType.MARIA_GTID_LIST, struct.pack("<I", 2) + struct.pack("<IIQ", 0, 5, 41) + struct.pack("<IIQ", 1, 2, 3))
-    q = "INSERT INTO t VALUES (1)".encode()
+    q = b"INSERT INTO t VALUES (1)"
     comp = bytes([0x80 | 1, len(q)]) + zlib.compress(q)
     b.add(EventType.MARIA_QUERY_COMPRESSED, query_body("", "db")[:-0 or None].replace(b"", b"", 0) + comp)
     b.add(EventType.MARIA_START_ENCRYPTION, b"\x01" + struct.pack("<I", 3) + b"N" * 12)

@@ -170,10 +170,10 @@ def test_algebra_laws(a: frozenset, b: frozenset, c: frozenset) -> None:  # type
     assert (ga - gb) | (ga & gb) == ga
     assert ((ga - gb) & gb).is_empty
     # canonical text: intervals sorted, merged (no two adjacent) and single GNOs bare
-    for u, t, s, e in ga:
+    for _u, _t, s, e in ga:
         assert 1 <= s <= e
     ivs = list(ga)
-    for (u1, t1, s1, e1), (u2, t2, s2, e2) in zip(ivs, ivs[1:]):
+    for (u1, t1, _s1, e1), (u2, t2, s2, _e2) in zip(ivs, ivs[1:]):
         if (u1, t1) == (u2, t2):
             assert s2 > e1 + 1
         else:

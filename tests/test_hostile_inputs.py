@@ -20,25 +20,24 @@ import resource
 import select
 import signal
 import struct
-import sys
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import zstandard
-from _binlog_util import BINLOGS, FIXTURES, MAGIC, POST_HEADER_80, Builder, event, fde, query_body
+from _binlog_util import BINLOGS, FIXTURES, MAGIC, POST_HEADER_80, Builder, fde, query_body
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from binlog_parser import BinlogError, read_events
 from binlog_parser.gtid import GtidParseError, GtidSet
-from binlog_parser.rows.json_binary import JsonDecodeError, parse_json_binary
+from binlog_parser.rows.json_binary import JsonDecodeError, MySQLJson, parse_json_binary
 from binlog_parser.rows.json_diff import JsonDiff, apply_json_diffs
-from binlog_parser.rows.json_binary import MySQLJson
 from binlog_parser.wire import encode_packed_int as pk
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork for the memory cap")

@@ -11,12 +11,12 @@ from binlake.discovery import KnownFile, discover_source
 from binlake.ingest_state import (
     DeltaSnapshotReader,
     _known_from_rows,
-    known_files_spark,
     load_known_files,
     plan_ingest,
     read_table_rows,
 )
 from binlake.storage import LocalObjectStore
+from spark_jobs.ingest_state import known_files_spark
 from tests._chain_util import MARIADB_FILES, read_fixture
 
 

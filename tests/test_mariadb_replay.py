@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rows_replay import Replayer, compare_table
 
 from binlog_parser.reader import read_events
 from binlog_parser.rows import RowsEvent, render_value, render_value_text
-from rows_replay import Replayer, compare_table
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mariadb-10.11"
 FILES = sorted(FIXTURE.glob("binlog.0*"))

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from rows_replay import Replayer, compare_table
 
 from binlog_parser.reader import read_events
 from binlog_parser.rows import RowsEvent
-from rows_replay import Replayer, compare_table
 
 SQL = Path(__file__).parent / "sql" / "all_types.sql"
 TABLES = {"ints": "id", "nums": "id", "times": "id", "strs": "id", "geo": "id"}

@@ -6,10 +6,8 @@ import collections
 import json
 from pathlib import Path
 
-import pytest
-
+from binlake.reconciliation import FileFacts, reconcile
 from binlog_parser.reader import scan_headers
-from spark_jobs.gtid_reconciliation import FileFacts, reconcile
 from spark_jobs.records import (
     context_from_head,
     decode_file,

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.s3server import S3Server
 from binlake.storage import (
     LocalObjectStore,
     ObjectNotFound,
@@ -16,6 +15,7 @@ from binlake.storage import (
     S3ObjectStore,
     open_object_store,
 )
+from binlake.testing.s3server import S3Server
 
 DATA = bytes(range(256)) * 4  # 1024 bytes
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.synthetic import Faults, SyntheticConfig, generate
+from binlake.testing.synthetic import Faults, SyntheticConfig, generate
 from binlog_parser import read_events
 from binlog_parser.rows import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
 from binlog_parser.rows.json_binary import MySQLJson
@@ -67,8 +67,9 @@ def _ours_rows(data: bytes):
 
 
 def _peer_rows(data: bytes):
-    from bench.peers.pymysqlrepl import PeerError, iter_events
     from pymysqlreplication.row_event import UpdateRowsEvent
+
+    from bench.peers.pymysqlrepl import PeerError, iter_events
 
     out = []
     for ev in iter_events(data):

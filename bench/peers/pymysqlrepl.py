@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pymysqlreplication import event as _ev
 from pymysqlreplication import row_event as _rev

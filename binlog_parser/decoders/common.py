@@ -6,7 +6,6 @@ import struct
 
 from binlog_parser.errors import CorruptEventError
 
-U8 = struct.Struct("<B")
 U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
@@ -65,11 +64,11 @@ def decode_decimal(raw: bytes | memoryview, precision: int, scale: int) -> str:
         int_digits += str(int.from_bytes(b[off:off + n], "big"))
         off += n
     for _ in range(intg0):
-        int_digits += "%09d" % int.from_bytes(b[off:off + 4], "big")
+        int_digits += f"{int.from_bytes(b[off:off + 4], 'big'):09d}"
         off += 4
     frac_digits = ""
     for _ in range(frac0):
-        frac_digits += "%09d" % int.from_bytes(b[off:off + 4], "big")
+        frac_digits += f"{int.from_bytes(b[off:off + 4], 'big'):09d}"
         off += 4
     if frac0x:
         n = _DIG2BYTES[frac0x]

@@ -20,6 +20,7 @@ from binlog_parser.events import (
     HeartbeatV2Event,
     IgnorableEvent,
     IncidentEvent,
+    LargeTransactionHeaderEvent,
     RotateEvent,
     RowsQueryEvent,
     StartEventV3,
@@ -27,13 +28,12 @@ from binlog_parser.events import (
     XidEvent,
 )
 from binlog_parser.header import EventHeader
+from binlog_parser.server_version import fde_has_checksum_alg
 
 
 def decode_format_description(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
     # body: after the 19-byte header; the reader stripped the 4-byte CRC room when the
     # server version writes one, so the alg byte (if any) is the last byte.
-    from binlog_parser.reader import fde_has_checksum_alg
-
     need(body, 57, "FORMAT_DESCRIPTION")
     binlog_version = U16.unpack_from(body, 0)[0]
     server_version = nul_string(body[2:52]).decode("latin-1")
@@ -105,7 +105,7 @@ def decode_heartbeat_v2(h: EventHeader, body: memoryview, ctx: DecodeContext) ->
     fields = decode_tlv(body)
     name = fields.get(1)
     pos = fields.get(2)
-    return HeartbeatV2Event(h, text(name) if isinstance(name, (bytes, bytearray)) else None,
+    return HeartbeatV2Event(h, text(bytes(name)) if isinstance(name, (bytes, bytearray)) else None,
                             pos if isinstance(pos, int) else None)
 
 
@@ -120,8 +120,6 @@ def decode_rows_query(h: EventHeader, body: memoryview, ctx: DecodeContext) -> E
 
 
 def decode_large_transaction_header(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
-    from binlog_parser.events import LargeTransactionHeaderEvent
-
     ph = ctx.post_header_length(EventType.LARGE_TRANSACTION_HEADER)
     need(body, ph + 1, "LARGE_TRANSACTION_HEADER")
     b = body[ph:]

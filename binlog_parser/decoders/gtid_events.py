@@ -15,8 +15,19 @@ from binlog_parser.events import (
     ViewChangeEvent,
     XaPrepareEvent,
 )
-from binlog_parser.gtid import MAX_GNO, GtidParseError, GtidSet, uuid_from_bytes
+from binlog_parser.gtid import (
+    MAX_GNO,
+    GtidParseError,
+    GtidSet,
+    normalize_tag,
+    uuid_from_bytes,
+)
 from binlog_parser.header import EventHeader
+from binlog_parser.serialization import (
+    read_string,
+    read_varlen_signed,
+    read_varlen_unsigned,
+)
 from binlog_parser.wire import packed_int
 
 LOGICAL_TIMESTAMP_TYPECODE = 2
@@ -194,8 +205,6 @@ _TAGGED_FIELDS = (
 def decode_serialized_message(body: memoryview, fields: tuple[tuple[str, str], ...],
                               what: str) -> dict[str, object]:
     """Decode ``<version> <size> <last_non_ignorable_id> {<id> <data>}`` per ``fields``."""
-    from binlog_parser.serialization import read_string, read_varlen_signed, read_varlen_unsigned
-
     _version, off = read_varlen_unsigned(body, 0)
     size, off = read_varlen_unsigned(body, off)
     if size > len(body) or size < off:
@@ -233,8 +242,6 @@ def decode_serialized_message(body: memoryview, fields: tuple[tuple[str, str], .
 
 
 def decode_gtid_tagged(h: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
-    from binlog_parser.gtid import GtidParseError, normalize_tag
-
     f = decode_serialized_message(body, _TAGGED_FIELDS, "GTID_TAGGED")
     if "uuid" not in f or "gno" not in f:
         raise CorruptEventError("GTID_TAGGED without UUID or GNO")
@@ -245,7 +252,9 @@ def decode_gtid_tagged(h: EventHeader, body: memoryview, ctx: DecodeContext) -> 
         raise CorruptEventError(f"invalid GNO {gno}")
     raw_tag = f.get("tag", b"")
     try:
-        tag = normalize_tag(raw_tag.decode("ascii")) if raw_tag else ""  # type: ignore[union-attr]
+        if raw_tag and not isinstance(raw_tag, (bytes, bytearray)):
+            raise CorruptEventError(f"GTID_TAGGED: tag field is not a string ({raw_tag!r})")
+        tag = normalize_tag(raw_tag.decode("ascii")) if isinstance(raw_tag, (bytes, bytearray)) else ""
     except (UnicodeDecodeError, GtidParseError) as exc:
         raise CorruptEventError(f"GTID_TAGGED: invalid tag {raw_tag!r}") from exc
     imm_ts = f.get("immediate_commit_timestamp")

@@ -9,7 +9,17 @@ from typing import Any
 
 from binlog_parser.constants import EventType
 from binlog_parser.context import DecodeContext
-from binlog_parser.decoders.common import F64, I64, U16, U32, U64, decode_decimal, need, nul_string, text
+from binlog_parser.decoders.common import (
+    F64,
+    I64,
+    U16,
+    U32,
+    U64,
+    decode_decimal,
+    need,
+    nul_string,
+    text,
+)
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.events import (
     AppendBlockEvent,
@@ -25,6 +35,7 @@ from binlog_parser.events import (
 )
 from binlog_parser.header import EventHeader
 from binlog_parser.limits import bounded_zlib_decompress, effective_max_event_size
+from binlog_parser.rows.charsets import charset_of, make_text_decoder
 
 # ---------------------------------------------------------------------------
 # QUERY status variables (statement_events.h Q_* codes; MariaDB's from 128)
@@ -59,17 +70,6 @@ Q_CHARACTER_SET_COLLATIONS = 131
 
 OVER_MAX_DBS_IN_EVENT_MTS = 254
 
-STATUS_VAR_NAMES = {
-    0: "flags2", 1: "sql_mode", 2: "catalog", 3: "auto_increment", 4: "charset",
-    5: "time_zone", 6: "catalog_nz", 7: "lc_time_names", 8: "charset_database",
-    9: "table_map_for_update", 10: "master_data_written", 11: "invoker",
-    12: "updated_db_names", 13: "microseconds", 14: "commit_ts", 15: "commit_ts2",
-    16: "explicit_defaults_ts", 17: "ddl_xid", 18: "default_collation_for_utf8mb4",
-    19: "sql_require_primary_key", 20: "default_table_encryption",
-    128: "hrnow", 129: "xid", 130: "gtid_flags3", 131: "character_set_collations",
-}
-
-
 def _u(b: memoryview, off: int, n: int) -> int:
     if off + n > len(b):
         raise CorruptEventError(f"status variable runs past the status block ({off}+{n} > {len(b)})")
@@ -84,6 +84,27 @@ def _lstr(b: memoryview, off: int) -> tuple[str, int]:
     return text(b[off:off + n]), off + n
 
 
+#: Status variables that are one little-endian unsigned integer: code -> (name, bytes).
+_FIXED_STATUS_VARS: dict[int, tuple[str, int]] = {
+    Q_FLAGS2_CODE: ("flags2", 4),
+    Q_SQL_MODE_CODE: ("sql_mode", 8),
+    Q_LC_TIME_NAMES_CODE: ("lc_time_names", 2),
+    Q_CHARSET_DATABASE_CODE: ("charset_database", 2),
+    Q_TABLE_MAP_FOR_UPDATE_CODE: ("table_map_for_update", 8),
+    Q_MASTER_DATA_WRITTEN_CODE: ("master_data_written", 4),
+    Q_MICROSECONDS: ("microseconds", 3),
+    Q_COMMIT_TS: ("commit_ts", 8),
+    Q_COMMIT_TS2: ("commit_ts2", 8),
+    Q_DDL_LOGGED_WITH_XID: ("ddl_xid", 8),
+    Q_DEFAULT_COLLATION_FOR_UTF8MB4: ("default_collation_for_utf8mb4", 2),
+    Q_SQL_REQUIRE_PRIMARY_KEY: ("sql_require_primary_key", 1),
+    Q_DEFAULT_TABLE_ENCRYPTION: ("default_table_encryption", 1),
+    Q_HRNOW: ("hrnow", 3),
+    Q_XID: ("xid", 8),
+    Q_GTID_FLAGS3: ("gtid_flags3", 1),
+}
+
+
 def decode_status_vars(sv: memoryview, is_mariadb: bool = False) -> tuple[dict[str, Any], int | None]:
     """Decode a QUERY status-variable block. Returns (vars by name, first unknown code)."""
     out: dict[str, Any] = {}
@@ -92,104 +113,78 @@ def decode_status_vars(sv: memoryview, is_mariadb: bool = False) -> tuple[dict[s
     while off < n:
         code = sv[off]
         off += 1
-        if code == Q_FLAGS2_CODE:
-            out["flags2"] = _u(sv, off, 4)
-            off += 4
-        elif code == Q_SQL_MODE_CODE:
-            out["sql_mode"] = _u(sv, off, 8)
-            off += 8
-        elif code == Q_CATALOG_CODE:
-            s, off = _lstr(sv, off)
-            out["catalog"] = s
-            off += 1  # trailing NUL
-        elif code == Q_AUTO_INCREMENT:
-            out["auto_increment"] = {"increment": _u(sv, off, 2), "offset": _u(sv, off + 2, 2)}
-            off += 4
-        elif code == Q_CHARSET_CODE:
-            out["charset"] = {"client": _u(sv, off, 2), "connection": _u(sv, off + 2, 2),
-                              "server": _u(sv, off + 4, 2)}
-            off += 6
-        elif code == Q_TIME_ZONE_CODE:
-            out["time_zone"], off = _lstr(sv, off)
-        elif code == Q_CATALOG_NZ_CODE:
-            out["catalog"], off = _lstr(sv, off)
-        elif code == Q_LC_TIME_NAMES_CODE:
-            out["lc_time_names"] = _u(sv, off, 2)
-            off += 2
-        elif code == Q_CHARSET_DATABASE_CODE:
-            out["charset_database"] = _u(sv, off, 2)
-            off += 2
-        elif code == Q_TABLE_MAP_FOR_UPDATE_CODE:
-            out["table_map_for_update"] = _u(sv, off, 8)
-            off += 8
-        elif code == Q_MASTER_DATA_WRITTEN_CODE:
-            out["master_data_written"] = _u(sv, off, 4)
-            off += 4
-        elif code == Q_INVOKER:
-            user, off = _lstr(sv, off)
-            host, off = _lstr(sv, off)
-            out["invoker"] = {"user": user, "host": host}
-        elif code == Q_UPDATED_DB_NAMES:
-            count = _u(sv, off, 1)
-            off += 1
-            names: list[str] | None = []
-            if count == OVER_MAX_DBS_IN_EVENT_MTS:
-                names = None
-            else:
-                for _ in range(count):
-                    end = bytes(sv[off:]).find(b"\x00")
-                    if end < 0:
-                        raise CorruptEventError("updated_db_names entry without a NUL")
-                    names.append(text(sv[off:off + end]))  # type: ignore[union-attr]
-                    off += end + 1
-            out["updated_db_names"] = names
-        elif code == Q_MICROSECONDS:
-            out["microseconds"] = _u(sv, off, 3)
-            off += 3
-        elif code == Q_COMMIT_TS:
-            out["commit_ts"] = _u(sv, off, 8)
-            off += 8
-        elif code == Q_COMMIT_TS2:
-            out["commit_ts2"] = _u(sv, off, 8)
-            off += 8
-        elif code == Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP:
-            out["explicit_defaults_ts"] = bool(_u(sv, off, 1))
-            off += 1
-        elif code == Q_DDL_LOGGED_WITH_XID:
-            out["ddl_xid"] = _u(sv, off, 8)
-            off += 8
-        elif code == Q_DEFAULT_COLLATION_FOR_UTF8MB4:
-            out["default_collation_for_utf8mb4"] = _u(sv, off, 2)
-            off += 2
-        elif code == Q_SQL_REQUIRE_PRIMARY_KEY:
-            out["sql_require_primary_key"] = _u(sv, off, 1)
-            off += 1
-        elif code == Q_DEFAULT_TABLE_ENCRYPTION:
-            out["default_table_encryption"] = _u(sv, off, 1)
-            off += 1
-        elif code == Q_HRNOW:
-            out["hrnow"] = _u(sv, off, 3)
-            off += 3
-        elif code == Q_XID:
-            out["xid"] = _u(sv, off, 8)
-            off += 8
-        elif code == Q_GTID_FLAGS3:
-            out["gtid_flags3"] = _u(sv, off, 1)
-            off += 1
-        elif code == Q_CHARACTER_SET_COLLATIONS:
-            count = _u(sv, off, 1)
-            off += 1
-            pairs = []
-            for _ in range(count):
-                pairs.append({"charset": _u(sv, off, 2), "collation": _u(sv, off + 2, 2)})
-                off += 4
-            out["character_set_collations"] = pairs
+        fixed = _FIXED_STATUS_VARS.get(code)
+        if fixed is not None:
+            name, size = fixed
+            out[name] = _u(sv, off, size)
+            off += size
         else:
-            # unknown code: its length is unknown, the rest cannot be parsed (as the server)
-            return out, code
+            after = _decode_shaped_status_var(sv, off, code, out)
+            if after is None:
+                # unknown code: its length is unknown, the rest cannot be parsed (as the server)
+                return out, code
+            off = after
         if off > n:
             raise CorruptEventError("status variables run past their block")
     return out, None
+
+
+def _decode_shaped_status_var(sv: memoryview, off: int, code: int, out: dict[str, Any]) -> int | None:
+    """Decode one status variable of another shape into ``out``: the offset after it, or None
+    for an unknown code."""
+    if code == Q_CATALOG_CODE:
+        out["catalog"], off = _lstr(sv, off)
+        return off + 1  # trailing NUL
+    if code == Q_AUTO_INCREMENT:
+        out["auto_increment"] = {"increment": _u(sv, off, 2), "offset": _u(sv, off + 2, 2)}
+        return off + 4
+    if code == Q_CHARSET_CODE:
+        out["charset"] = {"client": _u(sv, off, 2), "connection": _u(sv, off + 2, 2),
+                          "server": _u(sv, off + 4, 2)}
+        return off + 6
+    if code == Q_TIME_ZONE_CODE:
+        out["time_zone"], off = _lstr(sv, off)
+        return off
+    if code == Q_CATALOG_NZ_CODE:
+        out["catalog"], off = _lstr(sv, off)
+        return off
+    if code == Q_INVOKER:
+        user, off = _lstr(sv, off)
+        host, off = _lstr(sv, off)
+        out["invoker"] = {"user": user, "host": host}
+        return off
+    if code == Q_UPDATED_DB_NAMES:
+        return _decode_updated_db_names(sv, off, out)
+    if code == Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP:
+        out["explicit_defaults_ts"] = bool(_u(sv, off, 1))
+        return off + 1
+    if code == Q_CHARACTER_SET_COLLATIONS:
+        count = _u(sv, off, 1)
+        off += 1
+        pairs = []
+        for _ in range(count):
+            pairs.append({"charset": _u(sv, off, 2), "collation": _u(sv, off + 2, 2)})
+            off += 4
+        out["character_set_collations"] = pairs
+        return off
+    return None
+
+
+def _decode_updated_db_names(sv: memoryview, off: int, out: dict[str, Any]) -> int:
+    count = _u(sv, off, 1)
+    off += 1
+    names: list[str] | None = []
+    if count == OVER_MAX_DBS_IN_EVENT_MTS:
+        names = None
+    else:
+        for _ in range(count):
+            end = bytes(sv[off:]).find(b"\x00")
+            if end < 0:
+                raise CorruptEventError("updated_db_names entry without a NUL")
+            names.append(text(sv[off:off + end]))  # type: ignore[union-attr]
+            off += end + 1
+    out["updated_db_names"] = names
+    return off
 
 
 def _decode_query_like(h: EventHeader, body: memoryview, ctx: DecodeContext,
@@ -293,7 +288,6 @@ BINARY_CHARSET = 63
 def _user_var_text(raw: bytes, collation: int) -> str | bytes:
     """A string user variable: text decoded with its collation's charset (latin1 bytes C3 A9
     are "Ã©", ucs2 00 E9 is "é"); bytes for binary, an unknown charset or invalid bytes."""
-    from binlog_parser.rows.charsets import charset_of, make_text_decoder  # pure helpers
     if collation == BINARY_CHARSET:
         return raw
     dec = make_text_decoder(charset_of(collation))

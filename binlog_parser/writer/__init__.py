@@ -22,8 +22,9 @@ See ``docs/writer.md``.
 
 from __future__ import annotations
 
+from binlog_parser.writer.decimal import encode_decimal
+from binlog_parser.writer.errors import EncodeError, ValueEncodeError
 from binlog_parser.writer.events import (
-    EncodeError,
     encode_body,
     encode_event,
     format_description_body,
@@ -36,11 +37,21 @@ from binlog_parser.writer.events import (
     rotate_body,
     xid_body,
 )
-from binlog_parser.writer.file import BinlogFileWriter, default_status_vars, write_binlog_bytes
+from binlog_parser.writer.file import (
+    BinlogFileWriter,
+    default_status_vars,
+    write_binlog_bytes,
+)
 from binlog_parser.writer.json_binary import encode_json
 from binlog_parser.writer.payload import compress_events, transaction_payload_body
-from binlog_parser.writer.rows import Column, RowsEncoder, Table, column_layout, table_map_body
-from binlog_parser.writer.values import ValueEncodeError, encode_decimal, make_encoder
+from binlog_parser.writer.rows import (
+    Column,
+    RowsEncoder,
+    Table,
+    column_layout,
+    table_map_body,
+)
+from binlog_parser.writer.values import make_encoder
 
 __all__ = [
     "BinlogFileWriter", "Column", "EncodeError", "RowsEncoder", "Table", "ValueEncodeError",

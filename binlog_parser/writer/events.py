@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from binlog_parser.constants import (
     CHECKSUM_CRC32,
@@ -38,9 +39,14 @@ from binlog_parser.events import (
     UnknownEvent,
     XidEvent,
 )
-from binlog_parser.gtid import uuid_to_bytes
+from binlog_parser.gtid import GtidSet, uuid_to_bytes
+from binlog_parser.rows import RowsEvent, TableMapEvent
 from binlog_parser.serialization import write_varlen_signed, write_varlen_unsigned
+from binlog_parser.server_version import server_version_split
 from binlog_parser.wire import encode_packed_int
+from binlog_parser.writer.errors import EncodeError
+from binlog_parser.writer.payload import transaction_payload_body
+from binlog_parser.writer.rows import rows_body_from_event, table_map_body_from_event
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 HEADER_LEN = 19
@@ -48,10 +54,6 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _crc32 = zlib.crc32
-
-
-class EncodeError(ValueError):
-    """An event (or value) that cannot be written in the requested format."""
 
 
 # ---------------------------------------------------------------------------
@@ -69,8 +71,6 @@ _PH_84 = bytes.fromhex("000d0008000000000400040000006300041a08000000000000020000
 
 
 def version_tuple(server_version: str) -> tuple[int, int, int]:
-    from binlog_parser.reader import server_version_split
-
     return server_version_split(server_version)
 
 
@@ -156,8 +156,6 @@ def xid_body(xid: int) -> bytes:
 
 
 def previous_gtids_body(gtid_set: Any, tagged: bool | None = None) -> bytes:
-    from binlog_parser.gtid import GtidSet
-
     if isinstance(gtid_set, str):
         gtid_set = GtidSet.from_text(gtid_set)
     return gtid_set.encode(tagged=tagged)
@@ -386,21 +384,13 @@ def encode_body(event: Event) -> bytes:
     if isinstance(event, RowsQueryEvent):
         return _rows_query_body(event)
     if isinstance(event, TransactionPayloadEvent):
-        from binlog_parser.writer.payload import transaction_payload_body
-
         return transaction_payload_body(event.payload, event.uncompressed_size,
                                         event.compression_type)
     if isinstance(event, UnknownEvent):
         return event.body
-    from binlog_parser.rows import RowsEvent, TableMapEvent
-
     if isinstance(event, TableMapEvent):
-        from binlog_parser.writer.rows import table_map_body_from_event
-
         return table_map_body_from_event(event)
     if isinstance(event, RowsEvent):
-        from binlog_parser.writer.rows import rows_body_from_event
-
         return rows_body_from_event(event)
     raise EncodeError(f"no encoder for {type(event).__name__} ({event.name})")
 

@@ -13,8 +13,9 @@ and, with ``checksum=True``, a CRC32 trailer.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Sequence
+from typing import IO, Any
 
 from binlog_parser.constants import (
     BINLOG_MAGIC,
@@ -25,9 +26,12 @@ from binlog_parser.constants import (
     LOG_EVENT_SUPPRESS_USE_F,
     EventType,
 )
+from binlog_parser.context import DecodeContext
 from binlog_parser.gtid import Gtid, GtidSet
+from binlog_parser.header import EventHeader
+from binlog_parser.rows.table_map import decode_table_map
+from binlog_parser.writer.errors import EncodeError
 from binlog_parser.writer.events import (
-    EncodeError,
     HEADER_LEN,
     format_description_body,
     frame_event,
@@ -40,6 +44,7 @@ from binlog_parser.writer.events import (
     server_version_id,
     xid_body,
 )
+from binlog_parser.writer.payload import compress_events, transaction_payload_body
 from binlog_parser.writer.rows import (
     DELETE_ROWS_V2,
     STMT_END_F,
@@ -137,7 +142,7 @@ class BinlogFileWriter:
         self._pending: _Pending | None = None
         self._tables: dict[Table, _TableEntry] = {}
         self._ph = post_header_lengths(server_version)
-        self._ctx = None
+        self._ctx: DecodeContext | None = None
         if isinstance(previous_gtids, str):
             previous_gtids = GtidSet.from_text(previous_gtids)
         self.previous_gtids = previous_gtids if previous_gtids is not None else GtidSet()
@@ -178,10 +183,6 @@ class BinlogFileWriter:
     def _table(self, table: Table) -> _TableEntry:
         entry = self._tables.get(table)
         if entry is None:
-            from binlog_parser.context import DecodeContext
-            from binlog_parser.header import EventHeader
-            from binlog_parser.rows.table_map import decode_table_map
-
             body = table_map_body(table)
             if self._ctx is None:
                 self._ctx = DecodeContext(server_version=self.server_version,
@@ -347,8 +348,6 @@ class BinlogFileWriter:
         # like the server, only transactional DML is compressed (not DDL, not empty transactions)
         if self.compression and any(t in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2)
                                     for t, _b, _f, _ts in p.events):
-            from binlog_parser.writer.payload import compress_events, transaction_payload_body
-
             inner = b"".join(frame_event(t, b, timestamp=ts, server_id=self.server_id, log_pos=0,
                                          flags=f, checksum=False) for t, b, f, ts in p.events)
             payload_body = transaction_payload_body(

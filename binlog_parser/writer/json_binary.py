@@ -14,10 +14,24 @@ from decimal import Decimal
 from typing import Any
 
 from binlog_parser.rows.json_binary import (
-    DOUBLE, INT16, INT32, INT64, LARGE_ARRAY, LARGE_OBJECT, LITERAL, OPAQUE, SMALL_ARRAY,
-    SMALL_OBJECT, STRING, UINT64, JsonOpaque, JsonTimestamp, json_sort_key,
+    DOUBLE,
+    INT16,
+    INT32,
+    INT64,
+    LARGE_ARRAY,
+    LARGE_OBJECT,
+    LITERAL,
+    OPAQUE,
+    SMALL_ARRAY,
+    SMALL_OBJECT,
+    STRING,
+    UINT64,
+    JsonOpaque,
+    JsonTimestamp,
+    json_sort_key,
 )
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime
+from binlog_parser.writer.decimal import encode_decimal
 
 _I16 = struct.Struct("<h").pack
 _I32 = struct.Struct("<i").pack
@@ -80,8 +94,6 @@ def _scalar(v: Any) -> tuple[int, bytes]:
         b = v.encode("utf-8", errors="surrogateescape")
         return STRING, _varlen(len(b)) + b
     if isinstance(v, Decimal):
-        from binlog_parser.writer.values import encode_decimal
-
         sign, digits, exp = v.as_tuple()
         scale = -exp if isinstance(exp, int) and exp < 0 else 0
         intg = max(len(digits) + (exp if isinstance(exp, int) else 0), 0)

@@ -15,18 +15,22 @@ ENUM_AND_SET charsets, SET_STR_VALUE, ENUM_STR_VALUE, primary key, COLUMN_VISIBI
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
+from binlog_parser.rows import table_map as tm
 from binlog_parser.rows.column_types import (
     ENUM_SET_TYPES,
     MYSQL_CHARACTER_TYPES,
     NUMERIC_TYPES,
+)
+from binlog_parser.rows.column_types import (
     ColumnType as T,
 )
-from binlog_parser.rows import table_map as tm
 from binlog_parser.wire import encode_packed_int as pint
-from binlog_parser.writer.events import EncodeError
+from binlog_parser.writer.errors import EncodeError
+from binlog_parser.writer.values import make_encoder
 
 # charset name -> (default collation id, bytes per character)
 CHARSETS = {
@@ -287,10 +291,11 @@ def table_map_body(table: Table, *, full_metadata: bool = True) -> bytes:
 # ---------------------------------------------------------------- re-encoding decoded events
 
 def _meta_bytes(binlog_type: int, meta: int) -> bytes:
-    n = {T.FLOAT: 1, T.DOUBLE: 1, T.BLOB: 1, T.TINY_BLOB: 1, T.MEDIUM_BLOB: 1, T.LONG_BLOB: 1,
+    sizes: dict[int, int] = {T.FLOAT: 1, T.DOUBLE: 1, T.BLOB: 1, T.TINY_BLOB: 1, T.MEDIUM_BLOB: 1, T.LONG_BLOB: 1,
          T.GEOMETRY: 1, T.JSON: 1, T.VECTOR: 1, T.TIMESTAMP2: 1, T.DATETIME2: 1, T.TIME2: 1,
          T.VARCHAR: 2, T.VAR_STRING: 2, T.BIT: 2, T.NEWDECIMAL: 2, T.STRING: 2, T.ENUM: 2,
-         T.SET: 2}.get(binlog_type, 0)
+         T.SET: 2}
+    n = sizes.get(binlog_type, 0)
     if n == 0:
         return b""
     if n == 1:
@@ -362,8 +367,6 @@ class RowsEncoder:
     """
 
     def __init__(self, table_map: Any) -> None:
-        from binlog_parser.writer.values import make_encoder
-
         self.table_map = table_map
         self.columns = table_map.columns
         self.encoders = [make_encoder(c) for c in self.columns]

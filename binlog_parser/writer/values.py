@@ -12,23 +12,28 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from decimal import Decimal, localcontext
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from binlog_parser.rows.charsets import CHARSET_CODEC
-from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
-from binlog_parser.rows.decimal import DIG2BYTES, decimal_binary_size
+from binlog_parser.rows.column_types import INTEGER_SIZES
+from binlog_parser.rows.column_types import ColumnType as T
+from binlog_parser.rows.decimal import decimal_binary_size
 from binlog_parser.rows.json_binary import MySQLJson
-from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
+from binlog_parser.rows.temporal import (
+    MySQLDate,
+    MySQLDateTime,
+    MySQLTime,
+    MySQLTimestamp,
+)
 from binlog_parser.rows.values import Geometry, Vector
+from binlog_parser.writer.decimal import encode_decimal
+from binlog_parser.writer.errors import ValueEncodeError
+from binlog_parser.writer.json_binary import encode_json
 
 Encoder = Callable[[Any], bytes]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-
-
-class ValueEncodeError(ValueError):
-    """A value that cannot be stored in its column."""
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 # ---------------------------------------------------------------- numbers
@@ -54,49 +59,6 @@ def _int_encoder(size: int, unsigned: bool) -> Encoder:
             v += 1 << 24
         return (v & 0xFFFFFF).to_bytes(3, "little")
     return enc3
-
-
-def encode_decimal(value: Any, precision: int, scale: int) -> bytes:
-    """MySQL's binary DECIMAL(precision, scale) (``decimal2bin``)."""
-    if not isinstance(value, Decimal):
-        value = Decimal(str(value))
-    with localcontext() as ctx:
-        ctx.prec = 100
-        q = value.quantize(Decimal(1).scaleb(-scale)) if scale else value.quantize(Decimal(1))
-    sign, digits, exp = q.as_tuple()
-    s = "".join(map(str, digits))
-    if exp < 0:
-        s = s.rjust(-exp + 1, "0")
-        ip, fp = s[:exp], s[exp:]
-    else:
-        ip, fp = s + "0" * exp, ""
-    fp = fp.ljust(scale, "0")[:scale]
-    intg = precision - scale
-    ip = ip.lstrip("0")
-    if len(ip) > intg:
-        raise ValueEncodeError(f"{value} does not fit DECIMAL({precision},{scale})")
-    ip = ip.rjust(intg, "0")
-    intg0, intg0x = divmod(intg, 9)
-    frac0, frac0x = divmod(scale, 9)
-    out = bytearray()
-    pos = 0
-    if intg0x:
-        out += int(ip[:intg0x]).to_bytes(DIG2BYTES[intg0x], "big")
-        pos = intg0x
-    for _ in range(intg0):
-        out += int(ip[pos:pos + 9]).to_bytes(4, "big")
-        pos += 9
-    pos = 0
-    for _ in range(frac0):
-        out += int(fp[pos:pos + 9]).to_bytes(4, "big")
-        pos += 9
-    if frac0x:
-        out += int(fp[pos:pos + frac0x]).to_bytes(DIG2BYTES[frac0x], "big")
-    negative = bool(sign) and any(digits)
-    if negative:
-        out = bytearray(b ^ 0xFF for b in out)
-    out[0] ^= 0x80
-    return bytes(out)
 
 
 def _decimal_encoder(precision: int, scale: int) -> Encoder:
@@ -166,7 +128,7 @@ def _timestamp_parts(v: Any) -> tuple[int, int]:
         return v.seconds, v.microsecond
     if isinstance(v, _dt.datetime):
         if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.timezone.utc)
+            v = v.replace(tzinfo=_dt.UTC)
         delta = v - _EPOCH
         return delta.days * 86400 + delta.seconds, delta.microseconds
     if isinstance(v, (int, float)):
@@ -283,8 +245,6 @@ def _length_prefixed(nlen: int, to_bytes: Callable[[Any], bytes]) -> Encoder:
 
 
 def _json_bytes(v: Any) -> bytes:
-    from binlog_parser.writer.json_binary import encode_json
-
     if isinstance(v, MySQLJson):
         v = v.tree
     elif isinstance(v, (bytes, bytearray)):
@@ -304,6 +264,45 @@ def _vector_bytes(v: Any) -> bytes:
 
 
 # ---------------------------------------------------------------- dispatch
+
+def _bit_encoder(nbytes: int) -> Encoder:
+    def enc_bit(v):
+        if isinstance(v, int):
+            return v.to_bytes(nbytes, "big")
+        b = bytes(v)
+        if len(b) != nbytes:
+            raise ValueEncodeError(f"BIT value of {len(b)} bytes, column has {nbytes}")
+        return b
+    return enc_bit
+
+
+def _enum_encoder(size: int, names: Any) -> Encoder:
+    index = {n: i + 1 for i, n in enumerate(names)}
+    index[""] = 0
+
+    def enc_enum(v):
+        i = v if isinstance(v, int) else index[v]
+        return i.to_bytes(size, "little")
+    return enc_enum
+
+
+def _set_encoder(size: int, names: Any) -> Encoder:
+    bit = {n: 1 << i for i, n in enumerate(names)}
+
+    def enc_set(v):
+        if isinstance(v, int):
+            mask = v
+        elif isinstance(v, str):
+            mask = 0
+            for n in (v.split(",") if v else ()):
+                mask |= bit[n]
+        else:
+            mask = 0
+            for n in v:
+                mask |= bit[n]
+        return mask.to_bytes(size, "little")
+    return enc_set
+
 
 def make_encoder(col: Any) -> Encoder:
     """The value encoder for one column (a ``binlog_parser.rows.ColumnInfo``)."""
@@ -336,42 +335,11 @@ def make_encoder(col: Any) -> Encoder:
     if t == T.NULL:
         return lambda v: b""
     if t == T.BIT:
-        nbytes = ((meta >> 8) * 8 + (meta & 0xFF) + 7) // 8
-
-        def enc_bit(v):
-            if isinstance(v, int):
-                return v.to_bytes(nbytes, "big")
-            b = bytes(v)
-            if len(b) != nbytes:
-                raise ValueEncodeError(f"BIT value of {len(b)} bytes, column has {nbytes}")
-            return b
-        return enc_bit
+        return _bit_encoder(((meta >> 8) * 8 + (meta & 0xFF) + 7) // 8)
     if t == T.ENUM:
-        size = col.length
-        index = {n: i + 1 for i, n in enumerate(col.enum_values or ())}
-        index[""] = 0
-
-        def enc_enum(v):
-            i = v if isinstance(v, int) else index[v]
-            return i.to_bytes(size, "little")
-        return enc_enum
+        return _enum_encoder(col.length, col.enum_values or ())
     if t == T.SET:
-        size = col.length
-        bit = {n: 1 << i for i, n in enumerate(col.set_values or ())}
-
-        def enc_set(v):
-            if isinstance(v, int):
-                mask = v
-            elif isinstance(v, str):
-                mask = 0
-                for n in (v.split(",") if v else ()):
-                    mask |= bit[n]
-            else:
-                mask = 0
-                for n in v:
-                    mask |= bit[n]
-            return mask.to_bytes(size, "little")
-        return enc_set
+        return _set_encoder(col.length, col.set_values or ())
     if t in (T.VARCHAR, T.VAR_STRING, T.STRING):
         conv = _text_encoder(col.charset)
         if t == T.STRING:

@@ -1,4 +1,4 @@
-"""Pure GTID coverage / reconciliation logic (spark_jobs.gtid_reconciliation), no Spark."""
+"""Pure GTID coverage / reconciliation logic (binlake.reconciliation), no Spark."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.gtid_reconciliation import (
+from binlake.reconciliation import (
     MARIADB,
     FileFacts,
     GtidIntervals,
@@ -259,13 +259,13 @@ def test_from_row_defaults():
 
 def _gen_file(name: str, prev: str, gnos: list[int], *, uuid: str = A, last: bool = False,
               tag: str | None = None) -> bytes:
+    from binlake.reconciliation import split_series
     from binlog_parser.writer import BinlogFileWriter, Column, Table, write_binlog_bytes
-    from spark_jobs.gtid_reconciliation import split_series
 
     t = Table("app", "t", (Column("id", "BIGINT", nullable=False, primary_key=True), Column("v", "VARCHAR(8)")),
               table_id=7)
 
-    def build(w: "BinlogFileWriter") -> None:
+    def build(w: BinlogFileWriter) -> None:
         for g in gnos:
             gtid = f"{uuid}:{tag}:{g}" if tag else f"{uuid}:{g}"
             w.begin_transaction(gtid, last_committed=g - 1, sequence_number=g, timestamp=1767225600 + g)

@@ -32,7 +32,7 @@ reconciliation status per file (``OK`` / ``GAP`` with the missing set / ``DUPLIC
 original), the GTIDs executed and the GTIDs readable from the archive, and row changes per table
 readable from the archive (duplicates counted once, lost / cut / corrupt transactions excluded).
 
-Run ``python -m binlake.synthetic --help`` (or ``binlake generate``).
+Run ``python -m binlake.testing.synthetic --help`` (or ``binlake generate``).
 """
 
 from __future__ import annotations
@@ -47,12 +47,16 @@ import sys
 import time
 import uuid as _uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
+from binlake.config import is_s3_uri, load_config
+from binlake.storage import open_object_store
 from binlog_parser.gtid import Gtid, GtidSet
+from binlog_parser.server_version import server_version_split
 from binlog_parser.writer import BinlogFileWriter, Column, Table
 
 FAULT_NAMES = ("missing_file", "gno_gap", "duplicate_file", "restart", "chain_break",
@@ -71,7 +75,7 @@ class Faults:
     in_use_last: bool = False
 
     @classmethod
-    def parse(cls, text: str | Iterable[str] | None) -> "Faults":
+    def parse(cls, text: str | Iterable[str] | None) -> Faults:
         names = [n.strip() for n in (text.split(",") if isinstance(text, str) else (text or ()))
                  if n.strip()]
         if names == ["all"]:
@@ -200,6 +204,7 @@ class _Workload:
         i = self.next_id[t]
         self.next_id[t] = i + 1
         rng = self.rng
+        row: Any
         if t in self.sbtest:
             row = (i, rng.randrange(1, 1 << 20), rng.choice(self.c_pool), rng.choice(self.pad_pool))
         elif t is ORDERS:
@@ -210,7 +215,7 @@ class _Workload:
                 "status": rng.choice(("new", "paid", "shipped", "cancelled")),
                 "created_at": _dt.datetime(2024, 1 + i % 12, 1 + i % 28, i % 24, i % 60, i % 60,
                                            (i * 7919) % 1_000_000),
-                "updated_at": _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).replace(
+                "updated_at": _dt.datetime.fromtimestamp(ts, _dt.UTC).replace(
                     microsecond=(i * 1000) % 1_000_000),
                 "attrs": {"sku": f"SKU-{i}", "tags": ["a", "b"][: i % 3], "n": i % 1000,
                           "price": (i % 997) / 4, "ok": bool(i % 2), "none": None},
@@ -244,6 +249,7 @@ class _Workload:
 
     def _update(self, t: Table, row: Any) -> Any:
         rng = self.rng
+        new: Any
         if t in self.sbtest:
             if rng.random() < 0.5:
                 new = (row[0], row[1] + 1, row[2], row[3])
@@ -317,13 +323,9 @@ class _Sink:
     """Where files go: a local folder (streamed to disk) or an object store (put per file)."""
 
     def __init__(self, dest: str, s3_settings: Any = None) -> None:
-        from binlake.config import is_s3_uri
-
         self.dest = dest
         self.s3 = is_s3_uri(dest)
         if self.s3:
-            from binlake.storage import open_object_store
-
             self.store = open_object_store(dest, s3_settings)
         else:
             self.root = Path(dest)
@@ -373,7 +375,7 @@ class _Sink:
 
     def delete(self, name: str) -> None:
         if self.s3:
-            self.store.client.delete_object(Bucket=self.store.bucket, Key=self.store._key(name))
+            self.store.delete(name)
         else:
             (self.root / name).unlink()
 
@@ -418,8 +420,6 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
     version = cfg.server_version
     tags = tuple(cfg.tags)
     if tags:
-        from binlog_parser.reader import server_version_split
-
         if server_version_split(version) < (8, 3, 0):
             version = "8.4.3"
     work = _Workload(cfg, rng)
@@ -751,7 +751,7 @@ def _size(text: str) -> int:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = parser or argparse.ArgumentParser(
-        prog="python -m binlake.synthetic",
+        prog="python -m binlake.testing.synthetic",
         description="Generate a synthetic MySQL binlog archive with ground truth.")
     p.add_argument("dest", help="local folder or s3://bucket/prefix")
     p.add_argument("--servers", type=int, default=1)
@@ -785,11 +785,7 @@ def run_args(args: argparse.Namespace) -> int:
         start_gno=args.start_gno, tables=args.tables, orders=not args.no_orders)
     say = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     s3 = None
-    from binlake.config import is_s3_uri
-
     if is_s3_uri(args.dest):
-        from binlake.config import load_config
-
         s3 = load_config().s3
     truth = generate(args.dest, cfg, progress=say, s3_settings=s3)
     for name, s in truth["sources"].items():

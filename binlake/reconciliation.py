@@ -21,16 +21,23 @@ UUIDs sorted, untagged intervals first, then tags sorted). MariaDB GTIDs
 GTID_LIST entry ``0-7-10`` means "domain 0 has seq 1..10", and the text is
 ``0:1-10,1:1-5`` (domains in numeric order). A GTID_LIST only names the last seq, so where a
 domain first shows up as GTIDs (not in a list), the seqs below its first GTID are taken as the
-archive's starting point, never as missing (see :func:`_unseen_domain_floor`). The core decoder's ``GtidSet`` prints the same
-MySQL text; this module keeps its own small implementation because it must also model
-MariaDB domains and runs on per-file summaries (text), never on events.
+archive's starting point, never as missing (see :func:`_unseen_domain_floor`). The core
+decoder's ``GtidSet`` prints the same MySQL text; both use the one interval-set arithmetic of
+:mod:`binlog_parser.intervals` (this class adds the MariaDB domain keys and runs on per-file
+summaries, never on events).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, asdict
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from binlake.chain import follow_chain
+from binlake.errors import BinlakeError
+from binlake.series import missing_between, parse_series_name
+from binlog_parser.intervals import difference, holes, intersection, normalize, size
 
 MYSQL = "mysql"
 MARIADB = "mariadb"
@@ -45,27 +52,13 @@ _SEVERITY = {STATUS_OK: 0, STATUS_OVERLAP: 1, STATUS_DUPLICATE: 2, STATUS_GAP: 3
 
 _INTERVAL_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _TAG_RE = re.compile(r"^[a-z_][a-z0-9_]{0,31}$", re.IGNORECASE)
-_SEQ_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
 
 
-class GtidTextError(ValueError):
+class GtidTextError(BinlakeError, ValueError):
     """A GTID-set text that cannot be parsed."""
 
 
 Key = tuple[str, str]  # (sid, tag)
-
-
-def _merge(intervals: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    out: list[list[int]] = []
-    for start, end in sorted(intervals):
-        if start > end:
-            continue
-        if out and start <= out[-1][1] + 1:
-            if end > out[-1][1]:
-                out[-1][1] = end
-        else:
-            out.append([start, end])
-    return tuple((s, e) for s, e in out)
 
 
 class GtidIntervals:
@@ -78,18 +71,18 @@ class GtidIntervals:
         self.flavor = flavor
         m: dict[Key, tuple[tuple[int, int], ...]] = {}
         for key, ivs in (mapping or {}).items():
-            merged = _merge(ivs)
+            merged = normalize(ivs)
             if merged:
                 m[key] = merged
         self._map = m
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def empty(cls, flavor: str = MYSQL) -> "GtidIntervals":
+    def empty(cls, flavor: str = MYSQL) -> GtidIntervals:
         return cls({}, flavor)
 
     @classmethod
-    def from_text(cls, text: str | None, flavor: str = MYSQL) -> "GtidIntervals":
+    def from_text(cls, text: str | None, flavor: str = MYSQL) -> GtidIntervals:
         """Parse canonical text (MySQL syntax; for MariaDB, ``domain:1-10`` per domain)."""
         if text is None:
             return cls.empty(flavor)
@@ -120,7 +113,7 @@ class GtidIntervals:
         return cls(acc, flavor)
 
     @classmethod
-    def from_mariadb_list(cls, entries: Iterable[tuple[int, int, int]] | str | None) -> "GtidIntervals":
+    def from_mariadb_list(cls, entries: Iterable[tuple[int, int, int]] | str | None) -> GtidIntervals:
         """A MariaDB GTID_LIST / gtid_binlog_pos (``domain-server-seq`` entries) as a set.
 
         Each domain's state is "every seq up to the highest listed", i.e. ``1..max(seq)``.
@@ -136,7 +129,7 @@ class GtidIntervals:
         return cls(acc, MARIADB)
 
     # ---- set algebra --------------------------------------------------------------------
-    def _combine(self, other: "GtidIntervals", op: str) -> "GtidIntervals":
+    def _combine(self, other: GtidIntervals, op: str) -> GtidIntervals:
         keys = set(self._map) | set(other._map)
         out: dict[Key, tuple[tuple[int, int], ...]] = {}
         for k in keys:
@@ -145,18 +138,18 @@ class GtidIntervals:
             if op == "|":
                 out[k] = a + b
             elif op == "-":
-                out[k] = _subtract(a, b)
+                out[k] = difference(a, b)
             else:
-                out[k] = _intersect(a, b)
+                out[k] = intersection(a, b)
         return GtidIntervals(out, self.flavor)
 
-    def __or__(self, other: "GtidIntervals") -> "GtidIntervals":
+    def __or__(self, other: GtidIntervals) -> GtidIntervals:
         return self._combine(other, "|")
 
-    def __sub__(self, other: "GtidIntervals") -> "GtidIntervals":
+    def __sub__(self, other: GtidIntervals) -> GtidIntervals:
         return self._combine(other, "-")
 
-    def __and__(self, other: "GtidIntervals") -> "GtidIntervals":
+    def __and__(self, other: GtidIntervals) -> GtidIntervals:
         return self._combine(other, "&")
 
     def __eq__(self, other: object) -> bool:
@@ -171,11 +164,11 @@ class GtidIntervals:
     def is_empty(self) -> bool:
         return not self._map
 
-    def issubset(self, other: "GtidIntervals") -> bool:
+    def issubset(self, other: GtidIntervals) -> bool:
         return (self - other).is_empty()
 
     def count(self) -> int:
-        return sum(e - s + 1 for ivs in self._map.values() for s, e in ivs)
+        return sum(size(ivs) for ivs in self._map.values())
 
     def keys(self) -> list[Key]:
         return sorted(self._map, key=self._sort_key)
@@ -188,13 +181,13 @@ class GtidIntervals:
             for s, e in self._map[k]:
                 yield k[0], k[1], s, e
 
-    def holes(self) -> "GtidIntervals":
+    def holes(self) -> GtidIntervals:
         """GNOs missing between each key's smallest and largest GNO."""
         out: dict[Key, list[tuple[int, int]]] = {}
         for k, ivs in self._map.items():
-            gaps = [(ivs[i][1] + 1, ivs[i + 1][0] - 1) for i in range(len(ivs) - 1)]
+            gaps = holes(ivs)
             if gaps:
-                out[k] = gaps
+                out[k] = list(gaps)
         return GtidIntervals(out, self.flavor)
 
     # ---- text ---------------------------------------------------------------------------
@@ -222,42 +215,6 @@ class GtidIntervals:
 
     def to_json(self) -> str:
         return str(self)
-
-
-def _subtract(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    j = 0
-    for s, e in a:
-        cur = s
-        while j < len(b) and b[j][1] < cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] <= e:
-            bs, be = b[k]
-            if bs > cur:
-                out.append((cur, bs - 1))
-            cur = max(cur, be + 1)
-            if cur > e:
-                break
-            k += 1
-        if cur <= e:
-            out.append((cur, e))
-    return tuple(out)
-
-
-def _intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        s = max(a[i][0], b[j][0])
-        e = min(a[i][1], b[j][1])
-        if s <= e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
 
 
 class GtidIntervalsBuilder:
@@ -289,7 +246,7 @@ class GtidIntervalsBuilder:
                 ivs.append([gno, gno])
                 if gno < last[0]:
                     ivs.sort()
-                    merged = _merge((s, e) for s, e in ivs)
+                    merged = normalize((s, e) for s, e in ivs)
                     self._acc[key] = [[s, e] for s, e in merged]
 
     def build(self) -> GtidIntervals:
@@ -308,15 +265,10 @@ def parse_mariadb_gtid(text: str) -> tuple[int, int, int]:
 
 
 def split_series(name: str) -> tuple[str, int | None]:
-    """``"binlog.000012"`` -> ``("binlog.", 12)``; the numbered-series position of a file name.
-
-    The last run of digits counts (``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``).
-    """
-    base = name.rsplit("/", 1)[-1]
-    m = _SEQ_RE.match(base)
-    if not m:
-        return base, None
-    return m.group(1), int(m.group(2))
+    """``"binlog.000012"`` -> ``("binlog.", 12)``: the prefix and number of a file name
+    (:mod:`binlake.series`: ``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``)."""
+    s = parse_series_name(name)
+    return s.prefix, s.number
 
 
 # ---------------------------------------------------------------------------------------
@@ -356,7 +308,7 @@ class FileFacts:
     transactions: int = 0
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "FileFacts":
+    def from_row(cls, row: Mapping[str, Any]) -> FileFacts:
         names = set(cls.__dataclass_fields__)
         kwargs = {k: row[k] for k in row.keys() if k in names}
         if kwargs.get("seq") is None and row.get("file_seq") is not None:
@@ -466,38 +418,24 @@ def chain_order(files: list[FileFacts]) -> tuple[list[FileFacts], dict[str, File
         for dup in group[1:]:
             duplicates[dup.file] = group[0]
     remaining = sorted(canonical, key=_sort_key)
-    by_name: dict[str, FileFacts] = {}
-    for f in remaining:
-        by_name.setdefault(_basename(f.file), f)
+    index_of: dict[str, int] = {}
+    for i, f in enumerate(remaining):
+        index_of.setdefault(_basename(f.file), i)
+
+    def successor(i: int) -> int | None:
+        nxt = remaining[i].next_file
+        return index_of.get(_basename(nxt)) if nxt else None
+
     ordered: list[FileFacts] = []
     placed: set[int] = set()
-    current: FileFacts | None = None
-    while len(placed) < len(remaining):
-        nxt = None
-        if current is not None and current.next_file:
-            cand = by_name.get(_basename(current.next_file))
-            if cand is not None and id(cand) not in placed:
-                nxt = cand
-        if nxt is None:
-            nxt = next(f for f in remaining if id(f) not in placed)
-        placed.add(id(nxt))
-        ordered.append(nxt)
-        current = nxt
+    for i in range(len(remaining)):  # where the chain breaks, resume at the lowest remaining file
+        ordered.extend(remaining[j] for j in follow_chain(i, successor, placed))
     return ordered, duplicates
 
 
 def _missing_series_names(pred: FileFacts, f: FileFacts) -> list[str]:
-    """Names skipped in a numbered series between ``pred`` and ``f`` (same base name)."""
-    pbase, pseq = split_series(_basename(pred.file))
-    fbase, fseq = split_series(_basename(f.file))
-    if pseq is None or fseq is None or pbase != fbase or fseq <= pseq + 1:
-        return []
-    m = _SEQ_RE.match(_basename(pred.file))
-    width = len(m.group(2)) if m else 6
-    suffix = m.group(3) if m else ""
-    if fseq - pseq > 1000:
-        return [f"{pbase}{str(pseq + 1).zfill(width)}{suffix} .. {pbase}{str(fseq - 1).zfill(width)}{suffix}"]
-    return [f"{pbase}{str(n).zfill(width)}{suffix}" for n in range(pseq + 1, fseq)]
+    """Names skipped in a numbered series between ``pred`` and ``f``."""
+    return missing_between(pred.file, f.file)
 
 
 # ---------------------------------------------------------------------------------------

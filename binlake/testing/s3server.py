@@ -8,7 +8,6 @@ production plumbing. Only 127.0.0.1 is ever bound.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -53,7 +52,7 @@ class S3Server:
     def endpoint_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "S3Server":
+    def start(self, timeout: float = 30.0) -> S3Server:
         if not self.host.startswith("127.") and self.host != "localhost":
             raise ValueError("the test S3 server only binds loopback addresses")
         if self.mode == "thread":
@@ -87,10 +86,10 @@ class S3Server:
                 return  # it answered
             except OSError:
                 if self._proc is not None and self._proc.poll() is not None:
-                    raise RuntimeError("moto server process exited during start-up")
+                    raise RuntimeError("moto server process exited during start-up") from None
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise TimeoutError(f"moto server not ready at {self.endpoint_url}")
+                    raise TimeoutError(f"moto server not ready at {self.endpoint_url}") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -128,24 +127,9 @@ class S3Server:
             aws_secret_access_key=DUMMY_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
         )
 
-    def __enter__(self) -> "S3Server":
+    def __enter__(self) -> S3Server:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
-
-
-def apply_env(values: dict[str, str]) -> dict[str, str | None]:
-    """Set env vars; returns the previous values so :func:`restore_env` can undo it."""
-    previous = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    return previous
-
-
-def restore_env(previous: dict[str, str | None]) -> None:
-    for key, value in previous.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value

@@ -1,0 +1,203 @@
+"""The layering of docs/architecture.md, checked on every module's imports (``ast``, so function-level
+and ``TYPE_CHECKING`` imports count too):
+
+    binlog_parser  <-  binlake  <-  spark_jobs  <-  orchestration  <-  dags      (binlake.testing: tooling, on top)
+
+A module may import its own layer and the layers below it, never one above; third-party packages
+belong to a layer too (``pyspark``/``delta`` are Spark glue, ``airflow`` is orchestration), and
+``binlog_parser`` uses the standard library and zstandard only. There is no import cycle.
+
+Today's known violations are listed in :data:`ALLOWED_UPWARD` / :data:`ALLOWED_CYCLES` (stage 2 of
+issue 11): an entry that no longer happens fails the test too, so the lists can only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("binlog_parser", "binlake", "spark_jobs", "orchestration", "dags")
+
+#: Layer rank by module prefix (longest prefix wins).
+LAYERS: dict[str, int] = {
+    "binlog_parser": 0,
+    "binlake": 1,
+    "spark_jobs": 2,
+    "pyspark": 2, "delta": 2, "py4j": 2,
+    "orchestration": 3,
+    "airflow": 3,
+    "dags": 4,
+    "binlake.testing": 5,
+}
+#: What binlog_parser may import besides itself and the standard library.
+PARSER_THIRD_PARTY = {"zstandard"}
+
+# stage 2 of issue 11: the pipeline/Airflow code moves into orchestration/, the CLI into its own
+# layer, Airflow's S3 session is injected instead of imported by storage.
+ALLOWED_UPWARD: set[tuple[str, str]] = {
+    ("binlake.cli", "binlake.testing.demo"),
+    ("binlake.cli", "binlake.testing.synthetic"),
+    ("binlake.nightly", "airflow"),
+    ("binlake.pipeline_tasks", "airflow"),
+    ("binlake.pipeline_tasks", "delta"),
+    ("binlake.pipeline_tasks", "pyspark"),
+    ("binlake.pipeline_tasks", "spark_jobs.ingest"),
+    ("binlake.pipeline_tasks", "spark_jobs.reconcile"),
+    ("binlake.pipeline_tasks", "spark_jobs.schemas"),
+    ("binlake.spark", "pyspark"),
+    ("binlake.sql_cli", "delta"),
+    ("binlake.storage", "airflow"),
+}
+# stage 2 of issue 11 (binlog_parser/rows is issues 13's and 16's this round): import cycles known
+# today, each as the sorted tuple of its modules.
+ALLOWED_CYCLES: set[tuple[str, ...]] = {
+    ("binlog_parser.rows._native", "binlog_parser.rows.rows_event"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")) if (ROOT / pkg).is_dir() else ():
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _bound_names(path: Path) -> set[str]:
+    """The names a module binds at top level (what ``from module import name`` can mean besides
+    a submodule)."""
+    out: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return out
+
+
+def _imports(path: Path, module: str, known: dict[str, Path]) -> Iterator[str]:
+    """Every module ``path`` imports: ``from a import b`` counts as ``a.b`` when that is a module,
+    or when package ``a`` does not define ``b`` (a submodule such as a compiled extension)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                package_init = known.get(base)
+                if sub in known or (package_init is not None and package_init.name == "__init__.py"
+                                    and alias.name not in _bound_names(package_init)):
+                    yield sub
+                else:
+                    yield base
+
+
+def _layer(name: str) -> int | None:
+    best, rank = "", None
+    for prefix, r in LAYERS.items():
+        if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > len(best):
+            best, rank = prefix, r
+    return rank
+
+
+def _top(name: str) -> str:
+    """``pyspark.sql.functions`` -> ``pyspark``; internal modules stay whole."""
+    return name if name.split(".")[0] in PACKAGES else name.split(".")[0]
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {m: {_top(i) for i in _imports(p, m, mods)} for m, p in mods.items()}
+
+
+def test_no_module_imports_a_layer_above_it() -> None:
+    found: set[tuple[str, str]] = set()
+    for module, imported in _graph().items():
+        own = _layer(module)
+        assert own is not None, module
+        for name in imported:
+            rank = _layer(name)
+            if rank is not None and rank > own:
+                found.add((module, name))
+    assert sorted(found - ALLOWED_UPWARD) == [], "upward imports (see docs/architecture.md)"
+    assert sorted(ALLOWED_UPWARD - found) == [], "fixed: remove these from ALLOWED_UPWARD"
+
+
+def test_binlog_parser_uses_the_standard_library_and_zstandard_only() -> None:
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    bad = {(m, i) for m, imported in _graph().items() if m.split(".")[0] == "binlog_parser"
+           for i in imported if i.split(".")[0] not in stdlib | PARSER_THIRD_PARTY | {"binlog_parser"}}
+    assert sorted(bad) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: set[tuple[str, ...]] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c in graph), None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    out.add(tuple(sorted(component)))
+    return out
+
+
+def test_no_import_cycle() -> None:
+    found = _cycles(_graph())
+    assert sorted(found - ALLOWED_CYCLES) == [], "import cycles"
+    assert sorted(ALLOWED_CYCLES - found) == [], "fixed: remove these from ALLOWED_CYCLES"
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
+    assert _cycles({"a": {"b"}, "b": set()}) == set()
