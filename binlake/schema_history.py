@@ -84,7 +84,8 @@ class DdlError(ValueError):
 
 _RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _RENAME_PAIR = re.compile(r"^\s*(\S+)\s+TO\s+(\S+)\s*$", re.IGNORECASE)
-_TABLE_DDL = re.compile(r"^\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*(CREATE|ALTER|DROP|RENAME)\s+(TEMPORARY\s+)?(ONLINE\s+)?(IGNORE\s+)?TABLES?\b",
+_TABLE_DDL = re.compile(r"^\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*"  # leading comments
+                        r"(CREATE|ALTER|DROP|RENAME)\s+(TEMPORARY\s+)?(ONLINE\s+)?(IGNORE\s+)?TABLES?\b",
                         re.IGNORECASE | re.DOTALL)
 _INT_TYPES = {"TINYINT": "tinyint", "SMALLINT": "smallint", "MEDIUMINT": "mediumint",
               "INT": "int", "BIGINT": "bigint"}

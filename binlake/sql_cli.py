@@ -273,7 +273,7 @@ def _pipe_loop(session: SqlSession, options: SqlOptions, lines: Iterable[str], o
     return 0
 
 
-# --- kept for binlake.demo's summary (issue 11 owns demo.py): Spark-session helpers -----------
+# --- kept for binlake.testing.demo's summary (issue 11 owns demo.py): Spark-session helpers -----------
 
 def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
     """Register every existing binlake table in ``spark`` (see spark_jobs.sql_engine.register_tables)."""

@@ -1,7 +1,7 @@
 """The reconciliation job: meta.binlog_files -> meta.gtid_coverage + meta.gtid_reconciliation.
 
 Reads the per-file facts ingestion stored (one small row per archived file; no binlog is
-re-decoded), runs the pure logic of ``spark_jobs.gtid_reconciliation`` on the driver and
+re-decoded), runs the pure logic of ``binlake.reconciliation`` on the driver and
 replaces both tables' rows for the reconciled sources in one Delta commit each (tied to the
 run by ``txnAppId``/``userMetadata``). Deterministic: re-running on the same facts leaves
 both tables unchanged.

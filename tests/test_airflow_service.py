@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from binlake.config import REPO_ROOT, load_config
-from binlake.s3server import S3Server
 from binlake.testing.airflow_services import AirflowServices, TaskInstanceInfo
+from binlake.testing.s3server import S3Server
 from binlake.testing.table_digest import warehouse_digests
 from spark_jobs.schemas import ALL_TABLES
 from tests._chain_util import MARIADB_FILES, read_fixture

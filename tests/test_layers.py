@@ -48,7 +48,7 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("binlake.pipeline_tasks", "spark_jobs.reconcile"),
     ("binlake.pipeline_tasks", "spark_jobs.schemas"),
     ("binlake.spark", "pyspark"),
-    ("binlake.sql_cli", "delta"),
+    ("binlake.sql_cli", "spark_jobs.sql_engine"),
     ("binlake.storage", "airflow"),
 }
 # stage 2 of issue 11 (binlog_parser/rows is issues 13's and 16's this round): import cycles known

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
-from binlake.s3server import S3Server
 from binlake.spark import spark_submit_cli_args
+from binlake.testing.s3server import S3Server
 from binlake.testing.spark_cluster import (
     SparkStandaloneCluster,
     package_zip,

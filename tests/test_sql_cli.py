@@ -95,7 +95,7 @@ def test_fast_path_reads_an_s3_warehouse(spark: Any, scenario: BinlakeConfig) ->
     """
     import dataclasses
 
-    from binlake.s3server import S3Server
+    from binlake.testing.s3server import S3Server
 
     server = S3Server(mode="process").start()
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from binlake.s3server import free_port
+from binlake.testing.s3server import free_port
 
 SERVICES = ("api-server", "scheduler", "dag-processor")
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
@@ -140,7 +140,7 @@ class AirflowServices:
         Task runners start their own sessions (not in the scheduler's group), so the descendants
         of every service are collected first (psutil, an Airflow dependency) and killed by group too.
         """
-        import psutil  # type: ignore[import-untyped]
+        import psutil
 
         groups: set[int] = set()
         for proc in self._procs.values():

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from binlake.s3server import free_port
+from binlake.testing.s3server import free_port
 
 PACKAGES = ("binlake", "binlog_parser", "spark_jobs")
 
