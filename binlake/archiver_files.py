@@ -29,6 +29,7 @@ from binlog_parser.replication import (
     EVENT_HEADER_LEN,
     StreamEvent,
     TransactionTracker,
+    gtid_list_state,
     gtid_of,
     parse_event,
 )
@@ -80,7 +81,7 @@ def scan_binlog_bytes(name: str, data: bytes) -> FileScan:
         event = parse_event(data[offset:offset + size])
         offset += size
         events += 1
-        last_gtid = gtid_of(event) or last_gtid
+        last_gtid = gtid_of(event) or last_gtid or gtid_list_state(event)
         if tracker.observe(event):
             boundary = offset
         if event.type_code == EventType.ROTATE:

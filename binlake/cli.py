@@ -15,6 +15,7 @@ commands:
   config        print the resolved configuration (no secrets are ever in it)
   demo          the end-to-end demo (same as `make demo`)
   generate DEST synthetic binlog archive + ground truth (binlake generate --help)
+  archive       stream a live server's binlogs into the archive (binlake archive --help)
 """
 
 
@@ -39,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo_main(rest)
     if command == "generate":
         return _generate(rest)
+    if command == "archive":
+        from binlake.archiver import archive_command
+
+        return archive_command(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -365,3 +365,23 @@ def gtid_of(event: StreamEvent) -> str | None:
         (gno,) = struct.unpack_from("<q", raw, EVENT_HEADER_LEN + 17)
         return f"{sid}:{gno}"
     return None
+
+
+def gtid_list_state(event: StreamEvent) -> str | None:
+    """MariaDB GTID_LIST (the GTID state when the file was opened) as ``d-s-n,...``; None otherwise.
+
+    Body: 4-byte count (low 28 bits; the high 4 are flags), then per entry domain (4), server (4),
+    seq_no (8). It names the last GTID before a file that holds none yet.
+    """
+    if event.type_code != EventType.MARIA_GTID_LIST or len(event.raw) < EVENT_HEADER_LEN + 4:
+        return None
+    (count,) = struct.unpack_from("<I", event.raw, EVENT_HEADER_LEN)
+    count &= 0x0FFFFFFF
+    entries = []
+    for i in range(count):
+        offset = EVENT_HEADER_LEN + 4 + 16 * i
+        if offset + 16 > len(event.raw):
+            break
+        domain, server, seq = struct.unpack_from("<IIQ", event.raw, offset)
+        entries.append(f"{domain}-{server}-{seq}")
+    return ",".join(entries) or None
