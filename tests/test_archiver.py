@@ -61,6 +61,18 @@ def workload_round(db: MariaDBServer, i: int, rows: int = 40) -> None:
         f"UPDATE w.t SET v = CONCAT(v, 'u') WHERE k % 7 = {i % 7}; DELETE FROM w.t WHERE k = {i % rows + 1}; "
         + (f"CREATE TABLE w.d{i} (a INT); " if i % 3 == 0 else "")
         + "FLUSH BINARY LOGS;")
+    settle(db)
+
+
+def settle(db: MariaDBServer) -> None:
+    """Wait for the BINLOG_CHECKPOINT that names the active file: MariaDB writes it a moment after
+    FLUSH BINARY LOGS returns, once InnoDB has made the older binlogs' commits durable."""
+    for _ in range(100):
+        active = db.binlog_files()[-1]
+        if active.name.encode() in active.read_bytes():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no binlog checkpoint for {active.name} after 10 s")
 
 
 def cli_args(db: MariaDBServer, dest: str, spool: Path, *extra: str) -> list[str]:
@@ -132,6 +144,47 @@ def test_archive_to_s3_is_byte_identical(server: MariaDBServer, s3_server: Any, 
     gtids = archived_gtids(objects)
     assert gtids == [f"0-7-{n}" for n in range(1, server_gtid_count(server) + 1)]
 
+    # the spool lost (a new machine): resume from the open object in S3
+    shutil.rmtree(tmp_path / SOURCE)
+    workload_round(server, 5)
+    assert archive_command(args) == 0
+    objects = archived_objects(store)
+    assert_byte_identical(server, objects, tmp_path)
+    check_discovery_and_reconciliation(store, spark_session=None)
+
+
+def check_discovery_and_reconciliation(store: S3ObjectStore, spark_session: Any) -> None:
+    """The nightly DAG's discovery sees the archiver's closed files; the open one stays open."""
+    from binlake.discovery import discover_source
+
+    found = discover_source(store, SOURCE)
+    assert not found.errors, found.errors
+    names = sorted(o for o in archived_objects(store))
+    assert [f.file for f in found.closed_files] == names[:-1]
+    assert [f.file for f in found.files if not f.closed] == names[-1:]
+
+
+def test_archived_files_ingest_with_reconciliation_ok(server: MariaDBServer, s3_server: Any, s3_bucket: str,
+                                                      tmp_path: Path, spark: Any) -> None:
+    from binlake.discovery import discover_source
+    from conftest import make_test_config
+    from spark_jobs.ingest import BinlogObject, run_ingest
+    from spark_jobs.reconcile import run_reconcile
+
+    for i in range(3):
+        workload_round(server, i)
+    dest = f"s3://{s3_bucket}/binlogs/{SOURCE}/"
+    assert archive_command(cli_args(server, dest, tmp_path, "--stop-at-end", "--s3-endpoint-url",
+                                    s3_server.endpoint_url)) == 0
+    store = S3ObjectStore(dest, client=s3_server.client())
+    found = discover_source(store, SOURCE)
+    objs = [BinlogObject(source=SOURCE, uri=f.uri, size=f.size, etag=f.etag, file=f.file) for f in found.to_ingest]
+    assert [o.file for o in objs] == [f.name for f in server.binlog_files()[:-1]]
+    cfg = make_test_config(tmp_path / "wh", s3_server.endpoint_url)
+    run_ingest(spark, cfg, objs, "archiver-ingest")
+    result = run_reconcile(spark, cfg, "archiver-reconcile", sources=[SOURCE])
+    assert result.statuses == {"OK": len(objs)}, result.problems
+
 
 def test_status_command_prints_the_status_file(server: MariaDBServer, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,7 +221,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(server: MariaDBS
 
     def run_workload() -> None:
         for i in range(14):
-            workload_round(server, i, rows=rng.randint(5, 80))
+            workload_round(server, i, rows=rng.randint(5, 400))
             time.sleep(rng.uniform(0.05, 0.4))
         done.set()
 
@@ -178,13 +231,14 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(server: MariaDBS
     try:
         while not done.is_set() or kills < 5:
             proc = _spawn(args, log)
-            time.sleep(rng.uniform(0.4, 1.6))
+            time.sleep(rng.uniform(0.8, 2.5))
             proc.kill()  # SIGKILL: no cleanup, no flush
             proc.wait()
             kills += 1
     finally:
         worker.join()
     server.query("FLUSH BINARY LOGS")
+    settle(server)
     final = _spawn([*args, "--stop-at-end"], log)
     assert final.wait(timeout=180) == 0, log.read_text()[-3000:]
     objects = archived_objects(S3ObjectStore(dest, client=s3_server.client()))
@@ -227,3 +281,25 @@ def test_purged_position_is_a_clear_error(server: MariaDBServer, tmp_path: Path)
     with pytest.raises(BinlogPurgedError, match="binlog.000001"):
         Archiver(ArchiverSettings(**{**settings.model_dump(), "dest": str(tmp_path / "empty"),
                                      "start_file": "binlog.000001"})).run()
+
+
+def test_torn_tail_is_cut_and_restreamed(server: MariaDBServer, tmp_path: Path) -> None:
+    """What a kill -9 in the middle of a transaction leaves: the open file cut anywhere (inside a rows
+    event, inside the GTID event, after a garbage write). Resume cuts back to the last complete
+    transaction and the server's bytes come back identical."""
+    archive = tmp_path / "archive"
+    args = cli_args(server, str(archive), tmp_path / "spool", "--stop-at-end")
+    workload_round(server, 0)
+    server.query("INSERT INTO w.t(k, v) VALUES (1, REPEAT('z', 5000)); INSERT INTO w.t(k, v) VALUES (2, 'y')")
+    assert archive_command(args) == 0
+    active = server.binlog_files()[-1]
+    full = active.read_bytes()
+    scan = scan_binlog_bytes(active.name, full)
+    assert scan.boundary == len(full) and not scan.closed
+    for cut in (len(full) - 1, len(full) - 40, len(full) // 2, 300, 5):
+        (archive / active.name).write_bytes(full[:cut])
+        assert archive_command(args) == 0
+        assert (archive / active.name).read_bytes() == full, cut
+    (archive / active.name).write_bytes(full + b"\x00garbage")  # a torn event header after the end
+    assert archive_command(args) == 0
+    assert (archive / active.name).read_bytes() == full
