@@ -70,7 +70,7 @@ class ArchiverSettings(BaseSettings):
     fsync_interval_s: float = 0.0
     heartbeat_s: float = 5.0
     progress_interval_s: float = 30.0
-    read_timeout_s: float = 60.0
+    read_timeout_s: float | None = None  # default: 4 heartbeats (at least 10 s): a dead peer shows fast
     reconnect_attempts: int = 10
     start_file: str | None = None
     start_gtid: str | None = None
@@ -150,7 +150,7 @@ def connect(settings: ArchiverSettings) -> pymysql.connections.Connection:
     return pymysql.connect(
         host=overrides.get("host", settings.host), port=int(overrides.get("port", settings.port)),
         user=overrides.get("user", settings.user), password=password, ssl=_ssl_context(settings),
-        connect_timeout=10, read_timeout=settings.read_timeout_s, write_timeout=60, autocommit=True)
+        connect_timeout=10, read_timeout=settings.read_timeout_s or max(4 * settings.heartbeat_s, 10.0), write_timeout=60, autocommit=True)
 
 
 @dataclass(frozen=True)

@@ -251,6 +251,19 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(server: MariaDBS
     assert kills >= 5
 
 
+def wait_for_status(path: Path, state: str, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            status: dict[str, Any] = json.loads(path.read_text())
+            if status["state"] == state:
+                return status
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"the archiver did not reach state {state!r} in {timeout} s")
+
+
 # --- a purged start position --------------------------------------------------------------------
 
 
@@ -303,3 +316,43 @@ def test_torn_tail_is_cut_and_restreamed(server: MariaDBServer, tmp_path: Path) 
     (archive / active.name).write_bytes(full + b"\x00garbage")  # a torn event header after the end
     assert archive_command(args) == 0
     assert (archive / active.name).read_bytes() == full
+
+
+@pytest.mark.parametrize("how", ["clean", "sigkill"])
+def test_server_restart_while_archiving(server: MariaDBServer, s3_server: Any, s3_bucket: str, tmp_path: Path,
+                                        how: str) -> None:
+    """The server goes away under a running archiver (shutdown or kill -9) and comes back: the
+    archiver reconnects on its own and the archive stays identical (a crashed server's last file has
+    no closing event; the archiver closes it when the server streams the next one)."""
+    dest = f"s3://{s3_bucket}/binlogs/{SOURCE}/"
+    args = cli_args(server, dest, tmp_path, "--s3-endpoint-url", s3_server.endpoint_url, "--heartbeat-s", "1",
+                    "--upload-interval-s", "0.2")
+    log = tmp_path / "archiver.log"
+    proc = _spawn(args, log)
+    try:
+        wait_for_status(tmp_path / SOURCE / "status.json", "streaming")
+        workload_round(server, 0)
+        server.query("INSERT INTO w.t(k, v) VALUES (7, 'before the restart')")
+        time.sleep(1.5)
+        if how == "sigkill":
+            assert server.proc is not None
+            server.proc.kill()
+            server.proc.wait()
+            server.proc = None
+            server.log.close()
+        else:
+            server.stop()
+        server.start()
+        workload_round(server, 1)
+        time.sleep(2.0)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "reconnecting" in log.read_text(), log.read_text()[-2000:]
+    server.query("FLUSH BINARY LOGS")
+    settle(server)
+    assert archive_command([*args, "--stop-at-end"]) == 0
+    objects = archived_objects(S3ObjectStore(dest, client=s3_server.client()))
+    assert_byte_identical(server, objects, tmp_path)
+    gtids = archived_gtids(objects)
+    assert gtids == [f"0-7-{n}" for n in range(1, server_gtid_count(server) + 1)]
