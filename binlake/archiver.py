@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -42,7 +42,7 @@ from binlog_parser import replication as rpl
 
 log = logging.getLogger("binlake.archiver")
 
-_TOML_TABLE: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("archive_toml", default={})
+_TOML_TABLE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("archive_toml", default=None)
 
 
 class ArchiverError(BinlakeError):
@@ -90,7 +90,7 @@ class ArchiverSettings(BaseSettings):
                                    dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=_TOML_TABLE.get())
+        return init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=_TOML_TABLE.get() or {})
 
     @property
     def source_spool(self) -> Path:
@@ -115,6 +115,9 @@ def load_settings(cli: dict[str, Any], config_path: str | None) -> ArchiverSetti
     token = _TOML_TABLE.set(table)
     try:
         return ArchiverSettings(**{k: v for k, v in cli.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ArchiverError(f"bad archive settings ({config_path or 'flags/env'}): {problems}") from None
     finally:
         _TOML_TABLE.reset(token)
 
@@ -166,7 +169,7 @@ def prepare_replica(conn: pymysql.connections.Connection, settings: ArchiverSett
     """Session variables a replica sets before COM_BINLOG_DUMP (what MariaDB/MySQL's own replicas send)."""
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION(), @@global.binlog_checksum")
-        version, checksum = cur.fetchone()
+        version, checksum = cur.fetchone() or ("", "NONE")
         is_mariadb = "mariadb" in str(version).lower()
         # Events as on disk: with their CRC32 (a replica that does not say so gets them stripped/refused).
         cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
@@ -176,21 +179,34 @@ def prepare_replica(conn: pymysql.connections.Connection, settings: ArchiverSett
             cur.execute("SELECT @@global.gtid_binlog_pos")
         else:
             cur.execute("SELECT @@global.gtid_executed")
-        gtid_position = str(cur.fetchone()[0] or "")
+        gtid_position = str((cur.fetchone() or ("",))[0] or "")
     return ServerInfo(is_mariadb, str(checksum), gtid_position)
 
 
 def send_command(conn: pymysql.connections.Connection, payload: bytes) -> None:
-    conn._next_seq_id = 0
-    conn._write_bytes(rpl.frame_packets(payload))
-    conn._next_seq_id = 1
+    """Write a command packet on PyMySQL's socket (sequence id 0; the answer starts at 1).
+
+    PyMySQL has no public API for replication commands; like python-mysql-replication we use its
+    ``_write_bytes`` / ``_next_seq_id`` / ``_rfile`` (stable since PyMySQL 0.6) and keep the
+    packets and the framing our own.
+    """
+    raw: Any = conn
+    raw._next_seq_id = 0
+    raw._write_bytes(rpl.frame_packets(payload))
+    raw._next_seq_id = 1
+
+
+def read_ok(conn: pymysql.connections.Connection) -> None:
+    """The answer to COM_REGISTER_SLAVE: OK, or PyMySQL raises the server's error (e.g. no grant)."""
+    raw: Any = conn
+    raw._read_packet()
 
 
 def register_and_dump(conn: pymysql.connections.Connection, settings: ArchiverSettings,
                       point: ResumePoint | None) -> None:
     """COM_REGISTER_SLAVE (answered by OK), then COM_BINLOG_DUMP from ``point`` (None: first binlog)."""
     send_command(conn, rpl.register_slave_payload(settings.server_id))
-    conn._read_packet()  # OK, or raises with the server's error
+    read_ok(conn)
     flags = rpl.BINLOG_SEND_ANNOTATE_ROWS_EVENT | (rpl.BINLOG_DUMP_NON_BLOCK if settings.stop_at_end else 0)
     name, position = (point.file, point.position) if point else (settings.start_file or "", 4)
     send_command(conn, rpl.binlog_dump_payload(settings.server_id, name, position, flags))
@@ -210,7 +226,7 @@ def file_of_gtid(settings: ArchiverSettings, info: ServerInfo, gtid: str) -> str
                 cur.execute("SET @slave_connect_state = %s", (gtid,))
                 cur.execute("SET @slave_gtid_strict_mode = 1")
             send_command(conn, rpl.register_slave_payload(settings.server_id))
-            conn._read_packet()
+            read_ok(conn)
             send_command(conn, rpl.binlog_dump_payload(settings.server_id, "", 4, 0))
         else:
             send_command(conn, rpl.binlog_dump_gtid_payload(settings.server_id, rpl.parse_mysql_gtid_set(gtid)))
@@ -228,8 +244,9 @@ def file_of_gtid(settings: ArchiverSettings, info: ServerInfo, gtid: str) -> str
 
 def _read_chunk(conn: pymysql.connections.Connection) -> bytes:
     """Whatever the socket has (PyMySQL's buffered reader); b'' never returns: a closed socket raises."""
+    raw: Any = conn
     try:
-        data = conn._rfile.read1(1 << 16)
+        data = raw._rfile.read1(1 << 16)
     except (OSError, ValueError) as exc:
         raise ConnectionError(f"lost the replication connection: {exc}") from exc
     if not data:
@@ -506,8 +523,8 @@ def _print_status(cli: dict[str, Any], config_path: str | None) -> int:
     if config_path and "spool_dir" not in cli:
         try:
             spool = load_settings({"dest": "-", **cli}, config_path).spool_dir
-        except Exception:  # noqa: BLE001 - status must work without a complete config
-            pass
+        except Exception as exc:  # noqa: BLE001 - status must work without a complete config
+            log.debug("no spool dir from %s: %s", config_path, exc)
     path = spool / (cli.get("source") or "") / "status.json"
     if not path.is_file():
         raise ArchiverError(f"no archiver status at {path} (has `binlake archive` run with this spool dir?)")

@@ -282,10 +282,10 @@ class ArchiveFiles:
         cur = self.current
         if cur is None or not cur.continues(event):
             return False
-        if cur.append(event, now) and not self.in_place:
-            if (cur.boundary - self._uploaded_size >= self.upload_bytes
-                    or now - self._uploaded_at >= self.upload_interval_s):
-                self._upload_open(now)
+        if cur.append(event, now) and not self.in_place and (
+                cur.boundary - self._uploaded_size >= self.upload_bytes
+                or now - self._uploaded_at >= self.upload_interval_s):
+            self._upload_open(now)
         if event.type_code in (EventType.ROTATE, EventType.STOP):
             self.close(closed_by_server=True)
         return True

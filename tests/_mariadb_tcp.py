@@ -52,18 +52,18 @@ class MariaDBServer:
         user = ["--user=root"] if os.geteuid() == 0 else []
         r = subprocess.run([str(self.install_db), "--no-defaults", f"--datadir={self.datadir}",
                             "--auth-root-authentication-method=normal", "--skip-test-db", *user],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, check=False)
         if r.returncode != 0:
             raise RuntimeError(f"mariadb-install-db failed: {r.stdout[-800:]} {r.stderr[-800:]}")
 
-    def start(self) -> "MariaDBServer":
+    def start(self) -> MariaDBServer:
         if not self.datadir.exists():
             self.install()
             fresh = True
         else:
             fresh = False
         user = ["--user=root"] if os.geteuid() == 0 else []
-        self.log = open(self.base / "server.log", "ab")
+        self.log = open(self.base / "server.log", "ab")  # noqa: SIM115 - open while the server runs
         self.proc = subprocess.Popen(
             [str(self.mariadbd), "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.sock}",
              "--bind-address=127.0.0.1", f"--port={self.port}", f"--pid-file={self.base / 'mysqld.pid'}",
@@ -101,7 +101,7 @@ class MariaDBServer:
             return
         if self.proc.poll() is None:
             subprocess.run([str(self.admin), "--no-defaults", f"--socket={self.sock}", "-uroot", "shutdown"],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=60, check=False)
             try:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:

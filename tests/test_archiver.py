@@ -24,7 +24,12 @@ from typing import Any
 import pytest
 from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 
-from binlake.archiver import ArchiverSettings, BinlogPurgedError, archive_command, load_settings
+from binlake.archiver import (
+    ArchiverSettings,
+    BinlogPurgedError,
+    archive_command,
+    load_settings,
+)
 from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
 from binlake.storage import S3ObjectStore
 from binlog_parser.replication import gtid_of, parse_event
@@ -166,8 +171,9 @@ def check_discovery_and_reconciliation(store: S3ObjectStore, spark_session: Any)
 
 def test_archived_files_ingest_with_reconciliation_ok(server: MariaDBServer, s3_server: Any, s3_bucket: str,
                                                       tmp_path: Path, spark: Any) -> None:
-    from binlake.discovery import discover_source
     from conftest import make_test_config
+
+    from binlake.discovery import discover_source
     from spark_jobs.ingest import BinlogObject, run_ingest
     from spark_jobs.reconcile import run_reconcile
 
@@ -356,3 +362,27 @@ def test_server_restart_while_archiving(server: MariaDBServer, s3_server: Any, s
     assert_byte_identical(server, objects, tmp_path)
     gtids = archived_gtids(objects)
     assert gtids == [f"0-7-{n}" for n in range(1, server_gtid_count(server) + 1)]
+
+
+# --- settings -----------------------------------------------------------------------------------
+
+
+def test_settings_precedence_cli_env_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conf = tmp_path / "binlake.toml"
+    conf.write_text(
+        '[[sources]]\nname = "maria-live"\nuri = "s3://lake/binlogs/maria-live/"\n\n'
+        '[archive]\nhost = "db.internal"\nport = 3307\nserver_id = 901\nheartbeat_s = 2.5\n\n'
+        '[archive.maria-live]\nserver_id = 902\nupload_bytes = 1048576\n')
+    monkeypatch.setenv("BINLAKE_ARCHIVE_PORT", "3308")
+    s = load_settings({"source": "maria-live", "heartbeat_s": 9.0}, str(conf))
+    assert (s.dest, s.host, s.port, s.server_id, s.heartbeat_s, s.upload_bytes) == (
+        "s3://lake/binlogs/maria-live/", "db.internal", 3308, 902, 9.0, 1048576)
+    assert "password" not in s.model_dump() and REPL_PASSWORD not in repr(s)
+
+
+def test_bad_settings_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ArchiverError, match="bad archive settings .*server_id: Input should be greater"):
+        load_settings({"source": "x", "dest": str(tmp_path), "server_id": 0}, None)
+    assert archive_command(["--source", "x", "--dest", str(tmp_path), "--server-id", "0"]) == 1
+    assert archive_command(["--status", "--source", "nope", "--spool-dir", str(tmp_path)]) == 1
+    assert "no archiver status at" in capsys.readouterr().err
