@@ -25,6 +25,7 @@ import pytest
 from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 
 from binlake.archiver import (
+    ArchiverError,
     ArchiverSettings,
     BinlogPurgedError,
     archive_command,
