@@ -23,7 +23,7 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pymysql
 from pydantic import Field, ValidationError
@@ -33,6 +33,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from binlake.archiver_files import ArchiveFiles, ResumePoint
 from binlake.config import S3Settings
@@ -75,6 +76,7 @@ class ArchiverSettings(BaseSettings):
     start_file: str | None = None
     start_gtid: str | None = None
     stop_at_end: bool = False
+    ssl_mode: Literal["preferred", "required", "disabled"] = "preferred"  # as MySQL's --ssl-mode
     ssl_ca: str | None = None
     ssl_cert: str | None = None
     ssl_key: str | None = None
@@ -139,10 +141,15 @@ def _password(settings: ArchiverSettings) -> tuple[str, dict[str, Any]]:
 
 
 def _ssl_context(settings: ArchiverSettings) -> ssl.SSLContext | None:
-    if not (settings.ssl_ca or settings.ssl_cert):
+    """TLS as MySQL's ``--ssl-mode``: preferred (PyMySQL's default: TLS when the server offers it),
+    required (TLS or fail; the server certificate is verified against ``ssl_ca`` when given, and its
+    host name too with ``ssl_verify_identity``), disabled."""
+    if settings.ssl_mode != "required" and not (settings.ssl_ca or settings.ssl_cert):
         return None
     ctx = ssl.create_default_context(cafile=settings.ssl_ca)
-    ctx.check_hostname = settings.ssl_verify_identity
+    ctx.check_hostname = bool(settings.ssl_ca) and settings.ssl_verify_identity
+    if not settings.ssl_ca:
+        ctx.verify_mode = ssl.CERT_NONE  # encrypted, not authenticated (MySQL's REQUIRED)
     if settings.ssl_cert:
         ctx.load_cert_chain(settings.ssl_cert, settings.ssl_key)
     return ctx
@@ -153,6 +160,7 @@ def connect(settings: ArchiverSettings) -> pymysql.connections.Connection:
     return pymysql.connect(
         host=overrides.get("host", settings.host), port=int(overrides.get("port", settings.port)),
         user=overrides.get("user", settings.user), password=password, ssl=_ssl_context(settings),
+        ssl_disabled=settings.ssl_mode == "disabled",
         connect_timeout=10, read_timeout=settings.read_timeout_s or max(4 * settings.heartbeat_s, 10.0), write_timeout=60, autocommit=True)
 
 
@@ -306,6 +314,26 @@ def write_status(path: Path, progress: Progress, now: float) -> None:
     tmp.replace(path)
 
 
+#: client/server error codes that mean "the connection went away", worth a reconnect: can't connect,
+#: gone away, lost, server shutdown in progress, connection killed
+TRANSIENT_MYSQL_ERRORS = frozenset({2003, 2006, 2013, 2055, 1053, 1927})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A lost connection (retry) as opposed to a refusal such as a wrong password or a missing grant."""
+    if isinstance(exc, ConnectionError):
+        return True
+    if isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError):
+        return bool(exc.args) and exc.args[0] in TRANSIENT_MYSQL_ERRORS
+    return False
+
+
+def _mysql_error_text(exc: BaseException) -> str:
+    if isinstance(exc, pymysql.err.MySQLError) and len(exc.args) >= 2:
+        return f"{exc.args[1]} (error {exc.args[0]})"
+    return str(exc)
+
+
 # --- the stream loop ----------------------------------------------------------------------------
 
 
@@ -325,23 +353,18 @@ class Archiver:
 
     def run(self) -> int:
         """Stream with reconnects (tenacity: exponential backoff); 0 when a --stop-at-end run is done."""
-        from tenacity import (
-            Retrying,
-            retry_if_exception_type,
-            stop_after_attempt,
-            wait_exponential,
-        )
-
         retrying = Retrying(
-            retry=retry_if_exception_type((ConnectionError, pymysql.err.OperationalError,
-                                           pymysql.err.InterfaceError)),
-            stop=stop_after_attempt(self.settings.reconnect_attempts),
-            wait=wait_exponential(multiplier=0.5, max=30), reraise=True,
-            before_sleep=self._before_reconnect)
+            retry=retry_if_exception(is_transient), stop=stop_after_attempt(self.settings.reconnect_attempts),
+            wait=wait_exponential(multiplier=0.5, max=30), reraise=True, before_sleep=self._before_reconnect)
         try:
-            for attempt in retrying:
-                with attempt:
-                    self._session()
+            try:
+                for attempt in retrying:
+                    with attempt:
+                        self._session()
+            except (pymysql.err.MySQLError, ConnectionError) as exc:
+                raise ArchiverError(
+                    f"{self.settings.source}: the server {self.settings.host}:{self.settings.port} refused or "
+                    f"dropped the replica: {_mysql_error_text(exc)}") from exc
         except BinlakeError as exc:
             self._set_state("failed", str(exc))
             raise
@@ -490,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, kind in (("host", str), ("port", int), ("user", str), ("server-id", int), ("spool-dir", Path),
                        ("upload-bytes", int), ("upload-interval-s", float), ("fsync-interval-s", float),
                        ("heartbeat-s", float), ("progress-interval-s", float), ("start-file", str),
-                       ("start-gtid", str), ("ssl-ca", str), ("ssl-cert", str), ("ssl-key", str),
+                       ("start-gtid", str), ("ssl-mode", str), ("ssl-ca", str), ("ssl-cert", str), ("ssl-key", str),
                        ("airflow-conn-id", str), ("s3-endpoint-url", str), ("reconnect-attempts", int)):
         parser.add_argument(f"--{name}", type=kind, default=None)
     parser.add_argument("--stop-at-end", action="store_true", default=None,

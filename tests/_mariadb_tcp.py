@@ -88,9 +88,12 @@ class MariaDBServer:
         return self
 
     def query(self, sql: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.client), "--no-defaults", f"--socket={self.sock}", "-uroot",
-                               "--batch", "--skip-column-names", "-e", sql],
-                              capture_output=True, timeout=300, check=check, text=True)
+        r = subprocess.run([str(self.client), "--no-defaults", f"--socket={self.sock}", "-uroot",
+                            "--batch", "--skip-column-names", "-e", sql],
+                           capture_output=True, timeout=300, check=False, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"SQL failed: {r.stderr.strip()} -- in: {sql[:200]}")
+        return r
 
     def binlog_files(self) -> list[Path]:
         index = (self.datadir / "binlog.index").read_text().split()

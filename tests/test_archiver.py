@@ -387,3 +387,43 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureF
     assert archive_command(["--source", "x", "--dest", str(tmp_path), "--server-id", "0"]) == 1
     assert archive_command(["--status", "--source", "nope", "--spool-dir", str(tmp_path)]) == 1
     assert "no archiver status at" in capsys.readouterr().err
+
+
+# --- TLS ----------------------------------------------------------------------------------------
+
+
+def _make_certs(folder: Path) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a server certificate for 127.0.0.1 (openssl CLI)."""
+    ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.pem", "server.key", "server.csr",
+                                                         "server.pem"))
+    ext = folder / "san.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    for cmd in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2",
+         "-subj", "/CN=binlake-test-ca"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
+         "-extfile", ext],
+    ):
+        subprocess.run(["openssl", *map(str, cmd)], check=True, capture_output=True, timeout=60)
+    return ca, cert, key
+
+
+def test_tls_required_and_verified(tmp_path: Path) -> None:
+    if not (which("mariadbd", "mysqld") and shutil.which("openssl")):
+        pytest.skip("!!! TLS TEST SKIPPED: mariadbd or openssl missing !!!")
+    ca, cert, key = _make_certs(tmp_path)
+    db = MariaDBServer(tmp_path / "srv", extra_args=(f"--ssl-ca={ca}", f"--ssl-cert={cert}", f"--ssl-key={key}"))
+    (tmp_path / "srv").mkdir()
+    db.start()
+    try:
+        db.query(f"ALTER USER '{REPL_USER}'@'127.0.0.1' REQUIRE SSL; CREATE DATABASE w; "
+                 "CREATE TABLE w.t (id INT PRIMARY KEY AUTO_INCREMENT, k INT, v TEXT); FLUSH BINARY LOGS")
+        workload_round(db, 0)
+        args = cli_args(db, str(tmp_path / "archive"), tmp_path / "spool", "--stop-at-end")
+        assert archive_command([*args, "--ssl-mode", "disabled"]) == 1  # the user requires TLS
+        assert archive_command([*args, "--ssl-mode", "required", "--ssl-ca", str(ca), "--ssl-verify-identity"]) == 0
+        for f in db.binlog_files():
+            assert (tmp_path / "archive" / f.name).read_bytes() == f.read_bytes()
+    finally:
+        db.stop()
