@@ -124,6 +124,10 @@ def main() -> int:
         objects = {f.name: c.get_object(Bucket="bench", Key=f"binlogs/bench/{f.name}")["Body"].read()
                    for f in files[:-1]}
         check_identical(db, base, "binlake archive (S3)", objects)
+        t0 = time.perf_counter()
+        for f in files:  # the store's own ceiling: one put_object per file, nothing else
+            c.put_object(Bucket="bench", Key=f"ceiling/{f.name}", Body=f.read_bytes())
+        runs.append(Run("boto3 put_object only (moto ceiling)", mb, time.perf_counter() - t0, 0.0))
     finally:
         s3.stop()
         db.stop()

@@ -68,7 +68,7 @@ class ArchiverSettings(BaseSettings):
     spool_dir: Path = Path("binlake-spool")
     upload_bytes: int = 8 << 20
     upload_interval_s: float = 10.0
-    fsync_interval_s: float = 0.0
+    fsync_interval_s: float = 1.0  # fsync at a transaction boundary at most this often (0: every one)
     heartbeat_s: float = 5.0
     progress_interval_s: float = 30.0
     read_timeout_s: float | None = None  # default: 4 heartbeats (at least 10 s): a dead peer shows fast
