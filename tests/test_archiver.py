@@ -427,3 +427,20 @@ def test_tls_required_and_verified(tmp_path: Path) -> None:
             assert (tmp_path / "archive" / f.name).read_bytes() == f.read_bytes()
     finally:
         db.stop()
+
+
+def test_start_by_gtid_archives_the_whole_file_that_holds_it(server: MariaDBServer, tmp_path: Path) -> None:
+    for i in range(3):
+        workload_round(server, i)
+    files = server.binlog_files()
+    holder = files[2]  # binlog.000003: find a GTID that it holds
+    gtids = archived_gtids({holder.name: holder.read_bytes()})
+    assert gtids
+    domain, server_id, seq = gtids[1 if len(gtids) > 1 else 0].split("-")
+    start = f"{domain}-{server_id}-{int(seq) - 1}"  # the replica's state: everything before that GTID
+    archive = tmp_path / "archive"
+    assert archive_command(cli_args(server, str(archive), tmp_path / "spool", "--stop-at-end",
+                                    "--start-gtid", start)) == 0
+    assert sorted(p.name for p in archive.iterdir()) == [f.name for f in files[2:]]
+    for f in files[2:]:
+        assert (archive / f.name).read_bytes() == f.read_bytes()
