@@ -350,6 +350,7 @@ class Archiver:
         self.progress = Progress(settings.source)
         self.status_path = settings.source_spool / "status.json"
         self._last_report = 0.0
+        self._last_progress = 0.0
 
     def run(self) -> int:
         """Stream with reconnects (tenacity: exponential backoff); 0 when a --stop-at-end run is done."""
@@ -411,7 +412,7 @@ class Archiver:
                 if isinstance(item, rpl.StreamError):
                     raise self._stream_error(item, point)
                 if isinstance(item, rpl.StreamEnd):
-                    self.files.flush(now)
+                    self.files.flush(now, force=True)
                     self._report(now, force=True)
                     return
                 self._on_event(item, checksum_len, now)
@@ -435,10 +436,13 @@ class Archiver:
             p.caught_up = True
 
     def _report(self, now: float, force: bool = False) -> None:
-        if not force and now - self._last_report < min(self.settings.upload_interval_s, 5.0):
+        """Every second at most: fsync/upload when due and the status file; the progress log line
+        (and the server's GTID position for the lag) every ``progress_interval_s``."""
+        if not force and now - self._last_report < 1.0:
             return
-        self.files.flush(now)
-        if force or now - self._last_report >= self.settings.progress_interval_s:
+        self.files.flush(now, force=force)
+        if force or now - self._last_progress >= self.settings.progress_interval_s:
+            self._last_progress = now
             self._refresh_server_gtid()
             p = self.progress
             log.info("%s: %s:%d archived %.1f MB / %d events (%.2f MB/s), lag %s s / %s GTIDs, %d files closed",

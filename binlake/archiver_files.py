@@ -29,6 +29,7 @@ from binlog_parser.replication import (
     EVENT_HEADER_LEN,
     StreamEvent,
     TransactionTracker,
+    checksum_len_of_fde,
     gtid_list_state,
     gtid_of,
     parse_event,
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 #: a server's binlog file name: basename + "." + at least 6 digits (binlog.000042)
 BINLOG_NAME = re.compile(r"^(?P<base>[^/]+)\.(?P<num>\d{6,})$")
+_GTID_TYPES = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID})
 _FDE_FLAGS_OFFSET = 4 + 17  # magic + (timestamp 4, type 1, server id 4, size 4, log_pos 4)
 
 
@@ -79,6 +81,8 @@ def scan_binlog_bytes(name: str, data: bytes) -> FileScan:
         if size < EVENT_HEADER_LEN or offset + size > len(data):
             break
         event = parse_event(data[offset:offset + size])
+        if event.type_code in _GTID_TYPES:
+            boundary = offset  # a GTID always starts a transaction
         offset += size
         events += 1
         last_gtid = gtid_of(event) or last_gtid or gtid_list_state(event)
@@ -117,6 +121,12 @@ class BinlogFileWriter:
         self.fsync_interval_s = fsync_interval_s
         self._last_fsync = 0.0
         self.tracker = TransactionTracker()
+        if self.size > 4 + EVENT_HEADER_LEN:  # resumed: the file's FDE says whether events carry CRC32
+            self._fh.seek(4)
+            head = self._fh.read(EVENT_HEADER_LEN)
+            (fde_size,) = struct.unpack_from("<I", head, 9)
+            self.tracker.checksum_len = checksum_len_of_fde(head + self._fh.read(fde_size - EVENT_HEADER_LEN))
+            self._fh.seek(0, os.SEEK_END)
 
     @property
     def name(self) -> str:
@@ -140,6 +150,8 @@ class BinlogFileWriter:
     def append(self, event: StreamEvent, now: float) -> bool:
         """Append one on-disk event; True at a transaction boundary (then fsynced when due)."""
         raw = event.raw
+        if event.type_code in _GTID_TYPES:
+            self.boundary = self.size  # a GTID always starts a transaction
         if event.type_code == EventType.FORMAT_DESCRIPTION and self.size == 4:
             raw = _with_in_use_flag(raw, True)  # as the server's own open file has it
         self._fh.write(raw)
@@ -312,12 +324,16 @@ class ArchiveFiles:
         path.unlink()
         log.info("archived closed binlog %s", path.name)
 
-    def flush(self, now: float) -> None:
-        """Make the open file's complete transactions durable (and visible on S3)."""
-        if self.current is not None:
-            self.current.sync(now)
-            if not self.in_place and self.current.boundary > self._uploaded_size:
-                self._upload_open(now)
+    def flush(self, now: float, force: bool = False) -> None:
+        """fsync the open file; on S3 upload its complete transactions when due (or ``force``)."""
+        cur = self.current
+        if cur is None:
+            return
+        cur.sync(now)
+        new_bytes = cur.boundary - self._uploaded_size
+        if not self.in_place and new_bytes > 0 and (
+                force or new_bytes >= self.upload_bytes or now - self._uploaded_at >= self.upload_interval_s):
+            self._upload_open(now)
 
     def detach(self) -> None:
         """Forget the open file without closing it (connection lost: resume re-reads it)."""

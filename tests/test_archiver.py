@@ -258,6 +258,20 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(server: MariaDBS
     assert kills >= 5
 
 
+def wait_for_reconnect(path: Path, timeout: float = 90.0) -> dict[str, Any]:
+    """Until the archiver has reconnected and streams again (its status file says so)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            status: dict[str, Any] = json.loads(path.read_text())
+            if status["reconnects"] >= 1 and status["state"] == "streaming":
+                return status
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"the archiver did not reconnect in {timeout} s: {path.read_text()}")
+
+
 def wait_for_status(path: Path, state: str, timeout: float = 60.0) -> dict[str, Any]:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -351,7 +365,8 @@ def test_server_restart_while_archiving(server: MariaDBServer, s3_server: Any, s
             server.stop()
         server.start()
         workload_round(server, 1)
-        time.sleep(2.0)
+        status = wait_for_reconnect(tmp_path / SOURCE / "status.json")
+        assert status["reconnects"] >= 1 and status["state"] == "streaming"
     finally:
         proc.kill()
         proc.wait()
@@ -444,3 +459,13 @@ def test_start_by_gtid_archives_the_whole_file_that_holds_it(server: MariaDBServ
     assert sorted(p.name for p in archive.iterdir()) == [f.name for f in files[2:]]
     for f in files[2:]:
         assert (archive / f.name).read_bytes() == f.read_bytes()
+
+
+def test_credentials_from_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``airflow_conn_id``: host, port, user and password from the connection (here from Airflow's
+    env-variable secrets backend), never from a file or a flag."""
+    from binlake.archiver import _password
+
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_REPL", "mysql://binlake_repl:s3cr%40t@127.0.0.1:3307")
+    settings = ArchiverSettings(source="x", dest="/nowhere", airflow_conn_id="mysql_repl")
+    assert _password(settings) == ("s3cr@t", {"host": "127.0.0.1", "port": 3307, "user": "binlake_repl"})
