@@ -414,7 +414,10 @@ class Archiver:
                 if isinstance(item, rpl.StreamEnd):
                     self.files.flush(now, force=True)
                     self._report(now, force=True)
-                    return
+                    if self.settings.stop_at_end:
+                        return
+                    # a blocking dump only ends like this when the server shuts down: reconnect
+                    raise ConnectionError("the server ended the binlog dump (EOF packet: shutting down?)")
                 self._on_event(item, checksum_len, now)
             self._report(now)
 
