@@ -95,10 +95,18 @@ def assert_byte_identical(db: MariaDBServer, objects: dict[str, bytes], spool: P
     files = db.binlog_files()
     for f in files[:-1]:
         assert f.name in objects, f"{f.name} is not archived"
-        assert hashlib.sha256(objects[f.name]).hexdigest() == hashlib.sha256(f.read_bytes()).hexdigest(), f.name
+        mine, theirs = objects[f.name], f.read_bytes()
+        assert hashlib.sha256(mine).hexdigest() == hashlib.sha256(theirs).hexdigest(), _first_difference(
+            f.name, mine, theirs)
     active = files[-1]
     assert (spool / SOURCE / active.name).read_bytes() == active.read_bytes()
     assert set(objects) <= {f.name for f in files}
+
+
+def _first_difference(name: str, mine: bytes, theirs: bytes) -> str:
+    at = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), min(len(mine), len(theirs)))
+    return (f"{name}: archive {len(mine)} bytes, server {len(theirs)} bytes, first difference at {at}: "
+            f"{mine[at:at + 24].hex()} vs {theirs[at:at + 24].hex()}; tails {mine[-60:].hex()} / {theirs[-60:].hex()}")
 
 
 def archived_gtids(objects: dict[str, bytes]) -> list[str]:
