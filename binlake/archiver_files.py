@@ -21,6 +21,7 @@ import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from binlake.errors import BinlakeError
 from binlake.storage import LocalObjectStore, ObjectStore
@@ -174,12 +175,9 @@ class BinlogFileWriter:
         The FDE's CRC32 does not cover that flag (the server computes it with the flag clear), so
         clearing it leaves the checksum valid and the bytes equal to the server's closed file.
         """
-        if closed_by_server and self.size > _FDE_FLAGS_OFFSET + 2:
-            self._fh.seek(_FDE_FLAGS_OFFSET)
-            (flags,) = struct.unpack("<H", self._fh.read(2))
-            self._fh.seek(_FDE_FLAGS_OFFSET)
-            self._fh.write(struct.pack("<H", flags & ~LOG_EVENT_BINLOG_IN_USE_F))
         self._fh.flush()
+        if closed_by_server:
+            _clear_in_use_flag(self._fh)
         os.fsync(self._fh.fileno())
         self._fh.close()
 
@@ -187,6 +185,27 @@ class BinlogFileWriter:
         self._fh.flush()
         with open(self.path, "rb") as fh:
             return fh.read(self.boundary)
+
+
+def _clear_in_use_flag(fh: BinaryIO) -> None:
+    """Clear LOG_EVENT_BINLOG_IN_USE_F in the FDE of an open binlog file (idempotent)."""
+    fh.seek(_FDE_FLAGS_OFFSET)
+    raw = fh.read(2)
+    if len(raw) == 2:
+        (flags,) = struct.unpack("<H", raw)
+        if flags & LOG_EVENT_BINLOG_IN_USE_F:
+            fh.seek(_FDE_FLAGS_OFFSET)
+            fh.write(struct.pack("<H", flags & ~LOG_EVENT_BINLOG_IN_USE_F))
+            fh.flush()
+    fh.seek(0, os.SEEK_END)
+
+
+def finish_closed_file(path: Path) -> None:
+    """A file that ends with the server's ROTATE/STOP but was not closed by us (kill -9 between the
+    last event and the close): clear its in-use flag as the close would have, and make it durable."""
+    with open(path, "r+b") as fh:
+        _clear_in_use_flag(fh)
+        os.fsync(fh.fileno())
 
 
 def _with_in_use_flag(raw: bytes, in_use: bool) -> bytes:
@@ -244,6 +263,7 @@ class ArchiveFiles:
             for path in local:  # closed spool files: a crash between close and upload
                 scan = scan_binlog_bytes(path.name, path.read_bytes())
                 if scan.closed:
+                    finish_closed_file(path)
                     self._upload_closed(path)
             local = self._work_files()
         if local:
@@ -256,6 +276,10 @@ class ArchiveFiles:
         data = self.store.read_all(names[-1])
         scan = scan_binlog_bytes(names[-1], data)
         if scan.closed and scan.next_file:
+            if data[_FDE_FLAGS_OFFSET] & LOG_EVENT_BINLOG_IN_USE_F:  # uploaded before a kill -9 closed it
+                (self.work_dir / names[-1]).write_bytes(data)
+                finish_closed_file(self.work_dir / names[-1])
+                self._upload_closed(self.work_dir / names[-1])
             return ResumePoint(scan.next_file, 4, scan.last_gtid)
         (self.work_dir / names[-1]).write_bytes(data)  # continue the open object in the spool
         return self._resume_from_local(self.work_dir / names[-1])
@@ -263,6 +287,7 @@ class ArchiveFiles:
     def _resume_from_local(self, path: Path) -> ResumePoint:
         scan = scan_binlog_bytes(path.name, path.read_bytes())
         if scan.closed and scan.next_file:
+            finish_closed_file(path)
             return ResumePoint(scan.next_file, 4, scan.last_gtid)
         if scan.boundary < scan.size:
             log.warning("%s: cutting a torn tail of %d bytes at offset %d (last complete transaction)",
@@ -294,12 +319,13 @@ class ArchiveFiles:
         cur = self.current
         if cur is None or not cur.continues(event):
             return False
-        if cur.append(event, now) and not self.in_place and (
+        boundary = cur.append(event, now)
+        if event.type_code in (EventType.ROTATE, EventType.STOP):
+            self.close(closed_by_server=True)  # uploads the whole closed file (S3)
+        elif boundary and not self.in_place and (
                 cur.boundary - self._uploaded_size >= self.upload_bytes
                 or now - self._uploaded_at >= self.upload_interval_s):
             self._upload_open(now)
-        if event.type_code in (EventType.ROTATE, EventType.STOP):
-            self.close(closed_by_server=True)
         return True
 
     def _upload_open(self, now: float) -> None:

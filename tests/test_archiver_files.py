@@ -121,3 +121,29 @@ def test_upload_verified_checks_size_and_etag(s3_server: Any, s3_bucket: str) ->
 
     with pytest.raises(ArchiveFileError, match="stored 1932 bytes, expected 1933"):
         upload_verified(ShortStore(), "binlog.000003", data)  # type: ignore[arg-type]
+
+
+def test_kill_between_last_event_and_close_still_clears_in_use_flag(s3_server: Any, s3_bucket: str,
+                                                                    tmp_path: Path) -> None:
+    """kill -9 after the server's ROTATE reached the spool but before the close cleared the FDE's
+    in-use flag: resume finishes the close, so the object equals the server's closed file."""
+    closed = (FIX / "binlog.000002").read_bytes()
+    assert closed[21] & 1 == 0
+    in_use = bytearray(closed)
+    in_use[21] |= 1
+    store = S3ObjectStore(f"s3://{s3_bucket}/k/", client=s3_server.client())
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "binlog.000002").write_bytes(bytes(in_use))
+    point = ArchiveFiles(store, spool).resume_point()
+    assert point is not None and (point.file, point.position) == ("binlog.000003", 4)
+    assert store.read_all("binlog.000002") == closed
+    # the same when only the object is left (uploaded with the flag, spool lost)
+    store.put("binlog.000002", bytes(in_use))
+    assert ArchiveFiles(store, tmp_path / "spool2").resume_point() == point
+    assert store.read_all("binlog.000002") == closed
+    # and in a local folder archive
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "binlog.000002").write_bytes(bytes(in_use))
+    ArchiveFiles(LocalObjectStore(tmp_path / "local"), tmp_path / "spool3").resume_point()
+    assert (tmp_path / "local" / "binlog.000002").read_bytes() == closed
