@@ -1,0 +1,562 @@
+"""``binlake archive``: a replica that streams a live server's binlogs into the archive, byte for byte.
+
+The connection, TLS and authentication (incl. ``caching_sha2_password``) are PyMySQL's; binlake's own
+code sends the dump commands and frames the stream (:mod:`binlog_parser.replication`) and writes the
+files (:mod:`binlake.archiver_files`). The archive itself is the only state: a restart resumes from
+its own files, so kill -9 at any moment loses nothing and duplicates nothing.
+
+Settings (:class:`ArchiverSettings`, pydantic-settings): CLI flags > ``BINLAKE_ARCHIVE_*`` env >
+the ``[archive]`` table of the binlake TOML config > defaults. The password never comes from a file
+or a flag: ``BINLAKE_ARCHIVE_PASSWORD``, ``MYSQL_PWD`` or an Airflow connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import json
+import logging
+import os
+import ssl
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pymysql
+from pydantic import Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from binlake.archiver_files import ArchiveFiles, ResumePoint
+from binlake.config import S3Settings
+from binlake.errors import BinlakeError
+from binlake.storage import ObjectStore, open_object_store
+from binlog_parser import replication as rpl
+
+log = logging.getLogger("binlake.archiver")
+
+_TOML_TABLE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("archive_toml", default=None)
+
+
+class ArchiverError(BinlakeError):
+    """The archiver cannot go on (bad settings, the server refused the replica)."""
+
+
+class BinlogPurgedError(ArchiverError):
+    """The server no longer has the binlog (or GTIDs) the archive needs next: the archive has a gap."""
+
+
+class ArchiverSettings(BaseSettings):
+    """Everything ``binlake archive`` needs; no secrets (the password is read at connect time)."""
+
+    model_config = SettingsConfigDict(env_prefix="BINLAKE_ARCHIVE_", extra="ignore", frozen=True)
+
+    source: str = Field(description="source name (the binlake config's [[sources]] name)")
+    dest: str = Field(description="the source's archive prefix: s3://bucket/prefix/ or a folder")
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = "binlake"
+    server_id: int = Field(default=4242, ge=1, le=0xFFFFFFFF, description="replica server_id (unique)")
+    spool_dir: Path = Path("binlake-spool")
+    upload_bytes: int = 8 << 20
+    upload_interval_s: float = 10.0
+    fsync_interval_s: float = 1.0  # fsync at a transaction boundary at most this often (0: every one)
+    heartbeat_s: float = 5.0
+    progress_interval_s: float = 30.0
+    read_timeout_s: float | None = None  # default: 4 heartbeats (at least 10 s): a dead peer shows fast
+    reconnect_attempts: int = 10
+    start_file: str | None = None
+    start_gtid: str | None = None
+    stop_at_end: bool = False
+    ssl_mode: Literal["preferred", "required", "disabled"] = "preferred"  # as MySQL's --ssl-mode
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    ssl_verify_identity: bool = False
+    airflow_conn_id: str | None = None
+    s3_endpoint_url: str | None = None
+    s3_path_style: bool = True
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=_TOML_TABLE.get() or {})
+
+    @property
+    def source_spool(self) -> Path:
+        return self.spool_dir / self.source
+
+
+def load_settings(cli: dict[str, Any], config_path: str | None) -> ArchiverSettings:
+    """Merge CLI flags, env and the config file's ``[archive]`` table (``[archive.<source>]`` wins)."""
+    table: dict[str, Any] = {}
+    if config_path:
+        with open(config_path, "rb") as fh:
+            doc = tomllib.load(fh)
+        archive = dict(doc.get("archive", {}))
+        per_source = archive.pop(cli.get("source") or "", None)
+        table = {k: v for k, v in archive.items() if not isinstance(v, dict)}
+        if isinstance(per_source, dict):
+            table.update(per_source)
+        if "dest" not in table and "dest" not in cli:
+            for src in doc.get("sources", []):
+                if src.get("name") == cli.get("source"):
+                    table["dest"] = src.get("uri")
+    token = _TOML_TABLE.set(table)
+    try:
+        return ArchiverSettings(**{k: v for k, v in cli.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ArchiverError(f"bad archive settings ({config_path or 'flags/env'}): {problems}") from None
+    finally:
+        _TOML_TABLE.reset(token)
+
+
+# --- connection ---------------------------------------------------------------------------------
+
+
+def _password(settings: ArchiverSettings) -> tuple[str, dict[str, Any]]:
+    """(password, overrides from an Airflow connection). Never logged."""
+    if settings.airflow_conn_id:
+        from airflow.sdk import (
+            BaseHook,  # only when asked for: the archiver does not need Airflow
+        )
+
+        conn = BaseHook.get_connection(settings.airflow_conn_id)
+        overrides = {k: v for k, v in (("host", conn.host), ("port", conn.port), ("user", conn.login)) if v}
+        return conn.password or "", overrides
+    return os.environ.get("BINLAKE_ARCHIVE_PASSWORD") or os.environ.get("MYSQL_PWD") or "", {}
+
+
+def _ssl_context(settings: ArchiverSettings) -> ssl.SSLContext | None:
+    """TLS as MySQL's ``--ssl-mode``: preferred (PyMySQL's default: TLS when the server offers it),
+    required (TLS or fail; the server certificate is verified against ``ssl_ca`` when given, and its
+    host name too with ``ssl_verify_identity``), disabled."""
+    if settings.ssl_mode != "required" and not (settings.ssl_ca or settings.ssl_cert):
+        return None
+    ctx = ssl.create_default_context(cafile=settings.ssl_ca)
+    ctx.check_hostname = bool(settings.ssl_ca) and settings.ssl_verify_identity
+    if not settings.ssl_ca:
+        ctx.verify_mode = ssl.CERT_NONE  # encrypted, not authenticated (MySQL's REQUIRED)
+    if settings.ssl_cert:
+        ctx.load_cert_chain(settings.ssl_cert, settings.ssl_key)
+    return ctx
+
+
+def connect(settings: ArchiverSettings) -> pymysql.connections.Connection:
+    password, overrides = _password(settings)
+    return pymysql.connect(
+        host=overrides.get("host", settings.host), port=int(overrides.get("port", settings.port)),
+        user=overrides.get("user", settings.user), password=password, ssl=_ssl_context(settings),
+        ssl_disabled=settings.ssl_mode == "disabled",
+        connect_timeout=10, read_timeout=settings.read_timeout_s or max(4 * settings.heartbeat_s, 10.0), write_timeout=60, autocommit=True)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the archiver asks the server before dumping."""
+
+    is_mariadb: bool
+    checksum: str
+    gtid_position: str
+
+
+def prepare_replica(conn: pymysql.connections.Connection, settings: ArchiverSettings) -> ServerInfo:
+    """Session variables a replica sets before COM_BINLOG_DUMP (what MariaDB/MySQL's own replicas send)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION(), @@global.binlog_checksum")
+        version, checksum = cur.fetchone() or ("", "NONE")
+        is_mariadb = "mariadb" in str(version).lower()
+        # Events as on disk: with their CRC32 (a replica that does not say so gets them stripped/refused).
+        cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+        cur.execute("SET @master_heartbeat_period = %s", (int(settings.heartbeat_s * 1e9),))
+        if is_mariadb:
+            cur.execute("SET @mariadb_slave_capability = %s", (rpl.MARIA_SLAVE_CAPABILITY_GTID,))
+            cur.execute("SELECT @@global.gtid_binlog_pos")
+        else:
+            cur.execute("SELECT @@global.gtid_executed")
+        gtid_position = str((cur.fetchone() or ("",))[0] or "")
+    return ServerInfo(is_mariadb, str(checksum), gtid_position)
+
+
+def send_command(conn: pymysql.connections.Connection, payload: bytes) -> None:
+    """Write a command packet on PyMySQL's socket (sequence id 0; the answer starts at 1).
+
+    PyMySQL has no public API for replication commands; like python-mysql-replication we use its
+    ``_write_bytes`` / ``_next_seq_id`` / ``_rfile`` (stable since PyMySQL 0.6) and keep the
+    packets and the framing our own.
+    """
+    raw: Any = conn
+    raw._next_seq_id = 0
+    raw._write_bytes(rpl.frame_packets(payload))
+    raw._next_seq_id = 1
+
+
+def read_ok(conn: pymysql.connections.Connection) -> None:
+    """The answer to COM_REGISTER_SLAVE: OK, or PyMySQL raises the server's error (e.g. no grant)."""
+    raw: Any = conn
+    raw._read_packet()
+
+
+def register_and_dump(conn: pymysql.connections.Connection, settings: ArchiverSettings,
+                      point: ResumePoint | None) -> None:
+    """COM_REGISTER_SLAVE (answered by OK), then COM_BINLOG_DUMP from ``point`` (None: first binlog)."""
+    send_command(conn, rpl.register_slave_payload(settings.server_id))
+    read_ok(conn)
+    flags = rpl.BINLOG_SEND_ANNOTATE_ROWS_EVENT | (rpl.BINLOG_DUMP_NON_BLOCK if settings.stop_at_end else 0)
+    name, position = (point.file, point.position) if point else (settings.start_file or "", 4)
+    send_command(conn, rpl.binlog_dump_payload(settings.server_id, name, position, flags))
+
+
+def file_of_gtid(settings: ArchiverSettings, info: ServerInfo, gtid: str) -> str:
+    """The binlog file a GTID start falls in: dump by GTID, read the artificial ROTATE, hang up.
+
+    Why: a file-by-file archive must start at a file's first byte to be byte-identical, so a GTID
+    start means "the whole file that holds this GTID".
+    """
+    conn = connect(settings)
+    try:
+        prepare_replica(conn, settings)
+        if info.is_mariadb:
+            with conn.cursor() as cur:
+                cur.execute("SET @slave_connect_state = %s", (gtid,))
+                cur.execute("SET @slave_gtid_strict_mode = 1")
+            send_command(conn, rpl.register_slave_payload(settings.server_id))
+            read_ok(conn)
+            send_command(conn, rpl.binlog_dump_payload(settings.server_id, "", 4, 0))
+        else:
+            send_command(conn, rpl.binlog_dump_gtid_payload(settings.server_id, rpl.parse_mysql_gtid_set(gtid)))
+        decoder = rpl.DumpStreamDecoder()
+        while True:
+            for item in decoder.feed(_read_chunk(conn)):
+                if isinstance(item, rpl.StreamError):
+                    raise BinlogPurgedError(f"the server cannot stream from GTID {gtid}: {item.message} "
+                                            f"(error {item.code})")
+                if isinstance(item, rpl.StreamEvent) and item.is_rotate:
+                    return item.rotate_target(4 if info.checksum.upper() == "CRC32" else 0)[0]
+    finally:
+        conn.close()
+
+
+def _read_chunk(conn: pymysql.connections.Connection) -> bytes:
+    """Whatever the socket has (PyMySQL's buffered reader); b'' never returns: a closed socket raises."""
+    raw: Any = conn
+    try:
+        data = raw._rfile.read1(1 << 16)
+    except (OSError, ValueError) as exc:
+        raise ConnectionError(f"lost the replication connection: {exc}") from exc
+    if not data:
+        raise ConnectionError("the server closed the replication connection")
+    return bytes(data)
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """Counters for the progress log and the status file."""
+
+    source: str
+    started_at: float = field(default_factory=time.time)
+    bytes_archived: int = 0
+    events_archived: int = 0
+    current_file: str = ""
+    position: int = 0
+    last_event_timestamp: int = 0
+    last_gtid: str | None = None
+    server_gtid_position: str = ""
+    caught_up: bool = False
+    files_closed: int = 0
+    reconnects: int = 0
+    state: str = "starting"
+    last_error: str | None = None
+
+    def lag_seconds(self, now: float) -> float | None:
+        if self.caught_up:
+            return 0.0
+        return max(0.0, now - self.last_event_timestamp) if self.last_event_timestamp else None
+
+    def lag_gtids(self) -> int | None:
+        """Transactions the server has that the archive has not (MariaDB ``domain-server-seq``)."""
+        if not self.last_gtid or "-" not in self.last_gtid:
+            return None
+        archived = {p.split("-")[0]: int(p.split("-")[2]) for p in [self.last_gtid]}
+        lag = 0
+        for part in filter(None, self.server_gtid_position.split(",")):
+            domain, _, seq = part.strip().split("-")
+            if domain in archived:
+                lag += max(0, int(seq) - archived[domain])
+        return lag
+
+    def as_status(self, now: float) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(lag_seconds=self.lag_seconds(now), lag_gtids=self.lag_gtids(), updated_at=now,
+                   pid=os.getpid(), mb_per_s=self.bytes_archived / 1e6 / max(now - self.started_at, 1e-9))
+        return out
+
+
+def write_status(path: Path, progress: Progress, now: float) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(progress.as_status(now), indent=2))
+    tmp.replace(path)
+
+
+#: client/server error codes that mean "the connection went away", worth a reconnect: can't connect,
+#: gone away, lost, server shutdown in progress, connection killed
+TRANSIENT_MYSQL_ERRORS = frozenset({2003, 2006, 2013, 2055, 1053, 1927})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A lost connection (retry) as opposed to a refusal such as a wrong password or a missing grant."""
+    if isinstance(exc, ConnectionError):
+        return True
+    if isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError):
+        return bool(exc.args) and exc.args[0] in TRANSIENT_MYSQL_ERRORS
+    return False
+
+
+def _mysql_error_text(exc: BaseException) -> str:
+    if isinstance(exc, pymysql.err.MySQLError) and len(exc.args) >= 2:
+        return f"{exc.args[1]} (error {exc.args[0]})"
+    return str(exc)
+
+
+# --- the stream loop ----------------------------------------------------------------------------
+
+
+class Archiver:
+    """One source's archiver: connects, resumes from its files, streams until stopped (or the end)."""
+
+    def __init__(self, settings: ArchiverSettings, store: ObjectStore | None = None) -> None:
+        self.settings = settings
+        self.store = store or open_object_store(settings.dest, S3Settings(
+            endpoint_url=settings.s3_endpoint_url, path_style_access=settings.s3_path_style))
+        settings.source_spool.mkdir(parents=True, exist_ok=True)
+        self.files = ArchiveFiles(self.store, settings.source_spool, settings.upload_bytes,
+                                  settings.upload_interval_s, settings.fsync_interval_s)
+        self.progress = Progress(settings.source)
+        self.status_path = settings.source_spool / "status.json"
+        self._last_report = 0.0
+        self._last_progress = 0.0
+
+    def run(self) -> int:
+        """Stream with reconnects (tenacity: exponential backoff); 0 when a --stop-at-end run is done."""
+        retrying = Retrying(
+            retry=retry_if_exception(is_transient), stop=stop_after_attempt(self.settings.reconnect_attempts),
+            wait=wait_exponential(multiplier=0.5, max=30), reraise=True, before_sleep=self._before_reconnect)
+        try:
+            try:
+                for attempt in retrying:
+                    with attempt:
+                        self._session()
+            except (pymysql.err.MySQLError, ConnectionError) as exc:
+                raise ArchiverError(
+                    f"{self.settings.source}: the server {self.settings.host}:{self.settings.port} refused or "
+                    f"dropped the replica: {_mysql_error_text(exc)}") from exc
+        except BinlakeError as exc:
+            self._set_state("failed", str(exc))
+            raise
+        finally:
+            self.files.detach()
+        self._set_state("stopped", None)
+        return 0
+
+    def _before_reconnect(self, retry_state: Any) -> None:
+        self.files.detach()
+        self.progress.reconnects += 1
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        log.warning("%s: replication connection lost (%s); reconnecting", self.settings.source, exc)
+        self._set_state("reconnecting", str(exc))
+
+    def _set_state(self, state: str, error: str | None) -> None:
+        self.progress.state, self.progress.last_error = state, error
+        write_status(self.status_path, self.progress, time.time())
+
+    def _session(self) -> None:
+        """One connection: resume point from the files, dump, write until EOF (non-blocking) or error."""
+        point = self.files.resume_point()
+        conn = connect(self.settings)
+        try:
+            info = prepare_replica(conn, self.settings)
+            self.progress.server_gtid_position = info.gtid_position
+            if point is None and self.settings.start_gtid:
+                point = ResumePoint(file_of_gtid(self.settings, info, self.settings.start_gtid), 4)
+            register_and_dump(conn, self.settings, point)
+            self._set_state("streaming", None)
+            log.info("%s: streaming from %s", self.settings.source,
+                     f"{point.file}:{point.position}" if point else "the server's first binlog")
+            self._stream(conn, info, point)
+        finally:
+            conn.close()
+
+    def _stream(self, conn: pymysql.connections.Connection, info: ServerInfo, point: ResumePoint | None) -> None:
+        decoder = rpl.DumpStreamDecoder()
+        checksum_len = 4 if info.checksum.upper() == "CRC32" else 0
+        while True:
+            chunk = _read_chunk(conn)
+            now = time.time()
+            for item in decoder.feed(chunk):
+                if isinstance(item, rpl.StreamError):
+                    raise self._stream_error(item, point)
+                if isinstance(item, rpl.StreamEnd):
+                    self.files.flush(now, force=True)
+                    self._report(now, force=True)
+                    if self.settings.stop_at_end:
+                        return
+                    # a blocking dump only ends like this when the server shuts down: reconnect
+                    raise ConnectionError("the server ended the binlog dump (EOF packet: shutting down?)")
+                self._on_event(item, checksum_len, now)
+            self._report(now)
+
+    def _on_event(self, event: rpl.StreamEvent, checksum_len: int, now: float) -> None:
+        p = self.progress
+        if event.is_rotate and event.is_artificial:
+            name, position = event.rotate_target(checksum_len)
+            self.files.open(name, position)
+            p.current_file, p.position = name, position
+        elif self.files.write(event, now):
+            p.bytes_archived += event.event_size
+            p.events_archived += 1
+            p.position = event.log_pos
+            p.last_event_timestamp = event.timestamp
+            p.last_gtid = rpl.gtid_of(event) or p.last_gtid
+            p.caught_up = False
+            p.files_closed = self.files.files_closed
+        elif event.is_heartbeat:
+            p.caught_up = True
+
+    def _report(self, now: float, force: bool = False) -> None:
+        """Every second at most: fsync/upload when due and the status file; the progress log line
+        (and the server's GTID position for the lag) every ``progress_interval_s``."""
+        if not force and now - self._last_report < 1.0:
+            return
+        self.files.flush(now, force=force)
+        if force or now - self._last_progress >= self.settings.progress_interval_s:
+            self._last_progress = now
+            self._refresh_server_gtid()
+            p = self.progress
+            log.info("%s: %s:%d archived %.1f MB / %d events (%.2f MB/s), lag %s s / %s GTIDs, %d files closed",
+                     p.source, p.current_file, p.position, p.bytes_archived / 1e6, p.events_archived,
+                     p.as_status(now)["mb_per_s"], _fmt(p.lag_seconds(now)), _fmt(p.lag_gtids()),
+                     p.files_closed)
+        self._last_report = now
+        write_status(self.status_path, self.progress, now)
+
+    def _refresh_server_gtid(self) -> None:
+        """The server's GTID position over a short control connection (the dump one is busy)."""
+        try:
+            conn = connect(self.settings)
+            try:
+                self.progress.server_gtid_position = prepare_replica(conn, self.settings).gtid_position
+            finally:
+                conn.close()
+        except pymysql.err.MySQLError as exc:
+            log.debug("GTID position query failed: %s", exc)
+
+    def _stream_error(self, err: rpl.StreamError, point: ResumePoint | None) -> BinlakeError:
+        where = (f"{point.file} at byte {point.position}" if point
+                 else (self.settings.start_file or "the first binlog"))
+        if err.code != rpl.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+            return ArchiverError(f"{self.settings.source}: the server ended the binlog dump from {where}: "
+                                 f"{err.message} (error {err.code})")
+        first_file, first_state = self._oldest_binlog()
+        last = point.last_gtid if point and point.last_gtid else self.progress.last_gtid
+        return BinlogPurgedError(
+            f"{self.settings.source}: the server {self.settings.host}:{self.settings.port} cannot stream "
+            f"{where}, which the archive needs next (server error {err.code}: {err.message}). "
+            f"Its oldest binlog is {first_file or 'unknown'}: the binlogs before it were purged. Missing GTIDs: "
+            f"after {last or 'the archive start'} up to {first_state or 'the oldest binlog'}; the archive has a "
+            f"gap there that discovery and reconciliation report. Restart with --start-file {first_file} to "
+            f"archive from what the server still has.")
+
+    def _oldest_binlog(self) -> tuple[str | None, str | None]:
+        try:
+            conn = connect(self.settings)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SHOW BINARY LOGS")
+                    rows = cur.fetchall()
+                    first = str(rows[0][0]) if rows else None
+                    state = None
+                    if first:
+                        cur.execute("SELECT BINLOG_GTID_POS(%s, 4)", (first,))
+                        state = str((cur.fetchone() or [None])[0] or "") or None
+                    return first, state
+            finally:
+                conn.close()
+        except pymysql.err.MySQLError:
+            return None, None
+
+
+def _fmt(value: float | None) -> str:
+    return "?" if value is None else (f"{value:.1f}" if isinstance(value, float) else str(value))
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="binlake archive",
+        description="Stream a MySQL/MariaDB server's binlogs into the archive as a replica, byte for byte. "
+                    "Password: BINLAKE_ARCHIVE_PASSWORD or MYSQL_PWD (or --airflow-conn-id).")
+    parser.add_argument("--source", help="source name (binlake config [[sources]])")
+    parser.add_argument("--dest", help="archive prefix for this source (s3://bucket/prefix/ or folder)")
+    parser.add_argument("--config", default=os.environ.get("BINLAKE_CONFIG"), help="binlake TOML config")
+    parser.add_argument("--status", action="store_true", help="print the running archiver's status and exit")
+    for name, kind in (("host", str), ("port", int), ("user", str), ("server-id", int), ("spool-dir", Path),
+                       ("upload-bytes", int), ("upload-interval-s", float), ("fsync-interval-s", float),
+                       ("heartbeat-s", float), ("progress-interval-s", float), ("start-file", str),
+                       ("start-gtid", str), ("ssl-mode", str), ("ssl-ca", str), ("ssl-cert", str), ("ssl-key", str),
+                       ("airflow-conn-id", str), ("s3-endpoint-url", str), ("reconnect-attempts", int)):
+        parser.add_argument(f"--{name}", type=kind, default=None)
+    parser.add_argument("--stop-at-end", action="store_true", default=None,
+                        help="stop when the server's last binlog is reached (non-blocking dump)")
+    parser.add_argument("--ssl-verify-identity", action="store_true", default=None)
+    return parser
+
+
+def archive_command(argv: list[str]) -> int:
+    """``binlake archive ...``: 0 when done, 1 with one clear message on a binlake error."""
+    args = build_parser().parse_args(argv)
+    cli = {k: v for k, v in vars(args).items() if k not in ("config", "status") and v is not None}
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.status:
+            return _print_status(cli, args.config)
+        settings = load_settings(cli, args.config)
+        Archiver(settings).run()
+    except BinlakeError as exc:
+        print(f"binlake archive: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _print_status(cli: dict[str, Any], config_path: str | None) -> int:
+    spool = Path(cli.get("spool_dir") or os.environ.get("BINLAKE_ARCHIVE_SPOOL_DIR") or "binlake-spool")
+    if config_path and "spool_dir" not in cli:
+        try:
+            spool = load_settings({"dest": "-", **cli}, config_path).spool_dir
+        except Exception as exc:  # noqa: BLE001 - status must work without a complete config
+            log.debug("no spool dir from %s: %s", config_path, exc)
+    path = spool / (cli.get("source") or "") / "status.json"
+    if not path.is_file():
+        raise ArchiverError(f"no archiver status at {path} (has `binlake archive` run with this spool dir?)")
+    print(path.read_text())
+    return 0
