@@ -33,9 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which
+from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which  # noqa: E402 - after the sys.path line above
 
-from binlake.s3server import DUMMY_AWS_ENV, S3Server
+from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server  # noqa: E402 - after the sys.path line above
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,8 @@ def connect(settings: ArchiverSettings) -> pymysql.connections.Connection:
         host=overrides.get("host", settings.host), port=int(overrides.get("port", settings.port)),
         user=overrides.get("user", settings.user), password=password, ssl=_ssl_context(settings),
         ssl_disabled=settings.ssl_mode == "disabled",
-        connect_timeout=10, read_timeout=settings.read_timeout_s or max(4 * settings.heartbeat_s, 10.0), write_timeout=60, autocommit=True)
+        connect_timeout=10, read_timeout=settings.read_timeout_s or max(4 * settings.heartbeat_s, 10.0),
+        write_timeout=60, autocommit=True)
 
 
 @dataclass(frozen=True)

@@ -123,16 +123,12 @@ def generate(ctx: typer.Context) -> None:
 
 # --- binlake archive -------------------------------------------------------------------------
 # The archiver (issue 15) owns its options: it exposes ``archive_command(argv) -> int`` and this
-# command hands it every argument untouched. Change the import below if its module is renamed.
+# command hands it every argument untouched.
 @app.command(context_settings=_PASS_THROUGH, add_help_option=False,
              help="Archive binlogs from a live server (`binlake archive --help` for options).")
 def archive(ctx: typer.Context) -> None:
-    import importlib
+    from binlake.archiver import archive_command
 
-    try:
-        archive_command = importlib.import_module("binlake.archiver").archive_command
-    except (ImportError, AttributeError) as exc:
-        raise BinlakeError(f"`binlake archive` is not available in this build ({exc})") from None
     _done(int(archive_command(list(ctx.args))))
 
 

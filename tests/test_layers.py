@@ -50,6 +50,7 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("binlake.spark", "pyspark"),
     ("binlake.sql_cli", "spark_jobs.sql_engine"),
     ("binlake.storage", "airflow"),
+    ("binlake.archiver", "airflow"),  # credentials from an Airflow connection, as storage.py
 }
 # stage 2 of issue 11 (binlog_parser/rows is issues 13's and 16's this round): import cycles known
 # today, each as the sorted tuple of its modules.
