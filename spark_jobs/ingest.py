@@ -695,15 +695,3 @@ def list_source_objects(config: Any, source: str, pattern: str | None = r"\.\d+$
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-
-def job_ingest(spark: Any, cfg: Any, args: list[str]) -> dict[str, Any]:
-    """``binlake.nightly`` job adapter: ``args = [listing_json, run_id?, "force"?]``.
-
-    ``listing_json`` is the JSON list discovery returns (``source``, ``name``/``file``,
-    ``uri``, ``size``, ``etag``). Returns the IngestResult as a JSON-able dict (for XCom).
-    """
-    listing = json.loads(args[0]) if args and args[0] else []
-    run_id = args[1] if len(args) > 1 and args[1] else None
-    force = len(args) > 2 and args[2] == "force"
-    return run_ingest(spark, cfg, listing, run_id, force=force).as_dict()

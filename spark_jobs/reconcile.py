@@ -118,10 +118,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-
-def job_reconcile(spark: Any, cfg: Any, args: list[str]) -> dict[str, Any]:
-    """``binlake.nightly`` job adapter: ``args = [run_id?, source...]``."""
-    run_id = args[0] if args and args[0] else None
-    sources = args[1:] or None
-    return run_reconcile(spark, cfg, run_id, sources=sources).as_dict()
