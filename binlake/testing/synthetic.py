@@ -410,101 +410,140 @@ def _server_uuid(rng: random.Random) -> str:
     return str(_uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faults,
-                     progress: Callable[[str], None] | None) -> dict[str, Any]:
-    rng = random.Random(f"{cfg.seed}:{index}")
-    source = f"{cfg.source_prefix}{index + 1}"
-    server_id = 100 + index
-    own_uuid = _server_uuid(rng)
-    uuids = [own_uuid] + [_server_uuid(rng) for _ in range(max(cfg.uuids, 1) - 1)]
-    version = cfg.server_version
-    tags = tuple(cfg.tags)
-    if tags:
-        if server_version_split(version) < (8, 3, 0):
-            version = "8.4.3"
-    work = _Workload(cfg, rng)
-    next_gno = {(u, ""): cfg.start_gno for u in uuids}
-    for tg in tags:
-        next_gno[(own_uuid, tg)] = 1
-    executed: list[Gtid] = []
-    purged = GtidSet.from_intervals([(u, "", 1, cfg.start_gno - 1) for u in uuids]) \
-        if cfg.start_gno > 1 else GtidSet()
+class _SourceWriter:
+    """One synthetic source being written: a server's binlog files, transaction by transaction.
 
-    files: list[_FileInfo] = []
-    file_no = 0
-    now = cfg.start_time
-    xid = 1000
-    written_bytes = 0
-    total_target = cfg.bytes_per_server
+    Why a class: the writer, the GTID counters, the logical clock and the fault plan are one
+    state that every step (choose a GTID, write a transaction, rotate) reads and moves on. The
+    order of the random draws is part of the output (same seed, same bytes), so each step draws
+    exactly where the single loop it replaces did.
+    """
+
     # fault placement (file indexes)
-    plan_gap_file = 1
-    plan_missing_file = 2
-    plan_restart_after = 3
-    plan_break_after = 5
-    chain_breaks: list[int] = []  # indexes of files starting a new GTID history
-    all_executed: list[Gtid] = []
-    gap_done = False
+    GAP_FILE, MISSING_FILE, RESTART_AFTER, BREAK_AFTER = 1, 2, 3, 5
 
-    def executed_set() -> GtidSet:
-        return purged | GtidSet.from_gtids(executed)
+    def __init__(self, cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faults,
+                 progress: Callable[[str], None] | None) -> None:
+        self.cfg, self.sink, self.index, self.faults, self.progress = cfg, sink, index, faults, progress
+        self.rng = random.Random(f"{cfg.seed}:{index}")
+        self.source = f"{cfg.source_prefix}{index + 1}"
+        self.server_id = 100 + index
+        self.tags = tuple(cfg.tags)
+        self.uuids: list[str] = []
+        self.next_gno: dict[tuple[str, str], int] = {}
+        self.executed: list[Gtid] = []
+        self.purged = GtidSet()
+        self._new_server(max(cfg.uuids, 1), cfg.start_gno)
+        version = cfg.server_version
+        if self.tags and server_version_split(version) < (8, 3, 0):
+            version = "8.4.3"
+        self.version = version
+        self.work = _Workload(cfg, self.rng)
+        self.files: list[_FileInfo] = []
+        self.file_no = 0
+        self.now = cfg.start_time
+        self.xid = 1000
+        self.written_bytes = 0
+        self.chain_breaks: list[int] = []  # indexes of files starting a new GTID history
+        self.all_executed: list[Gtid] = []
+        self.gap_done = False
+        self.seq = 0
+        self.last_committed = 0
+        self.txn_index = 0
 
-    def open_file(restart: bool) -> tuple[BinlogFileWriter, Any, _FileInfo]:
-        nonlocal file_no
-        file_no += 1
-        name = f"{cfg.base_name}.{file_no:06d}"
-        stream = sink.open(f"{source}/{name}")
-        prev = executed_set()
-        w = BinlogFileWriter(stream, server_version=version, server_id=server_id,
-                             timestamp=now, create_timestamp=now if (restart or file_no == 1) else 0,
-                             previous_gtids=prev, compression="zstd" if cfg.compression else None,
-                             thread_id=7 + index)
-        info = _FileInfo(name, str(prev), server_restart_before=restart)
-        return w, stream, info
+    @property
+    def own_uuid(self) -> str:
+        return self.uuids[0]
 
-    setup = work.setup()
-    w, stream, info = open_file(restart=True)
-    seq = 0
-    last_committed = 0
-    txn_index = 0
-    setup_iter = iter(setup)
-    last_progress = time.monotonic()
-    while True:
-        ops = next(setup_iter, None)
-        if ops is None:
-            ops = work.transaction()
-        if not ops:
-            continue
-        txn_index += 1
-        # GTID choice
-        if tags and rng.random() < 0.2:
-            key = (own_uuid, rng.choice(tags))
-        elif len(uuids) > 1 and rng.random() < 0.3:
-            key = (rng.choice(uuids[1:]), "")
+    def _new_server(self, uuid_count: int, start_gno: int) -> None:
+        """New server UUIDs and an empty GTID history starting at ``start_gno``."""
+        own_uuid = _server_uuid(self.rng)
+        self.uuids = [own_uuid] + [_server_uuid(self.rng) for _ in range(uuid_count - 1)]
+        self.next_gno = {(u, ""): start_gno for u in self.uuids}
+        for tg in self.tags:
+            self.next_gno[(own_uuid, tg)] = 1
+        self.executed = []
+        self.purged = (GtidSet.from_intervals([(u, "", 1, start_gno - 1) for u in self.uuids])
+                       if start_gno > 1 else GtidSet())
+
+    def executed_set(self) -> GtidSet:
+        return self.purged | GtidSet.from_gtids(self.executed)
+
+    def _open_file(self, restart: bool) -> None:
+        self.file_no += 1
+        name = f"{self.cfg.base_name}.{self.file_no:06d}"
+        self.stream = self.sink.open(f"{self.source}/{name}")
+        prev = self.executed_set()
+        self.w = BinlogFileWriter(
+            self.stream, server_version=self.version, server_id=self.server_id, timestamp=self.now,
+            create_timestamp=self.now if (restart or self.file_no == 1) else 0, previous_gtids=prev,
+            compression="zstd" if self.cfg.compression else None, thread_id=7 + self.index)
+        self.info = _FileInfo(name, str(prev), server_restart_before=restart)
+        self.seq = 0
+        self.last_committed = 0
+
+    def run(self) -> dict[str, Any]:
+        """Write every file of the source, then the ground truth of its archive."""
+        setup_iter = iter(self.work.setup())
+        self._open_file(restart=True)
+        last_progress = time.monotonic()
+        while True:
+            ops = next(setup_iter, None)
+            if ops is None:
+                ops = self.work.transaction()
+            if not ops:
+                continue
+            self.txn_index += 1
+            self._write_transaction(ops, self._next_gtid())
+            if self.txn_index % 50 == 0:
+                self.now += 1
+            if self.written_bytes + self.w.pos >= self.cfg.bytes_per_server:
+                break  # the last file: closed below (ROTATE, or left in use / cut by a fault)
+            if self.w.pos >= self.cfg.max_binlog_size:
+                self._rotate()
+                if self.progress and time.monotonic() - last_progress > 5:
+                    last_progress = time.monotonic()
+                    self.progress(f"{self.source}: {self.written_bytes / 2**20:.0f} MiB, {len(self.files)} files")
+        self._close_last_file()
+        return _finish_source(self)
+
+    def _next_gtid(self) -> Gtid:
+        """The next transaction's GTID (own, tagged or replicated), skipping one for the gap fault."""
+        rng, info = self.rng, self.info
+        if self.tags and rng.random() < 0.2:
+            key = (self.own_uuid, rng.choice(self.tags))
+        elif len(self.uuids) > 1 and rng.random() < 0.3:
+            key = (rng.choice(self.uuids[1:]), "")
         else:
-            key = (own_uuid, "")
-        if (faults.gno_gap and not gap_done and len(files) == plan_gap_file
+            key = (self.own_uuid, "")
+        if (self.faults.gno_gap and not self.gap_done and len(self.files) == self.GAP_FILE
                 and info.transactions >= 3):
-            skipped = Gtid(key[0], next_gno[key], key[1])
-            next_gno[key] += 1
-            executed.append(skipped)  # executed on the server, never logged in the archive
-            all_executed.append(skipped)
+            skipped = Gtid(key[0], self.next_gno[key], key[1])
+            self.next_gno[key] += 1
+            self.executed.append(skipped)  # executed on the server, never logged in the archive
+            self.all_executed.append(skipped)
             info.skipped_gtids.append(skipped)
-            gap_done = True
-        gtid = Gtid(key[0], next_gno[key], key[1])
-        next_gno[key] += 1
+            self.gap_done = True
+        gtid = Gtid(key[0], self.next_gno[key], key[1])
+        self.next_gno[key] += 1
+        return gtid
+
+    def _write_transaction(self, ops: list[Any], gtid: Gtid) -> None:
+        """One transaction (DDL, or BEGIN + rows events + XID) and its bookkeeping."""
+        w, info = self.w, self.info
         # logical clock: group commits of cfg.group_commit transactions
-        seq += 1
-        if seq > 1 and (seq - 1) % max(cfg.group_commit, 1) == 0:
-            last_committed = seq - 1
-        now_us = now * 1_000_000 + (txn_index * 137) % 1_000_000
+        self.seq += 1
+        if self.seq > 1 and (self.seq - 1) % max(self.cfg.group_commit, 1) == 0:
+            self.last_committed = self.seq - 1
+        now_us = self.now * 1_000_000 + (self.txn_index * 137) % 1_000_000
+        clock = {"last_committed": self.last_committed, "sequence_number": self.seq,
+                 "timestamp": self.now, "commit_timestamp": now_us}
         start = w.pos
         if ops[0][0] == "ddl":
             _, sql, schema = ops[0]
-            w.ddl(sql, schema, gtid, last_committed=last_committed, sequence_number=seq,
-                  timestamp=now, commit_timestamp=now_us)
+            w.ddl(sql, schema, gtid, **clock)
         else:
-            w.begin_transaction(gtid, last_committed=last_committed, sequence_number=seq,
-                                timestamp=now, commit_timestamp=now_us)
+            w.begin_transaction(gtid, **clock)
             for _op, kind, table, rows in ops:
                 if kind == "insert":
                     w.write_rows(table, rows)
@@ -512,10 +551,10 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
                     w.update_rows(table, rows)
                 else:
                     w.delete_rows(table, rows)
-            xid += 1
-            w.xid(xid)
-        executed.append(gtid)
-        all_executed.append(gtid)
+            self.xid += 1
+            w.xid(self.xid)
+        self.executed.append(gtid)
+        self.all_executed.append(gtid)
         info.gtids.append(gtid)
         info.transactions += 1
         txn_rows: dict[str, dict[str, int]] = {}
@@ -527,84 +566,71 @@ def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faul
                 if n:
                     _add_rows(info.rows_by_table, k, kind, n)
         info.tail.append((start, w.pos, gtid, txn_rows))
-        if txn_index % 50 == 0:
-            now += 1
-        if written_bytes + w.pos >= total_target:
-            break  # the last file: closed below (ROTATE, or left in use / cut by a fault)
-        # rotation
-        if w.pos >= cfg.max_binlog_size:
-            restart_now = faults.restart and len(files) == plan_restart_after
-            break_now = faults.chain_break and len(files) == plan_break_after
-            if break_now:
-                # a new server takes over the prefix: new UUIDs, empty history (RESET / restore)
-                restart_now = True
-                own_uuid = _server_uuid(rng)
-                uuids = [own_uuid] + [_server_uuid(rng) for _ in range(len(uuids) - 1)]
-                next_gno = {(u, ""): 1 for u in uuids}
-                for tg in tags:
-                    next_gno[(own_uuid, tg)] = 1
-                executed = []
-                purged = GtidSet()
-                chain_breaks.append(len(files) + 1)
-            if restart_now:
-                w.stop(timestamp=now)
-                info.closing_event = "STOP"
-            else:
-                info.next_file = f"{cfg.base_name}.{file_no + 1:06d}"
-                w.rotate(info.next_file, timestamp=now)
-                info.closing_event = "ROTATE"
-            info.size = w.pos
-            sink.finish(f"{source}/{info.name}", stream)
-            written_bytes += w.pos
-            files.append(info)
-            now += 2 if restart_now else 0
-            w, stream, info = open_file(restart=restart_now)
-            seq = 0
-            last_committed = 0
-            if progress and time.monotonic() - last_progress > 5:
-                last_progress = time.monotonic()
-                progress(f"{source}: {written_bytes / 2**20:.0f} MiB, {len(files)} files")
-    # the last file
-    if faults.in_use_last or faults.truncated_tail or faults.corrupted_tail:
-        w.close(in_use=True)
-        info.in_use = True
-    else:
-        info.next_file = f"{cfg.base_name}.{file_no + 1:06d}"
-        w.rotate(info.next_file, timestamp=now)
-        info.closing_event = "ROTATE"
-    info.size = w.pos
-    sink.finish(f"{source}/{info.name}", stream)
-    files.append(info)
 
-    return _finish_source(cfg, sink, source, server_id, own_uuid, uuids, version, faults, files,
-                          executed_set(), plan_missing_file, chain_breaks, all_executed)
+    def _rotate(self) -> None:
+        """Close the current file (ROTATE, or STOP before a restart / new server) and open the next."""
+        restart_now = self.faults.restart and len(self.files) == self.RESTART_AFTER
+        if self.faults.chain_break and len(self.files) == self.BREAK_AFTER:
+            # a new server takes over the prefix: new UUIDs, empty history (RESET / restore)
+            restart_now = True
+            self._new_server(len(self.uuids), 1)
+            self.chain_breaks.append(len(self.files) + 1)
+        if restart_now:
+            self.w.stop(timestamp=self.now)
+            self.info.closing_event = "STOP"
+        else:
+            self._close_with_rotate()
+        self._finish_file()
+        self.now += 2 if restart_now else 0
+        self._open_file(restart=restart_now)
+
+    def _close_with_rotate(self) -> None:
+        self.info.next_file = f"{self.cfg.base_name}.{self.file_no + 1:06d}"
+        self.w.rotate(self.info.next_file, timestamp=self.now)
+        self.info.closing_event = "ROTATE"
+
+    def _finish_file(self) -> None:
+        self.info.size = self.w.pos
+        self.sink.finish(f"{self.source}/{self.info.name}", self.stream)
+        self.written_bytes += self.w.pos
+        self.files.append(self.info)
+
+    def _close_last_file(self) -> None:
+        """The last file: left in use (for the tail faults) or closed by a ROTATE."""
+        if self.faults.in_use_last or self.faults.truncated_tail or self.faults.corrupted_tail:
+            self.w.close(in_use=True)
+            self.info.in_use = True
+        else:
+            self._close_with_rotate()
+        self._finish_file()
 
 
-def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: int, own_uuid: str,
-                   uuids: list[str], version: str, faults: Faults, files: list[_FileInfo],
-                   executed: GtidSet, plan_missing_file: int, chain_breaks: list[int],
-                   all_executed: list[Gtid]) -> dict[str, Any]:
-    applied: list[str] = []
-    records: list[dict[str, Any]] = []
-    for f in files:
-        records.append({
-            "name": f.name, "object": f"{source}/{f.name}", "size": f.size,
-            "previous_gtids": f.previous_gtids,
-            "gtids": str(GtidSet.from_gtids(f.gtids)),
-            "readable_gtids": str(GtidSet.from_gtids(f.gtids)),
-            "first_gtid": str(f.gtids[0]) if f.gtids else None,
-            "last_gtid": str(f.gtids[-1]) if f.gtids else None,
-            "skipped_gtids": str(GtidSet.from_gtids(f.skipped_gtids)),
-            "closing_event": f.closing_event, "next_file": f.next_file, "in_use": f.in_use,
-            "truncated": False, "corrupted": False, "present": True, "duplicate_of": None,
-            "server_restart_before": f.server_restart_before,
-            "transactions": f.transactions, "readable_transactions": f.transactions,
-            "rows_by_table": f.rows_by_table,
-            "readable_rows_by_table": json.loads(json.dumps(f.rows_by_table)),
-        })
-    last = records[-1]
-    last_info = files[-1]
-    # -- tail faults on the last file
+def _generate_source(cfg: SyntheticConfig, sink: _Sink, index: int, faults: Faults,
+                     progress: Callable[[str], None] | None) -> dict[str, Any]:
+    return _SourceWriter(cfg, sink, index, faults, progress).run()
+
+
+def _file_record(source: str, f: _FileInfo) -> dict[str, Any]:
+    """The ground truth of one written file (before any fault touches it)."""
+    return {
+        "name": f.name, "object": f"{source}/{f.name}", "size": f.size,
+        "previous_gtids": f.previous_gtids,
+        "gtids": str(GtidSet.from_gtids(f.gtids)),
+        "readable_gtids": str(GtidSet.from_gtids(f.gtids)),
+        "first_gtid": str(f.gtids[0]) if f.gtids else None,
+        "last_gtid": str(f.gtids[-1]) if f.gtids else None,
+        "skipped_gtids": str(GtidSet.from_gtids(f.skipped_gtids)),
+        "closing_event": f.closing_event, "next_file": f.next_file, "in_use": f.in_use,
+        "truncated": False, "corrupted": False, "present": True, "duplicate_of": None,
+        "server_restart_before": f.server_restart_before,
+        "transactions": f.transactions, "readable_transactions": f.transactions,
+        "rows_by_table": f.rows_by_table,
+        "readable_rows_by_table": json.loads(json.dumps(f.rows_by_table)),
+    }
+
+
+def _apply_tail_fault(sink: _Sink, faults: Faults, last: dict[str, Any], last_info: _FileInfo) -> list[str]:
+    """Cut or corrupt the last file's final transaction; the fault names applied."""
     if faults.truncated_tail and last_info.tail:
         start, end, gtid, txn_rows = last_info.tail[-1]
         cut = end - 10  # inside the final XID (or QUERY) event
@@ -612,8 +638,8 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
         last["size"] = cut
         last["truncated"] = True
         _drop_last_txn(last, last_info, txn_rows)
-        applied.append("truncated_tail")
-    elif faults.corrupted_tail and last_info.tail:
+        return ["truncated_tail"]
+    if faults.corrupted_tail and last_info.tail:
         start, end, gtid, txn_rows = last_info.tail[-1]
         at = start + 19 + 3  # inside the GTID event's UUID: CRC32 mismatch
         b = sink.read(last["object"])[at:at + 1]
@@ -621,35 +647,13 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
         last["corrupted"] = True
         last["corrupt_offset"] = at
         _drop_last_txn(last, last_info, txn_rows)
-        applied.append("corrupted_tail")
-    if last["in_use"]:
-        applied.append("in_use_last")
-    if any(f.skipped_gtids for f in files):
-        applied.append("gno_gap")
-    if any(f.server_restart_before for i, f in enumerate(files[1:], 1) if i not in chain_breaks):
-        applied.append("restart")
-    if chain_breaks:
-        applied.append("chain_break")
-    # -- missing file
-    missing_index = None
-    if faults.missing_file and len(files) >= 4:
-        missing_index = min(plan_missing_file, len(files) - 2)
-        rec = records[missing_index]
-        sink.delete(rec["object"])
-        rec["present"] = False
-        applied.append("missing_file")
-    # -- duplicate upload
-    dup_record = None
-    if faults.duplicate_file and len(files) >= 2:
-        orig = records[0]
-        data = sink.read(orig["object"])
-        dup_name = orig["name"] + ".copy"
-        sink.write(f"{source}/{dup_name}", data)
-        dup_record = dict(json.loads(json.dumps(orig)), name=dup_name,
-                          object=f"{source}/{dup_name}", duplicate_of=orig["name"])
-        applied.append("duplicate_file")
+        return ["corrupted_tail"]
+    return []
 
-    # -- expected reconciliation
+
+def _expected_reconciliation(records: list[dict[str, Any]], chain_breaks: list[int],
+                             missing_index: int | None) -> list[dict[str, Any]]:
+    """What reconciliation must report for each present file (duplicates added by the caller)."""
     recon: list[dict[str, Any]] = []
     for i, rec in enumerate(records):
         if not rec["present"]:
@@ -670,13 +674,11 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
         recon.append({"file": rec["name"], "status": status, "missing_gtids": missing,
                       "missing_files": missing_files, "duplicate_of": None,
                       "truncated": rec["truncated"], "detail": detail})
-    if dup_record is not None:
-        recon.append({"file": dup_record["name"], "status": "DUPLICATE", "missing_gtids": "",
-                      "missing_files": [], "duplicate_of": dup_record["duplicate_of"],
-                      "truncated": False, "detail": "same content uploaded twice"})
-        records.append(dup_record)
+    return recon
 
-    # -- archive totals (present, readable, duplicates once)
+
+def _archive_totals(records: list[dict[str, Any]]) -> tuple[GtidSet, int, dict[str, dict[str, int]]]:
+    """GTIDs, transactions and row counts a reader finds (present, readable, duplicates once)."""
     readable = GtidSet()
     rows: dict[str, dict[str, int]] = {}
     txns = 0
@@ -690,11 +692,49 @@ def _finish_source(cfg: SyntheticConfig, sink: _Sink, source: str, server_id: in
                 _add_rows(rows, k, kind, n)
     for d in rows.values():
         d["total"] = d["insert"] + d["update"] + d["delete"]
+    return readable, txns, rows
+
+
+def _finish_source(gen: _SourceWriter) -> dict[str, Any]:
+    """Apply the file-level faults to the written files and return the source's ground truth."""
+    sink, faults, source, files, chain_breaks = gen.sink, gen.faults, gen.source, gen.files, gen.chain_breaks
+    records = [_file_record(source, f) for f in files]
+    applied = _apply_tail_fault(sink, faults, records[-1], files[-1])
+    if records[-1]["in_use"]:
+        applied.append("in_use_last")
+    if any(f.skipped_gtids for f in files):
+        applied.append("gno_gap")
+    if any(f.server_restart_before for i, f in enumerate(files[1:], 1) if i not in chain_breaks):
+        applied.append("restart")
+    if chain_breaks:
+        applied.append("chain_break")
+    missing_index = None
+    if faults.missing_file and len(files) >= 4:
+        missing_index = min(gen.MISSING_FILE, len(files) - 2)
+        rec = records[missing_index]
+        sink.delete(rec["object"])
+        rec["present"] = False
+        applied.append("missing_file")
+    dup_record = None
+    if faults.duplicate_file and len(files) >= 2:
+        orig = records[0]
+        dup_name = orig["name"] + ".copy"
+        sink.write(f"{source}/{dup_name}", sink.read(orig["object"]))
+        dup_record = dict(json.loads(json.dumps(orig)), name=dup_name,
+                          object=f"{source}/{dup_name}", duplicate_of=orig["name"])
+        applied.append("duplicate_file")
+    recon = _expected_reconciliation(records, chain_breaks, missing_index)
+    if dup_record is not None:
+        recon.append({"file": dup_record["name"], "status": "DUPLICATE", "missing_gtids": "",
+                      "missing_files": [], "duplicate_of": dup_record["duplicate_of"],
+                      "truncated": False, "detail": "same content uploaded twice"})
+        records.append(dup_record)
+    readable, txns, rows = _archive_totals(records)
     return {
-        "source": source, "prefix": f"{source}/", "server_id": server_id, "server_uuid": own_uuid,
-        "uuids": uuids, "server_version": version, "faults": applied, "files": records,
-        "reconciliation": recon, "gtid_executed": str(executed),
-        "gtid_executed_all_histories": str(GtidSet.from_gtids(all_executed)),
+        "source": source, "prefix": f"{source}/", "server_id": gen.server_id, "server_uuid": gen.own_uuid,
+        "uuids": gen.uuids, "server_version": gen.version, "faults": applied, "files": records,
+        "reconciliation": recon, "gtid_executed": str(gen.executed_set()),
+        "gtid_executed_all_histories": str(GtidSet.from_gtids(gen.all_executed)),
         "chain_breaks": [records[i]["name"] for i in chain_breaks],
         "archived_gtids": str(readable), "transactions": txns, "rows_by_table": rows,
     }
