@@ -462,6 +462,114 @@ def _unseen_domain_floor(contained: GtidIntervals, known: GtidIntervals) -> Gtid
     return GtidIntervals(out, MARIADB)
 
 
+@dataclass
+class _FileCheck:
+    """What walking one file found: the findings and the GTID sets they name."""
+
+    missing: GtidIntervals
+    extra: GtidIntervals
+    findings: list[tuple[str, str]] = field(default_factory=list)
+    chain_break: bool = False
+    whole_duplicate: bool = False  # an older copy of GTIDs already walked: the chain skips it
+
+    def status(self) -> str:
+        """The most severe status among the findings (OK when none)."""
+        status = STATUS_OK
+        for st, _msg in self.findings:
+            if _SEVERITY[st] > _SEVERITY[status]:
+                status = st
+        return status
+
+
+def _missing_files(pred: FileFacts, f: FileFacts) -> list[str]:
+    """Files the predecessor's ROTATE names, or the numbering skips, that are not ``f``."""
+    if pred.next_file and _basename(pred.next_file) != _basename(f.file):
+        named = _basename(pred.next_file)
+        return [named, *(n for n in _missing_series_names(pred, f) if n != named)]
+    if not pred.next_file:
+        return _missing_series_names(pred, f)
+    return []
+
+
+def _check_previous_gtids(check: _FileCheck, actual: GtidIntervals, expected: GtidIntervals,
+                          contained: GtidIntervals, seen: GtidIntervals) -> None:
+    """The file's PREVIOUS_GTIDS / GTID_LIST against what the walk says precedes it."""
+    check.missing = actual - expected
+    check.extra = expected - actual
+    if actual.is_empty() and not expected.is_empty():
+        check.chain_break = True
+        check.findings.append((STATUS_CHAIN_BREAK, "PREVIOUS_GTIDS empty after a non-empty history (RESET?)"))
+    elif check.missing and check.extra:
+        check.chain_break = True
+        check.findings.append((STATUS_CHAIN_BREAK, "PREVIOUS_GTIDS unrelated to the predecessor's history"))
+    elif check.missing:
+        check.findings.append((STATUS_GAP, f"GTIDs executed before this file but not in the archive: {check.missing}"))
+    elif check.extra:
+        if contained and contained.issubset(seen):
+            check.whole_duplicate = True
+            check.findings.append((STATUS_DUPLICATE, "file repeats GTIDs of an earlier file"))
+        else:
+            check.findings.append((STATUS_OVERLAP, f"predecessor's GTIDs not recorded as preceding: {check.extra}"))
+
+
+def _check_contents(check: _FileCheck, f: FileFacts, flavor: str, actual: GtidIntervals | None,
+                    expected: GtidIntervals | None, seen: GtidIntervals
+                    ) -> tuple[GtidIntervals, GtidIntervals]:
+    """GNO holes opened inside the file and GTIDs logged twice (``flavor``: the source's); returns
+    (MariaDB domain floor, GTIDs walked so far: emptied when a new history starts here)."""
+    empty = GtidIntervals.empty(flavor)
+    contained = f.gtids("contained_gtids") or empty
+    # MariaDB: a domain met for the first time starts where the archive starts.
+    floor = empty
+    if flavor == MARIADB:
+        known = (actual or empty) if check.chain_break else (expected or empty) | (actual or empty)
+        floor = _unseen_domain_floor(contained, known)
+    if check.chain_break:
+        seen = empty  # a new history starts here
+        base = (actual or empty) | floor
+    elif actual is not None:
+        base = actual | (expected or empty) | floor
+    else:
+        base = (expected or empty) | floor
+    new_holes = (base | contained).holes() - base.holes()
+    if new_holes:
+        check.missing = check.missing | new_holes
+        check.findings.append((STATUS_GAP, f"GNO gap inside the file: {new_holes}"))
+    again = empty
+    if actual is not None:
+        again = again | (contained & actual)
+    again = again | (contained & seen) | (f.gtids("duplicate_gtids") or empty)
+    if again:
+        check.extra = check.extra | again
+        check.findings.append((STATUS_DUPLICATE, f"GTIDs logged more than once: {again}"))
+    return floor, seen
+
+
+def _series_seq(f: FileFacts) -> int | None:
+    return f.seq if f.seq is not None else split_series(f.file)[1]
+
+
+def _duplicate_rows(files: list[FileFacts], duplicates: dict[str, FileFacts], flavor: str,
+                    first_index: int) -> list[ReconciliationRow]:
+    """Identical re-uploads, reported after the chain, each pointing at the original."""
+    rows = []
+    for index, name in enumerate(sorted(duplicates, key=lambda n: _sort_key(next(f for f in files if f.file == n))),
+                                 first_index):
+        f = next(x for x in files if x.file == name)
+        orig = duplicates[name]
+        contained = f.gtids("contained_gtids") or GtidIntervals.empty(flavor)
+        rows.append(ReconciliationRow(
+            source=f.source, chain_index=index, file=f.file, seq=_series_seq(f),
+            flavor=f.flavor, server_id=f.server_id, status=STATUS_DUPLICATE,
+            previous_file=None, expected_file=None, previous_gtids=f.previous_gtids,
+            expected_gtids=None, missing_gtids="", extra_gtids=str(contained),
+            contained_gtids=str(contained), missing_files=[], duplicate_of=orig.file,
+            truncated=f.truncated, closing_event=f.closing_event,
+            detail=f"same content as {orig.file} (uploaded twice)",
+        ))
+    return rows
+
+
 def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
     """Reconcile the files of one source (see module docstring for the statuses)."""
     if not files:
@@ -476,116 +584,40 @@ def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
     for index, f in enumerate(ordered):
         actual = f.gtids("previous_gtids")
         contained = f.gtids("contained_gtids") or empty
-        in_file_dups = f.gtids("duplicate_gtids") or empty
-        findings: list[tuple[str, str]] = []
-        whole_duplicate = False
-        chain_break = False
-        missing = empty
-        extra = empty
-        missing_files: list[str] = []
-        expected_file = pred.next_file if pred is not None else None
         expected = state
-
-        if pred is not None:
-            if pred.next_file and _basename(pred.next_file) != _basename(f.file):
-                missing_files.append(_basename(pred.next_file))
-                missing_files.extend(n for n in _missing_series_names(pred, f)
-                                     if n != _basename(pred.next_file))
-            elif not pred.next_file:
-                missing_files.extend(_missing_series_names(pred, f))
-            if missing_files:
-                findings.append((STATUS_GAP, "file(s) not in the archive: " + ", ".join(missing_files)))
-
+        check = _FileCheck(missing=empty, extra=empty)
+        missing_files = _missing_files(pred, f) if pred is not None else []
+        if missing_files:
+            check.findings.append((STATUS_GAP, "file(s) not in the archive: " + ", ".join(missing_files)))
         if pred is not None and actual is not None and expected is not None:
-            missing = actual - expected
-            extra = expected - actual
-            if actual.is_empty() and not expected.is_empty():
-                chain_break = True
-                findings.append((STATUS_CHAIN_BREAK, "PREVIOUS_GTIDS empty after a non-empty history (RESET?)"))
-            elif missing and extra:
-                chain_break = True
-                findings.append((STATUS_CHAIN_BREAK, "PREVIOUS_GTIDS unrelated to the predecessor's history"))
-            elif missing:
-                findings.append((STATUS_GAP, f"GTIDs executed before this file but not in the archive: {missing}"))
-            elif extra:
-                if contained and contained.issubset(seen):
-                    whole_duplicate = True
-                    findings.append((STATUS_DUPLICATE, "file repeats GTIDs of an earlier file"))
-                else:
-                    findings.append((STATUS_OVERLAP, f"predecessor's GTIDs not recorded as preceding: {extra}"))
-        elif pred is None:
-            if actual is not None:
-                findings.append((STATUS_OK, f"archive starting point: {actual}"))
-
-        # MariaDB: a domain met for the first time starts where the archive starts.
-        floor = empty
-        if flavor == MARIADB:
-            known = (actual or empty) if chain_break else (expected or empty) | (actual or empty)
-            floor = _unseen_domain_floor(contained, known)
-        # GNO holes opened inside this file (a transaction missing in the middle).
-        if chain_break:
-            seen = empty  # a new history starts here
-            base = (actual or empty) | floor
-        elif actual is not None:
-            base = actual | (expected or empty) | floor
-        else:
-            base = (expected or empty) | floor
-        new_holes = (base | contained).holes() - base.holes()
-        if new_holes:
-            missing = missing | new_holes
-            findings.append((STATUS_GAP, f"GNO gap inside the file: {new_holes}"))
-        # GTIDs logged twice.
-        again = empty
-        if actual is not None:
-            again = again | (contained & actual)
-        again = again | (contained & seen) | in_file_dups
-        if again:
-            extra = extra | again
-            findings.append((STATUS_DUPLICATE, f"GTIDs logged more than once: {again}"))
-
-        status = STATUS_OK
-        for st, _msg in findings:
-            if _SEVERITY[st] > _SEVERITY[status]:
-                status = st
+            _check_previous_gtids(check, actual, expected, contained, seen)
+        elif pred is None and actual is not None:
+            check.findings.append((STATUS_OK, f"archive starting point: {actual}"))
+        floor, seen = _check_contents(check, f, flavor, actual, expected, seen)
+        status = check.status()
         if f.truncated:
-            findings.append((STATUS_OK, "file truncated mid-event (tail cut or still being written)"))
+            check.findings.append((STATUS_OK, "file truncated mid-event (tail cut or still being written)"))
         rows.append(ReconciliationRow(
-            source=f.source, chain_index=index, file=f.file, seq=f.seq if f.seq is not None else split_series(f.file)[1],
+            source=f.source, chain_index=index, file=f.file, seq=_series_seq(f),
             flavor=f.flavor, server_id=f.server_id, status=status,
-            previous_file=pred.file if pred is not None else None, expected_file=expected_file,
+            previous_file=pred.file if pred is not None else None,
+            expected_file=pred.next_file if pred is not None else None,
             previous_gtids=f.previous_gtids, expected_gtids=str(expected) if expected is not None else None,
-            missing_gtids=str(missing), extra_gtids=str(extra), contained_gtids=str(contained),
+            missing_gtids=str(check.missing), extra_gtids=str(check.extra), contained_gtids=str(contained),
             missing_files=missing_files, duplicate_of=None, truncated=f.truncated,
-            closing_event=f.closing_event, detail="; ".join(m for _s, m in findings),
+            closing_event=f.closing_event, detail="; ".join(m for _s, m in check.findings),
         ))
-        if whole_duplicate:
+        if check.whole_duplicate:
             continue  # an older copy: the chain goes on from its predecessor
         # Advance: what should precede the next file.
         if status == STATUS_CHAIN_BREAK or actual is not None:
             base_next = actual if actual is not None else empty
         else:
             base_next = expected or empty
-        state = base_next | contained | missing | floor
+        state = base_next | contained | check.missing | floor
         seen = seen | contained
         pred = f
-
-    # Identical re-uploads: reported after the chain, pointing at the original.
-    index = len(rows)
-    for name in sorted(duplicates, key=lambda n: _sort_key(next(f for f in files if f.file == n))):
-        f = next(x for x in files if x.file == name)
-        orig = duplicates[name]
-        contained = f.gtids("contained_gtids") or empty
-        rows.append(ReconciliationRow(
-            source=f.source, chain_index=index, file=f.file, seq=f.seq if f.seq is not None else split_series(f.file)[1],
-            flavor=f.flavor, server_id=f.server_id, status=STATUS_DUPLICATE,
-            previous_file=None, expected_file=None, previous_gtids=f.previous_gtids,
-            expected_gtids=None, missing_gtids="", extra_gtids=str(contained),
-            contained_gtids=str(contained), missing_files=[], duplicate_of=orig.file,
-            truncated=f.truncated, closing_event=f.closing_event,
-            detail=f"same content as {orig.file} (uploaded twice)",
-        ))
-        index += 1
-    return rows
+    return rows + _duplicate_rows(files, duplicates, flavor, len(rows))
 
 
 def reconcile(files: Iterable[FileFacts]) -> list[ReconciliationRow]:
