@@ -20,7 +20,8 @@ from typing import Any
 
 from binlake.config import BinlakeConfig, S3Settings, is_s3_uri
 from binlake.errors import BinlakeError
-from binlake.tables import DATABASES, TABLES, TableSpec
+from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table
+from binlake.tables import table as registered_table
 
 _SHOW_TABLES = re.compile(r"^\s*show\s+tables(?:\s+(?:in|from)\s+`?(\w+)`?)?\s*$", re.IGNORECASE)
 _SHOW_DATABASES = re.compile(r"^\s*show\s+(?:databases|schemas|namespaces)\s*$", re.IGNORECASE)
@@ -132,8 +133,18 @@ class FastWarehouse:
         return exists
 
     def existing_tables(self) -> list[TableSpec]:
-        """The binlake tables present under the warehouse (opens each one)."""
-        return [spec for spec in TABLES if self.open_table(spec)]
+        """The binlake tables present under the warehouse (opens each one), gold tables last."""
+        present = [spec for spec in TABLES if self.open_table(spec)]
+        return present + [spec for spec in self._gold_tables() if self.open_table(spec)]
+
+    def _gold_tables(self) -> list[TableSpec]:
+        """The gold tables ``meta.gold_status`` lists (it is their catalog: one row per gold table)."""
+        if not self.open_table(META_GOLD_STATUS):
+            return []
+        rows = self.connection.execute(
+            f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name} "
+            "WHERE write_mode <> 'dropped' ORDER BY gold_table").fetchall()
+        return [gold_table(str(name)) for (name,) in rows]
 
     def run(self, statement: str, max_rows: int = 0) -> QueryResult:
         """Run one read-only statement (Spark SQL dialect). NeedsSparkError when it is not one."""
@@ -178,10 +189,10 @@ class FastWarehouse:
 
 
 def _binlake_table(name: str) -> TableSpec | None:
-    for spec in TABLES:
-        if spec.full_name == name.lower():
-            return spec
-    return None
+    try:
+        return registered_table(name.lower())
+    except KeyError:
+        return None
 
 
 _READ_ONLY_ROOTS = ("Select", "Union", "Intersect", "Except", "Describe", "Subquery", "Values")

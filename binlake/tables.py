@@ -1,65 +1,408 @@
-"""The registry of binlake's Delta tables: one list that every job, test and `binlake sql` uses.
+"""The registry of binlake's Delta tables: the one place that says what each table is.
 
-Why a registry: table names (``bronze.events``) and their folders under the warehouse must not
-drift between the writer (Spark jobs), the reader (``binlake sql``, the demo summary) and the docs.
-Add a table here and it is registered by name everywhere.
+Why one registry: table names (``bronze.events``), their folders under the warehouse, their
+columns, keys and partitioning must not drift between the writers (the Spark jobs, which derive
+their ``StructType`` s from here in :mod:`spark_jobs.schemas`), the readers (``binlake sql``, the
+demo summary, the table digests) and docs/tables.md. Add a table here and every one of them knows it.
+
+Column types are Spark SQL type names (``BIGINT``, ``ARRAY<STRING>`` ...); this module stays free
+of pyspark. Gold tables (``gold.<source>__<db>__<table>``) are made per source table at run time:
+:func:`gold_table` describes one, and ``meta.gold_status`` lists the ones a warehouse holds.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+STRING, BIGINT, INT, BOOLEAN = "STRING", "BIGINT", "INT", "BOOLEAN"
+TIMESTAMP, DATE, BINARY = "TIMESTAMP", "DATE", "BINARY"
+STRING_ARRAY = "ARRAY<STRING>"  # elements never NULL
+STRING_MAP = "MAP<STRING,STRING>"  # values may be NULL (SQL NULL in a row image)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: name, Spark SQL type name, whether it may be NULL, and what it holds."""
+
+    name: str
+    type: str
+    nullable: bool
+    comment: str
+
+    def ddl(self) -> str:
+        return f"{self.name} {self.type}" + ("" if self.nullable else " NOT NULL")
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A Delta table: ``database.name`` stored at ``<warehouse>/<path>``."""
+    """A Delta table ``database.name`` stored at ``<warehouse>/<database>/<name>``.
+
+    ``columns`` is empty for a gold table (its columns follow the source table's schema).
+    """
 
     database: str
     name: str
-    path: str
     description: str
+    columns: tuple[Column, ...] = ()
+    partition_by: tuple[str, ...] = ("source",)
+    key: tuple[str, ...] = ()
 
     @property
     def full_name(self) -> str:
         return f"{self.database}.{self.name}"
+
+    @property
+    def path(self) -> str:
+        """Folder of the table, relative to the warehouse."""
+        return f"{self.database}/{self.name}"
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def ddl(self) -> str:
+        """The columns as Spark DDL text (``source STRING NOT NULL, ...``)."""
+        return ", ".join(c.ddl() for c in self.columns)
 
     def location(self, warehouse: str) -> str:
         """Absolute location of the table under ``warehouse`` (local folder or object-store URI)."""
         return f"{warehouse.rstrip('/')}/{self.path}"
 
 
-TABLES: tuple[TableSpec, ...] = (
-    TableSpec("bronze", "events", "bronze/events",
-              "One row per decoded binlog event (header fields, typed payload, source file/offset)."),
-    TableSpec("bronze", "quarantine", "bronze/quarantine",
-              "Events or file regions that could not be decoded, with the error and raw bytes reference."),
-    TableSpec("silver", "transactions", "silver/transactions",
-              "One row per committed transaction (GTID, begin/commit positions, timestamps, counts)."),
-    TableSpec("silver", "row_changes", "silver/row_changes",
-              "One row per changed row (insert/update/delete) with before/after images."),
-    TableSpec("silver", "statements", "silver/statements",
-              "Statement-based events (DDL, statement-format DML) with schema and SQL text."),
-    TableSpec("meta", "binlog_files", "meta/binlog_files",
-              "Per-file facts gathered at ingestion (format, server, GTID sets, closing event)."),
-    TableSpec("meta", "ingested_files", "meta/ingested_files",
-              "Binlog objects seen per source: key, size, etag, when ingested (idempotent re-runs)."),
-    TableSpec("meta", "gtid_coverage", "meta/gtid_coverage",
-              "GTID intervals covered per source and server UUID/domain."),
-    TableSpec("meta", "gtid_reconciliation", "meta/gtid_reconciliation",
-              "Gaps/overlaps between consecutive files' GTID sets, with a status per source."),
+_FILE_COLUMNS = (
+    Column("source", STRING, False, "source server name from the configuration"),
+    Column("file", STRING, False, "binlog object name (basename), e.g. binlog.000042"),
+    Column("file_seq", BIGINT, True, "numbered-series position parsed from the file name (42)"),
 )
 
-DATABASES: tuple[str, ...] = tuple(dict.fromkeys(t.database for t in TABLES))
+BRONZE_EVENTS = TableSpec(
+    'bronze', 'events',
+    'One row per binlog event, including the events inside TRANSACTION_PAYLOAD.',
+    columns=_FILE_COLUMNS + (
+        Column('pos', BIGINT, False, 'byte offset of the event in the file (for embedded events: of their TRANSACTION_PAYLOAD)'),
+        Column('payload_index', INT, True, 'NULL for top-level events; 0.. for events inside a TRANSACTION_PAYLOAD'),
+        Column('payload_offset', BIGINT, True, 'offset inside the uncompressed payload (embedded events only)'),
+        Column('next_pos', BIGINT, True, 'pos + event_size (top-level) / next offset in the payload (embedded)'),
+        Column('type_code', INT, False, 'event type code'),
+        Column('event_type', STRING, False, 'event type name, e.g. WRITE_ROWS_V2, MARIA_GTID, UNKNOWN_200'),
+        Column('event_time', TIMESTAMP, True, 'header timestamp (UTC, second precision)'),
+        Column('server_id', BIGINT, True, 'header server_id'),
+        Column('event_size', BIGINT, True, 'header event size in bytes'),
+        Column('log_pos', BIGINT, True, 'raw header log_pos (end position as the server wrote it)'),
+        Column('flags', INT, True, 'raw header flags'),
+        Column('checksum', STRING, False, "'ok', 'bad' (CRC32 mismatch, kept), or 'none' (no checksums / embedded)"),
+        Column('gtid', STRING, True, 'GTID of the enclosing transaction: uuid:gno, uuid:tag:gno, d-s-n (MariaDB), ANONYMOUS'),
+        Column('trx_pos', BIGINT, True,
+               'pos of the event that opened the enclosing transaction (joins silver.transactions.start_pos)'),
+        Column('db', STRING, True, 'database of a QUERY / TABLE_MAP / rows event'),
+        Column('table_name', STRING, True, 'table of a TABLE_MAP / rows event'),
+        Column('fields', STRING, True, "the event's own decoded fields as JSON (event.fields())"),
+        Column('raw', BINARY, True, 'raw event bytes (only when ingest keep_raw is on)'),
+        Column('event_date', DATE, True, 'UTC date of event_time (partition column)'),
+    ),
+    partition_by=('source', 'event_date'),
+    key=('source', 'file', 'pos', 'payload_index'),
+)
+
+BRONZE_QUARANTINE = TableSpec(
+    'bronze', 'quarantine',
+    'Everything that failed to decode: one row per failed event, range or file.',
+    columns=_FILE_COLUMNS + (
+        Column('pos', BIGINT, True, 'offset of the event/structure at fault (NULL if unknown)'),
+        Column('scope', STRING, False,
+               "'event' (one event skipped, decoding went on), 'tail' (truncated tail), "
+               "'file' or 'range' (could not read/decode on)"),
+        Column('type_code', INT, True, 'event type code when known'),
+        Column('event_type', STRING, True, 'event type name when known'),
+        Column('error_class', STRING, False, 'exception class, e.g. TruncatedEventError'),
+        Column('error_message', STRING, False, 'error message'),
+        Column('range_start', BIGINT, True, 'start of the byte range the task decoded'),
+        Column('range_end', BIGINT, True, 'end of the byte range the task decoded (exclusive, NULL = end of file)'),
+        Column('raw_head', BINARY, True, 'up to 256 bytes from the offset at fault'),
+        Column('run_id', STRING, True, 'ingest run that produced the row'),
+    ),
+    partition_by=('source',),
+    key=('source', 'file', 'pos', 'scope'),
+)
+
+SILVER_TRANSACTIONS = TableSpec(
+    'silver', 'transactions',
+    'One row per transaction (GTID / anonymous GTID / MariaDB GTID / BEGIN..COMMIT group / standalone statement).',
+    columns=_FILE_COLUMNS + (
+        Column('start_pos', BIGINT, False, 'pos of the first event of the transaction (GTID event, or BEGIN)'),
+        Column('end_pos', BIGINT, True, 'next_pos of the last event (XID / COMMIT / DDL)'),
+        Column('gtid', STRING, True, 'GTID text (uuid:gno, uuid:tag:gno, d-s-n); NULL for anonymous / no GTID'),
+        Column('gtid_kind', STRING, False, "'GTID', 'TAGGED', 'ANONYMOUS', 'MARIADB' or 'NONE'"),
+        Column('uuid', STRING, True, 'MySQL source UUID'),
+        Column('tag', STRING, True, 'MySQL GTID tag (8.4+), NULL when untagged'),
+        Column('gno', BIGINT, True, 'MySQL GNO'),
+        Column('mariadb_domain_id', BIGINT, True, 'MariaDB GTID domain'),
+        Column('mariadb_server_id', BIGINT, True, 'MariaDB GTID server_id'),
+        Column('mariadb_seq_no', BIGINT, True, 'MariaDB GTID sequence number'),
+        Column('last_committed', BIGINT, True, 'logical clock: last_committed'),
+        Column('sequence_number', BIGINT, True, 'logical clock: sequence_number'),
+        Column('begin_time', TIMESTAMP, True, 'timestamp of the first event'),
+        Column('commit_time', TIMESTAMP, True, 'timestamp of the closing event'),
+        Column('original_commit_time', TIMESTAMP, True, 'original_commit_timestamp (microseconds, MySQL 8.0.1+)'),
+        Column('immediate_commit_time', TIMESTAMP, True, 'immediate_commit_timestamp'),
+        Column('original_server_version', BIGINT, True, 'original_server_version (MySQL 8.0.14+)'),
+        Column('immediate_server_version', BIGINT, True, 'immediate_server_version'),
+        Column('transaction_length', BIGINT, True, 'transaction_length from the GTID event'),
+        Column('server_id', BIGINT, True, 'header server_id of the opening event'),
+        Column('xid', BIGINT, True, 'XID of the commit (NULL for DDL / non-transactional)'),
+        Column('events', INT, False, 'number of events in the transaction (embedded events counted)'),
+        Column('row_changes', BIGINT, False, 'number of row images changed'),
+        Column('statements', STRING_ARRAY, False,
+               'SQL of its QUERY events (BEGIN/COMMIT left out), and ROWS_QUERY / ANNOTATE_ROWS texts'),
+        Column('tables', STRING_ARRAY, False, 'db.table touched by its rows events (sorted, distinct)'),
+        Column('kind', STRING, False, "'DML', 'DDL', 'MIXED' or 'EMPTY'"),
+        Column('end_event', STRING, True, 'closing event: XID, COMMIT, ROLLBACK, DDL, XA_PREPARE; NULL when cut'),
+        Column('complete', BOOLEAN, False,
+               'false when the file ends (truncated) or the next transaction starts before it closes'),
+        Column('commit_date', DATE, True, 'UTC date of commit_time (or begin_time) (partition column)'),
+    ),
+    partition_by=('source', 'commit_date'),
+    key=('source', 'file', 'start_pos'),
+)
+
+SILVER_ROW_CHANGES = TableSpec(
+    'silver', 'row_changes',
+    'One row per changed row of a rows event, in binlog order.',
+    columns=_FILE_COLUMNS + (
+        Column('pos', BIGINT, False, 'pos of the rows event (of its TRANSACTION_PAYLOAD when embedded)'),
+        Column('payload_index', INT, True, 'index of the rows event inside its TRANSACTION_PAYLOAD'),
+        Column('row_index', INT, False, 'index of the row inside the rows event'),
+        Column('gtid', STRING, True, 'GTID of the transaction'),
+        Column('trx_pos', BIGINT, True, 'start_pos of the transaction (joins silver.transactions)'),
+        Column('commit_time', TIMESTAMP, True, 'commit time of the transaction (event time of XID/COMMIT)'),
+        Column('event_time', TIMESTAMP, True, 'timestamp of the rows event'),
+        Column('server_id', BIGINT, True, 'header server_id of the rows event'),
+        Column('db', STRING, False, 'database'),
+        Column('table_name', STRING, False, 'table'),
+        Column('operation', STRING, False, "'insert', 'update' or 'delete'"),
+        Column('before', STRING_MAP, True,
+               'before image: column name -> value as MySQL prints it (NULL value = SQL NULL); NULL for inserts'),
+        Column('after', STRING_MAP, True, 'after image, same encoding; NULL for deletes'),
+        Column('before_json', STRING, True, 'before image as a JSON object with typed JSON values'),
+        Column('after_json', STRING, True, 'after image as a JSON object with typed JSON values'),
+        Column('event_type', STRING, False, 'rows event type, e.g. UPDATE_ROWS_V2'),
+        Column('commit_date', DATE, True, 'UTC date of commit_time (partition column)'),
+    ),
+    partition_by=('source', 'commit_date'),
+    key=('source', 'file', 'pos', 'payload_index', 'row_index'),
+)
+
+SILVER_STATEMENTS = TableSpec(
+    'silver', 'statements',
+    'QUERY events (DDL and statement-based changes) except BEGIN / COMMIT markers.',
+    columns=_FILE_COLUMNS + (
+        Column('pos', BIGINT, False, 'pos of the QUERY event'),
+        Column('payload_index', INT, True, 'index inside a TRANSACTION_PAYLOAD'),
+        Column('gtid', STRING, True, 'GTID of the transaction'),
+        Column('trx_pos', BIGINT, True, 'start_pos of the transaction'),
+        Column('event_time', TIMESTAMP, True, 'event timestamp'),
+        Column('server_id', BIGINT, True, 'header server_id'),
+        Column('db', STRING, True, 'default database of the statement'),
+        Column('sql', STRING, True, 'statement text'),
+        Column('kind', STRING, False, "'DDL', 'DML', 'TCL', 'DCL' or 'OTHER' (by leading keyword)"),
+        Column('thread_id', BIGINT, True, 'thread id'),
+        Column('exec_time', BIGINT, True, 'execution time in seconds'),
+        Column('error_code', INT, True, 'error code'),
+        Column('status_vars', STRING, True, 'decoded status variables as JSON'),
+        Column('event_type', STRING, False, 'QUERY or MARIA_QUERY_COMPRESSED'),
+        Column('event_date', DATE, True, 'UTC date of event_time (partition column)'),
+    ),
+    partition_by=('source', 'event_date'),
+    key=('source', 'file', 'pos', 'payload_index'),
+)
+
+META_BINLOG_FILES = TableSpec(
+    'meta', 'binlog_files',
+    'Per-file facts gathered at ingestion (what reconciliation reads).',
+    columns=_FILE_COLUMNS + (
+        Column('uri', STRING, False, 'object URI or local path'),
+        Column('size', BIGINT, True, 'object size in bytes'),
+        Column('etag', STRING, True, 'object etag at ingestion'),
+        Column('fingerprint', STRING, True, 'content digest (sha1 over the decoded byte ranges)'),
+        Column('flavor', STRING, False, "'mysql' or 'mariadb'"),
+        Column('binlog_version', INT, True, 'binlog format version (1, 3, 4)'),
+        Column('server_version', STRING, True, 'server version from FORMAT_DESCRIPTION'),
+        Column('server_id', BIGINT, True, 'server_id of the FORMAT_DESCRIPTION'),
+        Column('checksum_alg', STRING, True, "'CRC32' or 'OFF'"),
+        Column('previous_gtids', STRING, True,
+               'PREVIOUS_GTIDS (MySQL) or GTID_LIST as domain intervals (MariaDB), canonical text'),
+        Column('previous_gtids_raw', STRING, True, 'MariaDB GTID_LIST as written (d-s-n list)'),
+        Column('contained_gtids', STRING, False, 'canonical GTID set of the transactions in the file'),
+        Column('duplicate_gtids', STRING, False, 'GTIDs occurring more than once in the file'),
+        Column('first_gtid', STRING, True, 'first GTID in the file'),
+        Column('last_gtid', STRING, True, 'last GTID in the file'),
+        Column('transactions', BIGINT, False, 'transactions in the file'),
+        Column('events', BIGINT, False, 'events decoded (embedded included)'),
+        Column('first_event_time', TIMESTAMP, True, 'earliest event timestamp'),
+        Column('last_event_time', TIMESTAMP, True, 'latest event timestamp'),
+        Column('closing_event', STRING, True, "'ROTATE', 'STOP' or NULL (truncated / active file)"),
+        Column('next_file', STRING, True, 'file named by the closing ROTATE'),
+        Column('truncated', BOOLEAN, False, 'the file ends inside an event'),
+        Column('decoded_bytes', BIGINT, False, 'bytes walked by the decoder'),
+        Column('quarantined', BIGINT, False, 'rows this file put in bronze.quarantine'),
+        Column('ranges', INT, False, 'byte ranges (tasks) the file was split into'),
+    ),
+    partition_by=('source',),
+    key=('source', 'file'),
+)
+
+META_INGESTED_FILES = TableSpec(
+    'meta', 'ingested_files',
+    'Ingestion log: one row per (source, file), replaced when the file is re-ingested.',
+    columns=_FILE_COLUMNS + (
+        Column('uri', STRING, False, 'object URI or local path'),
+        Column('size', BIGINT, True, 'object size at ingestion'),
+        Column('etag', STRING, True, 'object etag at ingestion (a new etag means: ingest again)'),
+        Column('run_id', STRING, False, 'run that ingested the file'),
+        Column('status', STRING, False, "'ok', 'partial' (quarantined parts) or 'failed'"),
+        Column('events', BIGINT, False, 'rows written to bronze.events'),
+        Column('transactions', BIGINT, False, 'rows written to silver.transactions'),
+        Column('row_changes', BIGINT, False, 'rows written to silver.row_changes'),
+        Column('statements', BIGINT, False, 'rows written to silver.statements'),
+        Column('quarantined', BIGINT, False, 'rows written to bronze.quarantine'),
+    ),
+    partition_by=('source',),
+    key=('source', 'file'),
+)
+
+META_GTID_COVERAGE = TableSpec(
+    'meta', 'gtid_coverage',
+    'Per source and GTID key (uuid + tag, or MariaDB domain): merged GNO intervals the archive holds.',
+    columns=(
+        Column('source', STRING, False, 'source name'),
+        Column('flavor', STRING, False, "'mysql' or 'mariadb'"),
+        Column('sid', STRING, False, 'MySQL server UUID, or MariaDB domain id'),
+        Column('tag', STRING, False, "GTID tag ('' when untagged)"),
+        Column('gno_start', BIGINT, False, 'first GNO / seq_no of the interval'),
+        Column('gno_end', BIGINT, False, 'last GNO / seq_no of the interval (inclusive)'),
+        Column('transactions', BIGINT, False, 'gno_end - gno_start + 1'),
+        Column('first_file', STRING, False, 'file holding gno_start'),
+        Column('last_file', STRING, False, 'file holding gno_end'),
+        Column('files', INT, False, 'files contributing to the interval'),
+        Column('gtid_set', STRING, False, 'the interval as GTID-set text'),
+    ),
+    partition_by=('source',),
+    key=('source', 'sid', 'tag', 'gno_start'),
+)
+
+META_GTID_RECONCILIATION = TableSpec(
+    'meta', 'gtid_reconciliation',
+    'Per file in ROTATE-chain order: its PREVIOUS_GTIDS / GTID_LIST against what the archive says precedes it.',
+    columns=(
+        Column('source', STRING, False, 'source name'),
+        Column('chain_index', INT, False, '0-based position in the chain walk (duplicates last)'),
+        Column('file', STRING, False, 'file'),
+        Column('seq', BIGINT, True, 'numbered-series position'),
+        Column('flavor', STRING, False, "'mysql' or 'mariadb'"),
+        Column('server_id', BIGINT, True, 'server_id of the file'),
+        Column('status', STRING, False, "'OK', 'GAP', 'OVERLAP', 'DUPLICATE' or 'CHAIN_BREAK'"),
+        Column('previous_file', STRING, True, 'predecessor in the chain'),
+        Column('expected_file', STRING, True, "what the predecessor's ROTATE named"),
+        Column('previous_gtids', STRING, True, "this file's PREVIOUS_GTIDS (MariaDB: GTID_LIST as intervals)"),
+        Column('expected_gtids', STRING, True, "predecessor's PREVIOUS_GTIDS + its GTIDs"),
+        Column('missing_gtids', STRING, False, "GTIDs the server executed that no archived file holds ('' if none)"),
+        Column('extra_gtids', STRING, False, "GTIDs in the archive twice or not recorded as preceding ('' if none)"),
+        Column('contained_gtids', STRING, False, 'GTIDs inside this file'),
+        Column('missing_files', STRING_ARRAY, False, 'file names the ROTATE chain / numbering says are missing'),
+        Column('duplicate_of', STRING, True, 'for a re-upload of identical bytes: the original file'),
+        Column('truncated', BOOLEAN, False, 'the file ends inside an event'),
+        Column('closing_event', STRING, True, "'ROTATE', 'STOP' or NULL"),
+        Column('detail', STRING, False, 'human-readable findings'),
+    ),
+    partition_by=('source',),
+    key=('source', 'file'),
+)
+
+SILVER_SCHEMA_HISTORY = TableSpec(
+    "silver", "schema_history",
+    "Every schema version of every source table, with the binlog coordinates from which it holds (gold).",
+    columns=(
+        Column("source", STRING, False, "source name"),
+        Column("db", STRING, False, "database"),
+        Column("table_name", STRING, False, "table"),
+        Column("version", INT, False, "1.. per (source, db, table_name)"),
+        Column("origin", STRING, False, "'seed' (initial schema text) or 'ddl' (a statement in the archive)"),
+        Column("file", STRING, True, "file of the statement (NULL for a seed)"),
+        Column("file_seq", BIGINT, True, "numbered-series position of that file"),
+        Column("pos", BIGINT, True, "pos of the statement"),
+        Column("payload_index", INT, True, "index inside a TRANSACTION_PAYLOAD"),
+        Column("statement", STRING, True, "the DDL text"),
+        Column("columns", STRING, True, "JSON list of the columns; NULL when unknown from here on"),
+        Column("primary_key", STRING_ARRAY, True, "primary key columns"),
+        Column("renames", STRING, True, "JSON of CHANGE / RENAME COLUMN pairs"),
+        Column("dropped", BOOLEAN, False, "the table was dropped by this statement"),
+        Column("warning", STRING, True, "why the statement or table could not be understood"),
+    ),
+    key=("source", "db", "table_name", "version"),
+)
+
+META_GOLD_STATUS = TableSpec(
+    "meta", "gold_status",
+    "Per gold table: how far it is complete, what its last run did, and where it lives.",
+    columns=(
+        Column("source", STRING, False, "source name"),
+        Column("gold_table", STRING, False, "gold table name (<source>__<db>__<table>, database gold)"),
+        Column("db", STRING, False, "source database"),
+        Column("table_name", STRING, False, "source table"),
+        Column("location", STRING, False, "location of the gold Delta table"),
+        Column("rows", BIGINT, False, "rows in the gold table"),
+        Column("changes", BIGINT, False, "row changes replayed"),
+        Column("schema_version", INT, True, "latest silver.schema_history version of the table"),
+        Column("last_file", STRING, True, "file of the latest change among current rows"),
+        Column("last_pos", BIGINT, True, "pos of that change"),
+        Column("last_gtid", STRING, True, "GTID of that change"),
+        Column("last_commit_time", TIMESTAMP, True, "commit time of that change"),
+        Column("archive_gtids", STRING, True, "the source's meta.gtid_coverage set"),
+        Column("complete", BOOLEAN, True, "false after a GAP / CHAIN_BREAK; NULL when not reconciled"),
+        Column("incomplete_since", STRING, True, "first file with a GAP or CHAIN_BREAK"),
+        Column("seeded", BOOLEAN, False, "an initial schema text was given"),
+        Column("write_mode", STRING, False, "'merge', 'overwrite', 'unchanged' or 'dropped'"),
+        Column("warnings", STRING, True, "JSON: reason -> count"),
+        Column("input_fingerprint", STRING, True, "digest of the table's silver inputs (equal: skipped)"),
+        Column("run_id", STRING, False, "run that wrote the row"),
+        Column("updated_at", TIMESTAMP, False, "when the row was written"),
+    ),
+    key=("source", "gold_table"),
+)
+
+GOLD_DATABASE = "gold"
+
+TABLES: tuple[TableSpec, ...] = (
+    BRONZE_EVENTS, BRONZE_QUARANTINE, SILVER_TRANSACTIONS, SILVER_ROW_CHANGES, SILVER_STATEMENTS,
+    META_BINLOG_FILES, META_INGESTED_FILES, META_GTID_COVERAGE, META_GTID_RECONCILIATION,
+    SILVER_SCHEMA_HISTORY, META_GOLD_STATUS,
+)
+
+DATABASES: tuple[str, ...] = (*dict.fromkeys(t.database for t in TABLES), GOLD_DATABASE)
 
 
 def table(full_name: str) -> TableSpec:
-    """Look a table up by ``database.name`` (KeyError if unknown)."""
+    """Look a table up by ``database.name`` (KeyError if unknown); ``gold.*`` names included."""
     for spec in TABLES:
         if spec.full_name == full_name:
             return spec
+    database, _, name = full_name.partition(".")
+    if database == GOLD_DATABASE and name:
+        return gold_table(name)
     raise KeyError(full_name)
 
 
 def table_location(warehouse: str, full_name: str) -> str:
     """Location of ``full_name`` under ``warehouse``."""
     return table(full_name).location(warehouse)
+
+
+def gold_table_name(source: str, db: str, table_name: str) -> str:
+    """``<source>__<db>__<table>``, lower-case, anything but ``[a-z0-9_]`` as ``_``."""
+    return "__".join(re.sub(r"[^a-z0-9_]", "_", part.lower()) for part in (source, db, table_name))
+
+
+def gold_table(name: str) -> TableSpec:
+    """The gold table ``gold.<name>`` (columns: the source table's, see docs/gold.md)."""
+    return TableSpec(GOLD_DATABASE, name, "Current rows of one source table, typed (gold).", partition_by=())

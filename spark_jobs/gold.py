@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.config import to_spark_uri
 from binlake.gold_state import (
     COPIES_COLUMN,
     StreamItem,
@@ -48,24 +47,14 @@ from binlake.schema_history import (
     is_table_ddl,
     split_dump,
 )
+from binlake.sql_text import source_predicate
+from binlake.tables import gold_table, gold_table_name
+from spark_jobs.ingest import table_path, write_replace
+from spark_jobs.schemas import spec
 
-SCHEMA_HISTORY = "silver/schema_history"
-GOLD_STATUS = "meta/gold_status"
 _META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
              "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
              "_binlog_row_index INT")
-_HISTORY_DDL = ("source STRING NOT NULL, db STRING NOT NULL, table_name STRING NOT NULL, "
-                "version INT NOT NULL, origin STRING NOT NULL, file STRING, file_seq BIGINT, "
-                "pos BIGINT, payload_index INT, statement STRING, columns STRING, "
-                "primary_key ARRAY<STRING>, renames STRING, dropped BOOLEAN NOT NULL, "
-                "warning STRING")
-_STATUS_DDL = ("source STRING NOT NULL, gold_table STRING NOT NULL, db STRING NOT NULL, "
-               "table_name STRING NOT NULL, location STRING NOT NULL, rows BIGINT NOT NULL, "
-               "changes BIGINT NOT NULL, schema_version INT, last_file STRING, last_pos BIGINT, "
-               "last_gtid STRING, last_commit_time TIMESTAMP, archive_gtids STRING, "
-               "complete BOOLEAN, incomplete_since STRING, seeded BOOLEAN NOT NULL, "
-               "write_mode STRING NOT NULL, warnings STRING, input_fingerprint STRING, "
-               "run_id STRING NOT NULL, updated_at TIMESTAMP NOT NULL")
 
 
 @dataclass(frozen=True)
@@ -95,21 +84,13 @@ class GoldResult:
     seconds: float
 
 
-def gold_table_name(source: str, db: str, table: str) -> str:
-    """``<source>__<db>__<table>``, lower-case, anything but ``[a-z0-9_]`` as ``_``."""
-    return "__".join(re.sub(r"[^a-z0-9_]", "_", part.lower()) for part in (source, db, table))
-
-
-def _location(cfg: Any, relative: str) -> str:
-    return to_spark_uri(f"{cfg.warehouse.rstrip('/')}/{relative}")
-
-
 def gold_location(cfg: Any, name: str) -> str:
-    return _location(cfg, f"gold/{name}")
+    """Location (as Spark spells it) of the gold table ``gold.<name>``."""
+    return table_path(cfg, gold_table(name).full_name)
 
 
-def _silver(spark: Any, cfg: Any, relative: str) -> Any:
-    return spark.read.format("delta").load(_location(cfg, relative))
+def _silver(spark: Any, cfg: Any, full_name: str) -> Any:
+    return spark.read.format("delta").load(table_path(cfg, full_name))
 
 
 def _is_delta(spark: Any, path: str) -> bool:
@@ -130,7 +111,7 @@ def load_ddl(spark: Any, cfg: Any, source: str) -> list[DdlStatement]:
     """The source's table DDL from silver.statements (small: collected on the driver)."""
     from pyspark.sql import functions as F
 
-    rows = (_silver(spark, cfg, "silver/statements")
+    rows = (_silver(spark, cfg, "silver.statements")
             .where((F.col("source") == source) & (F.col("kind") == "DDL")
                    & (F.coalesce(F.col("error_code"), F.lit(0)) == 0))
             .select("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid").collect())
@@ -170,15 +151,17 @@ def _history_rows(source: str, history: list[SchemaVersion]) -> list[tuple[Any, 
 def write_schema_history(spark: Any, cfg: Any, source: str, history: list[SchemaVersion],
                          run_id: str) -> None:
     """Replace the source's rows of silver.schema_history (one commit)."""
-    df = spark.createDataFrame(_history_rows(source, history), _HISTORY_DDL)
-    _replace_source(df, _location(cfg, SCHEMA_HISTORY), source, run_id, "schema_history")
+    _replace_source(spark, cfg, "silver.schema_history", _history_rows(source, history), source, run_id)
 
 
-def _replace_source(df: Any, path: str, source: str, run_id: str, job: str) -> None:
-    literal = source.replace("'", "''")
-    (df.write.format("delta").mode("overwrite").option("replaceWhere", f"source = '{literal}'")
-       .option("userMetadata", json.dumps({"job": job, "run_id": run_id, "source": source}))
-       .save(path))
+def _replace_source(spark: Any, cfg: Any, full_name: str, rows: list[tuple[Any, ...]], source: str,
+                    run_id: str) -> None:
+    """Replace the source's rows of a gold side table, once per (run, source): a retried task
+    whose commit did land is skipped by Delta (``txnAppId``), like every job write."""
+    job = full_name.split(".", 1)[1]
+    df = spark.createDataFrame(rows, spec(full_name).schema)
+    write_replace(df, table_path(cfg, full_name), source_predicate(source), run_id=run_id, job=job,
+                  txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})
 
 
 # ------------------------------------------------------------------ per-table replay
@@ -190,13 +173,13 @@ def _stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> Any:
     def same_table(df: Any) -> Any:
         return df.where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table))
 
-    maps = (same_table(_silver(spark, cfg, "bronze/events")).where(F.col("event_type") == "TABLE_MAP")
+    maps = (same_table(_silver(spark, cfg, "bronze.events")).where(F.col("event_type") == "TABLE_MAP")
             .select("file", "file_seq", "pos", "payload_index", F.lit(-1).alias("row_index"),
                     F.lit("table_map").alias("kind"), "fields", F.lit(None).cast("string").alias("operation"),
                     F.lit(None).cast("string").alias("before_json"),
                     F.lit(None).cast("string").alias("after_json"), "gtid",
                     F.lit(None).cast("timestamp").alias("commit_time")))
-    rows = (same_table(_silver(spark, cfg, "silver/row_changes"))
+    rows = (same_table(_silver(spark, cfg, "silver.row_changes"))
             .select("file", "file_seq", "pos", "payload_index", "row_index", F.lit("row").alias("kind"),
                     F.lit(None).cast("string").alias("fields"), "operation", "before_json",
                     "after_json", "gtid", "commit_time"))
@@ -233,7 +216,7 @@ def _best_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> d
     """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) from bronze.events."""
     from pyspark.sql import functions as F
 
-    seen = (_silver(spark, cfg, "bronze/events")
+    seen = (_silver(spark, cfg, "bronze.events")
             .where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table)
                    & (F.col("event_type") == "TABLE_MAP"))
             .groupBy("fields")
@@ -310,7 +293,7 @@ def _gap_since(spark: Any, cfg: Any, source: str) -> tuple[bool | None, str | No
     """(complete, first GAP file) from meta.gtid_reconciliation; (None, None) if not reconciled."""
     from pyspark.sql import functions as F
 
-    path = _location(cfg, "meta/gtid_reconciliation")
+    path = table_path(cfg, "meta.gtid_reconciliation")
     if not _is_delta(spark, path):
         return None, None
     gaps = (spark.read.format("delta").load(path)
@@ -322,7 +305,7 @@ def _gap_since(spark: Any, cfg: Any, source: str) -> tuple[bool | None, str | No
 def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
     from pyspark.sql import functions as F
 
-    path = _location(cfg, "meta/gtid_coverage")
+    path = table_path(cfg, "meta.gtid_coverage")
     if not _is_delta(spark, path):
         return None
     sets = [r["gtid_set"] for r in spark.read.format("delta").load(path)
@@ -344,8 +327,7 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
                      max(versions) if versions else None, *last, gtids, complete, since,
                      seeded, r.write_mode, json.dumps(dict(r.warnings)) if r.warnings else None,
                      r.fingerprint, run_id, now))
-    df = spark.createDataFrame(rows, _STATUS_DDL)
-    _replace_source(df, _location(cfg, GOLD_STATUS), source, run_id, "gold_status")
+    _replace_source(spark, cfg, "meta.gold_status", rows, source, run_id)
 
 
 # ------------------------------------------------------------------ skipping unchanged tables
@@ -358,7 +340,7 @@ def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVe
 
     digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
                         "before_json", "after_json")
-    agg = (_silver(spark, cfg, "silver/row_changes").where(F.col("source") == source)
+    agg = (_silver(spark, cfg, "silver.row_changes").where(F.col("source") == source)
            .groupBy("db", "table_name")
            .agg(F.count(F.lit(1)).alias("n"), F.sum(digest.cast("decimal(38,0)")).alias("h"))
            .collect())
@@ -374,7 +356,7 @@ def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVe
 def _previous_status(spark: Any, cfg: Any, source: str) -> dict[tuple[str, str], Any]:
     from pyspark.sql import functions as F
 
-    path = _location(cfg, GOLD_STATUS)
+    path = table_path(cfg, "meta.gold_status")
     if not _is_delta(spark, path):
         return {}
     df = spark.read.format("delta").load(path)

@@ -26,22 +26,23 @@ import argparse
 import dataclasses
 import hashlib
 import io
-import re
 import json
 import logging
-import os
+import re
 import shutil
 import sys
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     from pathlib import Path as _Path
 
     sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
 
+from binlake.sql_text import files_predicate
 from spark_jobs import records
 from spark_jobs.schemas import ALL_TABLES, INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
 
@@ -114,7 +115,7 @@ class IngestResult:
 # Executor side: byte access
 # ---------------------------------------------------------------------------------------
 
-_STORES: dict[tuple, Any] = {}
+_STORES: dict[tuple[str, ...], Any] = {}
 
 
 def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[Any, str]:
@@ -131,11 +132,11 @@ def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[Any, str]:
         return store, key
     path = uri[len("file://"):] if uri.startswith("file://") else uri
     folder, _, name = path.rpartition("/")
-    ck = ("local", folder or "/")
-    store = _STORES.get(ck)
+    local_key = ("local", folder or "/")
+    store = _STORES.get(local_key)
     if store is None:
         store = LocalObjectStore(folder or "/")
-        _STORES[ck] = store
+        _STORES[local_key] = store
     return store, name
 
 
@@ -342,22 +343,6 @@ def plan_tasks(objects: Sequence[BinlogObject], cuts: Mapping[tuple[str, str], l
     if pack:
         tasks.append(pack)
     return tasks
-
-
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def files_predicate(pairs: Iterable[tuple[str, str]]) -> str:
-    """``(source = 'a' AND file IN ('x','y')) OR ...`` for replaceWhere."""
-    by_source: dict[str, list[str]] = {}
-    for source, file in pairs:
-        by_source.setdefault(source, []).append(file)
-    parts = []
-    for source in sorted(by_source):
-        files = ", ".join(_sql_str(f) for f in sorted(set(by_source[source])))
-        parts.append(f"(source = {_sql_str(source)} AND file IN ({files}))")
-    return " OR ".join(parts) if parts else "false"
 
 
 # ---------------------------------------------------------------------------------------

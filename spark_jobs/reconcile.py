@@ -15,9 +15,9 @@ import json
 import logging
 import sys
 import time
-import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     from pathlib import Path as _Path
@@ -25,7 +25,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
     sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
 
 from binlake.reconciliation import FileFacts, coverage, reconcile
-from spark_jobs.ingest import _rows_df, _sql_str, ensure_table, table_path, write_replace
+from binlake.run_ids import new_run_id
+from binlake.sql_text import sources_predicate
+from spark_jobs.ingest import _rows_df, ensure_table, table_path, write_replace
 
 log = logging.getLogger("binlake.reconcile")
 
@@ -55,7 +57,7 @@ def load_file_facts(spark: Any, config: Any, sources: Iterable[str] | None = Non
         wanted = sorted(set(sources))
         if not wanted:
             return []
-        df = df.where("source IN (" + ", ".join(_sql_str(s) for s in wanted) + ")")
+        df = df.where(sources_predicate(wanted))
     return [FileFacts.from_row(r.asDict()) for r in df.collect()]
 
 
@@ -63,7 +65,7 @@ def run_reconcile(spark: Any, config: Any, run_id: str | None = None, *,
                   sources: Iterable[str] | None = None) -> ReconcileResult:
     """Recompute coverage and reconciliation for ``sources`` (default: every ingested source)."""
     t0 = time.time()
-    run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    run_id = run_id or new_run_id()
     result = ReconcileResult(run_id=run_id)
     for name in ("meta.gtid_coverage", "meta.gtid_reconciliation"):
         ensure_table(spark, config, name)
@@ -82,7 +84,7 @@ def run_reconcile(spark: Any, config: Any, run_id: str | None = None, *,
             result.problems.append({k: r[k] for k in ("source", "file", "status", "missing_gtids",
                                                       "extra_gtids", "missing_files", "detail")})
     result.coverage_rows = len(cov_rows)
-    predicate = "source IN (" + ", ".join(_sql_str(s) for s in srcs) + ")"
+    predicate = sources_predicate(srcs)
     txn_app = f"binlake-reconcile:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
     write_replace(_rows_df(spark, "meta.gtid_coverage", cov_rows), table_path(config, "meta.gtid_coverage"),
                   predicate, run_id=run_id, job="reconcile", txn_app=txn_app)

@@ -26,7 +26,8 @@ from binlake.sql_fast import (
     show_result,
     show_statement,
 )
-from binlake.tables import DATABASES, TABLES, TableSpec
+from binlake.sql_text import sql_string
+from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table, table
 
 _MISSING_TABLE = re.compile(r"TABLE_OR_VIEW_NOT_FOUND.*?`([^`]+)`(?:\.`([^`]+)`)?", re.DOTALL)
 
@@ -58,30 +59,35 @@ def delta_table_exists(spark: Any, location: str) -> bool:
         return False
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
     """Register every existing binlake table by name; returns the names registered.
 
     Tables not written yet are skipped (their database is still created). Re-registering is
     harmless (IF NOT EXISTS); a name pointing at another warehouse in the same session is re-pointed.
     """
-    registered: list[str] = []
     for db in DATABASES:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    for spec in TABLES:
-        location = to_spark_uri(spec.location(cfg.warehouse))
-        if not delta_table_exists(spark, location):
-            continue
-        if spark.catalog.tableExists(spec.full_name):
-            current = str(spark.sql(f"DESCRIBE DETAIL {spec.full_name}").collect()[0]["location"])
-            if current.rstrip("/") != location.rstrip("/") and not current.endswith(location.split("://")[-1]):
-                spark.sql(f"DROP TABLE {spec.full_name}")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {spec.full_name} USING delta LOCATION {_sql_string(location)}")
-        registered.append(spec.full_name)
+    registered = [spec.full_name for spec in TABLES if _register(spark, cfg, spec)]
+    if META_GOLD_STATUS.full_name in registered:
+        # meta.gold_status is the catalog of the gold tables: one row per gold table
+        names = spark.sql(f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name} "
+                          "WHERE write_mode <> 'dropped' ORDER BY gold_table").collect()
+        registered += [spec.full_name for spec in (gold_table(str(row[0])) for row in names)
+                       if _register(spark, cfg, spec)]
     return registered
+
+
+def _register(spark: Any, cfg: BinlakeConfig, spec: TableSpec) -> bool:
+    """Register one table by name if it exists under the warehouse (re-pointing a stale name)."""
+    location = to_spark_uri(spec.location(cfg.warehouse))
+    if not delta_table_exists(spark, location):
+        return False
+    if spark.catalog.tableExists(spec.full_name):
+        current = str(spark.sql(f"DESCRIBE DETAIL {spec.full_name}").collect()[0]["location"])
+        if current.rstrip("/") != location.rstrip("/") and not current.endswith(location.split("://")[-1]):
+            spark.sql(f"DROP TABLE {spec.full_name}")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {spec.full_name} USING delta LOCATION {sql_string(location)}")
+    return True
 
 
 class SparkSqlEngine:
@@ -110,7 +116,7 @@ class SparkSqlEngine:
 
     def existing_tables(self) -> list[TableSpec]:
         _ = self.spark
-        return [spec for spec in TABLES if spec.full_name in self.registered]
+        return [table(name) for name in self.registered]
 
     def run(self, statement: str, max_rows: int = 0) -> QueryResult:
         """Run one statement; at most ``max_rows`` rows (0: all), as canonical values."""

@@ -102,3 +102,24 @@ def test_gold_prints_what_the_server_printed(spark: Any, gold: dict[str, Any], t
     (status,) = [t for t in gold["result"].tables if t.table == table]
     assert status.warnings == ()
     print(f"{table}: {len(rows) * len(header)} cells equal the server's printout", file=sys.stderr)
+
+
+def test_binlake_sql_sees_the_gold_tables(spark: Any, gold: dict[str, Any]) -> None:
+    """silver.schema_history, meta.gold_status and every gold table are in the registry that
+    ``binlake sql`` reads: both engines list them and return the same rows."""
+    from binlake.sql_cli import register_tables, run_query
+    from binlake.sql_fast import FastWarehouse
+
+    cfg = gold["cfg"]
+    gold_names = {f"gold.{gold_table_name(SOURCE, 'shop', t)}" for t in ("customer", "orders")}
+    fast = FastWarehouse(cfg)
+    listed = {spec.full_name for spec in fast.existing_tables()}
+    assert {"silver.schema_history", "meta.gold_status"} | gold_names <= listed
+    assert gold_names <= set(register_tables(spark, cfg))
+    for name in sorted({"silver.schema_history", "meta.gold_status"} | gold_names):
+        got = fast.run(f"SELECT * FROM {name}")
+        want = run_query(spark, f"SELECT * FROM {name}", max_rows=100_000)
+        assert got.columns == want.columns, name
+        assert got.rows and sorted(got.rows, key=repr) == sorted(want.rows, key=repr), name
+    status = fast.run("SELECT gold_table FROM meta.gold_status")
+    assert {f"gold.{name}" for (name,) in status.rows} == {n for n in listed if n.startswith("gold.")}

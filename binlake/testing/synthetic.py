@@ -536,14 +536,14 @@ class _SourceWriter:
         if self.seq > 1 and (self.seq - 1) % max(self.cfg.group_commit, 1) == 0:
             self.last_committed = self.seq - 1
         now_us = self.now * 1_000_000 + (self.txn_index * 137) % 1_000_000
-        clock = {"last_committed": self.last_committed, "sequence_number": self.seq,
-                 "timestamp": self.now, "commit_timestamp": now_us}
         start = w.pos
         if ops[0][0] == "ddl":
             _, sql, schema = ops[0]
-            w.ddl(sql, schema, gtid, **clock)
+            w.ddl(sql, schema, gtid, last_committed=self.last_committed, sequence_number=self.seq,
+                  timestamp=self.now, commit_timestamp=now_us)
         else:
-            w.begin_transaction(gtid, **clock)
+            w.begin_transaction(gtid, last_committed=self.last_committed, sequence_number=self.seq,
+                                timestamp=self.now, commit_timestamp=now_us)
             for _op, kind, table, rows in ops:
                 if kind == "insert":
                     w.write_rows(table, rows)
