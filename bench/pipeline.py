@@ -64,7 +64,7 @@ def write_file(args: tuple[str, int, int, int, bool]) -> tuple[str, int]:
             ts = 1767225600 + gno // 50
             w.begin_transaction(f"{UUID}:{gno}", last_committed=gno - 1, sequence_number=gno, timestamp=ts)
             rows = []
-            for i in range(10):
+            for _ in range(10):
                 rid += 1
                 rows.append({"id": rid, "customer": rid % 997, "amount": Decimal(rid % 100000) / 100,
                              "placed": base + dt.timedelta(microseconds=rid * 7919),
@@ -99,7 +99,7 @@ def generate(archive: Path, size_mib: int, files: int) -> list[Path]:
     return sorted(archive.glob("binlog.*[0-9]"))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser()
     p.add_argument("--size-mib", type=int, default=1024)
     p.add_argument("--files", type=int, default=8)
@@ -113,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster-workers", default=None,
                    help="comma-separated worker counts, e.g. 1,2: start a loopback cluster per count")
     p.add_argument("--worker-memory", default="2g")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.cluster_workers:
         return scaling(args)
 

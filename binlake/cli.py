@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -40,7 +40,7 @@ ConfigOption = Annotated[
 ]
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     """How ``binlake sql`` prints results."""
 
     table = "table"
@@ -48,7 +48,7 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-class Engine(str, Enum):
+class Engine(StrEnum):
     """Which engine runs ``binlake sql`` (auto: the JVM-free fast path unless Spark is needed)."""
 
     auto = "auto"

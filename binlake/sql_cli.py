@@ -83,14 +83,14 @@ class SqlSession:
 
     def run(self, statement: str, max_rows: int) -> QueryResult:
         if self.engine == "spark":
-            return self.spark.run(statement, max_rows)  # type: ignore[no-any-return]
+            return self.spark.run(statement, max_rows)
         try:
             return self.fast.run(statement, max_rows)
         except NeedsSparkError as exc:
             if self.engine == "fast":
                 raise BinlakeError(f"the fast path cannot run this statement ({exc}); try --engine spark") from None
             print(f"(running on Spark: {exc})", file=self.err)
-            return self.spark.run(statement, max_rows)  # type: ignore[no-any-return]
+            return self.spark.run(statement, max_rows)
 
     def cancel(self) -> None:
         if self._fast is not None:

@@ -188,7 +188,8 @@ def test_installed_package_without_checkout_uses_env_file(tmp_path: Path) -> Non
                     ignore=shutil.ignore_patterns("__pycache__"))
     code = "from binlake.config import load_config; print(load_config().warehouse)"
     env = {"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          check=False, cwd=tmp_path)
     assert proc.returncode != 0 and "set BINLAKE_CONFIG=" in proc.stderr
     cfg = tmp_path / "my.toml"
     cfg.write_text(EXAMPLE_CONFIG_PATH.read_text())

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
-import pytest
 import yaml
 
 from binlake.config import REPO_ROOT

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import make_test_config
+
 from spark_jobs import ingest as ingest_mod
 from spark_jobs.ingest import BinlogObject, run_ingest, table_path
 from spark_jobs.records import decode_file

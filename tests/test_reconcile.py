@@ -8,13 +8,12 @@ expected statuses and missing sets; a second run leaves both tables unchanged.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import make_test_config
+
 from spark_jobs.ingest import BinlogObject, run_ingest, table_path
 from spark_jobs.reconcile import run_reconcile
 
