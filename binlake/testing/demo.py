@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
+from binlake.errors import BinlakeError
 
 DEMO_BUCKET = "binlake-demo"
 NIGHTLY_DAG_ID = "binlake_nightly"
@@ -267,11 +268,23 @@ def _tables_in(query: str) -> list[str]:
     return [t.full_name for t in TABLES if t.full_name in query]
 
 
+def _in_checkout() -> bool:
+    """True when binlake runs from a git checkout (its dags/ beside the packages), not a wheel."""
+    return (REPO_ROOT / "dags").is_dir() and (REPO_ROOT / "pyproject.toml").is_file()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="binlake demo", description="end-to-end demo on the bundled binlogs")
-    parser.add_argument("--state-dir", default=str(REPO_ROOT / ".state"), help="where demo state goes")
+    # an installed wheel has no checkout: state goes under the working directory, never site-packages
+    default_state = REPO_ROOT / ".state" if _in_checkout() else Path.cwd() / ".binlake-demo"
+    parser.add_argument("--state-dir", default=str(default_state), help="where demo state goes")
+    parser.add_argument("--dags-folder", default=str(REPO_ROOT / "dags"), help="the DAG files to run (a checkout's dags/)")
     parser.add_argument("--keep", action="store_true", help="keep the previous demo warehouse (default: fresh)")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    dags_folder = Path(args.dags_folder).resolve()
+    if not (dags_folder / f"{NIGHTLY_DAG_ID}.py").is_file():
+        raise BinlakeError(f"binlake demo runs the DAG file {NIGHTLY_DAG_ID}.py, not found in {dags_folder}: "
+                           "run it from a clone of the repository, or pass --dags-folder PATH")
 
     t0 = time.monotonic()
     state = Path(args.state_dir).resolve()
@@ -303,12 +316,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      warehouse=warehouse, state_dir=demo_dir, sources=sources)
         os.environ["BINLAKE_CONFIG"] = str(cfg_path)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        env = airflow_env(airflow_home)
+        env = airflow_env(airflow_home, dags_folder)
         os.environ.update(env)
         say(f"migrating the Airflow metadata DB (SQLite, {airflow_home})", t0)
         migrate_airflow_db(env)
         say(f"running DAG {NIGHTLY_DAG_ID} through Airflow (dag.test(); Spark local[2])", t0)
-        dag = load_dag()
+        dag = load_dag(dags_folder=dags_folder)
         result = run_dag(dag)
         for task_id, task_state in sorted(result.task_states.items()):
             say(f"  task {task_id}: {task_state}", t0)
