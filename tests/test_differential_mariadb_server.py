@@ -110,7 +110,45 @@ def _maybe_null(r: random.Random, lit: str) -> str:
     return "NULL" if r.random() < 0.05 else lit
 
 
-def _script(r: random.Random) -> str:
+def _nums_row(r: random.Random, i: int) -> str:
+    v = [str(i)]
+    v += [_maybe_null(r, _dec(r, p, s)) for p, s in DECIMALS]
+    for _, bits in INTS:
+        v.append(_maybe_null(r, str(r.choice([-(1 << (bits - 1)), (1 << (bits - 1)) - 1, -1, 0,
+                                              r.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)]))))
+        v.append(_maybe_null(r, str(r.choice([0, (1 << bits) - 1, r.randint(0, (1 << bits) - 1)]))))
+    v += [_maybe_null(r, _float(r)), _maybe_null(r, _double(r)),
+          _maybe_null(r, str(r.choice([0, 1901, 2155, r.randint(1901, 2155)])))]
+    v += [_maybe_null(r, f"b'{r.getrandbits(n):0{n}b}'") for n in BITS]
+    return f"({', '.join(v)})"
+
+
+def _times_row(r: random.Random, i: int) -> str:
+    v = [str(i), _maybe_null(r, f"'{r.randint(1000, 9999):04d}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}'")]
+    for f in range(7):
+        v += [_maybe_null(r, _time(r, f)), _maybe_null(r, _datetime(r, f)), _maybe_null(r, _timestamp(r, f))]
+    return f"({', '.join(v)})"
+
+
+def _strs_row(r: random.Random, i: int) -> str:
+    v = [str(i),
+         "_latin1 " + _hex(_latin1(r, 5)),
+         "_utf8mb4 " + _hex(_text(r, _UNICODE, 60).encode()),
+         "_utf8mb4 " + _hex(_text(r, _UNICODE, 300).encode()),
+         "_latin1 " + _hex(_latin1(r, 20)),
+         "_utf8mb4 " + _hex(_text(r, _UNICODE.replace("🐬", "").replace("😀", ""), 20).encode()),
+         _hex(bytes(r.getrandbits(8) for _ in range(r.randint(0, 8))) + r.choice([b"", b"\0", b" "])),
+         _hex(bytes(r.getrandbits(8) for _ in range(r.randint(0, 40)))),
+         _hex(bytes(r.getrandbits(8) for _ in range(r.randint(0, 255)))),
+         "_utf8mb4 " + _hex(_text(r, _UNICODE, 500).encode()),
+         str(r.randint(0, len(ENUM_MEMBERS))),
+         str(r.getrandbits(64)),
+         f"ST_GeomFromText('POINT({r.uniform(-180, 180)} {r.uniform(-90, 90)})', {r.choice([0, 4326])})"]
+    return f"({', '.join(_maybe_null(r, x) if k else x for k, x in enumerate(v))})"
+
+
+def _typed_tables() -> list[str]:
+    """The three tables of every column type: numbers, temporals, strings."""
     out = ["SET sql_mode = '';", "SET time_zone = '+00:00';",
            "CREATE DATABASE fuzz CHARACTER SET utf8mb4;", "USE fuzz;"]
     cols = ["id INT PRIMARY KEY"]
@@ -128,62 +166,32 @@ def _script(r: random.Random) -> str:
         "b8 BINARY(8), vb VARBINARY(40), tb TINYBLOB, tx TEXT CHARACTER SET utf8mb4, "
         f"e ENUM({', '.join(repr(m) for m in ENUM_MEMBERS)}), "
         f"s SET({', '.join(repr(m) for m in SET_MEMBERS)}), g GEOMETRY);")
+    return out
 
-    def nums_row(i: int) -> str:
-        v = [str(i)]
-        v += [_maybe_null(r, _dec(r, p, s)) for p, s in DECIMALS]
-        for _, bits in INTS:
-            v.append(_maybe_null(r, str(r.choice([-(1 << (bits - 1)), (1 << (bits - 1)) - 1, -1, 0,
-                                                  r.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)]))))
-            v.append(_maybe_null(r, str(r.choice([0, (1 << bits) - 1, r.randint(0, (1 << bits) - 1)]))))
-        v += [_maybe_null(r, _float(r)), _maybe_null(r, _double(r)),
-              _maybe_null(r, str(r.choice([0, 1901, 2155, r.randint(1901, 2155)])))]
-        v += [_maybe_null(r, f"b'{r.getrandbits(n):0{n}b}'") for n in BITS]
-        return f"({', '.join(v)})"
 
-    def times_row(i: int) -> str:
-        v = [str(i), _maybe_null(r, f"'{r.randint(1000, 9999):04d}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}'")]
-        for f in range(7):
-            v += [_maybe_null(r, _time(r, f)), _maybe_null(r, _datetime(r, f)), _maybe_null(r, _timestamp(r, f))]
-        return f"({', '.join(v)})"
-
-    def strs_row(i: int) -> str:
-        v = [str(i),
-             "_latin1 " + _hex(_latin1(r, 5)),
-             "_utf8mb4 " + _hex(_text(r, _UNICODE, 60).encode()),
-             "_utf8mb4 " + _hex(_text(r, _UNICODE, 300).encode()),
-             "_latin1 " + _hex(_latin1(r, 20)),
-             "_utf8mb4 " + _hex(_text(r, _UNICODE.replace("🐬", "").replace("😀", ""), 20).encode()),
-             _hex(bytes(r.getrandbits(8) for _ in range(r.randint(0, 8))) + r.choice([b"", b"\0", b" "])),
-             _hex(bytes(r.getrandbits(8) for _ in range(r.randint(0, 40)))),
-             _hex(bytes(r.getrandbits(8) for _ in range(r.randint(0, 255)))),
-             "_utf8mb4 " + _hex(_text(r, _UNICODE, 500).encode()),
-             str(r.randint(0, len(ENUM_MEMBERS))),
-             str(r.getrandbits(64)),
-             f"ST_GeomFromText('POINT({r.uniform(-180, 180)} {r.uniform(-90, 90)})', {r.choice([0, 4326])})"]
-        return f"({', '.join(_maybe_null(r, x) if k else x for k, x in enumerate(v))})"
-
-    for table, make in (("nums", nums_row), ("times", times_row), ("strs", strs_row)):
-        for start in range(1, ROWS + 1, PER_INSERT):
-            rows = ", ".join(make(i) for i in range(start, min(start + PER_INSERT, ROWS + 1)))
-            out.append(f"INSERT INTO {table} VALUES {rows};")
-    # odd shapes: 300 columns (2-byte column count, 38-byte bitmaps), system versioning
-    # (invisible row_start/row_end TIMESTAMP(6)), INVISIBLE and generated columns, a SEQUENCE,
-    # geometry subtypes
+def _odd_shapes(r: random.Random) -> list[str]:
+    """300 columns (2-byte column count, 38-byte bitmaps), system versioning (invisible
+    row_start/row_end TIMESTAMP(6)), INVISIBLE and generated columns, a SEQUENCE, geometry subtypes."""
     wide = ", ".join(f"w{i} {r.choice(['TINYINT', 'VARCHAR(3)', 'BIT(3)', 'DATE', 'SMALLINT UNSIGNED'])}"
                      for i in range(299))
-    out.append(f"CREATE TABLE wide (id INT PRIMARY KEY, {wide});")
-    out.append("INSERT INTO wide (id, w0, w150, w298) VALUES (1, DEFAULT, DEFAULT, DEFAULT), (2, NULL, NULL, NULL);")
-    out.append("CREATE TABLE ver (id INT PRIMARY KEY, v INT, h INT INVISIBLE DEFAULT 7, "
-               "g INT AS (v * 2) VIRTUAL, gs INT AS (v + 1) STORED) WITH SYSTEM VERSIONING;")
-    out.append("INSERT INTO ver (id, v) VALUES (1, 10), (2, 20); UPDATE ver SET v = v + 1; DELETE FROM ver WHERE id = 2;")
-    out.append("CREATE SEQUENCE seq START WITH 5 INCREMENT BY 3; SELECT NEXTVAL(seq); SELECT NEXTVAL(seq);")
-    out.append("CREATE TABLE geo (id INT PRIMARY KEY, p POINT, l LINESTRING, pg POLYGON, gc GEOMETRYCOLLECTION);")
-    out.append("INSERT INTO geo VALUES (1, ST_GeomFromText('POINT(1 2)'), ST_GeomFromText('LINESTRING(0 0,1 1,2 5)'), "
-               "ST_GeomFromText('POLYGON((0 0,4 0,4 4,0 0))'), ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1))'));")
-    out.append("FLUSH BINARY LOGS;")
-    # updates with a MINIMAL image, then compressed events, then deletes
-    out.append("SET SESSION binlog_row_image = 'MINIMAL';")
+    return [
+        f"CREATE TABLE wide (id INT PRIMARY KEY, {wide});",
+        "INSERT INTO wide (id, w0, w150, w298) VALUES (1, DEFAULT, DEFAULT, DEFAULT), (2, NULL, NULL, NULL);",
+        "CREATE TABLE ver (id INT PRIMARY KEY, v INT, h INT INVISIBLE DEFAULT 7, "
+        "g INT AS (v * 2) VIRTUAL, gs INT AS (v + 1) STORED) WITH SYSTEM VERSIONING;",
+        "INSERT INTO ver (id, v) VALUES (1, 10), (2, 20); UPDATE ver SET v = v + 1; DELETE FROM ver WHERE id = 2;",
+        "CREATE SEQUENCE seq START WITH 5 INCREMENT BY 3; SELECT NEXTVAL(seq); SELECT NEXTVAL(seq);",
+        "CREATE TABLE geo (id INT PRIMARY KEY, p POINT, l LINESTRING, pg POLYGON, gc GEOMETRYCOLLECTION);",
+        "INSERT INTO geo VALUES (1, ST_GeomFromText('POINT(1 2)'), ST_GeomFromText('LINESTRING(0 0,1 1,2 5)'), "
+        "ST_GeomFromText('POLYGON((0 0,4 0,4 4,0 0))'), ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1))'));",
+        "FLUSH BINARY LOGS;",
+    ]
+
+
+def _later_changes(r: random.Random) -> list[str]:
+    """Updates with a MINIMAL image, then compressed events, then deletes; then no checksums,
+    MINIMAL table metadata (no names: col_N, no ENUM/SET members) and NOBLOB images."""
+    out = ["SET SESSION binlog_row_image = 'MINIMAL';"]
     for i in range(1, ROWS + 1, 7):
         out.append(f"UPDATE nums SET dec_65_30 = {_dec(r, 65, 30)}, d = {_double(r)}, "
                    f"bit_64 = b'{r.getrandbits(64):064b}' WHERE id = {i};")
@@ -194,17 +202,25 @@ def _script(r: random.Random) -> str:
     out.append("DELETE FROM times WHERE id % 3 = 0;")
     out.append("SET GLOBAL log_bin_compress = OFF;")
     out.append("DELETE FROM nums WHERE id % 4 = 0;")
-    # no checksums, MINIMAL table metadata (no names: col_N, no ENUM/SET members), NOBLOB images
     out.append("SET GLOBAL binlog_checksum = NONE; SET GLOBAL binlog_row_metadata = 'MINIMAL';")
     out.append("SET SESSION binlog_row_image = 'NOBLOB';")
-    out.append(f"INSERT INTO strs VALUES {strs_row(ROWS + 1)}, {strs_row(ROWS + 2)};")
-    out.append(f"INSERT INTO nums VALUES {nums_row(ROWS + 1)};")
+    out.append(f"INSERT INTO strs VALUES {_strs_row(r, ROWS + 1)}, {_strs_row(r, ROWS + 2)};")
+    out.append(f"INSERT INTO nums VALUES {_nums_row(r, ROWS + 1)};")
     out.append("UPDATE strs SET vc = 'noblob', tb = X'00' WHERE id % 9 = 1;")
     out.append("DELETE FROM strs WHERE id % 11 = 0;")
     out.append("SET SESSION binlog_row_image = 'FULL';")
     out.append("SET GLOBAL binlog_checksum = CRC32; SET GLOBAL binlog_row_metadata = 'FULL';")
     out.append("FLUSH BINARY LOGS;")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _script(r: random.Random) -> str:
+    out = _typed_tables()
+    for table, make in (("nums", _nums_row), ("times", _times_row), ("strs", _strs_row)):
+        for start in range(1, ROWS + 1, PER_INSERT):
+            rows = ", ".join(make(r, i) for i in range(start, min(start + PER_INSERT, ROWS + 1)))
+            out.append(f"INSERT INTO {table} VALUES {rows};")
+    return "\n".join(out + _odd_shapes(r) + _later_changes(r)) + "\n"
 
 
 # MariaDB's 5.3 fractional temporals (mysql56_temporal_format=OFF; also every TIME/DATETIME/
