@@ -247,6 +247,108 @@ def _line_kind(lines: list[bytes]) -> str:
     return ""
 
 
+class _TextParser:
+    """The state of one ``mariadb-binlog -vv`` parse: the event being read, the pending ``# at``
+    positions, the row group and image being filled (see :func:`parse`)."""
+
+    def __init__(self, resolve=None) -> None:
+        self.resolve = resolve
+        self.events: list[MBEvent] = []
+        self.groups: list[RowGroup] = []
+        self.pending: list[int] = []
+        self.unconsumed: list[int] = []
+        self.cur: MBEvent | None = None
+        self.group = RowGroup()
+        self.image: RowImage | None = None
+        self.target: list[Value] | None = None
+        self.end_of_log = False
+        self.notes: dict[int, list[bytes]] = {}
+        self.positions: list[int] = []
+
+    def close_event(self) -> None:
+        if self.cur is not None and not self.cur.kind:
+            self.cur.kind = _line_kind(self.cur.lines)
+        self.cur = None
+
+    def row_line(self, line: bytes) -> None:
+        """A ``###`` line: a value, the start of a row image, or its SET / WHERE part."""
+        if line.startswith(b"###   @"):
+            m = _VALUE.match(line)
+            if m is None:
+                raise ValueError(f"unparsed row line: {line[:200]!r}")
+            self.target.append(Value(int(m.group(1)), m.group(2), m.group(3).decode("latin-1").strip(),
+                                     int(m.group(4)), m.group(5) == b"1", m.group(6) == b"1"))
+            return
+        m = _ROWS_START.match(line)
+        if m:
+            op = {b"INSERT INTO": "insert", b"UPDATE": "update", b"DELETE FROM": "delete"}[m.group(1)]
+            self.image = RowImage(op, m.group(2), m.group(3))
+            self.group.rows.append(self.image)
+            self.target = None
+        elif line == b"### SET":
+            self.image.after = self.target = []
+        elif line == b"### WHERE":
+            self.image.before = self.target = []
+        else:
+            raise ValueError(f"unparsed row line: {line[:200]!r}")
+
+    def header(self, m: re.Match[bytes]) -> None:
+        """An event header line: which pending ``# at`` it belongs to, and a new event."""
+        self.close_event()
+        end = int(m.group(3))
+        label = m.group(5).lstrip(b"\t")
+        if self.pending:
+            i = self.resolve(self.pending, end, label) if self.resolve else 0
+            self.unconsumed.extend(self.pending[:i])
+            pos = self.pending[i]
+            del self.pending[:i + 1]
+            reprint = False
+        else:  # a header printed again (old LOAD / CREATE_FILE when EXEC_LOAD comes)
+            pos, reprint = -1, True
+        self.cur = MBEvent(pos, end, int(m.group(2)), m.group(1).decode(),
+                           int(m.group(4), 16) if m.group(4) else None, label, _kind(label),
+                           reprint=reprint)
+        self.events.append(self.cur)
+        if not reprint and self.cur.rows_header() is not None:
+            self.group.events.append(self.cur)
+            self.cur.group = self.group
+
+    def line(self, line: bytes) -> None:
+        if line.startswith(b"###"):  # most lines of a big file: row images
+            self.row_line(line)
+            return
+        m = _AT.match(line)
+        if m:
+            self.close_event()
+            self.pending.append(int(m.group(1)))
+            self.positions.append(self.pending[-1])
+            return
+        m = _HEADER.match(line)
+        if m:
+            self.header(m)
+            return
+        m = _NROWS.match(line)
+        if m:
+            self.group.count = int(m.group(1))
+            self.groups.append(self.group)
+            self.group = RowGroup()
+            self.image = self.target = None
+            return
+        if line == b"# End of log file":
+            self.end_of_log = True
+        if self.cur is not None:
+            self.cur.lines.append(line)
+        elif self.pending and line:
+            self.notes.setdefault(self.pending[-1], []).append(line)
+
+    def finish(self):
+        self.close_event()
+        if self.group.events or self.group.rows:
+            self.groups.append(self.group)
+        self.unconsumed.extend(self.pending)
+        return self.events, self.groups, self.unconsumed, self.end_of_log, self.notes, self.positions
+
+
 def parse(text: bytes, resolve=None):
     """Parse ``mariadb-binlog -vv`` output.
 
@@ -254,95 +356,10 @@ def parse(text: bytes, resolve=None):
     position a header belongs to (default 0, FIFO); pending positions before the chosen one
     were events that printed no header and end up in the third return value.
     """
-    events: list[MBEvent] = []
-    groups: list[RowGroup] = []
-    pending: list[int] = []
-    unconsumed: list[int] = []
-    cur: MBEvent | None = None
-    group = RowGroup()
-    image: RowImage | None = None
-    target: list[Value] | None = None
-    end_of_log = False
-    seen_end_pos: set[int] = set()
-    notes: dict[int, list[bytes]] = {}
-    positions: list[int] = []
-
-    def close_event():
-        nonlocal cur
-        if cur is not None and not cur.kind:
-            cur.kind = _line_kind(cur.lines)
-        cur = None
-
+    parser = _TextParser(resolve)
     for line in text.split(b"\n"):
-        if line.startswith(b"###"):  # most lines of a big file: row images
-            if line.startswith(b"###   @"):
-                m = _VALUE.match(line)
-                if m is None:
-                    raise ValueError(f"unparsed row line: {line[:200]!r}")
-                target.append(Value(int(m.group(1)), m.group(2), m.group(3).decode("latin-1").strip(),
-                                    int(m.group(4)), m.group(5) == b"1", m.group(6) == b"1"))
-                continue
-            m = _ROWS_START.match(line)
-            if m:
-                op = {b"INSERT INTO": "insert", b"UPDATE": "update", b"DELETE FROM": "delete"}[m.group(1)]
-                image = RowImage(op, m.group(2), m.group(3))
-                group.rows.append(image)
-                target = None
-                continue
-            if line == b"### SET":
-                image.after = target = []
-                continue
-            if line == b"### WHERE":
-                image.before = target = []
-                continue
-            raise ValueError(f"unparsed row line: {line[:200]!r}")
-        m = _AT.match(line)
-        if m:
-            close_event()
-            pending.append(int(m.group(1)))
-            positions.append(pending[-1])
-            continue
-        m = _HEADER.match(line)
-        if m:
-            close_event()
-            end = int(m.group(3))
-            label = m.group(5).lstrip(b"\t")
-            if pending:
-                i = resolve(pending, end, label) if resolve else 0
-                unconsumed.extend(pending[:i])
-                pos = pending[i]
-                del pending[:i + 1]
-                reprint = False
-            else:  # a header printed again (old LOAD / CREATE_FILE when EXEC_LOAD comes)
-                pos, reprint = -1, True
-            cur = MBEvent(pos, end, int(m.group(2)), m.group(1).decode(),
-                          int(m.group(4), 16) if m.group(4) else None, label, _kind(label),
-                          reprint=reprint)
-            events.append(cur)
-            if not reprint:
-                seen_end_pos.add(end)
-                if cur.rows_header() is not None:
-                    group.events.append(cur)
-                    cur.group = group
-            continue
-        m = _NROWS.match(line)
-        if m:
-            group.count = int(m.group(1))
-            groups.append(group)
-            group = RowGroup()
-            image = target = None
-            continue
-        if line == b"# End of log file":
-            end_of_log = True
-        if cur is not None:
-            cur.lines.append(line)
-        elif pending and line:
-            notes.setdefault(pending[-1], []).append(line)
-    close_event()
-    if group.events or group.rows:
-        groups.append(group)
-    unconsumed.extend(pending)
-    return events, groups, unconsumed, end_of_log, notes, positions
+        parser.line(line)
+    return parser.finish()
 
 
 # mariadb-binlog's messages for events it does not know; only then is --force-read used (on a

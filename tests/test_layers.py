@@ -76,7 +76,6 @@ ALLOWED_LONG_FUNCTIONS: set[tuple[str, str]] = {
     ("binlog_parser/rows/rows_event.py", "_decode_rows"),
     ("tests/test_differential_mariadb_binlog.py", "compare_path"),
     ("tests/test_differential_mariadb_binlog.py", "compare_event"),
-    ("tests/mariadb_binlog_text.py", "parse"),
 }
 
 
