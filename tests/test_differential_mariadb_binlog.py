@@ -380,9 +380,23 @@ def compare_path(path: Path, rel: str) -> Diff:
     d.check(out.table_metadata or any(e.header.type_code in PRE_GA_ROWS for e in ours), -1,
             "mariadb-binlog --print-table-metadata crashed")
     version = ours[0].binlog_version if ours and hasattr(ours[0], "binlog_version") else 4
+    limit = _where_it_stops(d, rel, out, theirs, error)
+    _compare_events(d, rel, ours, out, theirs, data, version, limit, skipped)
+    # every event mariadb-binlog printed before the limit is one of ours
+    our_pos = {e.header.pos for e in ours}
+    for p in theirs:
+        if limit is None or p < limit:
+            d.check(p in our_pos, p, "mariadb-binlog has an event we do not")
 
-    # ---- where does mariadb-binlog stop, and why ---------------------------------------------
-    limit = None  # offset from which mariadb-binlog printed nothing
+    # ---- row values, group by group ---------------------------------------------------------
+    for g in out.groups:
+        compare_group(d, g, by_pos)
+    return d
+
+
+def _where_it_stops(d: Diff, rel: str, out: mb.MBOutput, theirs: dict, error) -> int | None:
+    """Where mariadb-binlog stops, and why: the offset from which it printed nothing (None: the end)."""
+    limit = None
     if rel in STOPS_AT_MYSQL_ONLY_TYPE:
         d.check(out.end_of_log, -1, "mariadb-binlog did not reach the end after restarts")
     elif rel in DAMAGED:
@@ -400,8 +414,12 @@ def compare_path(path: Path, rel: str) -> Diff:
         d.check(rel.endswith("corrupt-relay-bin.000624") and error.offset == 91204, -1,
                 f"our decoder failed: {error!r}")
         limit = error.offset
+    return limit
 
-    # ---- event by event ---------------------------------------------------------------------
+
+def _compare_events(d: Diff, rel: str, ours, out: mb.MBOutput, theirs: dict, data: bytes, version: int,
+                    limit: int | None, skipped: set[int]) -> None:
+    """Event by event up to ``limit``: header fields, then the body (:func:`compare_event`)."""
     for ev in ours:
         h = ev.header
         if limit is not None and h.pos >= limit:
@@ -447,17 +465,6 @@ def compare_path(path: Path, rel: str) -> Diff:
         d.kinds[t.kind] += 1
         compare_event(d, ev, t)
 
-    # every event mariadb-binlog printed before the limit is one of ours
-    our_pos = {e.header.pos for e in ours}
-    for p in theirs:
-        if limit is None or p < limit:
-            d.check(p in our_pos, p, "mariadb-binlog has an event we do not")
-
-    # ---- row values, group by group ---------------------------------------------------------
-    for g in out.groups:
-        compare_group(d, g, by_pos)
-    return d
-
 
 def _run_around_mysql_only_types(d: Diff, rel: str, out: mb.MBOutput, ours, resolve):
     """Restart mariadb-binlog after each rows event it cannot print; merge the outputs."""
@@ -493,6 +500,14 @@ def _run_around_mysql_only_types(d: Diff, rel: str, out: mb.MBOutput, ours, reso
 
 
 def compare_event(d: Diff, ev, t: mb.MBEvent) -> None:
+    """The body of one event against mariadb-binlog's text (the first group that knows its kind)."""
+    for compare in (_compare_statement_event, _compare_transaction_event, _compare_row_event):
+        if compare(d, ev, t):
+            return
+
+
+def _compare_statement_event(d: Diff, ev, t: mb.MBEvent) -> bool:
+    """Start, QUERY and the LOAD DATA family; False when ``t`` is none of them."""
     p = ev.header.pos
     k = t.kind
     if k == "Start":
@@ -523,7 +538,18 @@ def compare_event(d: Diff, ev, t: mb.MBEvent) -> None:
         pre, post = ours[:ev.fn_pos_start], ours[ev.fn_pos_end:]
         d.check(q.startswith(pre) and q.endswith(post), p, f"load query {q[:120]!r} vs {ours[:120]!r}")
         compare_query_context(d, ev, t)
-    elif k == "Xid":
+    elif k in ("Begin_load_query", "Append_block"):
+        d.check(t.load_block() == (ev.file_id, len(ev.block)), p, f"load block {t.load_block()}")
+    else:
+        return False
+    return True
+
+
+def _compare_transaction_event(d: Diff, ev, t: mb.MBEvent) -> bool:
+    """XID, ROTATE, GTID, GTID_LIST, XA, checkpoints; False when ``t`` is none of them."""
+    p = ev.header.pos
+    k = t.kind
+    if k == "Xid":
         d.check(t.xid() == ev.xid, p, f"xid {t.xid()} != {ev.xid}")
     elif k == "Rotate":
         d.check(t.rotate() == (ev.next_file.encode("latin-1"), ev.next_position), p,
@@ -555,7 +581,16 @@ def compare_event(d: Diff, ev, t: mb.MBEvent) -> None:
         d.check(any(ln.startswith(want + b" X'") for ln in t.lines), p, f"xa statement {t.lines[:2]}")
     elif k == "Binlog_checkpoint":
         d.check(t.checkpoint() == ev.binlog_file.encode(), p, f"checkpoint {t.checkpoint()}")
-    elif k == "Table_map":
+    else:
+        return False
+    return True
+
+
+def _compare_row_event(d: Diff, ev, t: mb.MBEvent) -> bool:
+    """TABLE_MAP, rows events and the session context events; False when ``t`` is none of them."""
+    p = ev.header.pos
+    k = t.kind
+    if k == "Table_map":
         tm = t.table_map()
         d.check(tm == (ev.schema.encode(), ev.table.encode(), ev.table_id), p,
                 f"table map {tm} vs {ev.schema}.{ev.table} {ev.table_id}")
@@ -573,25 +608,31 @@ def compare_event(d: Diff, ev, t: mb.MBEvent) -> None:
     elif k == "Rand":
         d.check(t.rand() == (ev.seed1, ev.seed2), p, f"rand {t.rand()}")
     elif k == "User_var":
-        uv = t.user_var()
-        d.check(uv is not None and uv.startswith(b"SET @`" + ev.var_name.encode() + b"`:="), p,
-                f"user var {uv!r}")
-        if uv is not None and ev.is_null:
-            d.check(uv.endswith(b":=NULL"), p, f"user var NULL {uv!r}")
-        elif uv is not None and ev.value_type in (2, 4):  # INT, DECIMAL (exact text)
-            d.check(uv.split(b":=", 1)[1] == str(ev.value).encode(), p, f"user var {uv!r} {ev.value}")
-        elif uv is not None and ev.value_type == 1:  # REAL: my_gcvt digits, same double
-            d.check(float(uv.split(b":=", 1)[1]) == ev.value, p, f"user var real {uv!r} {ev.value!r}")
-        elif uv is not None and ev.value_type == 0:  # STRING: _charset X'hex' COLLATE `name`
-            m = re.match(rb"SET @`.*`:=_(\w+) (?:X'([0-9A-F]*)'|\"\") COLLATE `(\w+)`$", uv)
-            raw = ev.value if isinstance(ev.value, bytes) else _encode_text(ev.value, charset_of(ev.charset))
-            d.check(m is not None and bytes.fromhex((m[2] or b"").decode()) == raw, p,
-                    f"user var string {uv!r} vs {ev.value!r}")
-            cs = charset_of(ev.charset)
-            d.check(m is not None and m[1].decode() == {"utf8": "utf8mb3"}.get(cs, cs), p,
-                    f"user var charset {uv!r} vs {cs}")
-    elif k in ("Begin_load_query", "Append_block"):
-        d.check(t.load_block() == (ev.file_id, len(ev.block)), p, f"load block {t.load_block()}")
+        _compare_user_var(d, ev, t)
+    else:
+        return False
+    return True
+
+
+def _compare_user_var(d: Diff, ev, t: mb.MBEvent) -> None:
+    p = ev.header.pos
+    uv = t.user_var()
+    d.check(uv is not None and uv.startswith(b"SET @`" + ev.var_name.encode() + b"`:="), p,
+            f"user var {uv!r}")
+    if uv is not None and ev.is_null:
+        d.check(uv.endswith(b":=NULL"), p, f"user var NULL {uv!r}")
+    elif uv is not None and ev.value_type in (2, 4):  # INT, DECIMAL (exact text)
+        d.check(uv.split(b":=", 1)[1] == str(ev.value).encode(), p, f"user var {uv!r} {ev.value}")
+    elif uv is not None and ev.value_type == 1:  # REAL: my_gcvt digits, same double
+        d.check(float(uv.split(b":=", 1)[1]) == ev.value, p, f"user var real {uv!r} {ev.value!r}")
+    elif uv is not None and ev.value_type == 0:  # STRING: _charset X'hex' COLLATE `name`
+        m = re.match(rb"SET @`.*`:=_(\w+) (?:X'([0-9A-F]*)'|\"\") COLLATE `(\w+)`$", uv)
+        raw = ev.value if isinstance(ev.value, bytes) else _encode_text(ev.value, charset_of(ev.charset))
+        d.check(m is not None and bytes.fromhex((m[2] or b"").decode()) == raw, p,
+                f"user var string {uv!r} vs {ev.value!r}")
+        cs = charset_of(ev.charset)
+        d.check(m is not None and m[1].decode() == {"utf8": "utf8mb3"}.get(cs, cs), p,
+                f"user var charset {uv!r} vs {cs}")
 
 
 # flags2 bits (MySQL/MariaDB OPTION_*) -> (session variable, printed value when the bit is set)
