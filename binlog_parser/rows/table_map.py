@@ -387,6 +387,50 @@ def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
     return kw
 
 
+def _type_details(bt: int, meta: int) -> tuple[int, dict[str, Any]]:
+    """The real type of a column and what its TABLE_MAP metadata says (length, precision and
+    scale, fsp, bits)."""
+    real = bt
+    extra: dict[str, Any] = {}
+    if bt == T.STRING:
+        real, length = string_real_type_and_length(meta)
+        extra["length"] = length
+    elif bt in (T.VARCHAR, T.VAR_STRING):
+        extra["length"] = meta
+    elif bt in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.JSON, T.GEOMETRY, T.VECTOR):
+        extra["length"] = meta
+    elif bt == T.NEWDECIMAL:
+        extra["precision"], extra["scale"] = meta >> 8, meta & 0xFF
+    elif bt in (T.TIME2, T.DATETIME2, T.TIMESTAMP2):
+        extra["fsp"] = meta
+    elif bt in (T.TIME, T.DATETIME, T.TIMESTAMP):
+        extra["fsp"] = 0
+    elif bt == T.BIT:
+        extra["bits"] = (meta >> 8) * 8 + (meta & 0xFF)
+    return real, extra
+
+
+def _fill_from_user_schema(spec, bt: int, real: int, ctx, name: str, name_from: str, unsigned, collation,
+                           extra: dict[str, Any]) -> tuple[str, str, Any, Any]:
+    """What a user-supplied schema adds where the TABLE_MAP's metadata is silent; returns
+    (name, name_from, unsigned, collation) and fills ``extra``."""
+    if name_from != "metadata" and spec.name:
+        name, name_from = spec.name, "schema"
+    if unsigned is None and spec.unsigned is not None and real in NUMERIC_TYPES:
+        unsigned = spec.unsigned
+    if collation is None and spec.charset is not None:
+        collation = spec.collation_id()
+    if real == T.ENUM and "enum_values" not in extra and spec.enum_values is not None:
+        extra["enum_values"] = tuple(spec.enum_values)
+    if real == T.SET and "set_values" not in extra and spec.set_values is not None:
+        extra["set_values"] = tuple(spec.set_values)
+    if (bt in (T.TIME, T.DATETIME, T.TIMESTAMP) and ctx.is_mariadb
+            and getattr(spec, "fsp", None) and 0 < spec.fsp <= 6):
+        # MariaDB 5.3 fractional format: old type code, no metadata; fsp from the schema
+        extra["fsp"] = spec.fsp
+    return name, name_from, unsigned, collation
+
+
 def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[ColumnInfo]:
     charset_pairs = kw.pop("_charset_pairs", {})
     es_pairs = kw.pop("_enum_set_charset_pairs", {})
@@ -410,23 +454,7 @@ def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[Co
     for i in range(ncols):
         bt = types[i]
         meta = metas[i]
-        real = bt
-        extra: dict[str, Any] = {}
-        if bt == T.STRING:
-            real, length = string_real_type_and_length(meta)
-            extra["length"] = length
-        elif bt in (T.VARCHAR, T.VAR_STRING):
-            extra["length"] = meta
-        elif bt in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.JSON, T.GEOMETRY, T.VECTOR):
-            extra["length"] = meta
-        elif bt == T.NEWDECIMAL:
-            extra["precision"], extra["scale"] = meta >> 8, meta & 0xFF
-        elif bt in (T.TIME2, T.DATETIME2, T.TIMESTAMP2):
-            extra["fsp"] = meta
-        elif bt in (T.TIME, T.DATETIME, T.TIMESTAMP):
-            extra["fsp"] = 0
-        elif bt == T.BIT:
-            extra["bits"] = (meta >> 8) * 8 + (meta & 0xFF)
+        real, extra = _type_details(bt, meta)
         nullable = bool(null_bitmap[i // 8] >> (i % 8) & 1) if i // 8 < len(null_bitmap) else True
 
         unsigned = None
@@ -472,20 +500,8 @@ def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[Co
             name, name_from = names[i], "metadata"
         spec = user[i] if user is not None else None
         if spec is not None:
-            if name_from != "metadata" and spec.name:
-                name, name_from = spec.name, "schema"
-            if unsigned is None and spec.unsigned is not None and real in NUMERIC_TYPES:
-                unsigned = spec.unsigned
-            if collation is None and spec.charset is not None:
-                collation = spec.collation_id()
-            if real == T.ENUM and "enum_values" not in extra and spec.enum_values is not None:
-                extra["enum_values"] = tuple(spec.enum_values)
-            if real == T.SET and "set_values" not in extra and spec.set_values is not None:
-                extra["set_values"] = tuple(spec.set_values)
-            if (bt in (T.TIME, T.DATETIME, T.TIMESTAMP) and ctx.is_mariadb
-                    and getattr(spec, "fsp", None) and 0 < spec.fsp <= 6):
-                # MariaDB 5.3 fractional format: old type code, no metadata; fsp from the schema
-                extra["fsp"] = spec.fsp
+            name, name_from, unsigned, collation = _fill_from_user_schema(
+                spec, bt, real, ctx, name, name_from, unsigned, collation, extra)
         if real == T.ENUM or real == T.SET:
             extra.setdefault("length", meta & 0xFF)
         cols.append(ColumnInfo(
