@@ -256,6 +256,57 @@ def _reader(plan: _Plan):
     return partial(_read_image, plan=plan)
 
 
+def _inline_column_source(i: int, dec: Any, ns: dict[str, Any]) -> list[str]:
+    """Source lines reading column ``i`` (no NULL) into ``v{i}``: fixed-width unpacks and the
+    hot decoders inlined, anything else a call of its decoder ``d{i}``; binds what they use in ``ns``."""
+    fast: list[str] = []
+    fixed = getattr(dec, "fixed_unpack", None)
+    inline = getattr(dec, "inline", None)
+    if fixed is not None:
+        ns[f"u{i}"] = fixed[0]
+        fast.append(f"        v{i} = u{i}(buf, pos)[0]; pos += {fixed[1]}")
+    elif inline is not None and inline[0] == "utf8":
+        # values.py dec1_utf8 / dec2_utf8, inlined
+        if inline[1] == 1:
+            fast.append("        s_ = pos + 1; e_ = s_ + buf[pos]")
+        else:
+            fast.append("        s_ = pos + 2; e_ = s_ + _from_bytes(buf[pos:s_], 'little')")
+        fast += ["        if e_ > blen: raise ValueError('value runs past the end of the event')",
+                 "        b_ = buf[s_:e_]; pos = e_",
+                 f"        try: v{i} = b_.decode('utf-8')",
+                 f"        except UnicodeDecodeError: v{i} = b_"]
+    elif inline is not None and inline[0] == "datetime2":
+        # temporal.make_datetime2_decoder's fast path, inlined; short reads take the decoder
+        _k, size, fshift, fmask, mult, fsp, make = inline
+        ns[f"m{i}"] = make
+        fast += [f"        e_ = pos + {size}",
+                 f"        if e_ > blen: v{i}, pos = d{i}(buf, pos)",
+                 "        else:",
+                 "            x_ = _from_bytes(buf[pos:e_], 'big'); pos = e_",
+                 f"            ip_ = (x_ >> {fshift}) - _DT_OFS",
+                 "            if ip_ < 0: ip_ = -ip_",
+                 "            ymd_ = ip_ >> 17; ym_ = ymd_ >> 5; hms_ = ip_ & 0x1FFFF",
+                 f"            v{i} = m{i}(ym_ // 13, ym_ % 13, ymd_ & 31, hms_ >> 12, (hms_ >> 6) & 63, "
+                 f"hms_ & 63, (x_ & {fmask}) * {mult}, {fsp})"]
+    elif inline is not None and inline[0] == "timestamp_old":
+        ns[f"m{i}"] = inline[1]
+        fast.append(f"        v{i} = m{i}(_from_bytes(buf[pos:pos + 4], 'little'), 0, 0); pos += 4")
+    elif inline is not None and inline[0] == "datetime_old":
+        # an impossible value takes the decoder, which raises the exact error
+        ns[f"m{i}"] = inline[1]
+        fast += ["        e_ = pos + 8",
+                 "        d_, t_ = divmod(_from_bytes(buf[pos:e_], 'little'), 1000000)",
+                 "        y_ = d_ // 10000; mo_ = (d_ // 100) % 100; dd_ = d_ % 100",
+                 "        h_ = t_ // 10000; mi_ = (t_ // 100) % 100; s_ = t_ % 100",
+                 "        if y_ > 9999 or mo_ > 12 or dd_ > 31 or h_ > 23 or mi_ > 59 or s_ > 59:",
+                 f"            v{i}, pos = d{i}(buf, pos)",
+                 "        else:",
+                 f"            v{i} = m{i}(y_, mo_, dd_, h_, mi_, s_, 0, 0); pos = e_"]
+    else:
+        fast.append(f"        v{i}, pos = d{i}(buf, pos)")
+    return fast
+
+
 def _compile_image_reader(plan: _Plan):
     """``(buf, pos) -> (row, pos)``, exactly :func:`_read_image` (no partial JSON) for ``plan``,
     as straight-line code: no per-column loop, tuple unpacking or NULL test when the image has
@@ -270,50 +321,7 @@ def _compile_image_reader(plan: _Plan):
     for i, (name, dec, _c) in enumerate(plan):
         ns[f"k{i}"] = name
         ns[f"d{i}"] = dec
-        fixed = getattr(dec, "fixed_unpack", None)
-        inline = getattr(dec, "inline", None)
-        if fixed is not None:
-            ns[f"u{i}"] = fixed[0]
-            fast.append(f"        v{i} = u{i}(buf, pos)[0]; pos += {fixed[1]}")
-        elif inline is not None and inline[0] == "utf8":
-            # values.py dec1_utf8 / dec2_utf8, inlined
-            if inline[1] == 1:
-                fast.append("        s_ = pos + 1; e_ = s_ + buf[pos]")
-            else:
-                fast.append("        s_ = pos + 2; e_ = s_ + _from_bytes(buf[pos:s_], 'little')")
-            fast += ["        if e_ > blen: raise ValueError('value runs past the end of the event')",
-                     "        b_ = buf[s_:e_]; pos = e_",
-                     f"        try: v{i} = b_.decode('utf-8')",
-                     f"        except UnicodeDecodeError: v{i} = b_"]
-        elif inline is not None and inline[0] == "datetime2":
-            # temporal.make_datetime2_decoder's fast path, inlined; short reads take the decoder
-            _k, size, fshift, fmask, mult, fsp, make = inline
-            ns[f"m{i}"] = make
-            fast += [f"        e_ = pos + {size}",
-                     f"        if e_ > blen: v{i}, pos = d{i}(buf, pos)",
-                     "        else:",
-                     "            x_ = _from_bytes(buf[pos:e_], 'big'); pos = e_",
-                     f"            ip_ = (x_ >> {fshift}) - _DT_OFS",
-                     "            if ip_ < 0: ip_ = -ip_",
-                     "            ymd_ = ip_ >> 17; ym_ = ymd_ >> 5; hms_ = ip_ & 0x1FFFF",
-                     f"            v{i} = m{i}(ym_ // 13, ym_ % 13, ymd_ & 31, hms_ >> 12, (hms_ >> 6) & 63, "
-                     f"hms_ & 63, (x_ & {fmask}) * {mult}, {fsp})"]
-        elif inline is not None and inline[0] == "timestamp_old":
-            ns[f"m{i}"] = inline[1]
-            fast.append(f"        v{i} = m{i}(_from_bytes(buf[pos:pos + 4], 'little'), 0, 0); pos += 4")
-        elif inline is not None and inline[0] == "datetime_old":
-            # an impossible value takes the decoder, which raises the exact error
-            ns[f"m{i}"] = inline[1]
-            fast += ["        e_ = pos + 8",
-                     "        d_, t_ = divmod(_from_bytes(buf[pos:e_], 'little'), 1000000)",
-                     "        y_ = d_ // 10000; mo_ = (d_ // 100) % 100; dd_ = d_ % 100",
-                     "        h_ = t_ // 10000; mi_ = (t_ // 100) % 100; s_ = t_ % 100",
-                     "        if y_ > 9999 or mo_ > 12 or dd_ > 31 or h_ > 23 or mi_ > 59 or s_ > 59:",
-                     f"            v{i}, pos = d{i}(buf, pos)",
-                     "        else:",
-                     f"            v{i} = m{i}(y_, mo_, dd_, h_, mi_, s_, 0, 0); pos = e_"]
-        else:
-            fast.append(f"        v{i}, pos = d{i}(buf, pos)")
+        fast += _inline_column_source(i, dec, ns)
         slow.append(f"        if nulls >> {i} & 1: row[k{i}] = None")
         slow.append(f"        else: row[k{i}], pos = d{i}(buf, pos)")
     fast.append("        row = {" + ", ".join(f"k{i}: v{i}" for i in range(n)) + "}")
@@ -334,6 +342,11 @@ def _compile_image_reader(plan: _Plan):
         "        raise _RowsError('row image runs past the end of the event')",
         "    return row, pos",
     ])
+    return _compiled_reader(src, n, ns)
+
+
+def _compiled_reader(src: str, n: int, ns: dict[str, Any]) -> Any:
+    """The function ``read`` defined by ``src``, its code compiled once per distinct source."""
     code = _READER_CODE.get(src)
     if code is None:
         # the source depends only on the columns' kinds and sizes: tables of the same shape
@@ -593,20 +606,12 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
                                    _plan(tm, bm_after, False) if kind == UPDATE else None)
         if rows is not None:
             return rows
-    rows = []
-    end = len(data)
     if _VERSION[t] == 0:
-        plan = _plan(tm, bm_before, False)
-        while pos < end:
-            first, pos = _read_image_pre_ga(data, pos, plan)
-            if kind == WRITE:
-                rows.append(_new_row_change(None, first))
-            elif kind == DELETE:
-                rows.append(_new_row_change(first, None))
-            else:
-                second, pos = _read_image_pre_ga(data, pos, plan)
-                rows.append(_new_row_change(first, second))
-        return tuple(rows)
+        return _decode_rows_pre_ga(data, pos, tm, kind, bm_before)
+    if t == 39:
+        return _decode_partial_json_updates(data, pos, tm, bm_before, bm_after)
+    rows: list[Any] = []
+    end = len(data)
     if kind == WRITE:
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
@@ -627,7 +632,7 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
             before, pos = read(data, pos)
             append(_new_row_change(before, None))
         plan.rows += len(rows)
-    elif t != 39:
+    else:
         plan_b = _plan(tm, bm_before, False)
         plan_a = _plan(tm, bm_after, False)
         if not plan_b and not plan_a and pos < end:
@@ -641,30 +646,53 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         plan_b.rows += len(rows)
         if plan_a is not plan_b:
             plan_a.rows += len(rows)
-    else:
-        plan_b = _plan(tm, bm_before, False)
-        plan_a = _plan(tm, bm_after, True)
-        json_cols = [c.index for c in tm.columns if c.type == T.JSON]
-        while pos < end:
-            before, pos = _read_image(data, pos, plan_b)
-            opts, pos = packed_int(data, pos)
-            partial_cols: set[int] | None = None
-            if opts and opts & PARTIAL_JSON_UPDATES:
-                jb = (len(json_cols) + 7) // 8
-                bits = int.from_bytes(data[pos:pos + jb], "little")
-                pos += jb
-                partial_cols = {ci for k, ci in enumerate(json_cols) if bits >> k & 1}
-            after, pos = _read_image(data, pos, plan_a, partial_cols)
-            if partial_cols:
-                for c in tm.columns:
-                    if c.index in partial_cols and isinstance(after.get(c.name), PartialJson):
-                        pj = after[c.name]
-                        prev = before.get(c.name)
-                        if isinstance(prev, MySQLJson):
-                            try:
-                                doc = MySQLJson(apply_json_diffs(prev.tree, pj.diffs))
-                            except JsonDiffError:
-                                doc = None
-                            after[c.name] = PartialJson(pj.diffs, doc)
-            rows.append(_new_row_change(before, after))
+    return tuple(rows)
+
+
+def _decode_rows_pre_ga(data, pos, tm, kind, bm_before):
+    """Rows of a pre-GA (MySQL 5.1.5-5.1.17) rows event: one column plan for both images."""
+    rows = []
+    end = len(data)
+    plan = _plan(tm, bm_before, False)
+    while pos < end:
+        first, pos = _read_image_pre_ga(data, pos, plan)
+        if kind == WRITE:
+            rows.append(_new_row_change(None, first))
+        elif kind == DELETE:
+            rows.append(_new_row_change(first, None))
+        else:
+            second, pos = _read_image_pre_ga(data, pos, plan)
+            rows.append(_new_row_change(first, second))
+    return tuple(rows)
+
+
+def _decode_partial_json_updates(data, pos, tm, bm_before, bm_after):
+    """Rows of a PARTIAL_UPDATE_ROWS event: JSON columns may hold diffs, applied to the before image."""
+    rows = []
+    end = len(data)
+    plan_b = _plan(tm, bm_before, False)
+    plan_a = _plan(tm, bm_after, True)
+    json_cols = [c.index for c in tm.columns if c.type == T.JSON]
+    while pos < end:
+        before, pos = _read_image(data, pos, plan_b)
+        opts, pos = packed_int(data, pos)
+        partial_cols: set[int] | None = None
+        if opts and opts & PARTIAL_JSON_UPDATES:
+            jb = (len(json_cols) + 7) // 8
+            bits = int.from_bytes(data[pos:pos + jb], "little")
+            pos += jb
+            partial_cols = {ci for k, ci in enumerate(json_cols) if bits >> k & 1}
+        after, pos = _read_image(data, pos, plan_a, partial_cols)
+        if partial_cols:
+            for c in tm.columns:
+                if c.index in partial_cols and isinstance(after.get(c.name), PartialJson):
+                    pj = after[c.name]
+                    prev = before.get(c.name)
+                    if isinstance(prev, MySQLJson):
+                        try:
+                            doc = MySQLJson(apply_json_diffs(prev.tree, pj.diffs))
+                        except JsonDiffError:
+                            doc = None
+                        after[c.name] = PartialJson(pj.diffs, doc)
+        rows.append(_new_row_change(before, after))
     return tuple(rows)
