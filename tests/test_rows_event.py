@@ -6,6 +6,8 @@ import struct
 import zlib
 
 import pytest
+from test_rows_json_binary import enc
+from test_rows_json_diff import diff_bytes
 
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
@@ -13,8 +15,6 @@ from binlog_parser.header import EventHeader
 from binlog_parser.rows import ROW_EVENT_DECODERS, PartialJson, RowsEvent, TableMapEvent
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.wire import encode_packed_int as pk
-from test_rows_json_binary import enc
-from test_rows_json_diff import diff_bytes
 
 PHL = bytearray(45)
 
@@ -149,7 +149,8 @@ def test_v1_delete_and_extra_data_partition():
     ev = decode(c, 25, body)
     assert ev.kind == "delete" and ev.rows[0].before == {"id": 9} and ev.rows[0].after is None and ev.version == 1
     extra = bytes([1]) + (3).to_bytes(2, "little")
-    body2 = (7).to_bytes(6, "little") + b"\0\0" + (2 + len(extra)).to_bytes(2, "little") + extra + pk(10) + b"\x01\x00" + row_values(0, 1, struct.pack("<I", 9))
+    body2 = ((7).to_bytes(6, "little") + b"\0\0" + (2 + len(extra)).to_bytes(2, "little") + extra + pk(10)
+             + b"\x01\x00" + row_values(0, 1, struct.pack("<I", 9)))
     ev2 = decode(c, 30, body2)
     assert ev2.partition_id == 3 and ev2.fields()["partition_id"] == 3
 

@@ -18,9 +18,9 @@ import random
 from decimal import Decimal
 
 import pytest
+from test_rows_event import ctx, hdr, names, table_map, tlv
 
 from binlog_parser import read_events
-from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.header import EventHeader, new_event_header
 from binlog_parser.rows import RowsEvent, TableMapEvent
@@ -29,7 +29,6 @@ from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.render import render_row, render_row_json_text, render_row_text
 from binlog_parser.rows.schema import SchemaRegistry
 from binlog_parser.rows.table_map import decode_table_map
-from test_rows_event import ctx, hdr, names, table_map, tlv
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_rows_json_binary import enc
 
 from binlog_parser.reader import read_events
 from binlog_parser.rows import RowsEvent
@@ -19,7 +20,6 @@ from binlog_parser.rows.json_diff import (
     parse_path,
 )
 from binlog_parser.wire import encode_packed_int
-from test_rows_json_binary import enc
 
 FIXTURE = Path(__file__).parent / "fixtures" / "binlogs" / "blackbeam__rust_mysql_common" / \
     "test-data__binlogs__json.binlog.000001"

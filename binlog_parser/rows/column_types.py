@@ -73,7 +73,7 @@ MARIADB_CHARACTER_TYPES = _CHARACTER_BASE | {ColumnType.GEOMETRY}
 ENUM_SET_TYPES = frozenset({ColumnType.ENUM, ColumnType.SET})
 
 # Bytes of per-column metadata in TABLE_MAP's metadata block.
-_META_LEN = {
+_META_LEN: dict[int, int] = {
     ColumnType.FLOAT: 1, ColumnType.DOUBLE: 1, ColumnType.BLOB: 1, ColumnType.TINY_BLOB: 1,
     ColumnType.MEDIUM_BLOB: 1, ColumnType.LONG_BLOB: 1, ColumnType.GEOMETRY: 1, ColumnType.JSON: 1,
     ColumnType.VECTOR: 1, ColumnType.TIMESTAMP2: 1, ColumnType.DATETIME2: 1, ColumnType.TIME2: 1,

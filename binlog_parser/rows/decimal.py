@@ -41,7 +41,7 @@ def make_decimal_decoder(precision: int, scale: int):
         raw[0] ^= 0x80
         if negative:
             raw = bytearray(b ^ 0xFF for b in raw)
-        ip = []
+        ip: list[str] = []
         fp = []
         off = 0
         for nbytes, ndigits, is_frac in groups_t:

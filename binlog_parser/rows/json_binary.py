@@ -84,7 +84,7 @@ _F64 = struct.Struct("<d").unpack_from
 def _varlen(buf, pos: int, end: int) -> tuple[int, int]:
     value = 0
     shift = 0
-    for i in range(5):
+    for _ in range(5):
         if pos >= end:
             raise JsonDecodeError("truncated variable-length integer")
         b = buf[pos]

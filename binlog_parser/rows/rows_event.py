@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from binlog_parser._fast import slots_constructor
@@ -29,13 +29,14 @@ from binlog_parser.context import DecodeContext
 from binlog_parser.errors import CorruptEventError
 from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
-from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
 from binlog_parser.rows import _native
-from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
-from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
+from binlog_parser.rows.column_types import INTEGER_SIZES
+from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.json_binary import MySQLJson
+from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
 from binlog_parser.rows.table_map import TableMapEvent
+from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.wire import packed_int
 
 WRITE, UPDATE, DELETE = "insert", "update", "delete"
@@ -330,7 +331,7 @@ def _compile_image_reader(plan: _Plan):
         f"    end = pos + {nb}",
         "    if end > _len(buf):",
         "        raise _RowsError('row image runs past the end of the event')",
-        "    nulls = buf[pos]" if nb == 1 else f"    nulls = _from_bytes(buf[pos:end], 'little')",
+        "    nulls = buf[pos]" if nb == 1 else "    nulls = _from_bytes(buf[pos:end], 'little')",
         "    pos = end",
         "    blen = _len(buf)",
         "    if not nulls:",
@@ -372,7 +373,7 @@ def _read_image_pre_ga(buf: bytes, pos: int, plan):
         raise _RowsError("row image runs past the end of the event")
     nulls = int.from_bytes(buf[pos:pos + nb], "little")
     pos += nb
-    row = {}
+    row: dict[str, Any] = {}
     bit = 1
     for name, dec, c in plan:
         if c.nullable:
@@ -398,7 +399,7 @@ def _read_image(buf: bytes, pos: int, plan, partial_cols: set[int] | None = None
         raise _RowsError("row image runs past the end of the event")
     nulls = int.from_bytes(buf[pos:pos + nb], "little")
     pos += nb
-    row = {}
+    row: dict[str, Any] = {}
     if partial_cols is None:
         for i, (name, dec, _c) in enumerate(plan):
             if nulls >> i & 1:
@@ -602,10 +603,10 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
     # the compiled decoder when built (binlog_parser/rows/_native.py); not for the checked
     # second pass of _locate_bad_value, whose column decoders word the error
     if _VERSION[t] and t != 39 and type(tm) is TableMapEvent:
-        rows = _native.decode_rows(data, pos, kind, _plan(tm, bm_before, False),
-                                   _plan(tm, bm_after, False) if kind == UPDATE else None)
-        if rows is not None:
-            return rows
+        native_rows = _native.decode_rows(data, pos, kind, _plan(tm, bm_before, False),
+                                          _plan(tm, bm_after, False) if kind == UPDATE else None)
+        if native_rows is not None:
+            return native_rows
     if _VERSION[t] == 0:
         return _decode_rows_pre_ga(data, pos, tm, kind, bm_before)
     if t == 39:

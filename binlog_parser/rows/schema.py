@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from binlog_parser.rows.charsets import COLLATION_CHARSET
 
@@ -127,7 +128,9 @@ def _split_name(name: str, default_schema: str | None) -> tuple[str | None, str]
 
 
 def _split_top(body: str) -> list[str]:
-    out, depth, cur, quote = [], 0, [], None
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, None
     for ch in body:
         if quote:
             cur.append(ch)
@@ -199,10 +202,10 @@ def _apply_ddl(reg: SchemaRegistry, sql: str, default_schema: str | None) -> boo
     if not m:
         return False
     db, tbl = _split_name(m.group("name"), default_schema)
-    cols = reg.get(db, tbl) if db is not None else None
-    if cols is None:
+    found = reg.get(db, tbl) if db is not None else None
+    if db is None or found is None:
         return False
-    cols = list(cols)
+    cols = list(found)
     for clause in _split_top(m.group("body")):
         am = re.match(r"\s*ADD\s+(?:COLUMN\s+)?(?!INDEX|KEY|PRIMARY|UNIQUE|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|CHECK)(.*)$",
                       clause, re.I | re.S)

@@ -23,13 +23,15 @@ from binlog_parser.rows.charsets import BINARY_COLLATION, charset_of
 from binlog_parser.rows.column_types import (
     ENUM_SET_TYPES,
     MARIADB_CHARACTER_TYPES,
-    MYSQL_CHARACTER_TYPES,
     MARIADB_NUMERIC_TYPES,
+    MYSQL_CHARACTER_TYPES,
     NUMERIC_TYPES,
-    ColumnType as T,
     read_column_metadata,
     string_real_type_and_length,
     type_name,
+)
+from binlog_parser.rows.column_types import (
+    ColumnType as T,
 )
 from binlog_parser.wire import ShortBufferError, packed_int
 
@@ -318,7 +320,7 @@ def _decode(header: EventHeader, data: bytes, ctx: DecodeContext) -> TableMapEve
 
     opt_kwargs = _optional_fields(optional)
     columns = _build_columns(types, metas, null_bitmap, opt_kwargs, ctx, schema, table)
-    from binlog_parser.rows.values import make_decoder, UnsupportedColumnType
+    from binlog_parser.rows.values import UnsupportedColumnType, make_decoder
 
     decoders = []
     for c in columns:

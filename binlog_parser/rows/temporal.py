@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from binlog_parser._fast import slots_constructor
 
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
 
@@ -63,10 +63,10 @@ class MySQLDateTime:
     fsp: int = 0
 
     def __str__(self) -> str:
-        text = "%04d-%02d-%02d %02d:%02d:%02d" % (self.year, self.month, self.day, self.hour,
-                                                 self.minute, self.second)
+        text = (f"{self.year:04d}-{self.month:02d}-{self.day:02d} "
+                f"{self.hour:02d}:{self.minute:02d}:{self.second:02d}")
         if self.fsp > 0:
-            return text + "." + ("%06d" % self.microsecond)[:self.fsp]
+            return text + "." + f"{self.microsecond:06d}"[:self.fsp]
         return text
 
     @property
@@ -112,8 +112,7 @@ class MySQLTimestamp:
             text = memo[1]
         else:
             d = _EPOCH + _dt.timedelta(seconds=seconds)
-            text = "%04d-%02d-%02d %02d:%02d:%02d" % (d.year, d.month, d.day, d.hour, d.minute,
-                                                     d.second)
+            text = f"{d.year:04d}-{d.month:02d}-{d.day:02d} {d.hour:02d}:{d.minute:02d}:{d.second:02d}"
             _TS_TEXT_MEMO = (seconds, text)
         return text + _frac(self.microsecond, self.fsp)
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from binlog_parser.rows import temporal
 from binlog_parser.rows.charsets import make_text_decoder
-from binlog_parser.rows.column_types import INTEGER_SIZES, ColumnType as T
+from binlog_parser.rows.column_types import INTEGER_SIZES
+from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.decimal import make_decimal_decoder
 from binlog_parser.rows.json_binary import decode_json_column
-from binlog_parser.rows import temporal
 
 
 class UnsupportedColumnType(ValueError):
