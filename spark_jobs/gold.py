@@ -47,7 +47,7 @@ from binlake.schema_history import (
     is_table_ddl,
     split_dump,
 )
-from binlake.sql_text import source_predicate
+from binlake.sql_text import source_predicate, sql_identifier
 from binlake.tables import gold_table, gold_table_name
 from spark_jobs.ingest import table_path, write_replace
 from spark_jobs.schemas import spec
@@ -207,7 +207,7 @@ def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSc
 
 def gold_schema_ddl(final: TableSchema) -> str:
     """The gold table's Spark schema (DDL text): source columns, then the _meta columns."""
-    cols = [f"`{c.name.replace('`', '``')}` {spark_type(c)}" for c in final.columns]
+    cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
     extra = [] if final.primary_key else [f"{COPIES_COLUMN} BIGINT NOT NULL"]
     return ", ".join([*cols, _META_DDL, *extra])
 
@@ -234,11 +234,11 @@ def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str)
     if final.primary_key and _is_delta(spark, path):
         target = DeltaTable.forPath(spark, path)
         if target.toDF().schema.simpleString() == df.schema.simpleString():
-            on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in final.primary_key)
+            on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
             # every column, not just the last change's coordinates: a backfill of older files
             # changes a row's values while its last change stays the same
             changed = "NOT (" + " AND ".join(
-                f"t.`{c}` <=> s.`{c}`" for c in (n.replace("`", "``") for n in df.columns)) + ")"
+                f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
             spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", meta)
             try:
                 (target.alias("t").merge(df.alias("s"), on)
