@@ -81,3 +81,12 @@ def test_main_returns_codes_in_process(tmp_path: Path, capsys: pytest.CaptureFix
     assert capsys.readouterr().out == "a,b\n1,x\ty\n"
     assert main(["coverage", "nosuch", "--config", str(path), "--out", str(tmp_path)]) == 1
     assert "unknown source 'nosuch'" in capsys.readouterr().err
+
+
+def test_demo_without_dag_files_is_a_one_line_error(tmp_path: Path) -> None:
+    """An installed wheel has no dags/: the demo says what it needs instead of failing in Airflow."""
+    proc = run("demo", "--dags-folder", str(tmp_path / "no-dags"), "--state-dir", str(tmp_path / "state"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"binlake: error: binlake demo runs the DAG file binlake_nightly.py, not found in "
+                                   f"{tmp_path / 'no-dags'}: run it from a clone of the repository, or pass --dags-folder PATH")
+    assert not (tmp_path / "state").exists()  # nothing started, nothing written
