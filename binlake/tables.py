@@ -406,3 +406,13 @@ def gold_table_name(source: str, db: str, table_name: str) -> str:
 def gold_table(name: str) -> TableSpec:
     """The gold table ``gold.<name>`` (columns: the source table's, see docs/gold.md)."""
     return TableSpec(GOLD_DATABASE, name, "Current rows of one source table, typed (gold).", partition_by=())
+
+
+def markdown(spec: TableSpec) -> str:
+    """The table as docs/tables.md documents it (heading, description, key, columns)."""
+    lines = [f"### `{spec.full_name}`", "", spec.description, "",
+             f"Key: ({', '.join(spec.key)}) · Partitioned by: {', '.join(spec.partition_by) or 'nothing'}", "",
+             "| column | type | null | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{c.name}` | {c.type.lower()} | {'yes' if c.nullable else 'no'} | {c.comment} |"
+              for c in spec.columns]
+    return "\n".join(lines) + "\n"
