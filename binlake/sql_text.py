@@ -3,23 +3,26 @@
 Why one module: the jobs put source names, file names and locations into ``replaceWhere``
 predicates and DDL, and a name holding a quote or backslash must neither break the statement nor
 select other rows. sqlglot's Spark dialect does the escaping (``'a\\'b'``, ``\\`x``y\\```): the same
-rules Spark's parser reads back. Pure text; no pyspark here.
+rules Spark's parser reads back. Pure text; no pyspark here. sqlglot is imported on first use:
+the decode job's executors import this module through ``spark_jobs.ingest`` and never quote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlglot import exp
-
 
 def sql_string(value: str) -> str:
     """``value`` as a Spark SQL string literal (quotes and backslashes escaped)."""
+    from sqlglot import exp
+
     return str(exp.Literal.string(value).sql(dialect="spark"))
 
 
 def sql_identifier(name: str) -> str:
     """``name`` as a back-quoted Spark SQL identifier (back-quotes doubled)."""
+    from sqlglot import exp
+
     return str(exp.to_identifier(name, quoted=True).sql(dialect="spark"))
 
 
