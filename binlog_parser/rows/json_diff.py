@@ -65,14 +65,15 @@ def describe_diffs(diffs: tuple[JsonDiff, ...], column: str = "@col") -> str:
     """mysqlbinlog-style text: ``JSON_REPLACE(@col, '$.a', 1)`` (nested for several diffs)."""
     text = column
     for d in diffs:
-        args = [text, _sql_quote(d.path)]
+        args = [text, mysql_quote(d.path)]
         if d.value is not None:
             args.append(json_to_text(d.value.tree))
         text = f"{d.function_name()}({', '.join(args)})"
     return text
 
 
-def _sql_quote(s: str) -> str:
+def mysql_quote(s: str) -> str:
+    """``s`` as a single-quoted MySQL string literal, backslash-escaped as mysqlbinlog prints it."""
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.decimal import decimal_text
 from binlog_parser.rows.json_binary import MySQLJson
-from binlog_parser.rows.json_diff import PartialJson
+from binlog_parser.rows.json_diff import PartialJson, mysql_quote
 from binlog_parser.rows.numbers import format_double, format_float, shortest_float32
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
 from binlog_parser.rows.values import Geometry, Vector
@@ -128,7 +128,7 @@ def render_value_sql(value: Any, column=None) -> str:
         return r
     if isinstance(value, (bytes, Geometry)) and r.startswith("0x"):
         return r
-    return "'" + r.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return mysql_quote(r)
 
 
 def render_row(row: dict[str, Any] | None, columns_by_name: dict[str, Any]) -> dict[str, Any] | None:
