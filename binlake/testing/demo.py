@@ -331,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"DAG run {result.run_id}: success", t0)
         print_summary(load_config(cfg_path))
         say(f"done in {time.monotonic() - t0:.0f}s. Query more: BINLAKE_CONFIG={cfg_path} "
-            f".venv/bin/binlake sql \"SHOW TABLES IN meta\" (the S3 server is gone; the warehouse stays)")
+            f"{'.venv/bin/' if _in_checkout() else ''}binlake sql \"SHOW TABLES IN meta\" "
+            "(the S3 server is gone; the warehouse stays)")
         return 0
     finally:
         server.stop()
