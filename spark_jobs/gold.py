@@ -171,14 +171,17 @@ def write_schema_history(spark: Any, cfg: Any, source: str, history: list[Schema
                          run_id: str) -> None:
     """Replace the source's rows of silver.schema_history (one commit)."""
     df = spark.createDataFrame(_history_rows(source, history), _HISTORY_DDL)
-    _replace_source(df, _location(cfg, SCHEMA_HISTORY), source, run_id, "schema_history")
+    _replace_source(df, _location(cfg, SCHEMA_HISTORY), source, run_id, "schema_history", cfg.s3)
 
 
-def _replace_source(df: Any, path: str, source: str, run_id: str, job: str) -> None:
+def _replace_source(df: Any, path: str, source: str, run_id: str, job: str, s3: Any) -> None:
+    from binlake.leases import table_commit_lock
+
     literal = source.replace("'", "''")
-    (df.write.format("delta").mode("overwrite").option("replaceWhere", f"source = '{literal}'")
-       .option("userMetadata", json.dumps({"job": job, "run_id": run_id, "source": source}))
-       .save(path))
+    with table_commit_lock(path, s3):
+        (df.write.format("delta").mode("overwrite").option("replaceWhere", f"source = '{literal}'")
+           .option("userMetadata", json.dumps({"job": job, "run_id": run_id, "source": source}))
+           .save(path))
 
 
 # ------------------------------------------------------------------ per-table replay
@@ -345,7 +348,7 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
                      seeded, r.write_mode, json.dumps(dict(r.warnings)) if r.warnings else None,
                      r.fingerprint, run_id, now))
     df = spark.createDataFrame(rows, _STATUS_DDL)
-    _replace_source(df, _location(cfg, GOLD_STATUS), source, run_id, "gold_status")
+    _replace_source(df, _location(cfg, GOLD_STATUS), source, run_id, "gold_status", cfg.s3)
 
 
 # ------------------------------------------------------------------ skipping unchanged tables

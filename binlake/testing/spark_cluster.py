@@ -128,6 +128,20 @@ class SparkStandaloneCluster:
         raise SparkClusterError(f"{n} spark worker(s) not registered after {timeout:.0f}s: "
                                 f"{self.log('worker0')[-2000:]}")
 
+    def pids(self) -> list[int]:
+        """The master's and the workers' process ids (their executors are their children)."""
+        return [p.pid for p in [self._master, *self._workers] if p is not None and p.poll() is None]
+
+    def wait_for_running_app(self, name: str, timeout: float = 600.0) -> str:
+        """Until an application called ``name`` runs with at least one executor; returns its id."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for app in self.state().get("activeapps", []):
+                if app.get("name") == name and app.get("state") == "RUNNING" and int(app.get("cores", 0)) > 0:
+                    return str(app["id"])
+            time.sleep(0.5)
+        raise SparkClusterError(f"no running application {name!r} after {timeout:.0f}s")
+
     def kill_worker(self, index: int) -> None:
         """SIGKILL worker ``index`` and its executors (its whole process group)."""
         proc = self._workers[index]
