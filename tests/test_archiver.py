@@ -2,7 +2,7 @@
 
 Byte equality with the server's own binlog files (sha256), SIGKILL at random moments while a
 workload runs, a purged start position, and the archiver's closed files through discovery and
-the Spark ingest + reconciliation.
+the nightly DAG (Airflow's dag.test()) ingesting and reconciling them.
 """
 
 from __future__ import annotations
@@ -178,27 +178,53 @@ def check_discovery_and_reconciliation(store: S3ObjectStore, spark_session: Any)
     assert [f.file for f in found.files if not f.closed] == names[-1:]
 
 
-def test_archived_files_ingest_with_reconciliation_ok(server: MariaDBServer, s3_server: Any, s3_bucket: str,
-                                                      tmp_path: Path, spark: Any) -> None:
-    from conftest import make_test_config
+def _nightly_config(path: Path, bucket: str, endpoint: str, tmp: Path) -> Path:
+    """A binlake config whose only source is the archiver's prefix in the loopback S3 server."""
+    jars = os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))
+    path.write_text("\n".join([
+        "[pipeline]", f'warehouse = "{tmp / "warehouse"}"', f'state_dir = "{tmp / "state"}"', f'jars_dir = "{jars}"',
+        "[[sources]]", f'name = "{SOURCE}"', f'uri = "s3://{bucket}/binlogs/{SOURCE}/"',
+        "[s3]", f'endpoint_url = "{endpoint}"', "max_attempts = 3",
+        "[spark]", 'mode = "local"', 'master = "local[2]"', "shuffle_partitions = 2", "ui_enabled = false",
+        'driver_memory = "1g"', ""]))
+    return path
 
-    from binlake.discovery import discover_source
-    from spark_jobs.ingest import BinlogObject, run_ingest
-    from spark_jobs.reconcile import run_reconcile
+
+@pytest.mark.airflow
+@pytest.mark.spark
+def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
+        server: MariaDBServer, s3_server: Any, s3_bucket: str, tmp_path: Path, spark: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Done-when's second half: the nightly DAG itself (dags/binlake_nightly.py through Airflow's
+    dag.test(): scheduler loop, task runner, XCom) discovers the archiver's objects, ingests the closed
+    ones and reconciles them OK; the open file waits for its ROTATE."""
+    from binlake.tables import table_location
+    from binlake.testing.demo import NIGHTLY_DAG_ID, load_dag, migrate_airflow_db, run_dag
 
     for i in range(3):
         workload_round(server, i)
+    server.query("INSERT INTO w.t(k, v) VALUES (1, 'in the open file')")
     dest = f"s3://{s3_bucket}/binlogs/{SOURCE}/"
-    assert archive_command(cli_args(server, dest, tmp_path, "--stop-at-end", "--s3-endpoint-url",
+    assert archive_command(cli_args(server, dest, tmp_path / "spool", "--stop-at-end", "--s3-endpoint-url",
                                     s3_server.endpoint_url)) == 0
-    store = S3ObjectStore(dest, client=s3_server.client())
-    found = discover_source(store, SOURCE)
-    objs = [BinlogObject(source=SOURCE, uri=f.uri, size=f.size, etag=f.etag, file=f.file) for f in found.to_ingest]
-    assert [o.file for o in objs] == [f.name for f in server.binlog_files()[:-1]]
-    cfg = make_test_config(tmp_path / "wh", s3_server.endpoint_url)
-    run_ingest(spark, cfg, objs, "archiver-ingest")
-    result = run_reconcile(spark, cfg, "archiver-reconcile", sources=[SOURCE])
-    assert result.statuses == {"OK": len(objs)}, result.problems
+    files = server.binlog_files()
+    assert_byte_identical(server, archived_objects(S3ObjectStore(dest, client=s3_server.client())),
+                          tmp_path / "spool")
+    monkeypatch.setenv("BINLAKE_CONFIG", str(_nightly_config(tmp_path / "binlake.toml", s3_bucket,
+                                                             s3_server.endpoint_url, tmp_path)))
+    migrate_airflow_db()
+    result = run_dag(load_dag(NIGHTLY_DAG_ID))
+    assert result.success, result
+
+    warehouse = str(tmp_path / "warehouse")
+    ingested = spark.read.format("delta").load(table_location(warehouse, "meta.ingested_files")).collect()
+    assert sorted((r.source, r.file, r.status) for r in ingested) == [(SOURCE, f.name, "ok") for f in files[:-1]]
+    recon = spark.read.format("delta").load(table_location(warehouse, "meta.gtid_reconciliation")).collect()
+    assert sorted((r.file, r.status, r.missing_gtids, r.extra_gtids) for r in recon) == [
+        (f.name, "OK", "", "") for f in files[:-1]]
+    closed_gtids = archived_gtids({f.name: f.read_bytes() for f in files[:-1]})
+    txns = spark.read.format("delta").load(table_location(warehouse, "silver.transactions"))
+    assert sorted(r.gtid for r in txns.where("gtid IS NOT NULL").collect()) == sorted(closed_gtids)
 
 
 def test_status_command_prints_the_status_file(server: MariaDBServer, tmp_path: Path,
