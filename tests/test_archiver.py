@@ -7,6 +7,7 @@ the nightly DAG (Airflow's dag.test()) ingesting and reconciling them.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -32,6 +33,7 @@ from binlake.archiver import (
     load_settings,
 )
 from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
+from binlake.errors import BinlakeError
 from binlake.storage import S3ObjectStore
 from binlog_parser.replication import gtid_of, parse_event
 
@@ -347,8 +349,7 @@ def test_purged_position_is_a_clear_error(server: MariaDBServer, tmp_path: Path)
     assert archive_command(cli_args(server, str(archive), tmp_path / "spool", "--stop-at-end")) == 1
     # an explicit start file that was purged: same clear error, for an empty archive
     with pytest.raises(BinlogPurgedError, match="binlog.000001"):
-        Archiver(ArchiverSettings(**{**settings.model_dump(), "dest": str(tmp_path / "empty"),
-                                     "start_file": "binlog.000001"})).run()
+        Archiver(dataclasses.replace(settings, dest=str(tmp_path / "empty"), start_file="binlog.000001")).run()
 
 
 def test_torn_tail_is_cut_and_restreamed(server: MariaDBServer, tmp_path: Path) -> None:
@@ -427,7 +428,15 @@ def test_settings_precedence_cli_env_toml(tmp_path: Path, monkeypatch: pytest.Mo
     s = load_settings({"source": "maria-live", "heartbeat_s": 9.0}, str(conf))
     assert (s.dest, s.host, s.port, s.server_id, s.heartbeat_s, s.upload_bytes) == (
         "s3://lake/binlogs/maria-live/", "db.internal", 3308, 902, 9.0, 1048576)
-    assert "password" not in s.model_dump() and REPL_PASSWORD not in repr(s)
+    assert "password" not in dataclasses.asdict(s) and REPL_PASSWORD not in repr(s)
+    assert s.spool_dir == str(tmp_path / ".state" / "archive-spool")  # under the config's state_dir
+    # a key the schema does not know is the config's one-line error, not a silent default
+    conf.write_text(conf.read_text().replace("heartbeat_s", "heartbeat"))
+    with pytest.raises(BinlakeError, match=r"unknown key 'heartbeat' in \[archive\]: did you mean 'heartbeat_s'"):
+        load_settings({"source": "maria-live"}, str(conf))
+    monkeypatch.setenv("BINLAKE_ARCHIVE_PORT", "many")
+    with pytest.raises(ArchiverError, match="BINLAKE_ARCHIVE_PORT: Input should be a valid integer"):
+        load_settings({"source": "maria-live"}, None)
 
 
 def test_bad_settings_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
