@@ -30,12 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
+from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-
-from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which  # noqa: E402 - after the sys.path line above
-
-from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server  # noqa: E402 - after the sys.path line above
 
 
 @dataclass(frozen=True)

@@ -545,3 +545,7 @@ def _print_status(cli: dict[str, Any], config_path: str | None) -> int:
         raise ArchiverError(f"no archiver status at {path} (has `binlake archive` run with this spool dir?)")
     print(path.read_text())
     return 0
+
+
+if __name__ == "__main__":  # `python -m binlake.archiver ...`: the service entry, without the CLI's imports
+    sys.exit(archive_command(sys.argv[1:]))

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 
 from binlake.archiver import (
     ArchiverError,
@@ -35,6 +34,7 @@ from binlake.archiver import (
 from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
 from binlake.errors import BinlakeError
 from binlake.storage import S3ObjectStore
+from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 from binlog_parser.replication import gtid_of, parse_event
 
 REPO = Path(__file__).resolve().parents[1]
