@@ -512,3 +512,24 @@ def test_credentials_from_an_airflow_connection(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_REPL", "mysql://binlake_repl:s3cr%40t@127.0.0.1:3307")
     settings = ArchiverSettings(source="x", dest="/nowhere", airflow_conn_id="mysql_repl")
     assert _password(settings) == ("s3cr@t", {"host": "127.0.0.1", "port": 3307, "user": "binlake_repl"})
+
+
+def test_documented_archive_keys_are_the_schema(tmp_path: Path) -> None:
+    """conf/binlake.toml and `binlake config --example` document every [archive] key, and the
+    documented block, uncommented, validates (so the comments cannot drift from the schema)."""
+    import tomllib
+
+    from binlake.config import EXAMPLE_CONFIG_PATH, ArchiveSettings, config_from_dict
+
+    for path in (REPO / "conf" / "binlake.toml", EXAMPLE_CONFIG_PATH):
+        text = path.read_text()
+        block = text[text.index("# The binlog archiver"):]
+        lines = [ln.removeprefix("#").strip() for ln in block.splitlines()]
+        doc = tomllib.loads("\n".join(ln for ln in lines if ln.startswith("[") or " = " in ln))
+        assert sorted(k for k, v in doc["archive"].items() if not isinstance(v, dict)) == sorted(
+            f.name for f in dataclasses.fields(ArchiveSettings) if f.name not in ("start_file", "start_gtid",
+                                                                                  "stop_at_end")), path
+        cfg = config_from_dict({"sources": [{"name": "orders-primary", "uri": "/x"}], **doc}, base=tmp_path, env={})
+        assert cfg.archive is not None
+        per_source = cfg.archive.for_source("orders-primary")
+        assert (per_source.host, per_source.server_id, per_source.start_file) == ("db1.internal", 4243, "binlog.000100")
