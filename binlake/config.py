@@ -33,10 +33,10 @@ naming (``BINLAKE_PIPELINE__WAREHOUSE``) would rename these documented variables
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import tomllib
-import dataclasses
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
