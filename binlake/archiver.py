@@ -105,7 +105,10 @@ def load_settings(cli: dict[str, Any], config_path: str | None,
     values: dict[str, Any] = {**asdict(base), **layers}
     if not values.get("spool_dir"):
         values["spool_dir"] = str(Path(cfg.state_dir) / "archive-spool")
-    if "dest" not in values and source in {s.name for s in cfg.sources}:
+    if "dest" not in values:
+        if source not in {s.name for s in cfg.sources}:
+            raise ArchiverError(f"no --dest for source {source!r} and no [[sources]] entry of that name in "
+                                f"{config_path or 'the config (none given: --config or BINLAKE_CONFIG)'}")
         values["dest"] = cfg.source(source).uri
     try:
         return ArchiverSettings(**values, s3=_s3_with_endpoint(cfg.s3, endpoint))

@@ -444,6 +444,8 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureF
         load_settings({"source": "x", "dest": str(tmp_path), "server_id": 0}, None)
     assert archive_command(["--source", "x", "--dest", str(tmp_path), "--server-id", "0"]) == 1
     assert archive_command(["--status", "--source", "nope", "--spool-dir", str(tmp_path)]) == 1
+    with pytest.raises(ArchiverError, match="no --dest for source 'x' and no \\[\\[sources\\]\\] entry"):
+        load_settings({"source": "x"}, None)
     assert "no archiver status at" in capsys.readouterr().err
 
 
