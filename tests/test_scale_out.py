@@ -12,13 +12,14 @@ Everything runs on loopback, started by this module and stopped at its end:
   parallel task slots), the project's ``dags/`` parsed by the real dag-processor, ``[spark] mode =
   "submit"``: every Spark step is ``spark-submit spark_jobs/__main__.py`` through ``spark_default``.
 
-Run 1, the nightly DAG triggered through the REST API: the healthy sources succeed, ``gappy``
+One nightly run, triggered through the REST API, with one Spark worker SIGKILLed as soon as the
+first ``decode`` application has an executor: the healthy sources still succeed (Spark re-runs
+the lost tasks on the other worker, or Airflow's retry of ``decode`` re-runs the step), ``gappy``
 fails naming its GAP, tasks of different sources ran at the same time, and every table (gold
-included) equals the one a serial local-mode run writes from the same archive.
-Run 2, a backfill ``reprocess`` of ``alpha``, with one Spark worker SIGKILLed while a
-decode application runs: the run still succeeds (Spark re-runs the lost tasks on the other worker,
-or Airflow's retry of ``decode`` re-runs the step) and the tables are still identical.
-Finally no process that the module started is left.
+included) equals the one a serial local-mode run writes from the same archive. Finally no
+process that the module started is left. (One run for both the equality and the worker loss:
+each cluster run costs minutes of CPU on two cores, and a run that survives a lost worker with
+identical tables proves the kill-free case too.)
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from binlake.testing.table_digest import TableDigest, delta_table_digest, wareho
 from spark_jobs.schemas import ALL_TABLES
 from tests._chain_util import MARIADB_FILES, read_fixture
 
-RUN_TIMEOUT = float(os.environ.get("BINLAKE_SCALE_OUT_RUN_TIMEOUT", "1500"))
+RUN_TIMEOUT = float(os.environ.get("BINLAKE_SCALE_OUT_RUN_TIMEOUT", "3600"))
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(3 * 3600)]
 
 BUCKET = "binlake-scale-out"
@@ -52,6 +53,7 @@ SOURCES = ("alpha", "beta", "gappy")
 HEALTHY = ("alpha", "beta")
 GAPPY_MISSING = "binlog.000003"
 STEPS = ("discover", "decode", "reconcile", "gold", "data_checks")
+SHORT_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: columns that name where or when a row was written (differ between two otherwise equal runs)
 VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at"})
 
@@ -69,7 +71,11 @@ def _write_config(path: Path, *, endpoint: str, master: str, py_files: Path) -> 
               f'"spark.submit.pyFiles" = "{py_files}"', '"spark.task.maxFailures" = "4"',
               # one core per application: two Airflow tasks' applications share the two workers
               # instead of the first one taking both and the second one waiting
-              '"spark.cores.max" = "1"', ""]
+              '"spark.cores.max" = "1"',
+              # short-lived JVMs: the C1 compiler alone halves their CPU (measured 24-28 vs 49-52
+              # CPU-s for a small Delta session); see docs/operations.md
+              f'"spark.driver.extraJavaOptions" = "{SHORT_JOB_JVM_OPTIONS}"',
+              f'"spark.executor.extraJavaOptions" = "{SHORT_JOB_JVM_OPTIONS}"', ""]
     path.write_text("\n".join(lines))
     return load_config(path)
 
@@ -177,12 +183,18 @@ def serial_digests(stack: Stack, spark: Any, tmp_path_factory: pytest.TempPathFa
 
 @pytest.fixture(scope="module")
 def nightly(stack: Stack) -> dict[str, Any]:
+    """The nightly run, with the worker of the first decode application's executor SIGKILLed."""
     t0 = time.monotonic()
     run_id = stack.airflow.trigger("binlake_nightly")
+    killed_during = stack.cluster.wait_for_running_app("binlake-decode", timeout=RUN_TIMEOUT)
+    victim = (stack.cluster.workers_running(killed_during) or [1])[0]
+    stack.remember_processes()
+    stack.cluster.kill_worker(victim)
     state = stack.airflow.wait_for_run("binlake_nightly", run_id, timeout=RUN_TIMEOUT)
     tis = stack.airflow.task_instances("binlake_nightly", run_id)
-    print(f"\nnightly run on the cluster: {state} in {time.monotonic() - t0:.0f}s")
-    return {"run_id": run_id, "state": state, "tis": tis}
+    print(f"\nnightly run on the cluster: {state} in {time.monotonic() - t0:.0f}s; worker {victim} killed during "
+          f"{killed_during}; decode attempts: {[t.try_number for t in tis if t.task_id.endswith('decode')]}")
+    return {"run_id": run_id, "state": state, "tis": tis, "killed_during": killed_during}
 
 
 def _states(tis: list[TaskInstanceInfo], sources: tuple[str, ...]) -> dict[tuple[str, str], str | None]:
@@ -209,8 +221,10 @@ def test_nightly_run_healthy_sources_succeed_and_the_gap_is_named(stack: Stack, 
 def test_nightly_run_used_the_cluster_and_ran_tasks_in_parallel(stack: Stack, nightly: dict[str, Any]) -> None:
     apps = stack.cluster.state()["completedapps"]
     names = [a["name"] for a in apps]
-    assert names.count("binlake-decode") == 3 and names.count("binlake-reconcile") == 3, names
-    assert names.count("binlake-gold") == 2 and len(names) == 8, names  # data_checks needs no Spark
+    # data_checks needs no Spark; a decode re-run by Airflow's retry would be a 4th decode app
+    assert set(names) == {"binlake-decode", "binlake-reconcile", "binlake-gold"}, names
+    assert names.count("binlake-decode") >= 3 and names.count("binlake-reconcile") == 3, names
+    assert names.count("binlake-gold") == 2, names
     spans = [(t, dt.datetime.fromisoformat(t.start_date), dt.datetime.fromisoformat(t.end_date))
              for t in nightly["tis"] if t.start_date and t.end_date]
     overlapping = [(a.task_id, a.map_index, b.task_id, b.map_index) for i, (a, sa, ea) in enumerate(spans)
@@ -223,21 +237,14 @@ def test_cluster_tables_equal_a_serial_local_run(stack: Stack, nightly: dict[str
     assert _digests(stack.cfg) == serial_digests
 
 
-def test_worker_killed_mid_decode_tables_still_identical(stack: Stack, nightly: dict[str, Any],
-                                                         serial_digests: dict[str, TableDigest]) -> None:
-    airflow, cluster = stack.airflow, stack.cluster
-    run_id = airflow.trigger("binlake_backfill", {"source": "alpha", "mode": "reprocess"})
-    running = cluster.wait_for_running_app("binlake-decode", timeout=RUN_TIMEOUT)
-    stack.remember_processes()
-    cluster.kill_worker(1)
-    state = airflow.wait_for_run("binlake_backfill", run_id, timeout=RUN_TIMEOUT)
-    tis = airflow.task_instances("binlake_backfill", run_id)
-    assert state == "success", _states(tis, ("alpha",))
-    workers = {w["id"]: w["state"] for w in cluster.state()["workers"]}
-    assert "DEAD" in workers.values() or len([s for s in workers.values() if s == "ALIVE"]) == 1, workers
-    decode_tries = {t.map_index: t.try_number for t in tis if t.task_id == "per_source.decode"}
-    print(f"\nworker killed during app {running}; decode attempts per source: {decode_tries}")
-    assert _digests(stack.cfg) == serial_digests
+def test_a_worker_killed_mid_decode_is_survived(stack: Stack, nightly: dict[str, Any]) -> None:
+    state = stack.cluster.state()
+    workers = [w["state"] for w in state["workers"]]
+    assert workers.count("ALIVE") == 1, workers  # the other one was SIGKILLed mid-decode
+    apps = {a["id"]: a for a in state["completedapps"]}
+    assert apps[nightly["killed_during"]]["name"] == "binlake-decode"
+    decode = [t for t in nightly["tis"] if t.task_id == "per_source.decode"]
+    assert [t.state for t in decode] == ["success"] * 3, decode
 
 
 def test_every_started_process_is_stopped(stack: Stack) -> None:

@@ -142,6 +142,10 @@ class SparkStandaloneCluster:
             time.sleep(0.5)
         raise SparkClusterError(f"no running application {name!r} after {timeout:.0f}s")
 
+    def workers_running(self, app_id: str) -> list[int]:
+        """Indexes of the workers that have launched an executor of ``app_id`` (its work dir exists)."""
+        return [i for i in range(len(self._workers)) if (self.work_dir / f"worker{i}" / app_id).is_dir()]
+
     def kill_worker(self, index: int) -> None:
         """SIGKILL worker ``index`` and its executors (its whole process group)."""
         proc = self._workers[index]
