@@ -39,6 +39,17 @@ SPARK_APPLICATION = Path(__file__).resolve().parent.parent / "spark_jobs" / "__m
 #: retries per step where a retry can help (see module doc)
 STEP_RETRIES = {"decode": 1, "reconcile": 0, "gold": 0}
 RETRY_DELAY = timedelta(seconds=30)
+#: mapped task instances are labelled by their source in the UI (not 0, 1, 2): the TaskFlow tasks
+#: put the name in their context, the submit operator pulls it from the discover task's XCom
+SOURCE_LABEL = "{{ binlake_source }}"
+SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='" + GROUP_ID + ".discover', map_indexes=ti.map_index)['source'] }}"
+
+
+def _label(source: str) -> None:
+    """Name this mapped task instance after its source (rendered into ``map_index_template``)."""
+    from airflow.sdk import get_current_context
+
+    get_current_context()["binlake_source"] = source  # type: ignore[typeddict-unknown-key]
 
 
 def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
@@ -60,13 +71,15 @@ def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
     return out
 
 
-@task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True)
+@task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True,
+      map_index_template=SOURCE_LABEL)
 def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[str, Any]:
     """List the source's objects, follow the ROTATE chain, plan the run; take the source's lease."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from binlake.leases import LeaseHeldError
 
+    _label(source)
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
     try:
@@ -93,20 +106,21 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
 
         submit = spark_submit_kwargs(cfg)
         env = {"BINLAKE_CONFIG": cfg.config_path} if cfg.config_path else None
-        source = "{{ ti.xcom_pull(task_ids='" + GROUP_ID + ".discover', map_indexes=ti.map_index)['source'] }}"
         operator = BinlakeSparkSubmitOperator(
-            task_id=step, application=str(SPARK_APPLICATION),
-            application_args=[step, "--source", source, "--run-id", "{{ run_id }}"],
+            task_id=step, application=str(SPARK_APPLICATION), map_index_template=SOURCE_FROM_XCOM,
+            application_args=[step, "--source", SOURCE_FROM_XCOM, "--run-id", "{{ run_id }}"],
             name=f"binlake-{step}", env_vars=env, outlets=outlets, trigger_rule=trigger_rule,
             retries=retries, retry_delay=RETRY_DELAY, conn_id=str(submit["conn_id"]),
             conf=cast(dict[str, Any], submit["conf"]), jars=cast(str | None, submit.get("jars")))
         discovered >> operator
         return operator
 
-    @task(task_id=step, outlets=outlets, trigger_rule=trigger_rule, retries=retries, retry_delay=RETRY_DELAY)
+    @task(task_id=step, outlets=outlets, trigger_rule=trigger_rule, retries=retries, retry_delay=RETRY_DELAY,
+          map_index_template=SOURCE_LABEL)
     def in_process_step(found: dict[str, Any], **context: Any) -> dict[str, Any]:
         from spark_jobs.steps import run_spark_step
 
+        _label(found["source"])
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
         return run_spark_step(step, found["source"], context["run_id"], step_cfg)
@@ -114,11 +128,12 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
     return in_process_step(discovered)
 
 
-@task(task_id="data_checks", trigger_rule="all_done")
+@task(task_id="data_checks", trigger_rule="all_done", map_index_template=SOURCE_LABEL)
 def data_checks_task(found: Any, **context: Any) -> dict[str, Any]:
     """The source's data checks (no Spark, in both modes); releases the source's run lease."""
     from spark_jobs.steps import run_data_checks
 
+    _label(found["source"])
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
     return run_data_checks(found["source"], context["run_id"], cfg)

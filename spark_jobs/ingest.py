@@ -368,40 +368,52 @@ def table_path(config: Any, name: str) -> str:
 def ensure_table(spark: Any, config: Any, name: str) -> str:
     """Create the Delta table (schema, comments, partitioning) if it does not exist; race-safe.
 
-    Tasks of several sources may call this at the same moment on a fresh warehouse: the losers'
-    CREATE fails with a retryable conflict, and the retry finds the table made by the winner.
+    Created with delta-rs from the Spark schema (the Delta schema JSON is Spark's), so creating
+    a table runs no Spark job: on S3 the creation holds the table's commit lock, and a driver
+    must never wait for executors while holding a lock that another application (holding those
+    executors) waits for. Several tasks creating the same table at once: one commit of version 0
+    wins (the lock on S3, put-if-absent locally), the others find the table.
     A table written by an older binlake with other partition columns (meta tables were not
-    partitioned by ``source``) is re-partitioned once, rows kept (see docs/operations.md).
-    On S3 only the CREATE / re-partitioning holds the table's commit lock: a driver must never
-    wait for executors while holding a lock that another application (which holds those
-    executors) waits for. The partitioning is read from the Delta log with delta-rs: no Spark
-    job, which on a cluster is seconds per table.
+    partitioned by ``source``) is re-partitioned once with Spark, rows kept (docs/operations.md).
     """
-    from delta.tables import DeltaTable
-
     from binlake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     path = table_path(config, name)
     ts = ALL_TABLES[name]
-    if DeltaTable.isDeltaTable(spark, path):
-        log_reader = _log_reader(config, path)
-        if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by:
-            return path
+    log_reader = _log_reader(config, path)
+    if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by:
+        return path
     with table_commit_lock(path, config.s3):
-        with_conflict_retry(lambda: _create_or_repartition(spark, path, ts), f"create {name}")
+        if log_reader is None:
+            _create_table(config, path, ts)
+        else:
+            with_conflict_retry(lambda: _repartition(spark, path, ts), f"re-partition {name}")
     return path
 
 
-def _create_or_repartition(spark: Any, path: str, ts: TableSpec) -> None:
+def _create_table(config: Any, path: str, ts: TableSpec) -> None:
+    from deltalake import DeltaTable, Schema
+
+    from binlake.config import is_s3_uri
+    from binlake.sql_fast import delta_storage_options, delta_uri
+
+    options = None
+    if is_s3_uri(path):
+        # the table's commit lock is held: delta-rs's own S3 locking is not needed
+        options = dict(delta_storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
+    try:
+        DeltaTable.create(delta_uri(path), schema=Schema.from_json(ts.schema.json()),
+                          partition_by=list(ts.partition_by) or None, description=ts.description,
+                          mode="ignore", storage_options=options)
+    except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
+        if _log_reader(config, path) is None:
+            raise
+
+
+def _repartition(spark: Any, path: str, ts: TableSpec) -> None:
     from delta.tables import DeltaTable
 
-    if not DeltaTable.isDeltaTable(spark, path):
-        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(ts.schema)
-        if ts.partition_by:
-            builder = builder.partitionedBy(*ts.partition_by)
-        builder.comment(ts.description).execute()
-        return
     current = tuple(DeltaTable.forPath(spark, path).detail().collect()[0]["partitionColumns"])
     if current == ts.partition_by:
         return

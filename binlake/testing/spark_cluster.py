@@ -99,6 +99,7 @@ class SparkStandaloneCluster:
         return self
 
     def add_worker(self, index: int) -> None:
+        """Start worker ``index`` (a new one, or a replacement for a killed one)."""
         folder = self.work_dir / f"worker{index}"
         folder.mkdir(parents=True, exist_ok=True)
         self._workers.append(self._spawn(f"worker{index}", [
@@ -141,6 +142,29 @@ class SparkStandaloneCluster:
                     return str(app["id"])
             time.sleep(0.5)
         raise SparkClusterError(f"no running application {name!r} after {timeout:.0f}s")
+
+    def wait_for_running_task(self, name: str, timeout: float = 600.0) -> tuple[str, int]:
+        """Until an executor of an application called ``name`` runs a task: (app id, worker index)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for app in self.state().get("activeapps", []):
+                if app.get("name") != name:
+                    continue
+                for i in self.workers_running(str(app["id"])):
+                    logs = (self.work_dir / f"worker{i}" / str(app["id"])).glob("*/stderr")
+                    if any("Running task" in p.read_text(errors="replace") for p in logs):
+                        return str(app["id"]), i
+            time.sleep(0.5)
+        raise SparkClusterError(f"no task of an application {name!r} running after {timeout:.0f}s")
+
+    def wait_for_app_end(self, app_id: str, timeout: float = 600.0) -> None:
+        """Until the master lists ``app_id`` among the completed applications."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(a.get("id") == app_id for a in self.state().get("completedapps", [])):
+                return
+            time.sleep(1.0)
+        raise SparkClusterError(f"application {app_id} still running after {timeout:.0f}s")
 
     def workers_running(self, app_id: str) -> list[int]:
         """Indexes of the workers that have launched an executor of ``app_id`` (its work dir exists)."""
