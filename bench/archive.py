@@ -12,7 +12,8 @@ against the server's files:
 - ``binlake archive --stop-at-end`` into the loopback S3 server (moto, in this process: its CPU is
   not the archiver's; the S3 figure is bounded by moto, not by the network or by AWS).
 
-Reported: MB of binlog, wall seconds, child CPU seconds, MB/s (wall) and the ratio to the peer.
+Reported: MB of binlog, wall seconds, child CPU seconds, MB/s (wall) and per CPU-second (steadier than
+wall time on a shared machine), and the ratios to the peer; the load average around the run.
 """
 
 from __future__ import annotations
@@ -30,12 +31,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
+from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-
-from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which  # noqa: E402 - after the sys.path line above
-
-from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server  # noqa: E402 - after the sys.path line above
 
 
 @dataclass(frozen=True)
@@ -93,6 +92,7 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=100, help="binlog MB to write and stream")
     args = parser.parse_args()
     client = which("mariadb-binlog", "mysqlbinlog")
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     base = Path(tempfile.mkdtemp(prefix="binlake-bench-archive-"))
     db = MariaDBServer(base).start()
     s3 = S3Server(mode="thread").start()
@@ -134,12 +134,16 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
     print(f"archiver benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {len(files)} binlogs, every file checked byte for byte")
-    print("| streamer | MB | wall s | child CPU s | MB/s (wall) | vs mariadb-binlog | MB/s streaming only |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"load average before/after: {load_before} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("| streamer | MB | wall s | child CPU s | MB/s (wall) | vs mariadb-binlog (wall) | MB per CPU s | "
+          "CPU s vs mariadb-binlog | MB/s streaming only |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         streaming = f"{r.stream_mb_per_s:.1f}" if r.stream_mb_per_s else "-"
+        per_cpu = f"{r.mb / r.cpu_s:.0f}" if r.cpu_s else "-"
+        cpu_ratio = f"{r.cpu_s / runs[0].cpu_s:.1f}x" if r.cpu_s else "-"
         print(f"| {r.name} | {r.mb:.1f} | {r.wall_s:.2f} | {r.cpu_s:.2f} | {r.mb_per_s:.1f} | "
-              f"{r.mb_per_s / runs[0].mb_per_s:.2f} | {streaming} |")
+              f"{r.mb_per_s / runs[0].mb_per_s:.2f} | {per_cpu} | {cpu_ratio} | {streaming} |")
     return 0
 
 

@@ -5,45 +5,41 @@ code sends the dump commands and frames the stream (:mod:`binlog_parser.replicat
 files (:mod:`binlake.archiver_files`). The archive itself is the only state: a restart resumes from
 its own files, so kill -9 at any moment loses nothing and duplicates nothing.
 
-Settings (:class:`ArchiverSettings`, pydantic-settings): CLI flags > ``BINLAKE_ARCHIVE_*`` env >
-the ``[archive]`` table of the binlake TOML config > defaults. The password never comes from a file
-or a flag: ``BINLAKE_ARCHIVE_PASSWORD``, ``MYSQL_PWD`` or an Airflow connection.
+Settings (:class:`ArchiverSettings`): CLI flags > ``BINLAKE_ARCHIVE_<KEY>`` env > the binlake config's
+``[archive.<source>]`` table > its ``[archive]`` table > defaults; the keys, their types and defaults
+are declared once, in :class:`binlake.config.ArchiveSettings` (validated with the rest of the config).
+The destination is the source's ``[[sources]]`` uri (or ``--dest``), the object store the config's
+``[s3]``. The password never comes from a file or a flag: ``BINLAKE_ARCHIVE_PASSWORD``, ``MYSQL_PWD``
+or an Airflow connection.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextvars
+import dataclasses
 import json
 import logging
 import os
 import ssl
 import sys
 import time
-import tomllib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pymysql
-from pydantic import Field, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    InitSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic import StrictStr, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from binlake.archiver_files import ArchiveFiles, ResumePoint
-from binlake.config import S3Settings
+from binlake.config import ArchiveSettings, BinlakeConfig, S3Settings, config_from_dict, load_config
 from binlake.errors import BinlakeError
 from binlake.storage import ObjectStore, open_object_store
 from binlog_parser import replication as rpl
 
 log = logging.getLogger("binlake.archiver")
-
-_TOML_TABLE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("archive_toml", default=None)
 
 
 class ArchiverError(BinlakeError):
@@ -54,74 +50,71 @@ class BinlogPurgedError(ArchiverError):
     """The server no longer has the binlog (or GTIDs) the archive needs next: the archive has a gap."""
 
 
-class ArchiverSettings(BaseSettings):
-    """Everything ``binlake archive`` needs; no secrets (the password is read at connect time)."""
+@pydantic_dataclass(frozen=True, kw_only=True, config={"extra": "forbid"})
+class ArchiverSettings(ArchiveSettings):
+    """One source's archiver run: its :class:`~binlake.config.ArchiveSettings` plus where the files go."""
 
-    model_config = SettingsConfigDict(env_prefix="BINLAKE_ARCHIVE_", extra="ignore", frozen=True)
-
-    source: str = Field(description="source name (the binlake config's [[sources]] name)")
-    dest: str = Field(description="the source's archive prefix: s3://bucket/prefix/ or a folder")
-    host: str = "127.0.0.1"
-    port: int = 3306
-    user: str = "binlake"
-    server_id: int = Field(default=4242, ge=1, le=0xFFFFFFFF, description="replica server_id (unique)")
-    spool_dir: Path = Path("binlake-spool")
-    upload_bytes: int = 8 << 20
-    upload_interval_s: float = 10.0
-    fsync_interval_s: float = 1.0  # fsync at a transaction boundary at most this often (0: every one)
-    heartbeat_s: float = 5.0
-    progress_interval_s: float = 30.0
-    read_timeout_s: float | None = None  # default: 4 heartbeats (at least 10 s): a dead peer shows fast
-    reconnect_attempts: int = 10
-    start_file: str | None = None
-    start_gtid: str | None = None
-    stop_at_end: bool = False
-    ssl_mode: Literal["preferred", "required", "disabled"] = "preferred"  # as MySQL's --ssl-mode
-    ssl_ca: str | None = None
-    ssl_cert: str | None = None
-    ssl_key: str | None = None
-    ssl_verify_identity: bool = False
-    airflow_conn_id: str | None = None
-    s3_endpoint_url: str | None = None
-    s3_path_style: bool = True
-
-    @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
-                                   init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource,
-                                   dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=_TOML_TABLE.get() or {})
+    source: StrictStr
+    dest: StrictStr  # the source's archive prefix: s3://bucket/prefix/ or a folder
+    s3: S3Settings = S3Settings()
 
     @property
     def source_spool(self) -> Path:
-        return self.spool_dir / self.source
+        return Path(self.spool_dir or "binlake-spool") / self.source
 
 
-def load_settings(cli: dict[str, Any], config_path: str | None) -> ArchiverSettings:
-    """Merge CLI flags, env and the config file's ``[archive]`` table (``[archive.<source>]`` wins)."""
-    table: dict[str, Any] = {}
-    if config_path:
-        with open(config_path, "rb") as fh:
-            doc = tomllib.load(fh)
-        archive = dict(doc.get("archive", {}))
-        per_source = archive.pop(cli.get("source") or "", None)
-        table = {k: v for k, v in archive.items() if not isinstance(v, dict)}
-        if isinstance(per_source, dict):
-            table.update(per_source)
-        if "dest" not in table and "dest" not in cli:
-            for src in doc.get("sources", []):
-                if src.get("name") == cli.get("source"):
-                    table["dest"] = src.get("uri")
-    token = _TOML_TABLE.set(table)
+_ENV_PREFIX = "BINLAKE_ARCHIVE_"
+#: ArchiverSettings keys that env and flags may set (``s3`` comes from the config's [s3] and --s3-endpoint-url)
+_RUN_KEYS = tuple(f.name for f in dataclasses.fields(ArchiverSettings) if f.name != "s3")
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    """``BINLAKE_ARCHIVE_<KEY>`` values, parsed from text (``3307``, ``true``) into the keys' types."""
+    raw = {key: env[_ENV_PREFIX + key.upper()] for key in _RUN_KEYS if env.get(_ENV_PREFIX + key.upper())}
+    source, dest = raw.pop("source", None), raw.pop("dest", None)
     try:
-        return ArchiverSettings(**{k: v for k, v in cli.items() if v is not None})
+        parsed = TypeAdapter(ArchiveSettings).validate_python(raw, strict=False)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ArchiverError("bad archive settings (env): " + "; ".join(
+            f"{_ENV_PREFIX}{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())) from None
+    out: dict[str, Any] = {key: getattr(parsed, key) for key in raw}
+    out.update({k: v for k, v in (("source", source), ("dest", dest)) if v})
+    return out
+
+
+def _s3_with_endpoint(s3: S3Settings, endpoint: str | None) -> S3Settings:
+    """``--s3-endpoint-url``: a custom endpoint, path-style, plain HTTP for http:// (as in the config)."""
+    if not endpoint:
+        return s3
+    return dataclasses.replace(s3, endpoint_url=endpoint, path_style_access=True,
+                               ssl_enabled=not endpoint.startswith("http://"))
+
+
+def load_settings(cli: dict[str, Any], config_path: str | None,
+                  env: Mapping[str, str] | None = None) -> ArchiverSettings:
+    """Merge CLI flags, ``BINLAKE_ARCHIVE_*`` env and the config's ``[archive]`` tables (already
+    validated by :func:`binlake.config.load_config`); no config file: defaults + env."""
+    env = os.environ if env is None else env
+    cfg: BinlakeConfig = (load_config(config_path, env) if config_path
+                          else config_from_dict({}, base=Path.cwd(), env=env))
+    flags = {k: (str(v) if isinstance(v, Path) else v) for k, v in cli.items() if v is not None}
+    endpoint = flags.pop("s3_endpoint_url", None)
+    layers: dict[str, Any] = {**_env_layer(env), **flags}
+    source = str(layers.get("source") or "")
+    base = cfg.archive.for_source(source) if cfg.archive else ArchiveSettings()
+    values: dict[str, Any] = {**asdict(base), **layers}
+    if not values.get("spool_dir"):
+        values["spool_dir"] = str(Path(cfg.state_dir) / "archive-spool")
+    if "dest" not in values:
+        if source not in {s.name for s in cfg.sources}:
+            raise ArchiverError(f"no --dest for source {source!r} and no [[sources]] entry of that name in "
+                                f"{config_path or 'the config (none given: --config or BINLAKE_CONFIG)'}")
+        values["dest"] = cfg.source(source).uri
+    try:
+        return ArchiverSettings(**values, s3=_s3_with_endpoint(cfg.s3, endpoint))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
         raise ArchiverError(f"bad archive settings ({config_path or 'flags/env'}): {problems}") from None
-    finally:
-        _TOML_TABLE.reset(token)
 
 
 # --- connection ---------------------------------------------------------------------------------
@@ -343,8 +336,7 @@ class Archiver:
 
     def __init__(self, settings: ArchiverSettings, store: ObjectStore | None = None) -> None:
         self.settings = settings
-        self.store = store or open_object_store(settings.dest, S3Settings(
-            endpoint_url=settings.s3_endpoint_url, path_style_access=settings.s3_path_style))
+        self.store = store or open_object_store(settings.dest, settings.s3)
         settings.source_spool.mkdir(parents=True, exist_ok=True)
         self.files = ArchiveFiles(self.store, settings.source_spool, settings.upload_bytes,
                                   settings.upload_interval_s, settings.fsync_interval_s)
@@ -550,14 +542,13 @@ def archive_command(argv: list[str]) -> int:
 
 
 def _print_status(cli: dict[str, Any], config_path: str | None) -> int:
-    spool = Path(cli.get("spool_dir") or os.environ.get("BINLAKE_ARCHIVE_SPOOL_DIR") or "binlake-spool")
-    if config_path and "spool_dir" not in cli:
-        try:
-            spool = load_settings({"dest": "-", **cli}, config_path).spool_dir
-        except Exception as exc:  # noqa: BLE001 - status must work without a complete config
-            log.debug("no spool dir from %s: %s", config_path, exc)
-    path = spool / (cli.get("source") or "") / "status.json"
+    """The status file of the archiver of ``--source`` (in its spool folder, as configured)."""
+    path = load_settings({"dest": "-", **cli}, config_path).source_spool / "status.json"
     if not path.is_file():
         raise ArchiverError(f"no archiver status at {path} (has `binlake archive` run with this spool dir?)")
     print(path.read_text())
     return 0
+
+
+if __name__ == "__main__":  # `python -m binlake.archiver ...`: the service entry, without the CLI's imports
+    sys.exit(archive_command(sys.argv[1:]))

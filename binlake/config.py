@@ -1,4 +1,4 @@
-"""binlake configuration: one TOML file validated by a pydantic schema, loaded into frozen dataclasses.
+"""binlake configuration: one TOML file validated into frozen pydantic dataclasses (one declaration).
 
 Why one file: the same settings drive the in-process demo, the tests, the Airflow DAG and
 spark-submit on a cluster; keeping them in one documented place (and never secrets) means a
@@ -8,6 +8,13 @@ chain (env vars, ~/.aws, instance/container roles) or an Airflow connection, nev
 Why a schema (pydantic, unknown keys forbidden, strict types): a misspelled key (``warehous``,
 ``mod``) used to be ignored silently and a default took its place; now it is an error naming the
 key, its section and the closest valid key, and a wrong type is one line, not a traceback.
+
+Why pydantic *dataclasses* (declared once, below): the classes other modules use are the schema,
+so a new key is one field in one place; they stay real frozen dataclasses, so
+``dataclasses.replace(cfg, warehouse=...)`` keeps working (and re-validates). The file's layout
+differs from the objects in two spots only, named in ``_PIPELINE_KEYS`` / ``_FILE_RENAMES``: the
+``[pipeline]`` table holds top-level fields of :class:`BinlakeConfig`, and ``[spark.conf]`` is
+``SparkSettings.extra_conf``.
 
 Which file: explicit path argument > env ``BINLAKE_CONFIG`` > ``conf/binlake.toml`` of a source
 checkout. An installed package without a checkout has no default file: the error says how to point
@@ -26,15 +33,28 @@ naming (``BINLAKE_PIPELINE__WAREHOUSE``) would rename these documented variables
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.dataclasses import dataclass
 
 from binlake.errors import BinlakeError
 
@@ -86,62 +106,151 @@ def resolve_location(value: str, base: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The resolved configuration other modules use (frozen dataclasses: dataclasses.replace works).
+# The configuration, declared once: frozen pydantic dataclasses. Strict scalar types (a quoted
+# "4" is not an integer), unknown keys rejected, dataclasses.replace() works and re-validates.
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+_SCHEMA = ConfigDict(extra="forbid")
+
+
+def _conf_value_to_str(value: Any) -> Any:
+    """``[spark.conf]`` values as Spark wants them: strings (``true``, not ``True``); tables stay
+    tables, so the schema rejects them."""
+    if isinstance(value, Mapping):
+        return {k: (str(v).lower() if isinstance(v, bool) else str(v) if isinstance(v, int | float) else v)
+                for k, v in value.items()}
+    return value
+
+
+SparkConf = Annotated[Mapping[StrictStr, StrictStr], BeforeValidator(_conf_value_to_str)]
+
+
+@dataclass(frozen=True, config=_SCHEMA)
 class SourceConfig:
-    """One MySQL/MariaDB server whose archived binlogs live under ``uri`` (a prefix or folder)."""
+    """One ``[[sources]]`` block: a MySQL/MariaDB server whose archived binlogs live under ``uri``."""
 
-    name: str
-    uri: str
+    name: StrictStr
+    uri: StrictStr
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_an_identifier(cls, name: str) -> str:
+        if not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise ValueError(f"source name {name!r} may only use letters, digits, '-', '_', '.'")
+        return name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_SCHEMA)
 class S3Settings:
-    """How to reach the object store. No secrets: credentials come from the AWS chain."""
+    """``[s3]``: how to reach the object store. No secrets: credentials come from the AWS chain.
 
-    endpoint_url: str | None = None
-    region: str = "us-east-1"
-    path_style_access: bool = False
-    aws_conn_id: str | None = None
-    credentials_provider: str = _DEFAULT_CREDENTIALS_PROVIDER
-    max_attempts: int = 5
-    ssl_enabled: bool = True
-
-
-@dataclass(frozen=True)
-class SparkSettings:
-    """SparkSession / spark-submit settings shared by local and cluster runs."""
-
-    mode: str = "local"  # "local": in-process SparkSession; "submit": SparkSubmitOperator
-    master: str = "local[2]"
-    conn_id: str = "spark_default"
-    driver_memory: str = "2g"
-    shuffle_partitions: int = 4
-    ui_enabled: bool = True
-    log_level: str = "WARN"
-    jars_on_workers: bool = False  # submit mode: jars dir mounted at the same path on every worker
-    extra_conf: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BinlakeConfig:
-    """The whole configuration. Local paths are absolute after loading.
-
-    ``archive`` is the optional ``[archive]`` table, typed loosely (a mapping) until the archiver's
-    own settings model (issue 15, ``ArchiverSettings``) validates it.
+    In the file, ``path_style_access`` and ``ssl_enabled`` follow ``endpoint_url`` when unset
+    (path style and plain HTTP for a custom ``http://`` endpoint); see :func:`_endpoint_defaults`.
     """
 
-    sources: tuple[SourceConfig, ...]
-    warehouse: str
-    state_dir: str
-    jars_dir: str
-    nightly_cron: str
-    s3: S3Settings
-    spark: SparkSettings
-    config_path: str | None = None
-    archive: Mapping[str, Any] | None = None
+    endpoint_url: StrictStr | None = None
+    region: StrictStr = "us-east-1"
+    path_style_access: StrictBool = False
+    aws_conn_id: StrictStr | None = None
+    credentials_provider: StrictStr = _DEFAULT_CREDENTIALS_PROVIDER
+    max_attempts: StrictInt = 5
+    ssl_enabled: StrictBool = True
+
+
+@dataclass(frozen=True, config=_SCHEMA)
+class SparkSettings:
+    """``[spark]``: SparkSession / spark-submit settings shared by local and cluster runs."""
+
+    mode: Literal["local", "submit"] = "local"  # local: in-process SparkSession; submit: SparkSubmitOperator
+    master: StrictStr = "local[2]"
+    conn_id: StrictStr = "spark_default"
+    driver_memory: StrictStr = "2g"
+    shuffle_partitions: StrictInt = 4
+    ui_enabled: StrictBool = True
+    log_level: StrictStr = "WARN"
+    jars_on_workers: StrictBool = False  # submit mode: jars dir mounted at the same path on every worker
+    extra_conf: SparkConf = dataclasses.field(default_factory=dict)  # the file's [spark.conf] table
+
+
+@dataclass(frozen=True, config=_SCHEMA)
+class ArchiveSettings:
+    """``[archive]`` (every source) and ``[archive.<source>]`` (one source): how ``binlake archive``
+    connects to the server and writes the archive (docs/archiver.md). The destination is the
+    source's ``[[sources]]`` uri; the password is never here (env or an Airflow connection)."""
+
+    host: StrictStr = "127.0.0.1"
+    port: StrictInt = Field(default=3306, ge=1, le=65535)
+    user: StrictStr = "binlake"
+    server_id: StrictInt = Field(default=4242, ge=1, le=0xFFFFFFFF)  # unique among the server's replicas
+    spool_dir: StrictStr | None = None  # local copy of the open file; None: <state_dir>/archive-spool
+    upload_bytes: StrictInt = Field(default=8 << 20, ge=1)  # re-upload the open file after this many bytes
+    upload_interval_s: StrictFloat = Field(default=10.0, ge=0)  # ... or after this many seconds
+    fsync_interval_s: StrictFloat = Field(default=1.0, ge=0)  # fsync at a transaction end at most this often
+    heartbeat_s: StrictFloat = Field(default=5.0, gt=0)  # the server's heartbeat period on an idle stream
+    progress_interval_s: StrictFloat = Field(default=30.0, gt=0)
+    read_timeout_s: StrictFloat | None = None  # None: 4 heartbeats (at least 10 s)
+    reconnect_attempts: StrictInt = Field(default=10, ge=1)
+    start_file: StrictStr | None = None  # first binlog of an empty archive (None: the server's oldest)
+    start_gtid: StrictStr | None = None  # ... or the file holding this GTID position
+    stop_at_end: StrictBool = False  # stop at the server's last event instead of waiting for more
+    ssl_mode: Literal["preferred", "required", "disabled"] = "preferred"  # as MySQL's --ssl-mode
+    ssl_ca: StrictStr | None = None
+    ssl_cert: StrictStr | None = None
+    ssl_key: StrictStr | None = None
+    ssl_verify_identity: StrictBool = False
+    airflow_conn_id: StrictStr | None = None  # host, port, user and password from this Airflow connection
+
+
+@dataclass(frozen=True, config=_SCHEMA)
+class ArchiveConfig:
+    """The ``[archive]`` table: keys for every source, and ``[archive.<source>]`` tables that
+    override them for one source (already merged: ``per_source[name]`` is complete)."""
+
+    defaults: ArchiveSettings = ArchiveSettings()
+    per_source: Mapping[StrictStr, ArchiveSettings] = dataclasses.field(default_factory=dict)
+
+    def for_source(self, name: str) -> ArchiveSettings:
+        """The settings of source ``name``: its own table if it has one, else the defaults."""
+        return self.per_source.get(name, self.defaults)
+
+
+@dataclass(frozen=True, config=_SCHEMA)
+class BinlakeConfig:
+    """The whole configuration. Local paths are absolute after :func:`load_config`.
+
+    ``warehouse`` .. ``nightly_cron`` are the file's ``[pipeline]`` table; ``archive`` is None when
+    the file has no ``[archive]`` table.
+    """
+
+    sources: tuple[SourceConfig, ...] = ()
+    warehouse: StrictStr = ".state/warehouse"
+    state_dir: StrictStr = ".state"
+    jars_dir: StrictStr = ".jars"
+    nightly_cron: StrictStr = "0 2 * * *"
+    s3: S3Settings = S3Settings()
+    spark: SparkSettings = SparkSettings()
+    config_path: StrictStr | None = None
+    archive: ArchiveConfig | None = None
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_names(cls, sources: tuple[SourceConfig, ...]) -> tuple[SourceConfig, ...]:
+        seen: set[str] = set()
+        for src in sources:
+            if src.name in seen:
+                raise ValueError(f"duplicate source name {src.name!r}")
+            seen.add(src.name)
+        return sources
+
+    @model_validator(mode="after")
+    def _archive_tables_name_sources(self) -> BinlakeConfig:
+        names = [s.name for s in self.sources]
+        for name in (self.archive.per_source if self.archive else {}):
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+                hint = f": did you mean [archive.{close[0]}]?" if close else f" (sources: {', '.join(names) or 'none'})"
+                raise ValueError(f"[archive.{name}] names no [[sources]] entry{hint}")
+        return self
 
     def source(self, name: str) -> SourceConfig:
         """The source called ``name`` (KeyError if unknown)."""
@@ -152,102 +261,81 @@ class BinlakeConfig:
 
 
 # ---------------------------------------------------------------------------------------------
-# The file's schema (what may appear in the TOML). Defaults that depend on other fields (path
-# style and TLS follow the endpoint) are None here and filled in by config_from_dict.
+# The file's layout where it differs from the objects above, and readable errors.
 # ---------------------------------------------------------------------------------------------
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+#: the ``[pipeline]`` table's keys: top-level fields of BinlakeConfig
+_PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron")
+#: file key -> field name, per section
+_FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
+_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive")
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
-class PipelineSection(_Section):
-    """``[pipeline]``: where tables and local state live, when the nightly run starts."""
-
-    warehouse: str = ".state/warehouse"
-    state_dir: str = ".state"
-    jars_dir: str = ".jars"
-    nightly_cron: str = "0 2 * * *"
-
-
-class SourceSection(_Section):
-    """One ``[[sources]]`` block."""
-
-    name: str
-    uri: str
-
-    @field_validator("name")
-    @classmethod
-    def _name_is_an_identifier(cls, name: str) -> str:
-        if not name or not all(c.isalnum() or c in "-_." for c in name):
-            raise ValueError(f"source name {name!r} may only use letters, digits, '-', '_', '.'")
-        return name
+def _file_keys(section: str) -> list[str]:
+    """The keys a file may use in ``section`` (``""``: the top level)."""
+    if not section:
+        return list(_FILE_SECTIONS)
+    if section == "pipeline":
+        return list(_PIPELINE_KEYS)
+    model = {"sources": SourceConfig, "s3": S3Settings, "spark": SparkSettings, "archive": ArchiveSettings}[section]
+    back = {v: k for k, v in _FILE_RENAMES.get(section, {}).items()}
+    return [back.get(f.name, f.name) for f in dataclasses.fields(model)]
 
 
-class S3Section(_Section):
-    """``[s3]``: endpoint and client behaviour, never credentials."""
-
-    endpoint_url: str | None = None
-    region: str = "us-east-1"
-    path_style_access: bool | None = None
-    aws_conn_id: str | None = None
-    credentials_provider: str = _DEFAULT_CREDENTIALS_PROVIDER
-    max_attempts: int = 5
-    ssl_enabled: bool | None = None
-
-
-class SparkSection(_Section):
-    """``[spark]`` and its free-form ``[spark.conf]`` table."""
-
-    mode: Literal["local", "submit"] = "local"
-    master: str = "local[2]"
-    conn_id: str = "spark_default"
-    driver_memory: str = "2g"
-    shuffle_partitions: int = 4
-    ui_enabled: bool = True
-    log_level: str = "WARN"
-    jars_on_workers: bool = False
-    conf: dict[str, str | int | float | bool] = {}
-
-
-class ConfigFile(_Section):
-    """The whole file. ``archive`` is accepted as any table for now (issue 15 types it)."""
-
-    pipeline: PipelineSection = PipelineSection()
-    sources: list[SourceSection] = []
-    s3: S3Section = S3Section()
-    spark: SparkSection = SparkSection()
-    archive: dict[str, Any] | None = None
-
-    @field_validator("sources")
-    @classmethod
-    def _unique_names(cls, sources: list[SourceSection]) -> list[SourceSection]:
-        seen: set[str] = set()
-        for src in sources:
-            if src.name in seen:
-                raise ValueError(f"duplicate source name {src.name!r}")
-            seen.add(src.name)
-        return sources
+def _file_to_fields(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The file's tables -> BinlakeConfig's field values, plus errors for keys with no field."""
+    fields: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []
+    for key, value in raw.items():
+        if key not in _FILE_SECTIONS:
+            errors.append({"type": "extra_forbidden", "loc": (key,), "msg": "unknown", "input": value})
+        elif key == "pipeline" and isinstance(value, Mapping):
+            for name, item in value.items():
+                if name in _PIPELINE_KEYS:
+                    fields[name] = item
+                else:
+                    errors.append({"type": "extra_forbidden", "loc": ("pipeline", name), "msg": "", "input": item})
+        elif key == "pipeline":
+            errors.append({"type": "model_type", "loc": ("pipeline",), "msg": "", "input": value})
+        elif key == "archive" and isinstance(value, Mapping):
+            defaults = {k: v for k, v in value.items() if not isinstance(v, Mapping)}
+            fields[key] = {"defaults": defaults, "per_source": {
+                name: {**defaults, **table} for name, table in value.items() if isinstance(table, Mapping)}}
+        elif key in _FILE_RENAMES and isinstance(value, Mapping):
+            renames, table = _FILE_RENAMES[key], {}
+            for name, item in value.items():
+                if name in renames.values():  # the field's own name is not a file key
+                    errors.append({"type": "extra_forbidden", "loc": (key, name), "msg": "", "input": item})
+                else:
+                    table[renames.get(name, name)] = item
+            fields[key] = table
+        else:
+            fields[key] = value
+    return fields, errors
 
 
-_SECTIONS: dict[str, type[BaseModel]] = {
-    "pipeline": PipelineSection, "sources": SourceSection, "s3": S3Section, "spark": SparkSection,
-}
+def _file_loc(loc: tuple[int | str, ...], raw: Mapping[str, Any]) -> tuple[int | str, ...] | None:
+    """Where a field error is in the file (``warehouse`` -> ``pipeline.warehouse``); None when the
+    error repeats one already reported (an ``[archive]`` key inherited by ``[archive.<source>]``)."""
+    if loc and loc[0] in _PIPELINE_KEYS:
+        return ("pipeline", *loc)
+    if len(loc) >= 2 and loc[0] in _FILE_RENAMES:
+        back = {v: k for k, v in _FILE_RENAMES[str(loc[0])].items()}
+        return (loc[0], back.get(str(loc[1]), loc[1]), *loc[2:])
+    if len(loc) >= 2 and loc[0] == "archive" and loc[1] == "defaults":
+        return ("archive", *loc[2:])
+    if len(loc) >= 4 and loc[0] == "archive" and loc[1] == "per_source":
+        table = raw.get("archive", {}).get(loc[2], {})
+        return ("archive", *loc[2:]) if not loc[3:] or loc[3] in table else None
+    return loc
 
-# env var -> (section, key); BINLAKE_SOURCES is handled apart (it replaces a list).
-_ENV_OVERRIDES: dict[str, tuple[str, str]] = {
-    "BINLAKE_WAREHOUSE": ("pipeline", "warehouse"),
-    "BINLAKE_STATE_DIR": ("pipeline", "state_dir"),
-    "BINLAKE_JARS_DIR": ("pipeline", "jars_dir"),
-    "BINLAKE_S3_ENDPOINT": ("s3", "endpoint_url"),
-    "BINLAKE_SPARK_MASTER": ("spark", "master"),
-    "BINLAKE_SPARK_MODE": ("spark", "mode"),
-    "BINLAKE_SPARK_JARS_ON_WORKERS": ("spark", "jars_on_workers"),
-}
 
 _TYPE_WORDS = {
     "int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
     "float_type": "a number", "dict_type": "a table", "list_type": "a list of [[...]] blocks",
-    "model_type": "a table", "int_from_float": "an integer",
+    "tuple_type": "a list of [[...]] blocks", "model_type": "a table", "dataclass_type": "a table",
+    "int_from_float": "an integer",
 }
 
 
@@ -262,17 +350,15 @@ def _where(loc: tuple[int | str, ...]) -> str:
 def _unknown_key_message(loc: tuple[int | str, ...]) -> str:
     key = str(loc[-1])
     parent = tuple(p for p in loc[:-1] if not isinstance(p, int))
+    valid = _file_keys(str(parent[0]) if parent else "")
     if not parent:
-        valid = list(ConfigFile.model_fields)
         message = f"unknown section or key {key!r} at the top level"
     else:
-        model = _SECTIONS.get(str(parent[0]))
-        valid = list(model.model_fields) if model else []
         message = f"unknown key {key!r} in [{_where(loc[:-1])}]"
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     if close:
         return f"{message}: did you mean {close[0]!r}?"
-    homes = [name for name, model in _SECTIONS.items() if key in model.model_fields]
+    homes = [name for name in _FILE_SECTIONS if name != "sources" and key in _file_keys(name)]
     if homes:
         return f"{message}: {key!r} belongs in [{homes[0]}]"
     return f"{message} (valid: {', '.join(valid)})"
@@ -282,10 +368,12 @@ def _error_line(error: Mapping[str, Any]) -> str:
     """One readable line for one pydantic error (no pydantic URL, no 'Input should be')."""
     loc = tuple(error["loc"])
     kind = str(error["type"])
-    if kind == "extra_forbidden":
+    if kind in _UNKNOWN:
         return _unknown_key_message(loc)
     where = _where(loc)
-    if kind == "missing":
+    if not where:
+        return str(error.get("ctx", {}).get("error", error["msg"]))
+    if kind in ("missing", "missing_argument"):
         return f"{where}: required key is missing"
     if kind == "value_error":
         return f"{where}: {error.get('ctx', {}).get('error', error['msg'])}"
@@ -297,27 +385,79 @@ def _error_line(error: Mapping[str, Any]) -> str:
     return f"{where}: {error['msg']}"
 
 
-def validate_config_file(raw: Mapping[str, Any], origin: str = "config") -> ConfigFile:
-    """Validate parsed TOML against the schema; ConfigError lists each problem on one line."""
+def _file_errors(raw: Mapping[str, Any], pre: list[dict[str, Any]],
+                 exc: ValidationError | None) -> Iterator[dict[str, Any]]:
+    """The pre-check's errors and pydantic's, located in the file's terms, repeats dropped."""
+    yield from pre
+    for err in exc.errors() if exc else []:
+        loc = _file_loc(tuple(err["loc"]), raw)
+        if loc is not None:
+            yield {**err, "loc": loc}
+
+
+def validate_config_file(raw: Mapping[str, Any], origin: str = "config") -> BinlakeConfig:
+    """Validate parsed TOML against the schema; ConfigError lists each problem on one line.
+
+    Relative paths stay relative here (:func:`config_from_dict` anchors them)."""
+    fields, pre = _file_to_fields(_endpoint_defaults(raw))
+    cfg: BinlakeConfig | None = None
+    exc: ValidationError | None = None
     try:
-        return ConfigFile.model_validate(dict(raw))
-    except ValidationError as exc:
-        errors = exc.errors()
-        lines = [_error_line(err) for err in errors if not _explained_by_a_typo(err, errors)]
-        raise ConfigError(f"{origin}: " + f"\n{origin}: ".join(lines)) from None
+        cfg = _CONFIG_ADAPTER.validate_python(fields)
+    except ValidationError as err:
+        exc = err
+    if cfg is not None and not pre:
+        return cfg
+    errors = list(_file_errors(raw, pre, exc))
+    lines = list(dict.fromkeys(_error_line(e) for e in errors if not _explained_by_a_typo(e, errors)))
+    raise ConfigError(f"{origin}: " + f"\n{origin}: ".join(lines))
+
+
+_CONFIG_ADAPTER: TypeAdapter[BinlakeConfig] = TypeAdapter(BinlakeConfig)
+
+
+def _endpoint_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``[s3]`` defaults that follow the endpoint: a custom endpoint means path-style requests, an
+    ``http://`` one plain HTTP (MinIO, moto); AWS itself (no endpoint) neither."""
+    s3 = raw.get("s3", {})
+    if not isinstance(s3, Mapping):
+        return raw
+    endpoint = s3.get("endpoint_url") or None
+    if endpoint is not None and not isinstance(endpoint, str):
+        return raw
+    filled = {"path_style_access": endpoint is not None,
+              "ssl_enabled": not (endpoint or "").startswith("http://"), **s3}
+    if "endpoint_url" in filled and not filled["endpoint_url"]:
+        filled["endpoint_url"] = None
+    aws_conn = filled.get("aws_conn_id")
+    if aws_conn == "":
+        filled["aws_conn_id"] = None
+    return {**raw, "s3": filled}
 
 
 def _explained_by_a_typo(error: Mapping[str, Any], errors: list[Any]) -> bool:
     """A missing key whose misspelling is reported next to it (``url`` for ``uri``) adds nothing."""
-    if error["type"] != "missing":
+    if error["type"] not in ("missing", "missing_argument"):
         return False
     loc = tuple(error["loc"])
     for other in errors:
         other_loc = tuple(other["loc"])
-        if (other["type"] == "extra_forbidden" and other_loc[:-1] == loc[:-1]
+        if (other["type"] in _UNKNOWN and other_loc[:-1] == loc[:-1]
                 and difflib.get_close_matches(str(other_loc[-1]), [str(loc[-1])], n=1, cutoff=0.6)):
             return True
     return False
+
+
+# env var -> (section, key) in the file's terms; BINLAKE_SOURCES is handled apart (it replaces a list).
+_ENV_OVERRIDES: dict[str, tuple[str, str]] = {
+    "BINLAKE_WAREHOUSE": ("pipeline", "warehouse"),
+    "BINLAKE_STATE_DIR": ("pipeline", "state_dir"),
+    "BINLAKE_JARS_DIR": ("pipeline", "jars_dir"),
+    "BINLAKE_S3_ENDPOINT": ("s3", "endpoint_url"),
+    "BINLAKE_SPARK_MASTER": ("spark", "master"),
+    "BINLAKE_SPARK_MODE": ("spark", "mode"),
+    "BINLAKE_SPARK_JARS_ON_WORKERS": ("spark", "jars_on_workers"),
+}
 
 
 def parse_sources_env(value: str) -> list[dict[str, str]]:
@@ -352,39 +492,33 @@ def _with_env_overrides(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[
     return merged
 
 
-def _resolve(file: ConfigFile, base: Path, config_path: str | None) -> BinlakeConfig:
-    """The validated file -> the dataclasses other modules use (paths absolute, defaults filled)."""
+def _anchor_archive(archive: ArchiveConfig | None, base: Path, state_dir: str) -> ArchiveConfig | None:
+    """The archiver's spool folders anchored like every other path (default: under state_dir)."""
+    if archive is None:
+        return None
+
+    def anchored(settings: ArchiveSettings) -> ArchiveSettings:
+        spool = settings.spool_dir
+        return dataclasses.replace(settings, spool_dir=resolve_location(spool, base) if spool
+                                   else str(Path(state_dir) / "archive-spool"))
+
+    return ArchiveConfig(defaults=anchored(archive.defaults),
+                         per_source={name: anchored(s) for name, s in archive.per_source.items()})
+
+
+def _resolve(cfg: BinlakeConfig, base: Path, config_path: str | None) -> BinlakeConfig:
+    """Local paths absolute (anchored at ``base``), S3 prefixes ending in '/'."""
     sources = []
-    for src in file.sources:
+    for src in cfg.sources:
         uri = resolve_location(src.uri, base)
         if is_s3_uri(uri) and not uri.endswith("/"):
             uri += "/"
-        sources.append(SourceConfig(name=src.name, uri=uri))
-    s3, spark, pipeline = file.s3, file.spark, file.pipeline
-    endpoint = s3.endpoint_url or None
-    return BinlakeConfig(
-        sources=tuple(sources),
-        warehouse=resolve_location(pipeline.warehouse, base).rstrip("/"),
-        state_dir=resolve_location(pipeline.state_dir, base),
-        jars_dir=resolve_location(pipeline.jars_dir, base),
-        nightly_cron=pipeline.nightly_cron,
-        s3=S3Settings(
-            endpoint_url=endpoint, region=s3.region,
-            path_style_access=s3.path_style_access if s3.path_style_access is not None else endpoint is not None,
-            aws_conn_id=s3.aws_conn_id or None, credentials_provider=s3.credentials_provider,
-            max_attempts=s3.max_attempts,
-            ssl_enabled=(s3.ssl_enabled if s3.ssl_enabled is not None
-                         else not (endpoint or "").startswith("http://")),
-        ),
-        spark=SparkSettings(
-            mode=spark.mode, master=spark.master, conn_id=spark.conn_id, driver_memory=spark.driver_memory,
-            shuffle_partitions=spark.shuffle_partitions, ui_enabled=spark.ui_enabled,
-            log_level=spark.log_level, jars_on_workers=spark.jars_on_workers,
-            extra_conf={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark.conf.items()},
-        ),
-        config_path=config_path,
-        archive=file.archive,
-    )
+        sources.append(dataclasses.replace(src, uri=uri))
+    state_dir = resolve_location(cfg.state_dir, base)
+    return dataclasses.replace(
+        cfg, sources=tuple(sources), warehouse=resolve_location(cfg.warehouse, base).rstrip("/"),
+        state_dir=state_dir, jars_dir=resolve_location(cfg.jars_dir, base), config_path=config_path,
+        archive=_anchor_archive(cfg.archive, base, state_dir))
 
 
 def config_from_dict(raw: Mapping[str, Any], base: Path, config_path: str | None = None,

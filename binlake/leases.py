@@ -1,4 +1,6 @@
-"""Per-source run leases: two pipeline runs never process the same source at the same time.
+"""Leases over a warehouse: per-source run leases and per-table commit locks.
+
+**Run leases**: two pipeline runs never process the same source at the same time.
 
 Why: the nightly and the backfill DAG each allow one active run, but one of each may run at once,
 and both would ingest and reconcile the same source (replacing each other's rows mid-run). A
@@ -12,20 +14,37 @@ they do not key them).
 A lease names its holder (the Airflow run id) and expires (``ttl``, renewed by every step of the
 holding run), so a run that died without releasing blocks others only until then; the same holder
 may re-acquire (task retries, a cleared task). The error a blocked run gets names the holder.
+
+**Table commit locks** (:class:`TableCommitLocks`): on S3, Delta Lake's ``S3SingleDriverLogStore``
+is only safe when one *driver* commits to a table at a time: S3 has no atomic "put if absent" that
+Delta 4.4 uses, so two drivers committing version N of the same table at once both "succeed" and
+one commit is silently lost. Parallel Airflow tasks are separate drivers (LocalExecutor processes,
+spark-submit applications). The alternative Delta offers, ``S3DynamoDBLogStore``, needs DynamoDB
+and the AWS SDK v1; instead every binlake Delta write to an ``s3a://`` table holds a lock object
+``s3://<bucket>/_binlake/locks/tables/<table key>.json`` (same create-if-absent primitive as above)
+for the duration of the write, waiting (jittered, bounded) while another driver holds it. A held
+lock is renewed by a heartbeat thread; a lock whose holder died expires after ``ttl`` seconds.
+Local warehouses need no lock: Delta's rename-based commit is atomic there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import random
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
+
+log = logging.getLogger("binlake.leases")
 
 #: lease lifetime unless renewed: long enough for a big decode step, short enough for dead runs
 DEFAULT_TTL_SECONDS = 6 * 3600.0
@@ -203,3 +222,89 @@ class SourceLeases:
             return False
         self.backend.delete(self._name(source))
         return True
+
+
+#: a table lock's lifetime without renewal (the holder's heartbeat renews it every third of it)
+TABLE_LOCK_TTL_SECONDS = 120.0
+#: how long a writer waits for another driver's write of the same table before giving up
+TABLE_LOCK_WAIT_SECONDS = 3600.0
+
+
+class TableCommitLocks:
+    """One Delta writer per table at a time across drivers (S3 warehouses; see module doc)."""
+
+    def __init__(self, backend: LeaseBackend, *, ttl: float = TABLE_LOCK_TTL_SECONDS,
+                 wait: float = TABLE_LOCK_WAIT_SECONDS) -> None:
+        self.backend = backend
+        self.ttl = ttl
+        self.wait = wait
+
+    @staticmethod
+    def _name(table: str) -> str:
+        return f"tables/{table}.json"
+
+    def _lease(self, table: str, holder: str, acquired_at: float) -> Lease:
+        return Lease(table, holder, socket.gethostname(), os.getpid(), acquired_at, time.time() + self.ttl)
+
+    def acquire(self, table: str, holder: str) -> Lease:
+        """Wait until the table's lock is free (or expired), then take it; LeaseHeldError on timeout."""
+        name = self._name(table)
+        deadline = time.monotonic() + self.wait
+        pause = 0.2
+        while True:
+            lease = self._lease(table, holder, time.time())
+            if self.backend.create(name, lease.to_bytes()):
+                return lease
+            data = self.backend.read(name)
+            held = Lease.from_bytes(data) if data else None
+            if held is not None and held.expires_at < time.time():
+                self.backend.delete(name)  # its holder died mid-write: its commit never happened
+                continue
+            if pause == 0.2:  # first time only: say who we wait for
+                log.info("table %s: waiting for the commit lock held by %s", table,
+                         held.describe() if held else "another writer")
+            if time.monotonic() > deadline:
+                who = held.describe() if held else "another writer"
+                raise LeaseHeldError(f"table {table}: still being written by {who} after "
+                                     f"{self.wait:.0f}s of waiting")
+            time.sleep(pause * (0.5 + random.random()))  # noqa: S311 - jitter, not crypto
+            pause = min(pause * 1.5, 2.0)
+
+    def release(self, table: str, holder: str) -> None:
+        """Delete the lock if ``holder`` still holds it."""
+        data = self.backend.read(self._name(table))
+        if data and Lease.from_bytes(data).holder == holder:
+            self.backend.delete(self._name(table))
+
+    @contextlib.contextmanager
+    def hold(self, table: str) -> Iterator[Lease]:
+        """Hold the table's lock for the ``with`` block, renewed by a heartbeat thread."""
+        holder = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{random.random():.12f}"  # noqa: S311
+        lease = self.acquire(table, holder)
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(self.ttl / 3):
+                self.backend.overwrite(self._name(table), self._lease(table, holder, lease.acquired_at).to_bytes())
+
+        beat = threading.Thread(target=heartbeat, name=f"binlake-lock-{table}", daemon=True)
+        beat.start()
+        try:
+            yield lease
+        finally:
+            stop.set()
+            beat.join()
+            self.release(table, holder)
+
+
+def table_commit_lock(table_uri: str, s3: S3Settings | None) -> contextlib.AbstractContextManager[Any]:
+    """The commit lock for a Delta write to the table at ``table_uri``: a real lock on S3, a no-op locally.
+
+    Keyed by the table's location (``s3://<bucket>/_binlake/locks/tables/<key>.json``), not by a
+    config, so every writer of that location agrees on the lock whatever its warehouse setting.
+    """
+    if not is_s3_uri(table_uri):
+        return contextlib.nullcontext()
+    bucket, key = split_s3_uri(table_uri)
+    backend = S3LeaseBackend(f"s3://{bucket}/_binlake/locks/", s3)
+    return TableCommitLocks(backend).hold(key.strip("/"))

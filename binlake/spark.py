@@ -53,18 +53,30 @@ def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
     return jars
 
 
-def jars_value(cfg: BinlakeConfig, *, local: bool) -> str:
-    """The ``spark.jars`` / ``--jars`` value.
+def jars_value(cfg: BinlakeConfig) -> str:
+    """The ``spark.jars`` / ``--jars`` value when the jars are shipped from the driver (comma list)."""
+    return ",".join(jar_paths(cfg.jars_dir))
 
-    ``local:`` URLs mean "already on every node at this path": executors load them in place
-    instead of fetching them from the driver (the AWS SDK bundle alone is ~700 MB). Used on
-    clusters whose workers have the jars dir mounted at the same path (``spark.jars_on_workers``,
-    as in docker-compose.yml); otherwise the files are shipped.
+
+def jars_conf(cfg: BinlakeConfig, *, submit: bool = False) -> dict[str, str]:
+    """How the jars reach the driver and the executors.
+
+    * an in-process ``local[*]`` session: driver == executor, the jars go straight on the JVM
+      classpath. (``submit``: spark-submit's master is the Airflow connection's, so never this.)
+    * a cluster whose workers have the jars dir at the same path (``spark.jars_on_workers``, as in
+      docker-compose.yml and the loopback test cluster): on the driver's and the executors'
+      ``extraClassPath``. Why not ``spark.jars`` with ``local:`` URLs: Spark 4 still copies each of
+      them into every executor's work dir (about 690 MB per executor per application, most of it
+      the AWS SDK bundle), which made a small step cost minutes.
+    * otherwise ``spark.jars``: Spark ships them from the driver to each executor.
     """
     paths = jar_paths(cfg.jars_dir)
-    if local or cfg.spark.jars_on_workers:
-        return ",".join("local:" + p for p in paths)
-    return ",".join(paths)
+    classpath = os.pathsep.join(paths)
+    if cfg.spark.master.startswith("local") and not submit:
+        return {"spark.driver.extraClassPath": classpath}
+    if cfg.spark.jars_on_workers:
+        return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath}
+    return {"spark.jars": ",".join(paths)}
 
 
 def s3a_conf(cfg: BinlakeConfig) -> dict[str, str]:
@@ -105,13 +117,7 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
         "spark.sql.adaptive.enabled": "true",
     }
     if include_jars:
-        if cfg.spark.master.startswith("local"):
-            # In-process: driver == executor, so the jars go straight on the JVM classpath.
-            # (spark.jars would copy them, ~700 MB with the AWS SDK bundle, into a temp dir
-            # for every session, even as local: URLs.)
-            conf["spark.driver.extraClassPath"] = os.pathsep.join(jar_paths(cfg.jars_dir))
-        else:
-            conf["spark.jars"] = jars_value(cfg, local=False)
+        conf.update(jars_conf(cfg))
     conf.update(s3a_conf(cfg))
     conf.update(sp.extra_conf)
     return conf
@@ -164,22 +170,24 @@ def spark_session(cfg: BinlakeConfig, app_name: str = "binlake", **kwargs: objec
 def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:
     """Keyword arguments for Airflow's ``SparkSubmitOperator`` (jars, conf, conn_id).
 
-    The same conf as :func:`build_spark_session`, minus ``spark.jars`` (passed as ``jars``) and
-    the local-only sizing that the cluster's own defaults should decide.
+    The same conf as :func:`build_spark_session`, minus the driver memory (the cluster's own
+    defaults decide it); jars either shipped (``jars``) or referenced in place (extraClassPath).
     """
     conf = spark_conf(cfg, include_jars=False)
     conf.pop("spark.driver.memory", None)
-    return {
-        "conn_id": cfg.spark.conn_id,
-        "jars": jars_value(cfg, local=False),
-        "conf": conf,
-    }
+    jars = jars_conf(cfg, submit=True)
+    shipped = jars.pop("spark.jars", None)
+    conf.update(jars)
+    kwargs: dict[str, object] = {"conn_id": cfg.spark.conn_id, "conf": conf}
+    if shipped:
+        kwargs["jars"] = shipped
+    return kwargs
 
 
 def spark_submit_cli_args(cfg: BinlakeConfig) -> list[str]:
     """The same settings as a ``spark-submit`` argument list (``--jars`` + ``--conf k=v`` ...)."""
     kw = spark_submit_kwargs(cfg)
-    args = ["--jars", str(kw["jars"])]
+    args = ["--jars", str(kw["jars"])] if "jars" in kw else []
     for key, value in dict(kw["conf"]).items():  # type: ignore[call-overload]
         args += ["--conf", f"{key}={value}"]
     return args

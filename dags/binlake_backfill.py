@@ -1,28 +1,33 @@
 """binlake backfill DAG: manual runs over a chosen source and range, the same tasks as the nightly DAG.
 
-Only wiring; the logic is in ``binlake.pipeline_tasks``. Trigger it from the UI / CLI with params:
+Trigger it from the UI (params form) or the CLI, e.g.::
 
     airflow dags trigger binlake_backfill --conf '{"source": "orders-primary",
         "from_file": "binlog.000100", "to_file": "binlog.000120", "mode": "reprocess"}'
 
+Per source: ``discover >> decode >> reconcile >> gold >> data_checks``, then one summary.
 ``mode``: ``missing`` (ingest only files not yet ingested, or changed) or ``reprocess`` (ingest
 the range again; rows are replaced, tables end up identical). ``dry_run`` plans and reports only.
+New DAGs start paused: unpause it once (UI toggle or ``airflow dags unpause binlake_backfill``).
 Relation to ``airflow backfill create``: see docs/operations.md.
 """
 
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG, Param, task_group
 
 from binlake.config import load_config
-from binlake.pipeline_tasks import alert_on_failure, wire_pipeline
+from orchestration.alerts import alert_on_failure
+from orchestration.tasks import data_checks_task, discover_task, sources_task, spark_step, summary_task
 
-_cfg = load_config()
+cfg = load_config()
+OPTIONAL_TEXT = ["null", "string"]  # may be left empty in the trigger form
 
 with DAG(
     dag_id="binlake_backfill",
     description="Backfill / reprocess archived binlogs of one source (or all) over a file or date range",
+    doc_md=__doc__,
     schedule=None,
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
@@ -30,15 +35,26 @@ with DAG(
     default_args={"retries": 0, "on_failure_callback": alert_on_failure},
     on_failure_callback=alert_on_failure,
     params={
-        "source": Param("", type="string", description="source name(s), comma separated; empty = all"),
+        "source": Param(None, type=OPTIONAL_TEXT, description="source name(s), comma separated; empty = all"),
         "mode": Param("missing", enum=["missing", "reprocess"],
                       description="missing: only files not yet ingested; reprocess: ingest the range again"),
-        "from_file": Param("", type="string", description="first file of the range (inclusive), e.g. binlog.000100"),
-        "to_file": Param("", type="string", description="last file of the range (inclusive)"),
-        "from_date": Param("", type="string", description="objects last modified on/after this UTC date (YYYY-MM-DD)"),
-        "to_date": Param("", type="string", description="objects last modified before this UTC date (YYYY-MM-DD)"),
+        "from_file": Param(None, type=OPTIONAL_TEXT, description="first file of the range (inclusive), e.g. binlog.000100"),
+        "to_file": Param(None, type=OPTIONAL_TEXT, description="last file of the range (inclusive)"),
+        "from_date": Param(None, type=OPTIONAL_TEXT, description="objects last modified on/after this UTC date (YYYY-MM-DD)"),
+        "to_date": Param(None, type=OPTIONAL_TEXT, description="objects last modified before this UTC date (YYYY-MM-DD)"),
         "dry_run": Param(False, type="boolean", description="discover and plan only; write nothing"),
     },
     tags=["binlake"],
 ) as dag:
-    wire_pipeline(_cfg, backfill=True)
+
+    @task_group(group_id="per_source")
+    def per_source(source: str) -> None:
+        found = discover_task(source, backfill=True)
+        decoded = spark_step(cfg, "decode", found)
+        reconciled = spark_step(cfg, "reconcile", found)
+        gold = spark_step(cfg, "gold", found)
+        checked = data_checks_task(found)
+        found >> decoded >> reconciled >> gold >> checked
+
+    names = sources_task()
+    per_source.expand(source=names) >> summary_task(names)

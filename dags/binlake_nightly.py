@@ -1,27 +1,32 @@
-"""binlake nightly DAG: archived MySQL/MariaDB binlogs -> bronze/silver/meta Delta tables.
+"""binlake nightly DAG: archived MySQL/MariaDB binlogs -> bronze/silver/gold/meta Delta tables.
 
-Only wiring; the logic is in ``binlake.pipeline_tasks`` (tasks), ``binlake.discovery`` and the
-Spark jobs. Per source (dynamic task mapping, one source failing does not stop the others):
-discover -> decode (Spark) -> reconcile (fails on a GTID GAP / broken chain) -> data checks;
-then a run summary. Schedule from ``[pipeline].nightly_cron``; whether Spark runs in-process or
-through SparkSubmitOperator is ``[spark].mode`` (conf/binlake.toml or $BINLAKE_CONFIG).
-See docs/operations.md.
+Per source (dynamic task mapping: one source failing does not stop the others)::
+
+    discover >> decode >> reconcile >> gold >> data_checks        then one summary for the run
+
+``discover`` follows the ROTATE chain and plans the run; ``reconcile`` fails on a GTID GAP or a
+broken chain, naming it; ``gold`` is skipped for a source whose chain is broken; ``data_checks``
+runs whatever happened. Schedule: ``[pipeline].nightly_cron``. Whether Spark runs in the task
+process or through spark-submit on a cluster is ``[spark].mode`` (conf/binlake.toml or
+$BINLAKE_CONFIG). The tasks are in ``orchestration.tasks``; see docs/operations.md.
 """
 
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task_group
 
 from binlake.config import load_config
-from binlake.pipeline_tasks import alert_on_failure, wire_pipeline
+from orchestration.alerts import alert_on_failure
+from orchestration.tasks import data_checks_task, discover_task, spark_step, summary_task
 
-_cfg = load_config()
+cfg = load_config()
 
 with DAG(
     dag_id="binlake_nightly",
-    description="Archived MySQL binlogs -> bronze/silver Delta tables",
-    schedule=_cfg.nightly_cron,
+    description="Archived MySQL/MariaDB binlogs -> bronze/silver/gold Delta tables",
+    doc_md=__doc__,
+    schedule=cfg.nightly_cron,
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -29,4 +34,14 @@ with DAG(
     on_failure_callback=alert_on_failure,
     tags=["binlake"],
 ) as dag:
-    wire_pipeline(_cfg, backfill=False)
+
+    @task_group(group_id="per_source")
+    def per_source(source: str) -> None:
+        found = discover_task(source)
+        decoded = spark_step(cfg, "decode", found)
+        reconciled = spark_step(cfg, "reconcile", found)
+        gold = spark_step(cfg, "gold", found)
+        checked = data_checks_task(found)
+        found >> decoded >> reconciled >> gold >> checked
+
+    per_source.expand(source=[s.name for s in cfg.sources]) >> summary_task()

@@ -160,7 +160,7 @@ def _replace_source(spark: Any, cfg: Any, full_name: str, rows: list[tuple[Any, 
     whose commit did land is skipped by Delta (``txnAppId``), like every job write."""
     job = full_name.split(".", 1)[1]
     df = spark.createDataFrame(rows, spec(full_name).schema)
-    write_replace(df, table_path(cfg, full_name), source_predicate(source), run_id=run_id, job=job,
+    write_replace(df, table_path(cfg, full_name), source_predicate(source), s3=cfg.s3, run_id=run_id, job=job,
                   txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})
 
 

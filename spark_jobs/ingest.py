@@ -22,26 +22,19 @@ decoding is deterministic, so a re-run leaves every table with identical rows.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import io
 import json
 import logging
-import re
 import shutil
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
-    from pathlib import Path as _Path
-
-    sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
-
+from binlake.config import S3Settings
 from binlake.sql_text import files_predicate
 from spark_jobs import records
 from spark_jobs.schemas import ALL_TABLES, INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
@@ -360,27 +353,52 @@ def table_path(config: Any, name: str) -> str:
 def ensure_table(spark: Any, config: Any, name: str) -> str:
     """Create the Delta table (schema, comments, partitioning) if it does not exist; race-safe.
 
-    Tasks of several sources may call this at the same moment on a fresh warehouse: the losers'
-    CREATE fails with a retryable conflict, and the retry finds the table made by the winner.
+    Created with delta-rs from the Spark schema (the Delta schema JSON is Spark's), so creating
+    a table runs no Spark job: on S3 the creation holds the table's commit lock, and a driver
+    must never wait for executors while holding a lock that another application (holding those
+    executors) waits for. Several tasks creating the same table at once: one commit of version 0
+    wins (the lock on S3, put-if-absent locally), the others find the table.
     A table written by an older binlake with other partition columns (meta tables were not
-    partitioned by ``source``) is re-partitioned once, rows kept (see docs/operations.md).
+    partitioned by ``source``) is re-partitioned once with Spark, rows kept (docs/operations.md).
     """
+    from binlake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     path = table_path(config, name)
-    with_conflict_retry(lambda: _create_or_repartition(spark, path, ALL_TABLES[name]), f"create {name}")
+    ts = ALL_TABLES[name]
+    log_reader = _log_reader(config, path)
+    if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by:
+        return path
+    with table_commit_lock(path, config.s3):
+        if log_reader is None:
+            _create_table(config, path, ts)
+        else:
+            with_conflict_retry(lambda: _repartition(spark, path, ts), f"re-partition {name}")
     return path
 
 
-def _create_or_repartition(spark: Any, path: str, ts: TableSpec) -> None:
+def _create_table(config: Any, path: str, ts: TableSpec) -> None:
+    from deltalake import DeltaTable, Schema
+
+    from binlake.config import is_s3_uri
+    from binlake.sql_fast import delta_storage_options, delta_uri
+
+    options = None
+    if is_s3_uri(path):
+        # the table's commit lock is held: delta-rs's own S3 locking is not needed
+        options = dict(delta_storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
+    try:
+        DeltaTable.create(delta_uri(path), schema=Schema.from_json(ts.schema.json()),
+                          partition_by=list(ts.partition_by) or None, description=ts.description,
+                          mode="ignore", storage_options=options)
+    except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
+        if _log_reader(config, path) is None:
+            raise
+
+
+def _repartition(spark: Any, path: str, ts: TableSpec) -> None:
     from delta.tables import DeltaTable
 
-    if not DeltaTable.isDeltaTable(spark, path):
-        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(ts.schema)
-        if ts.partition_by:
-            builder = builder.partitionedBy(*ts.partition_by)
-        builder.comment(ts.description).execute()
-        return
     current = tuple(DeltaTable.forPath(spark, path).detail().collect()[0]["partitionColumns"])
     if current == ts.partition_by:
         return
@@ -392,8 +410,9 @@ def _create_or_repartition(spark: Any, path: str, ts: TableSpec) -> None:
         .save(path))
 
 
-def write_replace(df: Any, path: str, predicate: str, *, run_id: str, job: str, txn_version: int = 0,
-                  txn_app: str | None = None, extra_meta: Mapping[str, Any] | None = None) -> None:
+def write_replace(df: Any, path: str, predicate: str, *, s3: S3Settings | None, run_id: str, job: str,
+                  txn_version: int = 0, txn_app: str | None = None,
+                  extra_meta: Mapping[str, Any] | None = None) -> None:
     """Replace the rows matching ``predicate`` with ``df`` in one Delta commit tied to the run.
 
     ``predicate`` always starts with the ``source`` partition column, so writers of other
@@ -401,7 +420,10 @@ def write_replace(df: Any, path: str, predicate: str, *, run_id: str, job: str, 
     retryable conflict left (a concurrent CREATE / re-partitioning) is retried, bounded and
     jittered (:mod:`spark_jobs.delta_retry`): the write is a deterministic replacement, and a
     commit that did land is skipped by Delta on retry through ``txnAppId``/``txnVersion``.
+    On S3 the write holds the table's commit lock (:mod:`binlake.leases`; ``s3`` reaches it),
+    so two drivers never commit the same version of a table.
     """
+    from binlake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     meta = {"job": job, "run_id": run_id}
@@ -416,7 +438,8 @@ def write_replace(df: Any, path: str, predicate: str, *, run_id: str, job: str, 
             .option("userMetadata", json.dumps(meta, sort_keys=True))
             .save(path))
 
-    with_conflict_retry(write, f"{job} write to {path}")
+    with table_commit_lock(path, s3):
+        with_conflict_retry(write, f"{job} write to {path}")
 
 
 def _delete_path(spark: Any, path: str) -> None:
@@ -429,13 +452,23 @@ def _delete_path(spark: Any, path: str) -> None:
     fs.delete(hpath, True)
 
 
-def _table_version(spark: Any, path: str) -> int | None:
-    from delta.tables import DeltaTable
+def _log_reader(config: Any, path: str) -> Any:
+    """The table's Delta log through delta-rs (metadata, version: no Spark job), or None if absent."""
+    from deltalake import DeltaTable
 
-    try:
-        return int(DeltaTable.forPath(spark, path).history(1).collect()[0]["version"])
-    except Exception:  # noqa: BLE001
+    from binlake.config import is_s3_uri
+    from binlake.sql_fast import delta_storage_options, delta_uri
+
+    options = delta_storage_options(config.s3) if is_s3_uri(path) else None
+    uri = delta_uri(path)
+    if not DeltaTable.is_deltatable(uri, storage_options=options):
         return None
+    return DeltaTable(uri, storage_options=options)
+
+
+def _table_version(config: Any, path: str) -> int | None:
+    log_reader = _log_reader(config, path)
+    return None if log_reader is None else int(log_reader.version())
 
 
 def already_ingested(spark: Any, config: Any) -> dict[tuple[str, str], tuple[str | None, int | None]]:
@@ -533,7 +566,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     def write_kind(kind: str) -> None:
         ts = spec(KIND_TO_TABLE[kind])
         df = staged.where(f"kind = '{kind}'").select(f"`{kind}`.*").select(*ts.column_names)
-        write_replace(df, table_path(config, ts.name), predicate, run_id=run_id, job="ingest",
+        write_replace(df, table_path(config, ts.name), predicate, s3=config.s3, run_id=run_id, job="ingest",
                       txn_app=txn_app, extra_meta={"files": len(objects)})
 
     # The five row tables are independent Delta logs: commit them from a few driver threads
@@ -578,15 +611,15 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
             "quarantined": c.get("quarantine", 0),
         })
     write_replace(_rows_df(spark, "meta.binlog_files", file_rows), table_path(config, "meta.binlog_files"),
-                  predicate, run_id=run_id, job="ingest", txn_app=txn_app)
+                  predicate, s3=config.s3, run_id=run_id, job="ingest", txn_app=txn_app)
     write_replace(_rows_df(spark, "meta.ingested_files", ingested_rows),
-                  table_path(config, "meta.ingested_files"), predicate, run_id=run_id, job="ingest",
+                  table_path(config, "meta.ingested_files"), predicate, s3=config.s3, run_id=run_id, job="ingest",
                   txn_app=txn_app)
     result.write_seconds = time.time() - t2
     result.rows = {KIND_TO_TABLE[k]: v for k, v in counts.items()}
     result.quarantined = counts.get("quarantine", 0)
     for name in INGEST_TABLES:
-        v = _table_version(spark, table_path(config, name))
+        v = _table_version(config, table_path(config, name))
         if v is not None:
             result.table_versions[name] = v
     if not keep_staging:
@@ -625,58 +658,3 @@ def _rows_df(spark: Any, name: str, rows: list[dict[str, Any]]) -> Any:
     ts = spec(name)
     cols = ts.column_names
     return spark.createDataFrame([tuple(r.get(c) for c in cols) for r in rows], ts.schema)
-
-
-# ---------------------------------------------------------------------------------------
-# spark-submit entry point
-# ---------------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``spark-submit spark_jobs/ingest.py --files files.json --run-id R [--config conf.toml]``.
-
-    ``--files`` is a JSON list of {source, uri, size, etag} (what discovery returns); with
-    ``--source NAME`` and no ``--files`` every object under that source's URI is listed.
-    Prints the IngestResult as JSON on stdout.
-    """
-    from binlake.config import load_config
-    from binlake.spark import build_spark_session
-
-    p = argparse.ArgumentParser(prog="binlake-ingest")
-    p.add_argument("--config", default=None)
-    p.add_argument("--files", help="JSON file (or '-') with the objects to ingest")
-    p.add_argument("--source", action="append", default=[], help="ingest everything under this source")
-    p.add_argument("--run-id", default=None)
-    p.add_argument("--force", action="store_true")
-    p.add_argument("--keep-raw", action="store_true")
-    p.add_argument("--split-threshold", type=int, default=DEFAULT_SPLIT_THRESHOLD)
-    p.add_argument("--split-target", type=int, default=DEFAULT_SPLIT_TARGET)
-    args = p.parse_args(list(argv) if argv is not None else None)
-    config = load_config(args.config)
-    objs: list[Any] = []
-    if args.files:
-        text = sys.stdin.read() if args.files == "-" else open(args.files, encoding="utf-8").read()
-        objs.extend(json.loads(text))
-    for name in args.source:
-        objs.extend(list_source_objects(config, name))
-    spark = build_spark_session(config, "binlake-ingest")
-    result = run_ingest(spark, config, objs, args.run_id, force=args.force, keep_raw=args.keep_raw,
-                        split_threshold=args.split_threshold, split_target=args.split_target)
-    print(json.dumps(result.as_dict(), sort_keys=True))
-    return 0 if all(s != "failed" for s in result.file_status.values()) else 2
-
-
-def list_source_objects(config: Any, source: str, pattern: str | None = r"\.\d+$") -> list[BinlogObject]:
-    """Objects under a configured source whose name matches ``pattern`` (default: a numbered
-    binlog series ``name.000123``). A simple discovery for tools, tests and the benchmark."""
-    from binlake.storage import open_object_store
-
-    src = config.source(source)
-    store = open_object_store(src.uri, config.s3)
-    rx = re.compile(pattern) if pattern else None
-    return [BinlogObject(source=source, uri=o.uri, size=o.size, etag=o.etag, file=o.name.rsplit("/", 1)[-1])
-            for o in store.list() if rx is None or rx.search(o.name)]
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

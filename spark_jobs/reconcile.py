@@ -9,20 +9,12 @@ both tables unchanged.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import logging
-import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
-    from pathlib import Path as _Path
-
-    sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
 
 from binlake.reconciliation import FileFacts, coverage, reconcile
 from binlake.run_ids import new_run_id
@@ -87,36 +79,11 @@ def run_reconcile(spark: Any, config: Any, run_id: str | None = None, *,
     predicate = sources_predicate(srcs)
     txn_app = f"binlake-reconcile:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
     write_replace(_rows_df(spark, "meta.gtid_coverage", cov_rows), table_path(config, "meta.gtid_coverage"),
-                  predicate, run_id=run_id, job="reconcile", txn_app=txn_app)
+                  predicate, s3=config.s3, run_id=run_id, job="reconcile", txn_app=txn_app)
     write_replace(_rows_df(spark, "meta.gtid_reconciliation", recon_rows),
-                  table_path(config, "meta.gtid_reconciliation"), predicate, run_id=run_id,
+                  table_path(config, "meta.gtid_reconciliation"), predicate, s3=config.s3, run_id=run_id,
                   job="reconcile", txn_app=txn_app)
     result.seconds = time.time() - t0
     for p in result.problems:
         log.warning("gtid reconciliation %s/%s: %s %s", p["source"], p["file"], p["status"], p["detail"])
     return result
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``spark-submit spark_jobs/reconcile.py [--source NAME ...] [--run-id R] [--config conf.toml]``.
-
-    Prints the ReconcileResult as JSON; exit status 0 even when problems are found (they are
-    data, reported in the table), 1 on errors.
-    """
-    from binlake.config import load_config
-    from binlake.spark import build_spark_session
-
-    p = argparse.ArgumentParser(prog="binlake-reconcile")
-    p.add_argument("--config", default=None)
-    p.add_argument("--source", action="append", default=None)
-    p.add_argument("--run-id", default=None)
-    args = p.parse_args(list(argv) if argv is not None else None)
-    config = load_config(args.config)
-    spark = build_spark_session(config, "binlake-reconcile")
-    result = run_reconcile(spark, config, args.run_id, sources=args.source)
-    print(json.dumps(result.as_dict(), sort_keys=True, default=str))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -2,11 +2,12 @@
 
 Byte equality with the server's own binlog files (sha256), SIGKILL at random moments while a
 workload runs, a purged start position, and the archiver's closed files through discovery and
-the Spark ingest + reconciliation.
+the nightly DAG (Airflow's dag.test()) ingesting and reconciling them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mariadb_tcp import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 
 from binlake.archiver import (
     ArchiverError,
@@ -32,7 +32,9 @@ from binlake.archiver import (
     load_settings,
 )
 from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
+from binlake.errors import BinlakeError
 from binlake.storage import S3ObjectStore
+from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 from binlog_parser.replication import gtid_of, parse_event
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,27 +180,53 @@ def check_discovery_and_reconciliation(store: S3ObjectStore, spark_session: Any)
     assert [f.file for f in found.files if not f.closed] == names[-1:]
 
 
-def test_archived_files_ingest_with_reconciliation_ok(server: MariaDBServer, s3_server: Any, s3_bucket: str,
-                                                      tmp_path: Path, spark: Any) -> None:
-    from conftest import make_test_config
+def _nightly_config(path: Path, bucket: str, endpoint: str, tmp: Path) -> Path:
+    """A binlake config whose only source is the archiver's prefix in the loopback S3 server."""
+    jars = os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))
+    path.write_text("\n".join([
+        "[pipeline]", f'warehouse = "{tmp / "warehouse"}"', f'state_dir = "{tmp / "state"}"', f'jars_dir = "{jars}"',
+        "[[sources]]", f'name = "{SOURCE}"', f'uri = "s3://{bucket}/binlogs/{SOURCE}/"',
+        "[s3]", f'endpoint_url = "{endpoint}"', "max_attempts = 3",
+        "[spark]", 'mode = "local"', 'master = "local[2]"', "shuffle_partitions = 2", "ui_enabled = false",
+        'driver_memory = "1g"', ""]))
+    return path
 
-    from binlake.discovery import discover_source
-    from spark_jobs.ingest import BinlogObject, run_ingest
-    from spark_jobs.reconcile import run_reconcile
+
+@pytest.mark.airflow
+@pytest.mark.spark
+def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
+        server: MariaDBServer, s3_server: Any, s3_bucket: str, tmp_path: Path, spark: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Done-when's second half: the nightly DAG itself (dags/binlake_nightly.py through Airflow's
+    dag.test(): scheduler loop, task runner, XCom) discovers the archiver's objects, ingests the closed
+    ones and reconciles them OK; the open file waits for its ROTATE."""
+    from binlake.tables import table_location
+    from binlake.testing.demo import NIGHTLY_DAG_ID, load_dag, migrate_airflow_db, run_dag
 
     for i in range(3):
         workload_round(server, i)
+    server.query("INSERT INTO w.t(k, v) VALUES (1, 'in the open file')")
     dest = f"s3://{s3_bucket}/binlogs/{SOURCE}/"
-    assert archive_command(cli_args(server, dest, tmp_path, "--stop-at-end", "--s3-endpoint-url",
+    assert archive_command(cli_args(server, dest, tmp_path / "spool", "--stop-at-end", "--s3-endpoint-url",
                                     s3_server.endpoint_url)) == 0
-    store = S3ObjectStore(dest, client=s3_server.client())
-    found = discover_source(store, SOURCE)
-    objs = [BinlogObject(source=SOURCE, uri=f.uri, size=f.size, etag=f.etag, file=f.file) for f in found.to_ingest]
-    assert [o.file for o in objs] == [f.name for f in server.binlog_files()[:-1]]
-    cfg = make_test_config(tmp_path / "wh", s3_server.endpoint_url)
-    run_ingest(spark, cfg, objs, "archiver-ingest")
-    result = run_reconcile(spark, cfg, "archiver-reconcile", sources=[SOURCE])
-    assert result.statuses == {"OK": len(objs)}, result.problems
+    files = server.binlog_files()
+    assert_byte_identical(server, archived_objects(S3ObjectStore(dest, client=s3_server.client())),
+                          tmp_path / "spool")
+    monkeypatch.setenv("BINLAKE_CONFIG", str(_nightly_config(tmp_path / "binlake.toml", s3_bucket,
+                                                             s3_server.endpoint_url, tmp_path)))
+    migrate_airflow_db()
+    result = run_dag(load_dag(NIGHTLY_DAG_ID))
+    assert result.success, result
+
+    warehouse = str(tmp_path / "warehouse")
+    ingested = spark.read.format("delta").load(table_location(warehouse, "meta.ingested_files")).collect()
+    assert sorted((r.source, r.file, r.status) for r in ingested) == [(SOURCE, f.name, "ok") for f in files[:-1]]
+    recon = spark.read.format("delta").load(table_location(warehouse, "meta.gtid_reconciliation")).collect()
+    assert sorted((r.file, r.status, r.missing_gtids, r.extra_gtids) for r in recon) == [
+        (f.name, "OK", "", "") for f in files[:-1]]
+    closed_gtids = archived_gtids({f.name: f.read_bytes() for f in files[:-1]})
+    txns = spark.read.format("delta").load(table_location(warehouse, "silver.transactions"))
+    assert sorted(r.gtid for r in txns.where("gtid IS NOT NULL").collect()) == sorted(closed_gtids)
 
 
 def test_status_command_prints_the_status_file(server: MariaDBServer, tmp_path: Path,
@@ -321,8 +349,7 @@ def test_purged_position_is_a_clear_error(server: MariaDBServer, tmp_path: Path)
     assert archive_command(cli_args(server, str(archive), tmp_path / "spool", "--stop-at-end")) == 1
     # an explicit start file that was purged: same clear error, for an empty archive
     with pytest.raises(BinlogPurgedError, match="binlog.000001"):
-        Archiver(ArchiverSettings(**{**settings.model_dump(), "dest": str(tmp_path / "empty"),
-                                     "start_file": "binlog.000001"})).run()
+        Archiver(dataclasses.replace(settings, dest=str(tmp_path / "empty"), start_file="binlog.000001")).run()
 
 
 def test_torn_tail_is_cut_and_restreamed(server: MariaDBServer, tmp_path: Path) -> None:
@@ -401,7 +428,15 @@ def test_settings_precedence_cli_env_toml(tmp_path: Path, monkeypatch: pytest.Mo
     s = load_settings({"source": "maria-live", "heartbeat_s": 9.0}, str(conf))
     assert (s.dest, s.host, s.port, s.server_id, s.heartbeat_s, s.upload_bytes) == (
         "s3://lake/binlogs/maria-live/", "db.internal", 3308, 902, 9.0, 1048576)
-    assert "password" not in s.model_dump() and REPL_PASSWORD not in repr(s)
+    assert "password" not in dataclasses.asdict(s) and REPL_PASSWORD not in repr(s)
+    assert s.spool_dir == str(tmp_path / ".state" / "archive-spool")  # under the config's state_dir
+    # a key the schema does not know is the config's one-line error, not a silent default
+    conf.write_text(conf.read_text().replace("heartbeat_s", "heartbeat"))
+    with pytest.raises(BinlakeError, match=r"unknown key 'heartbeat' in \[archive\]: did you mean 'heartbeat_s'"):
+        load_settings({"source": "maria-live"}, str(conf))
+    monkeypatch.setenv("BINLAKE_ARCHIVE_PORT", "many")
+    with pytest.raises(ArchiverError, match="BINLAKE_ARCHIVE_PORT: Input should be a valid integer"):
+        load_settings({"source": "maria-live"}, None)
 
 
 def test_bad_settings_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -409,6 +444,8 @@ def test_bad_settings_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureF
         load_settings({"source": "x", "dest": str(tmp_path), "server_id": 0}, None)
     assert archive_command(["--source", "x", "--dest", str(tmp_path), "--server-id", "0"]) == 1
     assert archive_command(["--status", "--source", "nope", "--spool-dir", str(tmp_path)]) == 1
+    with pytest.raises(ArchiverError, match="no --dest for source 'x' and no \\[\\[sources\\]\\] entry"):
+        load_settings({"source": "x"}, None)
     assert "no archiver status at" in capsys.readouterr().err
 
 
@@ -477,3 +514,24 @@ def test_credentials_from_an_airflow_connection(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_REPL", "mysql://binlake_repl:s3cr%40t@127.0.0.1:3307")
     settings = ArchiverSettings(source="x", dest="/nowhere", airflow_conn_id="mysql_repl")
     assert _password(settings) == ("s3cr@t", {"host": "127.0.0.1", "port": 3307, "user": "binlake_repl"})
+
+
+def test_documented_archive_keys_are_the_schema(tmp_path: Path) -> None:
+    """conf/binlake.toml and `binlake config --example` document every [archive] key, and the
+    documented block, uncommented, validates (so the comments cannot drift from the schema)."""
+    import tomllib
+
+    from binlake.config import EXAMPLE_CONFIG_PATH, ArchiveSettings, config_from_dict
+
+    for path in (REPO / "conf" / "binlake.toml", EXAMPLE_CONFIG_PATH):
+        text = path.read_text()
+        block = text[text.index("# The binlog archiver"):]
+        lines = [ln.removeprefix("#").strip() for ln in block.splitlines()]
+        doc = tomllib.loads("\n".join(ln for ln in lines if ln.startswith("[") or " = " in ln))
+        assert sorted(k for k, v in doc["archive"].items() if not isinstance(v, dict)) == sorted(
+            f.name for f in dataclasses.fields(ArchiveSettings) if f.name not in ("start_file", "start_gtid",
+                                                                                  "stop_at_end")), path
+        cfg = config_from_dict({"sources": [{"name": "orders-primary", "uri": "/x"}], **doc}, base=tmp_path, env={})
+        assert cfg.archive is not None
+        per_source = cfg.archive.for_source("orders-primary")
+        assert (per_source.host, per_source.server_id, per_source.start_file) == ("db1.internal", 4243, "binlog.000100")

@@ -156,9 +156,26 @@ def test_extra_spark_conf_passes_through(tmp_path: Path) -> None:
     assert dict(cfg.spark.extra_conf) == {"spark.executor.memory": "3g", "spark.x": "1", "spark.y": "true"}
 
 
-def test_archive_table_is_accepted_loosely(tmp_path: Path) -> None:
-    cfg = config_from_dict({"archive": {"anything": {"nested": 1}}}, base=tmp_path, env={})
-    assert cfg.archive == {"anything": {"nested": 1}}
+def test_archive_table_is_typed(tmp_path: Path) -> None:
+    """[archive] is the archiver's schema (issue 15): keys for every source, [archive.<source>] per source."""
+    raw = {"sources": [{"name": "a", "uri": "/x"}, {"name": "b", "uri": "/y"}],
+           "archive": {"host": "db.internal", "server_id": 901, "heartbeat_s": 2, "a": {"server_id": 902}}}
+    cfg = config_from_dict(raw, base=tmp_path, env={})
+    assert cfg.archive is not None
+    a, b = cfg.archive.for_source("a"), cfg.archive.for_source("b")
+    assert (a.host, a.server_id, a.heartbeat_s, a.port) == ("db.internal", 902, 2.0, 3306)
+    assert (b.host, b.server_id) == ("db.internal", 901)
+    assert a.spool_dir == str(tmp_path / ".state" / "archive-spool")  # default: under state_dir
+    for bad, message in [
+        ({"archive": {"anything": {"nested": 1}}}, r"unknown key 'nested' in \[archive.anything\]"),
+        ({"archive": {"prot": 3307}}, r"unknown key 'prot' in \[archive\]: did you mean 'port'\?"),
+        ({"archive": {"port": "3307"}}, r"archive.port: expected an integer, got '3307'"),
+        ({**raw, "archive": {"b": {"ssl_mode": "on"}}}, r"archive.b.ssl_mode: expected 'preferred'"),
+        ({**raw, "archive": {"c": {"port": 1}}}, r"\[archive.c\] names no \[\[sources\]\] entry"),
+        ({"archive": {"password": "x"}}, r"unknown key 'password' in \[archive\]"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            config_from_dict(bad, base=tmp_path, env={})
 
 
 def test_uri_helpers() -> None:

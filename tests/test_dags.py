@@ -153,7 +153,7 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
     states = _states_by_index("binlake_nightly", r1.run_id)
     order = ["good", "gappy", "hostile"]
     good, gappy, hostile = (order.index(s) for s in order)
-    for step in ("discover", "decode", "reconcile", "data_checks"):
+    for step in ("discover", "decode", "reconcile", "gold", "data_checks"):
         assert states[(f"per_source.{step}", good)] == "success", (step, states)
     assert states[("per_source.reconcile", gappy)] == "failed"
     assert states[("per_source.reconcile", hostile)] == "failed"
@@ -249,6 +249,8 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
 
 def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """spark.mode = "submit": the Spark steps become SparkSubmitOperator, same DAG files."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
     jars = os.environ.get("BINLAKE_JARS_DIR", str(Path(__file__).resolve().parent.parent / ".jars"))
     path = tmp_path / "c.toml"
     path.write_text('[pipeline]\nwarehouse = "s3a://lake/wh"\n'
@@ -259,13 +261,14 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     for dag_id in ("binlake_nightly", "binlake_backfill"):
         dag = _load(dag_id)
-        for step in ("decode", "reconcile", "data_checks"):
+        for step in ("decode", "reconcile", "gold"):
             op = dag.get_task(f"per_source.{step}")
-            assert type(op).__name__ == "SparkSubmitOperator", (dag_id, step)
+            assert isinstance(op, SparkSubmitOperator), (dag_id, step)
             assert op._conn_id == "spark_cluster"
-            assert op.application.endswith("binlake/pipeline_tasks.py")
+            assert op.application.endswith("spark_jobs/__main__.py")
             assert op.application_args[0] == step
-        assert type(dag.get_task("per_source.discover")).__name__ != "SparkSubmitOperator"
+        for step in ("discover", "data_checks"):  # plain Python tasks in both modes
+            assert not isinstance(dag.get_task(f"per_source.{step}"), SparkSubmitOperator)
         outlets = {a.extra["table"]: a.uri for a in dag.get_task("per_source.decode").outlets}
         assert outlets["bronze.events"] == "s3://lake/wh/bronze/events"
         assert "meta.ingested_files" in outlets

@@ -23,8 +23,8 @@ from binlake.testing.demo import (
 )
 from binlake.testing.s3server import S3Server
 
-NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.data_checks",
-                 "summary"}
+NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.gold",
+                 "per_source.data_checks", "summary"}
 
 
 @pytest.fixture()
@@ -71,12 +71,13 @@ def test_dag_file_is_thin_and_switches_to_spark_submit(tmp_path: Path, monkeypat
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     dag = load_dag(NIGHTLY_DAG_ID)
     op = dag.get_task("per_source.decode")
-    assert type(op).__name__ == "SparkSubmitOperator"
+    assert type(op).__name__ == "BinlakeSparkSubmitOperator"
     assert op._conn_id == "spark_cluster"
     assert "delta-spark_" in op.jars
     assert op.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
-    assert op.application.endswith("binlake/pipeline_tasks.py")
+    assert op.application.endswith("spark_jobs/__main__.py")
     assert op.application_args[0] == "decode"
-    # the DAG file only wires: no task logic in it
+    # the DAG file shows the graph and holds no task logic (the tasks are in orchestration.tasks)
     text = (Path(__file__).resolve().parent.parent / "dags" / "binlake_nightly.py").read_text()
-    assert "def " not in text and "wire_pipeline(" in text
+    assert "found >> decoded >> reconciled >> gold >> checked" in text
+    assert "@task(" not in text and "import spark_jobs" not in text

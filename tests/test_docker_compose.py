@@ -49,7 +49,7 @@ def test_compose_services_and_wiring() -> None:
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
     assert "spark://spark-master" in env["AIRFLOW_CONN_SPARK_DEFAULT"]
     mounts = " ".join(str(v) for v in sched["volumes"])
-    for folder in (".jars", "conf", "dags", "binlake", "binlog_parser", "spark_jobs"):
+    for folder in (".jars", "conf", "dags", "binlake", "binlog_parser", "spark_jobs", "orchestration"):
         assert f"/opt/binlake/{folder}" in mounts, folder
     assert "mc mb" in " ".join(services["minio-init"]["command"])
     assert "airflow:3.3.2-python3.11" in (REPO_ROOT / "docker" / "airflow.Dockerfile").read_text()

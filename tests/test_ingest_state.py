@@ -85,7 +85,7 @@ def test_delta_reader_matches_spark(spark: Any, binlake_config: Any, tmp_path: P
                                        (["b.000003"], "e3"), (["b.000001"], "e4")]):
         pred = "source = 's' AND file IN (" + ", ".join(f"'{f}'" for f in files) + ")"
         write_replace(_rows_df(spark, "meta.ingested_files", [row(f, etag) for f in files]), path, pred,
-                      run_id=f"r{i}", job="test")
+                      s3=None, run_id=f"r{i}", job="test")
     log_dir = Path(path) / "_delta_log"
     assert list(log_dir.glob("*.checkpoint.parquet")), "expected a checkpoint to exercise its replay"
 

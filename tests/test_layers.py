@@ -40,13 +40,6 @@ PARSER_THIRD_PARTY = {"zstandard"}
 ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("binlake.cli", "binlake.testing.demo"),
     ("binlake.cli", "binlake.testing.synthetic"),
-    ("binlake.nightly", "airflow"),
-    ("binlake.pipeline_tasks", "airflow"),
-    ("binlake.pipeline_tasks", "delta"),
-    ("binlake.pipeline_tasks", "pyspark"),
-    ("binlake.pipeline_tasks", "spark_jobs.ingest"),
-    ("binlake.pipeline_tasks", "spark_jobs.reconcile"),
-    ("binlake.pipeline_tasks", "spark_jobs.schemas"),
     ("binlake.spark", "pyspark"),
     ("binlake.sql_cli", "spark_jobs.sql_engine"),
     ("binlake.storage", "airflow"),

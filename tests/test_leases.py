@@ -1,4 +1,4 @@
-"""Per-source run leases (binlake.leases) on a local warehouse and on S3 (the loopback moto server).
+"""Run leases and table commit locks (binlake.leases) on a local warehouse and on S3 (loopback moto).
 
 Real primitives: ``O_EXCL`` files in a tmp folder, ``PUT If-None-Match: *`` over HTTP. Many
 threads racing for one source must yield exactly one holder; the loser's error names the holder.
@@ -18,7 +18,9 @@ from binlake.leases import (
     LocalLeaseBackend,
     S3LeaseBackend,
     SourceLeases,
+    TableCommitLocks,
     lease_backend,
+    table_commit_lock,
 )
 
 
@@ -90,3 +92,62 @@ def test_s3_create_is_conditional(s3_server: Any, s3_bucket: str, s3_client: Any
     assert backend.create("sources/x.json", b"two") is False
     body = s3_client.get_object(Bucket=s3_bucket, Key="wh/_binlake/locks/sources/x.json")["Body"].read()
     assert body == b"one"
+
+
+def _table_locks(s3_server: Any, bucket: str, **kwargs: float) -> TableCommitLocks:
+    settings = S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True)
+    return TableCommitLocks(S3LeaseBackend(f"s3://{bucket}/_binlake/locks/", settings), **kwargs)
+
+
+def test_table_commit_lock_admits_one_writer_at_a_time(s3_server: Any, s3_bucket: str) -> None:
+    """Six "drivers" writing one table: never two inside at once, every one gets its turn."""
+    locks = _table_locks(s3_server, s3_bucket, ttl=30, wait=120)
+    inside: list[int] = []
+    most = [0]
+    done: list[int] = []
+    guard = threading.Lock()
+    barrier = threading.Barrier(6)
+
+    def write(i: int) -> None:
+        barrier.wait()
+        with locks.hold("wh/meta/gtid_coverage"):
+            with guard:
+                inside.append(i)
+                most[0] = max(most[0], len(inside))
+            threading.Event().wait(0.05)
+            with guard:
+                inside.remove(i)
+                done.append(i)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1 and sorted(done) == list(range(6))
+    assert locks.backend.read("tables/wh/meta/gtid_coverage.json") is None  # released
+
+
+def test_table_commit_lock_of_a_dead_writer_expires(s3_server: Any, s3_bucket: str) -> None:
+    locks = _table_locks(s3_server, s3_bucket, ttl=0.5, wait=30)
+    locks.acquire("wh/bronze/events", "killed-driver")  # never released, never renewed
+    threading.Event().wait(0.6)
+    with locks.hold("wh/bronze/events") as lease:
+        assert lease.holder != "killed-driver"
+
+
+def test_table_commit_lock_wait_is_bounded_and_names_the_holder(s3_server: Any, s3_bucket: str) -> None:
+    locks = _table_locks(s3_server, s3_bucket, ttl=60, wait=0.5)
+    locks.acquire("wh/silver/statements", "busy-driver")
+    with pytest.raises(LeaseHeldError, match="table wh/silver/statements: still being written by run 'busy-driver'"):
+        locks.acquire("wh/silver/statements", "second-driver")
+
+
+def test_table_commit_lock_is_keyed_by_location_and_a_no_op_locally(s3_server: Any, s3_bucket: str,
+                                                                      s3_client: Any, tmp_path: Path) -> None:
+    settings = S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True)
+    with table_commit_lock(f"s3a://{s3_bucket}/lake/meta/binlog_files", settings):
+        key = "_binlake/locks/tables/lake/meta/binlog_files.json"
+        assert b"binlog_files" in s3_client.get_object(Bucket=s3_bucket, Key=key)["Body"].read()
+    with table_commit_lock(str(tmp_path / "meta" / "binlog_files"), None):
+        assert not list(tmp_path.rglob("*.json"))

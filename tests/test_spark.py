@@ -82,9 +82,14 @@ def test_cluster_conf_uses_spark_jars(binlake_config: BinlakeConfig) -> None:
     shipped = replace(binlake_config, spark=replace(binlake_config.spark, master="spark://m:7077"))
     jars = spark_conf(shipped)["spark.jars"].split(",")
     assert jars and all(Path(j).is_file() for j in jars)
+    # jars mounted on the workers: referenced in place on both classpaths, never copied by spark.jars
     mounted = replace(shipped, spark=replace(shipped.spark, jars_on_workers=True))
-    assert all(j.startswith("local:/") for j in spark_conf(mounted)["spark.jars"].split(","))
-    assert all(j.startswith("local:/") for j in str(spark_submit_kwargs(mounted)["jars"]).split(","))
+    conf = spark_conf(mounted)
+    assert "spark.jars" not in conf
+    executor_cp = conf["spark.executor.extraClassPath"].split(os.pathsep)
+    assert executor_cp == jars and conf["spark.driver.extraClassPath"] == conf["spark.executor.extraClassPath"]
+    kw = spark_submit_kwargs(mounted)
+    assert "jars" not in kw and kw["conf"]["spark.executor.extraClassPath"] == conf["spark.executor.extraClassPath"]  # type: ignore[index]
 
 
 def test_jars_dir_has_no_duplicates_of_pyspark_jars(binlake_config: BinlakeConfig) -> None:
@@ -103,7 +108,7 @@ def test_missing_jars_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_spark_submit_helpers(binlake_config: BinlakeConfig) -> None:
-    kw = spark_submit_kwargs(binlake_config)
+    kw = spark_submit_kwargs(binlake_config)  # submit mode: jars shipped unless on the workers
     assert kw["conn_id"] == "spark_default"
     assert "delta-spark_" in str(kw["jars"])
     assert "spark.jars" not in kw["conf"]  # type: ignore[operator]

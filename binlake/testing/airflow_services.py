@@ -44,6 +44,8 @@ class TaskInstanceInfo:
     state: str | None
     start_date: str | None
     end_date: str | None
+    try_number: int = 0
+    rendered_map_index: str | None = None
 
 
 def _airflow_bin() -> str:
@@ -164,6 +166,10 @@ class AirflowServices:
             proc.wait(timeout=10)
         self._procs.clear()
 
+    def pids(self) -> list[int]:
+        """The services' process ids (task runners, spark-submit drivers are their descendants)."""
+        return [p.pid for p in self._procs.values() if p.poll() is None]
+
     def __enter__(self) -> AirflowServices:  # noqa: PYI034 - start() returns self
         return self.start()
 
@@ -226,7 +232,8 @@ class AirflowServices:
     def task_instances(self, dag_id: str, run_id: str) -> list[TaskInstanceInfo]:
         doc = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=1000")
         return [TaskInstanceInfo(t["task_id"], int(t["map_index"]), t.get("state"), t.get("start_date"),
-                                 t.get("end_date")) for t in doc["task_instances"]]
+                                 t.get("end_date"), int(t.get("try_number") or 0),
+                                 t.get("rendered_map_index")) for t in doc["task_instances"]]
 
     def xcom(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> Any:
         doc = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/"

@@ -99,6 +99,7 @@ class SparkStandaloneCluster:
         return self
 
     def add_worker(self, index: int) -> None:
+        """Start worker ``index`` (a new one, or a replacement for a killed one)."""
         folder = self.work_dir / f"worker{index}"
         folder.mkdir(parents=True, exist_ok=True)
         self._workers.append(self._spawn(f"worker{index}", [
@@ -127,6 +128,47 @@ class SparkStandaloneCluster:
             time.sleep(1.0)
         raise SparkClusterError(f"{n} spark worker(s) not registered after {timeout:.0f}s: "
                                 f"{self.log('worker0')[-2000:]}")
+
+    def pids(self) -> list[int]:
+        """The master's and the workers' process ids (their executors are their children)."""
+        return [p.pid for p in [self._master, *self._workers] if p is not None and p.poll() is None]
+
+    def wait_for_running_app(self, name: str, timeout: float = 600.0) -> str:
+        """Until an application called ``name`` runs with at least one executor; returns its id."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for app in self.state().get("activeapps", []):
+                if app.get("name") == name and app.get("state") == "RUNNING" and int(app.get("cores", 0)) > 0:
+                    return str(app["id"])
+            time.sleep(0.5)
+        raise SparkClusterError(f"no running application {name!r} after {timeout:.0f}s")
+
+    def wait_for_running_task(self, name: str, timeout: float = 600.0) -> tuple[str, int]:
+        """Until an executor of an application called ``name`` runs a task: (app id, worker index)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for app in self.state().get("activeapps", []):
+                if app.get("name") != name:
+                    continue
+                for i in self.workers_running(str(app["id"])):
+                    logs = (self.work_dir / f"worker{i}" / str(app["id"])).glob("*/stderr")
+                    if any("Running task" in p.read_text(errors="replace") for p in logs):
+                        return str(app["id"]), i
+            time.sleep(0.5)
+        raise SparkClusterError(f"no task of an application {name!r} running after {timeout:.0f}s")
+
+    def wait_for_app_end(self, app_id: str, timeout: float = 600.0) -> None:
+        """Until the master lists ``app_id`` among the completed applications."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(a.get("id") == app_id for a in self.state().get("completedapps", [])):
+                return
+            time.sleep(1.0)
+        raise SparkClusterError(f"application {app_id} still running after {timeout:.0f}s")
+
+    def workers_running(self, app_id: str) -> list[int]:
+        """Indexes of the workers that have launched an executor of ``app_id`` (its work dir exists)."""
+        return [i for i in range(len(self._workers)) if (self.work_dir / f"worker{i}" / app_id).is_dir()]
 
     def kill_worker(self, index: int) -> None:
         """SIGKILL worker ``index`` and its executors (its whole process group)."""

@@ -1,9 +1,8 @@
-"""Airflow credentials export for the pipeline's tasks.
+"""Credentials of an Airflow AWS connection for the pipeline's tasks (boto3 and S3A read the env).
 
-The nightly and backfill DAGs' task logic lives in :mod:`binlake.pipeline_tasks` (discover ->
-decode -> reconcile -> data checks -> summary), whose Spark steps are the one way to run a Spark
-job from Airflow; this module keeps :func:`export_airflow_aws_credentials`, which puts an Airflow
-AWS connection's credentials in the process env for boto3 and S3A (never written to disk or logs).
+The object store is reached with the standard AWS chain; under Airflow, ``[s3].aws_conn_id`` may
+name an Airflow connection instead, and its credentials are put in the task process's env here
+(never written to disk or logs), where boto3, S3A and a spark-submit child process all find them.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 
 from binlake.config import BinlakeConfig
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("binlake.pipeline")
 
 
 def export_airflow_aws_credentials(cfg: BinlakeConfig) -> None:

@@ -1,0 +1,282 @@
+"""One pipeline run of one source, without Spark and without Airflow: plan, hand-over, leases, summary.
+
+A run (nightly or backfill) processes each source as ``discover -> decode -> reconcile -> gold ->
+data_checks``, then a ``summary`` over all sources. This module holds the parts that need neither
+Spark nor Airflow, so the Spark steps (:mod:`spark_jobs.steps`), the Airflow tasks
+(:mod:`orchestration`) and the tests share them:
+
+* the **run folder**: steps hand over through small JSON documents in the warehouse
+  (``<warehouse>/_binlake/runs/<run>/<source>/<step>.json``: the discovery, the ingest plan, each
+  step's result), not through big XComs, so the same hand-over works when a step runs on a
+  cluster (spark-submit) or in-process;
+* the run **parameters** (nightly defaults, the backfill DAG's params) and the source list;
+* :func:`discover` (plain Python: heads/tails via :mod:`binlake.discovery`, the plan via
+  :mod:`binlake.ingest_state`), which also takes the source's run lease (:mod:`binlake.leases`);
+* :func:`summarize`: every source's documents into one verdict; it fails when a source did not
+  complete cleanly, so the run's state tells the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from binlake.config import BinlakeConfig, load_config
+from binlake.errors import BinlakeError
+
+log = logging.getLogger("binlake.pipeline")
+
+#: the per-source steps in order (Spark steps after ``discover``)
+SPARK_STEPS = ("decode", "reconcile", "gold", "data_checks")
+#: the run-folder document each step writes
+STEP_DOCS = {"discover": "plan", "decode": "decode", "reconcile": "reconcile", "gold": "gold",
+             "data_checks": "checks"}
+#: reconciliation statuses that fail the run (OVERLAP / DUPLICATE are reported, not fatal)
+FATAL_RECONCILIATION = ("GAP", "CHAIN_BREAK")
+#: the tables each step writes (Airflow Assets / outlets); gold tables are per source table
+STEP_TABLES: dict[str, tuple[str, ...]] = {
+    "decode": ("bronze.events", "bronze.quarantine", "silver.transactions", "silver.row_changes",
+               "silver.statements", "meta.binlog_files", "meta.ingested_files"),
+    "reconcile": ("meta.gtid_coverage", "meta.gtid_reconciliation"),
+    "gold": (),  # gold.<source>__<db>__<table> tables are only known at run time
+    "data_checks": (),
+}
+XCOM_LIST_LIMIT = 50
+
+
+class ChainBrokenError(BinlakeError):
+    """Reconciliation found a GAP / CHAIN_BREAK, or discovery reported a broken chain."""
+
+
+class IngestFailedError(BinlakeError):
+    """The decode job could not ingest some files."""
+
+
+class DataCheckError(BinlakeError):
+    """A data check over the ingested files failed."""
+
+
+class RunFailedError(BinlakeError):
+    """The run summary: at least one source did not complete cleanly."""
+
+
+class MissingPlanError(BinlakeError):
+    """A Spark step found no ingest plan: its run's discover step did not run."""
+
+
+# --------------------------------------------------------------------------- run folder
+
+
+def run_key(run_id: str) -> str:
+    """A path-safe form of an Airflow run id (``scheduled__2026-01-01T02:00:00+00:00`` ...)."""
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._")
+    return key or "run"
+
+
+def runs_store(cfg: BinlakeConfig) -> Any:
+    from binlake.storage import open_object_store
+
+    return open_object_store(cfg.warehouse.rstrip("/") + "/_binlake/runs/", cfg.s3)
+
+
+def put_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str, doc: Mapping[str, Any]) -> str:
+    """Store one step's JSON document for the run; returns its URI."""
+    info = runs_store(cfg).put(f"{run_key(run_id)}/{source}/{step}.json",
+                                json.dumps(doc, sort_keys=True, default=str).encode())
+    return info.uri
+
+
+def get_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> dict[str, Any] | None:
+    from binlake.storage import ObjectNotFound
+
+    try:
+        return json.loads(runs_store(cfg).read_all(f"{run_key(run_id)}/{source}/{step}.json"))
+    except ObjectNotFound:
+        return None
+
+
+def source_leases(cfg: BinlakeConfig) -> Any:
+    """The per-source run leases of the warehouse (:mod:`binlake.leases`)."""
+    from binlake.leases import SourceLeases, lease_backend
+
+    return SourceLeases(lease_backend(cfg.warehouse, cfg.s3))
+
+
+def hold_source(cfg: BinlakeConfig, source: str, run_id: str) -> None:
+    """Take or renew the source's lease for this run (LeaseHeldError if another run holds it)."""
+    lease = source_leases(cfg).acquire(source, run_id)
+    log.info("source %s: run lease held by %s until %s", source, run_id,
+             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.expires_at)))
+
+
+def release_source(cfg: BinlakeConfig, source: str, run_id: str) -> None:
+    """Drop the source's lease if this run holds it (never raises: the lease expires anyway)."""
+    try:
+        if source_leases(cfg).release(source, run_id):
+            log.info("source %s: run lease released by %s", source, run_id)
+    except Exception as exc:  # noqa: BLE001 - an unreleased lease only delays the next run
+        log.warning("source %s: could not release the run lease of %s: %s", source, run_id, exc)
+
+
+# --------------------------------------------------------------------------- params
+
+
+def normalize_params(params: Mapping[str, Any] | None, *, backfill: bool) -> dict[str, Any]:
+    """Run parameters: nightly runs use the defaults; the backfill DAG passes its params.
+
+    ``mode``: ``nightly`` | ``missing`` (only files not yet ingested) | ``reprocess`` (ingest the
+    range again). ``from_file``/``to_file`` (series order, inclusive) and/or ``from_date``/
+    ``to_date`` (object last-modified, ``YYYY-MM-DD``, to_date exclusive); ``dry_run``.
+    """
+    p = dict(params or {})
+    out: dict[str, Any] = {"mode": "nightly", "from_file": None, "to_file": None, "from_time": None,
+                           "to_time": None, "dry_run": False}
+    if not backfill:
+        return out
+    mode = (p.get("mode") or "missing").strip()
+    if mode not in ("missing", "reprocess"):
+        raise ValueError(f"backfill mode must be 'missing' or 'reprocess', got {mode!r}")
+    out["mode"] = mode
+    out["from_file"] = p.get("from_file") or None
+    out["to_file"] = p.get("to_file") or None
+    out["from_time"] = _date_ts(p.get("from_date"))
+    out["to_time"] = _date_ts(p.get("to_date"))
+    out["dry_run"] = bool(p.get("dry_run"))
+    return out
+
+
+def _date_ts(value: Any) -> float | None:
+    if value in (None, ""):
+        return None
+    import datetime as dt
+
+    d = dt.date.fromisoformat(str(value)[:10])
+    return dt.datetime(d.year, d.month, d.day, tzinfo=dt.UTC).timestamp()
+
+
+def resolve_sources(requested: Any, cfg: BinlakeConfig | None = None) -> list[str]:
+    """The source names a run covers: all configured ones, or the requested subset (validated)."""
+    cfg = cfg or load_config()
+    names = [s.name for s in cfg.sources]
+    if requested in (None, "", [], "*", "all"):
+        return names
+    wanted = [requested] if isinstance(requested, str) else list(requested)
+    wanted = [w.strip() for item in wanted for w in str(item).split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise ValueError(f"unknown source(s) {unknown}; configured: {names}")
+    return wanted
+
+
+# --------------------------------------------------------------------------- discover
+
+
+def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, *, backfill: bool = False,
+             cfg: BinlakeConfig | None = None) -> dict[str, Any]:
+    """Discover the source's rotated files, plan what this run ingests, store both; XCom summary."""
+    from binlake.discovery import discover_source
+    from binlake.ingest_state import load_known_files, plan_ingest
+    from binlake.storage import open_object_store
+
+    cfg = cfg or load_config()
+    p = normalize_params(params, backfill=backfill)
+    src = cfg.source(source)
+    hold_source(cfg, source, run_id)  # held until the source's data_checks / the run summary
+    known = load_known_files(cfg, source)
+    store = open_object_store(src.uri, cfg.s3)
+    disc = discover_source(store, source, known=known, reuse_known=p["mode"] != "reprocess")
+    plan = plan_ingest(disc, p["mode"], from_file=p["from_file"], to_file=p["to_file"],
+                       from_time=p["from_time"], to_time=p["to_time"])
+    put_doc(cfg, run_id, source, "discovery", disc.as_dict())
+    plan_doc = plan.as_dict() | {"dry_run": p["dry_run"], "run_id": run_id}
+    put_doc(cfg, run_id, source, "plan", plan_doc)
+    errors = [str(i) for i in disc.errors]
+    warnings = [str(i) for i in disc.issues if i.severity == "warning"]
+    files = [f["file"] for f in plan.files]
+    log.info("%s", disc.summary())
+    log.info("source %s: plan (%s%s): %d file(s) to ingest %s; %d already ingested", source, p["mode"],
+             ", dry run" if p["dry_run"] else "", len(files), files[:XCOM_LIST_LIMIT], len(plan.skipped))
+    return {
+        "source": source, "mode": p["mode"], "dry_run": p["dry_run"], "objects": disc.objects,
+        "bytes_read": disc.bytes_read, "seconds": round(disc.seconds, 3),
+        "to_ingest": len(files), "files": files[:XCOM_LIST_LIMIT], "skipped": len(plan.skipped),
+        "errors": errors[:XCOM_LIST_LIMIT], "warnings": warnings[:XCOM_LIST_LIMIT],
+        "chain_broken": bool(errors),
+    }
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def chain_message(source: str, disc_errors: Sequence[str], fatal: Sequence[Mapping[str, Any]]) -> str:
+    lines = [f"source {source}: binlog chain broken"]
+    for p in fatal:
+        extra = []
+        if p.get("missing_files"):
+            extra.append("missing files " + ", ".join(p["missing_files"]))
+        if p.get("missing_gtids"):
+            extra.append(f"missing GTIDs {p['missing_gtids']}")
+        lines.append(f"  gtid_reconciliation: {p['file']}: {p['status']}"
+                     + (f" ({'; '.join(extra)})" if extra else "") + f": {p.get('detail', '')}")
+    for e in disc_errors:
+        lines.append(f"  discovery: {e}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[dict[str, Any], list[str]]:
+    """One source's line of the run summary and its problems (empty when it completed cleanly)."""
+    docs = {step: get_doc(cfg, run_id, source, doc) for step, doc in STEP_DOCS.items()}
+    disc = get_doc(cfg, run_id, source, "discovery")
+    plan, dec, rec, gold, chk = (docs[k] for k in ("discover", "decode", "reconcile", "gold", "data_checks"))
+    s: dict[str, Any] = {
+        "discovered": disc["objects"] if disc else None,
+        "planned": len(plan["files"]) if plan else None,
+        "ingested": dec.get("files") if dec else None,
+        "rows": dec.get("rows") if dec else None,
+        "reconciliation": rec.get("statuses") if rec else None,
+        "gold_tables": gold.get("tables") if gold else None,
+        "checks_ok": chk.get("ok") if chk else None,
+        "dry_run": bool(plan and plan.get("dry_run")),
+    }
+    missing = [step for step, d in docs.items() if d is None]
+    bad = [step for step, d in docs.items() if d is not None and not d.get("ok", True)]
+    s["ok"] = not missing and not bad
+    problems: list[str] = []
+    if not s["ok"]:
+        why = "; ".join(part for part in (f"did not complete: {', '.join(missing)}" if missing else "",
+                                          f"failed: {', '.join(bad)}" if bad else "") if part)
+        problems.append(f"source {source}: {why}")
+        for p in (rec or {}).get("problems", []):
+            if p["status"] in FATAL_RECONCILIATION:
+                problems.append(f"  {p['file']}: {p['status']} {p.get('detail', '')}")
+        problems.extend(f"  discovery: {e}" for e in (rec or {}).get("discovery_errors", []))
+    return s, problems
+
+
+def summarize(sources: Sequence[str], run_id: str, cfg: BinlakeConfig | None = None) -> dict[str, Any]:
+    """Collect every source's step documents, log a run summary, fail when a source is not clean."""
+    cfg = cfg or load_config()
+    out: dict[str, Any] = {"run_id": run_id, "sources": {}, "ok": True}
+    log.info("binlake run %s", run_id)
+    problems: list[str] = []
+    for source in sources:
+        release_source(cfg, source, run_id)  # normally done by data_checks; here if it never ran
+        s, source_problems = _source_summary(cfg, source, run_id)
+        problems += source_problems
+        out["sources"][source] = s
+        log.info("  %s: objects=%s planned=%s ingested=%s rows=%s reconciliation=%s gold_tables=%s checks_ok=%s%s -> %s",
+                 source, s["discovered"], s["planned"], s["ingested"], s["rows"], s["reconciliation"],
+                 s["gold_tables"], s["checks_ok"], " (dry run)" if s["dry_run"] else "", "OK" if s["ok"] else "FAILED")
+    out["ok"] = not problems
+    out["problems"] = problems
+    runs_store(cfg).put(f"{run_key(run_id)}/summary.json", json.dumps(out, sort_keys=True, default=str).encode())
+    if problems:
+        raise RunFailedError("run failed:\n" + "\n".join(problems))
+    return out

@@ -1,0 +1,152 @@
+"""The Airflow tasks of binlake's DAGs; the DAG files in ``dags/`` put them together.
+
+Per source (a mapped task group, so one source failing does not stop the others):
+``discover`` (plain Python) -> ``decode`` -> ``reconcile`` -> ``gold`` -> ``data_checks`` (Spark
+steps, :mod:`spark_jobs.steps`), then one ``summary`` for the run. This module only adapts them to
+Airflow: operators, retries, Assets, credentials, alerts; the logic lives below (``binlake.runs``,
+``spark_jobs.steps``).
+
+A Spark step is either an in-process ``@task`` (``[spark].mode = "local"``: the task process
+starts a SparkSession) or a :class:`BinlakeSparkSubmitOperator` (``"submit"``: ``spark-submit
+spark_jobs/__main__.py STEP --source S --run-id R`` through the ``spark_default`` connection, the
+driver in the task's process tree, executors on the cluster). Same DAG, chosen by configuration.
+
+Retries (see docs/operations.md): ``discover`` 2 (S3 hiccups), ``decode`` 1 (a lost executor or
+driver: the re-run replaces the same rows, exactly once), the others 0: a GAP or a failed data check
+is deterministic and must fail at once (and alert). Within a step, Spark itself retries a task whose
+executor died (``spark.task.maxFailures``), and Delta commit conflicts are retried by
+:mod:`spark_jobs.delta_retry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, cast
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset, task
+
+from binlake.config import BinlakeConfig, load_config
+from binlake.runs import STEP_TABLES, discover, resolve_sources, summarize
+from binlake.tables import table_location
+from orchestration.credentials import export_airflow_aws_credentials
+
+GROUP_ID = "per_source"
+#: the application spark-submit runs in submit mode
+SPARK_APPLICATION = Path(__file__).resolve().parent.parent / "spark_jobs" / "__main__.py"
+#: retries per step where a retry can help (see module doc)
+STEP_RETRIES = {"decode": 1, "reconcile": 0, "gold": 0}
+RETRY_DELAY = timedelta(seconds=30)
+#: mapped task instances are labelled by their source in the UI (not 0, 1, 2): the TaskFlow tasks
+#: put the name in their context, the submit operator pulls it from the discover task's XCom
+SOURCE_LABEL = "{{ binlake_source }}"
+SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='" + GROUP_ID + ".discover', map_indexes=ti.map_index)['source'] }}"
+
+
+def _label(source: str) -> None:
+    """Name this mapped task instance after its source (rendered into ``map_index_template``)."""
+    from airflow.sdk import get_current_context
+
+    get_current_context()["binlake_source"] = source  # type: ignore[typeddict-unknown-key]
+
+
+def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
+    """One Airflow Asset per Delta table: URI = the table location (``s3://`` / ``file://``),
+    ``extra={"table": "bronze.events"}``.
+
+    Named by URI (Airflow's default): asset names must be unique, and a fixed name such as
+    ``binlake.bronze.events`` bound to two warehouses (a config change, a second deployment
+    sharing the metadata DB) leaves the newer asset inactive and fails the producing task.
+    """
+    out = []
+    for name in tables:
+        loc = table_location(cfg.warehouse, name)
+        if "://" in loc:
+            uri = "s3://" + loc.split("://", 1)[1] if loc.startswith(("s3a://", "s3n://")) else loc
+        else:
+            uri = "file://" + loc
+        out.append(Asset(uri=uri, group="binlake", extra={"table": name}))
+    return out
+
+
+@task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True,
+      map_index_template=SOURCE_LABEL)
+def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[str, Any]:
+    """List the source's objects, follow the ROTATE chain, plan the run; take the source's lease."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from binlake.leases import LeaseHeldError
+
+    _label(source)
+    cfg = load_config()
+    export_airflow_aws_credentials(cfg)
+    try:
+        return discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg)
+    except LeaseHeldError as exc:  # another run has the source: retrying in 30 s would not help
+        raise AirflowFailException(str(exc)) from exc
+
+
+class BinlakeSparkSubmitOperator(SparkSubmitOperator):
+    """SparkSubmitOperator that first exports the Airflow AWS connection's credentials (if any),
+    so the spark-submit child process (driver) and S3A find them in its environment."""
+
+    def execute(self, context: Any) -> None:
+        export_airflow_aws_credentials(load_config())
+        super().execute(context)
+
+
+def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: str = "all_success") -> Any:
+    """The task of one Spark step of the source that ``discovered`` (the discover task's output) names."""
+    outlets = table_assets(cfg, STEP_TABLES[step])
+    retries = STEP_RETRIES[step]
+    if cfg.spark.mode == "submit":
+        from binlake.spark import spark_submit_kwargs
+
+        submit = spark_submit_kwargs(cfg)
+        env = {"BINLAKE_CONFIG": cfg.config_path} if cfg.config_path else None
+        operator = BinlakeSparkSubmitOperator(
+            task_id=step, application=str(SPARK_APPLICATION), map_index_template=SOURCE_FROM_XCOM,
+            application_args=[step, "--source", SOURCE_FROM_XCOM, "--run-id", "{{ run_id }}"],
+            name=f"binlake-{step}", env_vars=env, outlets=outlets, trigger_rule=trigger_rule,
+            retries=retries, retry_delay=RETRY_DELAY, conn_id=str(submit["conn_id"]),
+            conf=cast(dict[str, Any], submit["conf"]), jars=cast(str | None, submit.get("jars")))
+        discovered >> operator
+        return operator
+
+    @task(task_id=step, outlets=outlets, trigger_rule=trigger_rule, retries=retries, retry_delay=RETRY_DELAY,
+          map_index_template=SOURCE_LABEL)
+    def in_process_step(found: dict[str, Any], **context: Any) -> dict[str, Any]:
+        from spark_jobs.steps import run_spark_step
+
+        _label(found["source"])
+        step_cfg = load_config()
+        export_airflow_aws_credentials(step_cfg)
+        return run_spark_step(step, found["source"], context["run_id"], step_cfg)
+
+    return in_process_step(discovered)
+
+
+@task(task_id="data_checks", trigger_rule="all_done", map_index_template=SOURCE_LABEL)
+def data_checks_task(found: Any, **context: Any) -> dict[str, Any]:
+    """The source's data checks (no Spark, in both modes); releases the source's run lease."""
+    from spark_jobs.steps import run_data_checks
+
+    _label(found["source"])
+    cfg = load_config()
+    export_airflow_aws_credentials(cfg)
+    return run_data_checks(found["source"], context["run_id"], cfg)
+
+
+@task(task_id="sources")
+def sources_task(**context: Any) -> list[str]:
+    """The backfill's sources: ``params.source`` (comma separated) or all configured ones."""
+    return resolve_sources((context.get("params") or {}).get("source"))
+
+
+@task(task_id="summary", trigger_rule="all_done")
+def summary_task(source_names: Any = None, **context: Any) -> dict[str, Any]:
+    """One verdict for the run; fails it when any source did not complete cleanly."""
+    wanted = list(source_names) if source_names is not None else [s.name for s in load_config().sources]
+    return summarize(wanted, context["run_id"])

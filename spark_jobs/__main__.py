@@ -1,0 +1,49 @@
+"""The one command line of the Spark steps: ``python -m spark_jobs STEP --source NAME --run-id RUN``.
+
+It is also the application that ``spark-submit`` runs in ``submit`` mode (Airflow's
+SparkSubmitOperator passes this file's path): ``spark-submit [conf] spark_jobs/__main__.py decode
+--source orders --run-id scheduled__2026-01-01T02:00:00+00:00``. The steps are those of
+:mod:`spark_jobs.steps`; the run's plan must exist (the run's ``discover`` wrote it).
+
+Exit status: 0 done (the step's document is printed as JSON), 3 a binlake error the operator must
+read (a GAP, a failed file, a failed data check: the message is on stderr), anything else a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repo's packages importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from binlake.config import load_config
+from binlake.errors import BinlakeError
+from spark_jobs.steps import STEPS, run_spark_step
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments, run the step, print its document."""
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs", description="Run one Spark step of a binlake run.")
+    parser.add_argument("step", choices=list(STEPS))
+    parser.add_argument("--source", required=True, help="the configured source name")
+    parser.add_argument("--run-id", required=True, help="the run (the Airflow run id) whose plan to follow")
+    parser.add_argument("--config", default=None, help="config file (default: $BINLAKE_CONFIG, conf/binlake.toml)")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cfg = load_config(args.config)
+    try:
+        result = run_spark_step(args.step, args.source, args.run_id, cfg)
+    except BinlakeError as exc:
+        print(str(exc), file=sys.stderr)
+        return 3
+    print(json.dumps(result, sort_keys=True, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
