@@ -42,7 +42,7 @@ STEP_TABLES: dict[str, tuple[str, ...]] = {
     "decode": ("bronze.events", "bronze.quarantine", "silver.transactions", "silver.row_changes",
                "silver.statements", "meta.binlog_files", "meta.ingested_files"),
     "reconcile": ("meta.gtid_coverage", "meta.gtid_reconciliation"),
-    "gold": (),  # gold.<source>__<db>__<table> tables are only known at run time
+    "gold": ("silver.schema_history", "meta.gold_status"),  # + gold.<source>__<db>__<table>, known at run time
     "data_checks": (),
 }
 XCOM_LIST_LIMIT = 50

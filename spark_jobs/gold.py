@@ -49,7 +49,7 @@ from binlake.schema_history import (
 )
 from binlake.sql_text import source_predicate, sql_identifier
 from binlake.tables import gold_table, gold_table_name
-from spark_jobs.ingest import table_path, write_replace
+from spark_jobs.ingest import ensure_table, table_path, write_replace
 from spark_jobs.schemas import spec
 
 _META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
@@ -159,6 +159,7 @@ def _replace_source(spark: Any, cfg: Any, full_name: str, rows: list[tuple[Any, 
     """Replace the source's rows of a gold side table, once per (run, source): a retried task
     whose commit did land is skipped by Delta (``txnAppId``), like every job write."""
     job = full_name.split(".", 1)[1]
+    ensure_table(spark, cfg, full_name)  # partitioned by source (an older, unpartitioned one once re-partitioned)
     df = spark.createDataFrame(rows, spec(full_name).schema)
     write_replace(df, table_path(cfg, full_name), source_predicate(source), s3=cfg.s3, run_id=run_id, job=job,
                   txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})

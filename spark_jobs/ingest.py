@@ -29,15 +29,15 @@ import json
 import logging
 import shutil
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.config import S3Settings
+from binlake.run_ids import new_run_id
 from binlake.sql_text import files_predicate
 from spark_jobs import records
-from spark_jobs.schemas import ALL_TABLES, INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
+from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
 
 log = logging.getLogger("binlake.ingest")
 
@@ -365,7 +365,7 @@ def ensure_table(spark: Any, config: Any, name: str) -> str:
     from spark_jobs.delta_retry import with_conflict_retry
 
     path = table_path(config, name)
-    ts = ALL_TABLES[name]
+    ts = spec(name)
     log_reader = _log_reader(config, path)
     if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by:
         return path
@@ -499,7 +499,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     re-archived): it is ingested again and its rows replaced.
     """
     t0 = time.time()
-    run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    run_id = run_id or new_run_id()
     result = IngestResult(run_id=run_id)
     objects = [as_binlog_object(f) for f in files]
     # one entry per (source, file): the last listed wins

@@ -115,7 +115,8 @@ def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> dict[
     return doc
 
 
-def _quoted(values: list[str]) -> str:
+def _duckdb_strings(values: list[str]) -> str:
+    """A DuckDB list of string literals (DuckDB, like standard SQL, doubles quotes; Spark SQL does not)."""
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
@@ -148,7 +149,7 @@ def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, 
         uri = delta_uri(table_location(cfg.warehouse, name))
         if DeltaTable.is_deltatable(uri, storage_options=options):
             con.register(name.replace(".", "__"), DeltaTable(uri, storage_options=options).to_pyarrow_dataset())
-    where = f"source = '{source.replace(chr(39), chr(39) * 2)}' AND file IN ({_quoted(files)})"
+    where = f"source = '{source.replace(chr(39), chr(39) * 2)}' AND file IN ({_duckdb_strings(files)})"
     state = {r[0]: r[1:] for r in con.sql(
         f"SELECT file, status, etag, events FROM meta__ingested_files WHERE {where}").fetchall()}
     counted = dict(con.sql(f"SELECT file, count(*) FROM bronze__events WHERE {where} GROUP BY file").fetchall())
