@@ -61,8 +61,10 @@ from binlog_parser.header import EventHeader
 from binlog_parser.reader import (
     DEFAULT_MAX_EVENT_SIZE,
     BinlogReader,
+    SkippedBytes,
     read_events,
     read_format_description,
+    read_records,
     scan_headers,
 )
 
@@ -104,6 +106,7 @@ __all__ = [
     "RandEvent",
     "RotateEvent",
     "RowsQueryEvent",
+    "SkippedBytes",
     "StartEncryptionEvent",
     "StartEventV3",
     "StopEvent",
@@ -119,5 +122,6 @@ __all__ = [
     "event_type_name",
     "read_events",
     "read_format_description",
+    "read_records",
     "scan_headers",
 ]

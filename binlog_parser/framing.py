@@ -64,6 +64,8 @@ _U32 = struct.Struct("<I")
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _START_V3 = int(EventType.START_V3)
 _PAYLOAD = int(EventType.TRANSACTION_PAYLOAD)
+#: type code -> is it an event type some server writes (the resync scan's first filter)
+_KNOWN_TYPES = bytes(1 if code and code in {int(t) for t in EventType} else 0 for code in range(256))
 
 # Post-header lengths of binlog versions 1 and 3 (MySQL's Format_description_log_event
 # constructor for binlog_ver 1/3): index = type_code - 1, for types 1..14.
@@ -90,6 +92,38 @@ class EndOfData:
 
 #: The one :class:`EndOfData` value :meth:`EventFramer.next_event` returns.
 END: Final = EndOfData()
+
+#: ``on_error`` values: stop at the first bad event, or step over it and go on.
+ON_ERROR_RAISE: Final = "raise"
+ON_ERROR_RESYNC: Final = "resync"
+#: At most this many bytes of a skipped range are kept in :attr:`SkippedBytes.head`.
+MAX_SKIPPED_HEAD = 64 << 10
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedBytes:
+    """File bytes ``[start, end)`` a resynchronising reader could not decode and stepped over.
+
+    Yielded in place of the bad event (``on_error="resync"``), so that nothing is skipped
+    silently: ``error`` says why (file, offset, event type), ``head`` holds the first bytes of
+    the range (at most :data:`MAX_SKIPPED_HEAD`) and ``found_by`` how the next event boundary
+    was found: ``"event_size"`` (the bad event's own size: exactly one event skipped),
+    ``"next_position"`` (its header's next-position field), ``"scan"`` (the first later offset
+    holding a header whose type, size, next-position and CRC32 check out), ``"end_of_data"``
+    (none: everything to the end is skipped) or ``"payload"`` (the rest of a
+    TRANSACTION_PAYLOAD whose embedded events stopped decoding; the payload event itself
+    was yielded).
+    """
+
+    start: int
+    end: int
+    error: BinlogError
+    head: bytes
+    found_by: str
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
 
 
 #: The checked common header of the event being framed: (timestamp, type_code, server_id,
@@ -125,7 +159,11 @@ class EventFramer:
         expand_payloads: bool = True,
         max_payload_size: int | None = None,
         payload_pos: int | None = None,
+        on_error: str = ON_ERROR_RAISE,
     ) -> None:
+        if on_error not in (ON_ERROR_RAISE, ON_ERROR_RESYNC):
+            raise ValueError(f"on_error must be {ON_ERROR_RAISE!r} or {ON_ERROR_RESYNC!r}, not {on_error!r}")
+        self.on_error = on_error
         self.context = context
         self.dispatch = dispatch
         self.file_name = file_name
@@ -147,7 +185,8 @@ class EventFramer:
         self._mv = memoryview(b"")
         self._buf_pos = first_position  # file offset of _buf[0]
         self._eof = False
-        self._frames = self._run(first_position)
+        self._frames = (self._run_resync(first_position) if on_error == ON_ERROR_RESYNC and payload_pos is None
+                        else self._run(first_position))
 
     # -- the sans-I/O interface ------------------------------------------------
 
@@ -181,12 +220,14 @@ class EventFramer:
         """No more bytes will come: a short event is now truncated, not pending."""
         self._eof = True
 
-    def next_event(self) -> Event | NeedData | EndOfData:
-        """The next event, what data is missing for it, or :data:`END`."""
+    def next_event(self) -> Event | SkippedBytes | NeedData | EndOfData:
+        """The next event, what data is missing for it, or :data:`END` (and, with
+        ``on_error="resync"``, a :class:`SkippedBytes` in place of each bad event)."""
         return next(self._frames, END)
 
-    def events(self) -> Iterator[Event | NeedData]:
-        """Events and :class:`NeedData` requests until the end (feed before resuming)."""
+    def events(self) -> Iterator[Event | SkippedBytes | NeedData]:
+        """Events and :class:`NeedData` requests until the end (feed before resuming);
+        :class:`SkippedBytes` records only with ``on_error="resync"``."""
         return self._frames
 
     # -- buffer access -----------------------------------------------------------
@@ -228,8 +269,28 @@ class EventFramer:
 
     # -- the framing loop ----------------------------------------------------------
 
-    def _run(self, pos: int) -> Iterator[Event | NeedData]:
+    def _run_resync(self, pos: int) -> Iterator[Event | SkippedBytes | NeedData]:
+        """The framing loop of ``on_error="resync"``: a bad event becomes a :class:`SkippedBytes`
+        and framing goes on at the next boundary. Errors before the first FORMAT_DESCRIPTION,
+        in one, or a truncated tail with nothing decodable after it still raise."""
         pos = yield from self._start(pos)
+        while True:
+            try:
+                yield from self._run(pos, started=True)
+                return
+            except BinlogError as exc:
+                if exc.type_code == _FDE or (self._expect_magic and not self.format_descriptions
+                                             and self.context.binlog_version == 4):
+                    raise  # nothing (or nothing trusted) says how to frame what follows
+                skip = yield from self._resync(self.position, exc)
+                if skip is None:
+                    raise
+                yield skip
+                pos = skip.end
+
+    def _run(self, pos: int, started: bool = False) -> Iterator[Event | SkippedBytes | NeedData]:
+        if not started:
+            pos = yield from self._start(pos)
         ctx = self.context
         start, stop = self.start_position, self.stop_position
         get, header_of, checksum_of, dispatch = self._get, self._header, self._checksum, self.dispatch
@@ -293,7 +354,7 @@ class EventFramer:
             if start is None or pos >= start:
                 yield event
                 if type_code == _PAYLOAD and self.expand_payloads:
-                    yield from self._expand(event)
+                    yield from self._expand_guarded(event, pos, next_pos)
             pos = next_pos
             if not jumped and start is not None and pos < start and (is_fde or type_code == _START_V3):
                 # go straight to the requested position after the first FORMAT_DESCRIPTION
@@ -390,6 +451,117 @@ class EventFramer:
         if exc.type_code is None:
             exc.type_code = type_code
         return exc
+
+    # -- resynchronising after a bad event ------------------------------------------------
+
+    def _resync(self, pos: int, exc: BinlogError) -> Generator[NeedData, None, SkippedBytes | None]:
+        """Where framing can go on after the bad event at ``pos``, as a :class:`SkippedBytes`.
+
+        Tried in order: the event's own size, its next-position field, then a scan for the
+        first later offset holding a header that checks out (:meth:`_boundary_ok`), else the
+        end of the data. None for a truncated tail with no event after it: that stays a
+        truncation (a file still being written), not a skip.
+        """
+        hl = self.context.header_length if self.context.binlog_version != 1 else 13
+        yield from self._fetch(pos, MAX_SKIPPED_HEAD)
+        first = bytes(self._held(pos, MAX_SKIPPED_HEAD))  # kept before the scan drops bytes
+        head = first[:hl]
+        candidates: list[tuple[int, str]] = []
+        if len(head) >= 13:
+            size = _U32.unpack_from(head, 9)[0]
+            if hl <= size <= self.max_event_size:
+                candidates.append((pos + size, "event_size"))
+            if len(head) >= 17 and self.context.binlog_version != 1:
+                log_pos = _U32.unpack_from(head, 13)[0]
+                if log_pos > pos + hl and log_pos != pos + size:
+                    candidates.append((log_pos, "next_position"))
+        for at, how in candidates:
+            if (yield from self._boundary_ok(at)):
+                return self._skipped(pos, at, exc, how, first)
+        found = yield from self._scan_for_header(pos + 1)
+        if found is None:
+            if isinstance(exc, TruncatedEventError):
+                return None
+            return self._skipped(pos, self._buf_pos + len(self._buf), exc, "end_of_data", first)
+        return self._skipped(pos, found, exc, "scan", first)
+
+    def _skipped(self, start: int, end: int, exc: BinlogError, how: str, first: bytes) -> SkippedBytes:
+        """The record of a skip (its first bytes kept, bounded); framing moves to ``end``."""
+        if exc.offset is None:
+            exc.offset = start
+        if exc.file is None:
+            exc.file = self.file_name
+        self.position = end
+        return SkippedBytes(start, end, exc, first[:end - start], how)
+
+    def _scan_for_header(self, pos: int) -> Generator[NeedData, None, int | None]:
+        """The first offset from ``pos`` on whose header checks out, None at the end of data.
+
+        A byte-by-byte scan, cheap per offset (type code, size and next-position first; the
+        CRC32 only when those agree): it only runs after a bad event whose size is a lie.
+        """
+        hl = self.context.header_length
+        known, max_size, total = _KNOWN_TYPES, self.max_event_size, self.total_size
+        v1 = self.context.binlog_version == 1
+        while True:
+            self.position = pos  # bytes before the cursor may be dropped
+            yield from self._fetch(pos, hl)
+            if len(self._held(pos, hl)) < hl:
+                return None
+            mv, base = self._mv, self._buf_pos
+            last = len(mv) - hl
+            k = pos - base
+            while k <= last:
+                if known[mv[k + 4]]:
+                    size = _U32.unpack_from(mv, k + 9)[0]
+                    at = base + k
+                    if (hl <= size <= max_size and (total is None or at + size <= total)
+                            and (v1 or _U32.unpack_from(mv, k + 13)[0] == at + size)):
+                        break
+                k += 1
+            else:
+                pos = base + last + 1
+                continue
+            at = base + k
+            if (yield from self._boundary_ok(at)):
+                return at
+            pos = at + 1
+
+    def _boundary_ok(self, at: int) -> Generator[NeedData, None, bool]:
+        """Is ``at`` an event boundary: the end of the data, or a header whose type is known,
+        whose size fits, whose next-position (v3/v4) is ``at + size`` (0 accepted only when a
+        CRC32 vouches) and whose CRC32 (checksummed files) matches."""
+        ctx = self.context
+        hl = ctx.header_length if ctx.binlog_version != 1 else 13
+        yield from self._fetch(at, hl)
+        head = self._held(at, hl)
+        if not len(head):
+            return self._eof and (self.total_size is None or at == self.total_size)
+        if len(head) < hl or not _KNOWN_TYPES[head[4]]:
+            return False
+        size = _U32.unpack_from(head, 9)[0]
+        if size < hl or size > self.max_event_size or (self.total_size is not None and at + size > self.total_size):
+            return False
+        log_pos = 0 if ctx.binlog_version == 1 else _U32.unpack_from(head, 13)[0]
+        crc = ctx.checksum_alg == CHECKSUM_CRC32 and head[4] != _FDE
+        if log_pos != at + size and not (crc and log_pos == 0) and ctx.binlog_version != 1:
+            return False
+        if not crc:
+            return True
+        yield from self._fetch(at, size)
+        raw = self._held(at, size)
+        return len(raw) == size and zlib.crc32(raw[:size - 4]) == _U32.unpack_from(raw, size - 4)[0]
+
+    def _expand_guarded(self, event: Event, pos: int, next_pos: int) -> Iterator[Event | SkippedBytes]:
+        """:meth:`_expand`; in resync mode an error inside the payload skips the rest of it."""
+        if self.on_error != ON_ERROR_RESYNC:
+            yield from self._expand(event)
+            return
+        try:
+            yield from self._expand(event)
+        except BinlogError as exc:
+            raw = self._get(pos, min(next_pos - pos, MAX_SKIPPED_HEAD))
+            yield SkippedBytes(pos, next_pos, exc, bytes(raw) if raw is not None else b"", "payload")
 
     # -- version, FORMAT_DESCRIPTION, payloads -----------------------------------------
 

@@ -24,7 +24,7 @@ from binlog_parser.errors import NotABinlogError
 from binlog_parser.events import Event
 from binlog_parser.feeding import DEFAULT_CHUNK_SIZE, StreamFeeder, stream_extent
 from binlog_parser.files import open_binlog_file
-from binlog_parser.framing import EventFramer, NeedData
+from binlog_parser.framing import ON_ERROR_RAISE, ON_ERROR_RESYNC, EventFramer, NeedData, SkippedBytes
 from binlog_parser.header import EventHeader
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE
 from binlog_parser.server_version import fde_has_checksum_alg, server_version_split
@@ -32,9 +32,9 @@ from binlog_parser.server_version import fde_has_checksum_alg, server_version_sp
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 
 __all__ = [
-    "DEFAULT_CHUNK_SIZE", "DEFAULT_MAX_EVENT_SIZE", "BinlogReader", "Source",
+    "DEFAULT_CHUNK_SIZE", "DEFAULT_MAX_EVENT_SIZE", "BinlogReader", "SkippedBytes", "Source",
     "build_dispatch", "fde_has_checksum_alg", "read_events", "read_format_description",
-    "scan_headers", "server_version_split",
+    "read_records", "scan_headers", "server_version_split",
 ]
 
 _FDE = int(EventType.FORMAT_DESCRIPTION)
@@ -66,6 +66,14 @@ class BinlogReader:
     decompress to more than its declared uncompressed size nor ``max_payload_size``
     (default ``binlog_parser.decoders.payload.DEFAULT_MAX_PAYLOAD_SIZE``, 4 GiB; only one
     embedded event is held in memory at a time).
+
+    ``on_error="resync"`` (iterate :meth:`records`): a bad event does not end the file. It
+    is replaced by a :class:`~binlog_parser.framing.SkippedBytes` (its bytes, its error) and
+    decoding goes on at the next event boundary: the bad event's own size or next-position
+    when the bytes there check out, else the first later header whose type, size,
+    next-position and CRC32 check out, else the end of the data (everything skipped is in
+    the record; a truncated tail still raises :class:`TruncatedEventError`). This is
+    ``mysqlbinlog --force-read``, with the skipped bytes accounted for.
     """
 
     def __init__(
@@ -84,7 +92,9 @@ class BinlogReader:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         dispatch: dict[int, Decoder] | None = None,
         max_payload_size: int | None = None,
+        on_error: str = ON_ERROR_RAISE,
     ) -> None:
+        self.on_error = on_error
         self.verify_checksum = verify_checksum
         self.lenient = lenient
         self.start_position = start_position
@@ -121,7 +131,7 @@ class BinlogReader:
             verify_checksum=self.verify_checksum, lenient=self.lenient,
             start_position=self.start_position, stop_position=self.stop_position,
             max_event_size=self.max_event_size, expand_payloads=self.expand_payloads,
-            max_payload_size=self.max_payload_size)
+            max_payload_size=self.max_payload_size, on_error=self.on_error)
         self.format_descriptions = framer.format_descriptions
         self._framing = framer
         return framer
@@ -140,6 +150,12 @@ class BinlogReader:
     # -- iteration ------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Event]:
+        if self.on_error == ON_ERROR_RESYNC:
+            raise ValueError("on_error='resync' yields SkippedBytes records too: iterate .records()")
+        return cast(Iterator[Event], self.records())
+
+    def records(self) -> Iterator[Event | SkippedBytes]:
+        """Events, and with ``on_error="resync"`` a :class:`SkippedBytes` for each bad event."""
         src = self._source
         if isinstance(src, (bytes, bytearray, memoryview)):
             return self._iter_bytes(src)
@@ -147,7 +163,7 @@ class BinlogReader:
             return self._iter_path(src)
         return self._iter_stream(src)
 
-    def _iter_bytes(self, src: bytes | bytearray | memoryview) -> Iterator[Event]:
+    def _iter_bytes(self, src: bytes | bytearray | memoryview) -> Iterator[Event | SkippedBytes]:
         """Bytes are handed over whole (zero-copy)."""
         if self._given_context is None:
             base, first = 0, 0
@@ -160,9 +176,9 @@ class BinlogReader:
         framer.receive_data(src, base)
         framer.receive_eof()
         # complete bytes: the core never yields NeedData (no per-event check on this path)
-        return cast(Iterator[Event], framer.events())
+        return cast(Iterator[Event | SkippedBytes], framer.events())
 
-    def _iter_path(self, path: str | os.PathLike[str]) -> Iterator[Event]:
+    def _iter_path(self, path: str | os.PathLike[str]) -> Iterator[Event | SkippedBytes]:
         first = 0
         if self._given_context is not None:
             first = self.start_position if self.start_position is not None else 4
@@ -173,7 +189,7 @@ class BinlogReader:
         finally:
             stream.close()
 
-    def _iter_stream(self, src: IO[bytes]) -> Iterator[Event]:
+    def _iter_stream(self, src: IO[bytes]) -> Iterator[Event | SkippedBytes]:
         here, end = stream_extent(src)
         base = 0
         first = 0
@@ -185,7 +201,7 @@ class BinlogReader:
         yield from self._drive(self._framer(first, total), feeder)
 
     @staticmethod
-    def _drive(framer: EventFramer, feeder: StreamFeeder) -> Iterator[Event]:
+    def _drive(framer: EventFramer, feeder: StreamFeeder) -> Iterator[Event | SkippedBytes]:
         """Pass the core's events on and answer its data requests from ``feeder``."""
         supply = feeder.supply
         for item in framer.events():
@@ -229,6 +245,22 @@ def read_events(
             max_payload_size=max_payload_size,
         )
     )
+
+
+def read_records(source: Source, *, on_error: str = ON_ERROR_RESYNC, file_name: str | None = None,
+                 verify_checksum: bool = True, lenient: bool = False,
+                 start_position: int | None = None, stop_position: int | None = None,
+                 context: DecodeContext | None = None, source_offset: int | None = None,
+                 max_event_size: int = DEFAULT_MAX_EVENT_SIZE, expand_payloads: bool = True,
+                 max_payload_size: int | None = None) -> Iterator[Event | SkippedBytes]:
+    """Like :func:`read_events`, resynchronising by default: bad events come out as
+    :class:`~binlog_parser.framing.SkippedBytes` records (see :class:`BinlogReader`)."""
+    return BinlogReader(
+        source, file_name=file_name, verify_checksum=verify_checksum, lenient=lenient,
+        start_position=start_position, stop_position=stop_position, context=context,
+        source_offset=source_offset, max_event_size=max_event_size,
+        expand_payloads=expand_payloads, max_payload_size=max_payload_size,
+        on_error=on_error).records()
 
 
 def read_format_description(head: Source, *, file_name: str | None = None,

@@ -33,6 +33,7 @@ from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsB
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
+from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
 from binlog_parser.rows.render import render_row_text
 
@@ -328,12 +329,15 @@ class RangeDecoder:
         return self._gtids
 
     def _reader(self, start: int | None, context: DecodeContext | None) -> BinlogReader:
+        """A resynchronising reader: one bad event is a quarantine row, not the end of the range."""
         if context is None:
             # range 0: the bytes are the file head, the reader detects the format
-            return BinlogReader(self.data, file_name=self.file, lenient=True, start_position=start)
+            return BinlogReader(self.data, file_name=self.file, lenient=True, start_position=start,
+                                on_error=ON_ERROR_RESYNC)
         return BinlogReader(self.data, file_name=self.file, lenient=True, context=context,
                             source_offset=self.range_start,
-                            start_position=start if start is not None else max(self.range_start, 4))
+                            start_position=start if start is not None else max(self.range_start, 4),
+                            on_error=ON_ERROR_RESYNC)
 
     def _quarantine(self, exc: BaseException, scope: str, pos: int | None,
                     type_code: int | None) -> dict[str, Any]:
@@ -353,6 +357,18 @@ class RangeDecoder:
             "raw_head": head, "run_id": self.run_id,
         }
 
+    def _quarantine_skip(self, skip: SkippedBytes) -> dict[str, Any]:
+        """A skipped byte range as a quarantine row: scope ``event`` when exactly the bad event
+        was stepped over (its own size), ``skipped`` otherwise; ``range_start``/``range_end``
+        are the skipped bytes and ``raw_head`` their first bytes (at most 64 KiB)."""
+        exc = skip.error
+        row = self._quarantine(exc, "event" if skip.found_by == "event_size" else "skipped",
+                               skip.start, exc.type_code)
+        row["error_message"] = (f"{row['error_message']} (skipped bytes {skip.start}-{skip.end}, "
+                                f"{skip.size} bytes; next event found by {skip.found_by.replace('_', ' ')})")
+        row.update(range_start=skip.start, range_end=skip.end, raw_head=skip.head)
+        return row
+
     def _event_size_at(self, pos: int) -> int | None:
         off = pos - self.range_start
         if off < 0 or off + 13 > len(self.data):
@@ -366,8 +382,12 @@ class RangeDecoder:
         while True:
             reader = self._reader(start, context)
             try:
-                for event in reader:
-                    yield from self._on_event(event)
+                for item in reader.records():
+                    if item.__class__ is SkippedBytes:
+                        assert isinstance(item, SkippedBytes)
+                        yield "quarantine", self._quarantine_skip(item)
+                    else:
+                        yield from self._on_event(item)
                 self._pos = max(self._pos, reader.position)
                 return
             except TruncatedEventError as exc:

@@ -73,3 +73,27 @@ def xid_body(xid: int) -> bytes:
 
 def rotate_body(name: str, position: int = 4) -> bytes:
     return struct.pack("<Q", position) + name.encode()
+
+
+#: A real MySQL 5.6 binlog with CRC32 trailers, 303 events (60 QUERY), rows of several tables.
+CRC32_SAMPLE = BINLOGS / "osheroff__mysql-binlog-connector-java" / "src__test__resources__mysql-bin.checksum-crc32"
+
+
+def corrupt_middle_query(data: bytes, *, lie_about_size: bool = False) -> tuple[bytes, int, int]:
+    """A copy of a real binlog whose middle QUERY event claims 0xFFFF bytes of status
+    variables (past the event), its CRC32 recomputed so that the decoder, not the checksum,
+    finds the fault: (bytes, the event's pos, its next_pos).
+
+    ``lie_about_size``: the event's size and next-position fields are garbage too (and the
+    CRC no longer matches), so only a scan finds where the next event starts.
+    """
+    from binlog_parser import scan_headers
+
+    queries = [h for h in scan_headers(data) if h.type_code == 2]
+    h = queries[len(queries) // 2]
+    out = bytearray(data)
+    struct.pack_into("<H", out, h.pos + 19 + 11, 0xFFFF)
+    struct.pack_into("<I", out, h.next_pos - 4, zlib.crc32(bytes(out[h.pos:h.next_pos - 4])))
+    if lie_about_size:
+        struct.pack_into("<II", out, h.pos + 9, 0x7FFF_FFF0, 0x0000_0101)
+    return bytes(out), h.pos, h.next_pos

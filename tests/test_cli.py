@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _binlog_util import BINLOGS
+from _binlog_util import BINLOGS, CRC32_SAMPLE, corrupt_middle_query
 
 REPO = Path(__file__).resolve().parent.parent
 TAG = BINLOGS / "blackbeam__rust_mysql_common" / "test-data__binlogs__binlog_transaction_with_GTID_TAG.000001"
@@ -110,3 +110,23 @@ def test_render_big_ints_as_strings() -> None:
     uv, xid = list(read_events(b.bytes()))[1:]
     assert event_to_dict(uv, "f")["value"] == str(2**64 - 1)
     assert event_to_dict(xid, "f")["xid"] == str(2**53 + 1)
+
+
+def test_resync_prints_the_skipped_range_and_exits_3(tmp_path: Path) -> None:
+    bad, pos, next_pos = corrupt_middle_query(CRC32_SAMPLE.read_bytes())
+    p = tmp_path / "binlog.000001"
+    p.write_bytes(bad)
+    plain = run(str(p))
+    assert plain.returncode == 2 and plain.stderr.startswith(f"{p}:{pos}: ")
+    r = run("--resync", str(p))
+    assert r.returncode == 3, r.stderr
+    out = lines(r.stdout)
+    (skip,) = [o for o in out if o["type"] == "SKIPPED_BYTES"]
+    assert (skip["start"], skip["end"], skip["bytes"], skip["found_by"]) == (pos, next_pos, next_pos - pos, "event_size")
+    assert skip["error_class"] == "CorruptEventError" and "status variables" in skip["error"]
+    assert r.stderr == f"{p}:{pos}: {skip['error']} (skipped bytes {pos}-{next_pos})\n"
+    good = lines(run(str(CRC32_SAMPLE)).stdout)
+    assert [o["pos"] for o in out if o["type"] != "SKIPPED_BYTES"] == [o["pos"] for o in good if o["pos"] != pos]
+    text = run("--resync", "--text", str(p))
+    assert text.returncode == 3 and f"# skipped {next_pos - pos} bytes ({pos}-{next_pos})" in text.stdout
+    assert run("--resync", str(CRC32_SAMPLE)).returncode == 0

@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import io
 import struct
+from typing import Any
 
 import pytest
-from _binlog_util import BINLOGS, MAGIC, Builder, event, fde, query_body, rotate_body, xid_body
+from _binlog_util import (
+    BINLOGS,
+    CRC32_SAMPLE,
+    MAGIC,
+    Builder,
+    corrupt_middle_query,
+    event,
+    fde,
+    query_body,
+    rotate_body,
+    xid_body,
+)
 
 from binlog_parser import (
     BinlogReader,
     ChecksumMismatchError,
     CorruptEventError,
     NotABinlogError,
+    SkippedBytes,
     TruncatedEventError,
     UnknownEvent,
     UnsupportedVersionError,
     read_events,
     read_format_description,
+    read_records,
     scan_headers,
 )
 from binlog_parser.constants import EventType
@@ -287,3 +301,62 @@ def test_drop_version_permutation() -> None:
     assert perm == {20: "XID", 21: "BEGIN_LOAD_QUERY", 22: "EXECUTE_LOAD_QUERY"}
     elq = next(e for e in evs if e.name == "EXECUTE_LOAD_QUERY")
     assert elq.query == "LOAD DATA INFILE 'big_file.dat' INTO TABLE t3" and elq.file_id == 2
+
+
+# -- on_error="resync": one bad event does not lose the rest of the file -----------------------
+
+
+def test_resync_steps_over_one_corrupt_query_by_its_own_size() -> None:
+    data = CRC32_SAMPLE.read_bytes()
+    bad, pos, next_pos = corrupt_middle_query(data)
+    with pytest.raises(CorruptEventError, match="status variables .65535 bytes. run past the event") as info:
+        list(read_events(bad))
+    assert info.value.offset == pos
+    full = list(read_events(data))
+    got = list(BinlogReader(bad, on_error="resync").records())
+    (skip,) = [r for r in got if isinstance(r, SkippedBytes)]
+    assert (skip.start, skip.end, skip.found_by) == (pos, next_pos, "event_size")
+    assert skip.head == bad[pos:next_pos] and skip.error.offset == pos
+    assert "status variables" in skip.error.message
+    # every other event decoded, identical to the undamaged file
+    assert [e for e in got if not isinstance(e, SkippedBytes)] == [e for e in full if e.header.pos != pos]
+
+
+@pytest.mark.parametrize("as_stream", [False, True])
+def test_resync_scans_for_the_next_header_when_the_size_lies(as_stream: bool) -> None:
+    data = CRC32_SAMPLE.read_bytes()
+    bad, pos, next_pos = corrupt_middle_query(data, lie_about_size=True)
+    source: Any = NonSeekable(bad, piece=997) if as_stream else bad
+    got = list(read_records(source))
+    (skip,) = [r for r in got if isinstance(r, SkippedBytes)]
+    assert (skip.start, skip.end, skip.found_by) == (pos, next_pos, "scan")
+    assert isinstance(skip.error, (TruncatedEventError, CorruptEventError))
+    full = list(read_events(data))
+    assert [e for e in got if not isinstance(e, SkippedBytes)] == [e for e in full if e.header.pos != pos]
+
+
+def test_resync_with_nothing_valid_after_skips_to_the_end() -> None:
+    b = _sample()
+    at = b.add(EventType.QUERY, query_body("COMMIT"))
+    data = bytearray(b.bytes())
+    data[at + 4] = 0  # type 0 (UNKNOWN) with a now-wrong CRC, then garbage to the end
+    data += b"\xaa" * 300
+    got = list(read_records(bytes(data)))
+    skip = got[-1]
+    assert isinstance(skip, SkippedBytes)
+    assert (skip.start, skip.end, skip.found_by) == (at, len(data), "end_of_data")
+    assert isinstance(skip.error, ChecksumMismatchError)
+    assert _names(got[:-1]) == _names(read_events(b.bytes()))[:-1]
+
+
+def test_resync_keeps_a_truncated_tail_a_truncation() -> None:
+    data = CRC32_SAMPLE.read_bytes()
+    with pytest.raises(TruncatedEventError):
+        list(read_records(data[:-10]))
+
+
+def test_resync_mode_refuses_plain_iteration() -> None:
+    with pytest.raises(ValueError, match="records"):
+        iter(BinlogReader(b"", on_error="resync"))
+    with pytest.raises(ValueError, match="on_error"):
+        list(read_records(CRC32_SAMPLE.read_bytes(), on_error="skip"))

@@ -6,6 +6,8 @@ import collections
 import json
 from pathlib import Path
 
+from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
+
 from binlake.reconciliation import FileFacts, reconcile
 from binlog_parser.reader import scan_headers
 from spark_jobs.records import (
@@ -197,3 +199,30 @@ def test_plan_tasks_packs_small_files_and_isolates_ranges():
     o = as_binlog_object({"source": "s", "name": "dir/binlog.000001", "uri": "s3://b/dir/binlog.000001",
                           "size": 5, "etag": "e"})
     assert (o.file, o.size, o.etag) == ("binlog.000001", 5, "e")
+
+
+def test_mid_file_corrupt_query_loses_nothing_else():
+    data = CRC32_SAMPLE.read_bytes()
+    bad, pos, next_pos = corrupt_middle_query(data)
+    full = collect(decode_file(data, source="s", file="binlog.000001"))
+    out = collect(decode_file(bad, source="s", file="binlog.000001"))
+    (q,) = out["quarantine"]
+    assert (q["scope"], q["pos"], q["range_start"], q["range_end"]) == ("event", pos, pos, next_pos)
+    assert q["error_class"] == "CorruptEventError" and "status variables (65535 bytes)" in q["error_message"]
+    assert q["raw_head"] == bad[pos:next_pos]
+    assert out["events"] == [e for e in full["events"] if e["pos"] != pos]
+    assert out["row_changes"] == full["row_changes"] and len(out["row_changes"]) > 0
+    assert not out["file_facts"][0]["truncated"]
+    assert out["file_facts"][0]["closing_event"] == full["file_facts"][0]["closing_event"] == "ROTATE"
+
+
+def test_a_lying_event_size_is_skipped_to_the_next_header_found():
+    data = CRC32_SAMPLE.read_bytes()
+    bad, pos, next_pos = corrupt_middle_query(data, lie_about_size=True)
+    full = collect(decode_file(data, source="s", file="binlog.000001"))
+    out = collect(decode_file(bad, source="s", file="binlog.000001"))
+    (q,) = out["quarantine"]
+    assert (q["scope"], q["pos"], q["range_start"], q["range_end"]) == ("skipped", pos, pos, next_pos)
+    assert f"skipped bytes {pos}-{next_pos}" in q["error_message"] and "found by scan" in q["error_message"]
+    assert out["events"] == [e for e in full["events"] if e["pos"] != pos]
+    assert out["row_changes"] == full["row_changes"]
