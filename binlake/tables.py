@@ -111,15 +111,20 @@ BRONZE_QUARANTINE = TableSpec(
     columns=_FILE_COLUMNS + (
         Column('pos', BIGINT, True, 'offset of the event/structure at fault (NULL if unknown)'),
         Column('scope', STRING, False,
-               "'event' (one event skipped, decoding went on), 'tail' (truncated tail), "
+               "'event' (one bad event skipped by its own size, decoding went on), 'skipped' (bytes "
+               "stepped over to the next header that checks out, or to the end), 'tail' (truncated tail), "
                "'file' or 'range' (could not read/decode on)"),
         Column('type_code', INT, True, 'event type code when known'),
         Column('event_type', STRING, True, 'event type name when known'),
         Column('error_class', STRING, False, 'exception class, e.g. TruncatedEventError'),
         Column('error_message', STRING, False, 'error message'),
-        Column('range_start', BIGINT, True, 'start of the byte range the task decoded'),
-        Column('range_end', BIGINT, True, 'end of the byte range the task decoded (exclusive, NULL = end of file)'),
-        Column('raw_head', BINARY, True, 'up to 256 bytes from the offset at fault'),
+        Column('range_start', BIGINT, True,
+               "'event'/'skipped': first skipped byte; else start of the byte range the task decoded"),
+        Column('range_end', BIGINT, True,
+               "'event'/'skipped': end of the skipped bytes (exclusive); else end of the byte range the "
+               "task decoded (NULL = end of file)"),
+        Column('raw_head', BINARY, True,
+               "'event'/'skipped': the skipped bytes (at most 64 KiB); else up to 256 bytes from the offset at fault"),
         Column('run_id', STRING, True, 'ingest run that produced the row'),
     ),
     partition_by=('source',),

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
+
 from conftest import make_test_config
 
 from spark_jobs import ingest as ingest_mod
@@ -267,3 +269,37 @@ def test_ingest_from_s3_reads_ranges_on_executors(spark: Any, ingested: dict[str
     local = sorted(events.where("source = 'maria' AND file IN ('binlog.000002', 'binlog.000003')")
                    .drop("source").toJSON().collect())
     assert s3_rows == local
+
+
+def test_mid_file_corrupt_event_ends_partial_with_every_other_event_ingested(
+        spark: Any, tmp_path: Path) -> None:
+    """A QUERY whose status-vars length runs past the event, in the middle of a real file: the
+    file ends ``partial``, its bytes and error are in bronze.quarantine, all else is ingested."""
+    data = CRC32_SAMPLE.read_bytes()
+    bad, pos, next_pos = corrupt_middle_query(data)
+    objs = []
+    for source, content in (("good", data), ("bad", bad)):
+        (tmp_path / source).mkdir()
+        p = tmp_path / source / "binlog.000001"
+        p.write_bytes(content)
+        objs.append(BinlogObject(source=source, uri=str(p), size=len(content), etag=source))
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    result = run_ingest(spark, cfg, objs, "run-resync")
+    assert result.file_status == {"good/binlog.000001": "ok", "bad/binlog.000001": "partial"}
+    ingested = {r["source"]: r.asDict() for r in
+                spark.read.format("delta").load(table_path(cfg, "meta.ingested_files")).collect()}
+    good, partial = ingested["good"], ingested["bad"]
+    assert (partial["status"], partial["quarantined"]) == ("partial", 1)
+    assert partial["events"] == good["events"] - 1 == 302
+    assert (partial["row_changes"], partial["transactions"], partial["statements"]) == (
+        good["row_changes"], good["transactions"], good["statements"])
+    (q,) = spark.read.format("delta").load(table_path(cfg, "bronze.quarantine")).collect()
+    assert (q["source"], q["file"], q["scope"], q["pos"], q["range_start"], q["range_end"]) == (
+        "bad", "binlog.000001", "event", pos, pos, next_pos)
+    assert bytes(q["raw_head"]) == bad[pos:next_pos] and "status variables (65535 bytes)" in q["error_message"]
+
+    def rows(source: str) -> list[str]:
+        df = spark.read.format("delta").load(table_path(cfg, "silver.row_changes")).where(f"source = '{source}'")
+        return sorted(df.drop("source", "run_id").toJSON().collect())
+
+    assert rows("bad") == rows("good") and len(rows("good")) == good["row_changes"] > 0
