@@ -7,7 +7,8 @@ it never downloads a whole object. Per object it reads
   PREVIOUS_GTIDS / GTID_LIST do not fit): magic, FORMAT_DESCRIPTION (server, checksum
   algorithm, the ``LOG_EVENT_BINLOG_IN_USE_F`` flag) and the PREVIOUS_GTIDS (MySQL) or
   GTID_LIST (MariaDB);
-* the **tail** (last :data:`TAIL_BYTES`, up to :data:`MAX_TAIL_BYTES`): the closing event,
+* the **tail** (last :data:`TAIL_BYTES`, extended to :data:`MAX_TAIL_BYTES` only when no
+  event ends exactly there, e.g. a ROTATE with an over-long name): the closing event,
   found as the ROTATE or STOP header whose ``event_size`` ends exactly at end of object,
   decoded with ``binlog_parser`` and trusted only when its CRC32 matches (files with
   checksums) or its ``log_pos`` equals the object size (files without).
@@ -28,7 +29,8 @@ issue kind                  severity  meaning
 ``chain_restart``           error     a file nobody points at in the middle of the archive
                                       (RESET, a new server, a restore)
 ``hostile_rotate``          error     a ROTATE names something other than a plain file name in
-                                      the same prefix (``../x``, ``a/b``, empty, control bytes)
+                                      the same prefix (``../x``, ``a/b``, empty, control bytes,
+                                      a name over 255 bytes)
 ``unclosed_file``           error     a file without ROTATE/STOP (or in use) with later files
                                       after it (server crash, truncated upload)
 ``cycle``                   error     files only reachable through a successor loop
@@ -78,8 +80,13 @@ log = logging.getLogger(__name__)
 
 HEAD_BYTES = 4096
 TAIL_BYTES = 512
-#: ROTATE = 19-byte header + 8-byte position + name (MySQL FN_REFLEN: 512) + CRC32.
-MAX_TAIL_BYTES = 19 + 8 + 512 + 4
+#: When no closing event ends within the first tail read, the tail is read again this far back:
+#: a ROTATE is 19-byte header + 8-byte position + name + CRC32, and a name longer than MySQL's
+#: FN_REFLEN (512) is hostile but must still be found and reported as what it is (not as a file
+#: without a closing event). Bounded: a "name" beyond this is not looked for.
+MAX_TAIL_BYTES = 64 << 10
+#: Longest file name followed (NAME_MAX of common file systems and of S3 key segments we accept).
+MAX_NAME_BYTES = 255
 #: A head larger than this (a PREVIOUS_GTIDS of many thousand UUIDs) is refused.
 MAX_HEAD_BYTES = 16 << 20
 
@@ -243,6 +250,9 @@ def plain_file_name_problem(name: str | None) -> str | None:
     """Why ``name`` is not a plain file name in the same prefix (None when it is fine)."""
     if name is None or name == "":
         return "empty file name"
+    length = len(name.encode("utf-8", "surrogateescape"))
+    if length > MAX_NAME_BYTES:
+        return f"over-long file name ({length} bytes, limit {MAX_NAME_BYTES}): {name[:32]!r}..."
     if "/" in name or "\\" in name:
         return f"path separator in {name!r}"
     if name in (".", "..") or ".." in name:
@@ -519,21 +529,28 @@ def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
 def _read_closing_event(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile, head: bytes,
                         ctx: DecodeContext, fde_end: int,
                         tail_bytes: int) -> tuple[str, str | None, int] | None:
-    """The closing event from the tail (the head reused when it covers the end; counted in ``f``)."""
+    """The closing event from the tail (the head reused when it covers the end; counted in ``f``).
+
+    First the last ``tail_bytes``; when no ROTATE/STOP ends exactly at the end there, the tail is
+    extended back to :data:`MAX_TAIL_BYTES` (only the missing bytes are read), so that the last
+    event is found by its own size even when a hostile ROTATE carries a name of hundreds of bytes.
+    """
     size = obj.size
-    window = tail_bytes
+    window = min(tail_bytes, size)
+    tail = b""
     while True:
-        window = min(window, size)
         start = size - window
-        if start >= 0 and size <= len(head):
+        if size <= len(head):
             tail = head[start:size]
         else:
-            tail = _retry(partial(store.read_range, obj.name, start, size), f"tail of {obj.uri}")
-            f.tail_bytes += len(tail)
+            missing_end = size - len(tail)
+            more = _retry(partial(store.read_range, obj.name, start, missing_end), f"tail of {obj.uri}")
+            f.tail_bytes += len(more)
+            tail = more + tail
         closing = find_closing_event(tail, start, size, ctx, obj.name, min_pos=fde_end)
         if closing is not None or window >= min(size, MAX_TAIL_BYTES):
             return closing
-        window = MAX_TAIL_BYTES
+        window = min(size, MAX_TAIL_BYTES)
 
 
 def _classify_by_closing_event(f: DiscoveredFile, obj: ObjectInfo,
