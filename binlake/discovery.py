@@ -499,7 +499,11 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.state = "unreadable"
         f.detail = f"tail: {type(exc).__name__}: {exc}"
         return f
-    _classify_by_closing_event(f, obj, closing)
+    name_bytes = None
+    if closing is not None and closing[0] == "ROTATE":
+        # the name's length on disk (the decoder keeps at most 511 bytes of it, as MySQL does)
+        name_bytes = obj.size - closing[2] - ctx.header_length - 8 - (4 if ctx.checksum_alg == CHECKSUM_CRC32 else 0)
+    _classify_by_closing_event(f, obj, closing, name_bytes)
     return f
 
 
@@ -554,8 +558,10 @@ def _read_closing_event(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile, 
 
 
 def _classify_by_closing_event(f: DiscoveredFile, obj: ObjectInfo,
-                               closing: tuple[str, str | None, int] | None) -> None:
-    """closed / open / rejected, from how the object ends and its in-use flag."""
+                               closing: tuple[str, str | None, int] | None,
+                               name_bytes: int | None = None) -> None:
+    """closed / open / rejected, from how the object ends and its in-use flag (``name_bytes``:
+    the ROTATE name's length on disk, which may exceed the decoded name)."""
     if closing is None:
         f.state = "open"
         f.detail = "no ROTATE/STOP at the end: still being written (or cut)"
@@ -564,6 +570,9 @@ def _classify_by_closing_event(f: DiscoveredFile, obj: ObjectInfo,
     f.closing_event = kind
     if kind == "ROTATE":
         problem = plain_file_name_problem(next_name)
+        if name_bytes is not None and name_bytes > MAX_NAME_BYTES and next_name is not None:
+            problem = (f"over-long file name ({name_bytes} bytes, limit {MAX_NAME_BYTES}): "
+                       f"{next_name[:32]!r}...")
         f.next_file = next_name
         if problem:
             f.state = "rejected"

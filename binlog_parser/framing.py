@@ -20,7 +20,7 @@ import struct
 import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from binlog_parser.constants import (
     BINLOG_MAGIC,
@@ -225,9 +225,14 @@ class EventFramer:
         ``on_error="resync"``, a :class:`SkippedBytes` in place of each bad event)."""
         return next(self._frames, END)
 
-    def events(self) -> Iterator[Event | SkippedBytes | NeedData]:
-        """Events and :class:`NeedData` requests until the end (feed before resuming);
-        :class:`SkippedBytes` records only with ``on_error="resync"``."""
+    def events(self) -> Iterator[Event | NeedData]:
+        """Events and :class:`NeedData` requests until the end (feed before resuming)."""
+        if self.on_error == ON_ERROR_RESYNC:
+            raise ValueError("on_error='resync' yields SkippedBytes records too: iterate .records()")
+        return cast(Iterator[Event | NeedData], self._frames)
+
+    def records(self) -> Iterator[Event | SkippedBytes | NeedData]:
+        """:meth:`events`, plus a :class:`SkippedBytes` for each bad event with ``on_error="resync"``."""
         return self._frames
 
     # -- buffer access -----------------------------------------------------------

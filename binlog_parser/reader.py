@@ -176,7 +176,7 @@ class BinlogReader:
         framer.receive_data(src, base)
         framer.receive_eof()
         # complete bytes: the core never yields NeedData (no per-event check on this path)
-        return cast(Iterator[Event | SkippedBytes], framer.events())
+        return cast(Iterator[Event | SkippedBytes], framer.records())
 
     def _iter_path(self, path: str | os.PathLike[str]) -> Iterator[Event | SkippedBytes]:
         first = 0
@@ -204,7 +204,7 @@ class BinlogReader:
     def _drive(framer: EventFramer, feeder: StreamFeeder) -> Iterator[Event | SkippedBytes]:
         """Pass the core's events on and answer its data requests from ``feeder``."""
         supply = feeder.supply
-        for item in framer.events():
+        for item in framer.records():
             if isinstance(item, NeedData):
                 supply(framer, item.offset, item.size)
             else:

@@ -11,6 +11,7 @@ import pytest
 from binlake.config import S3Settings
 from binlake.discovery import (
     HEAD_BYTES,
+    MAX_TAIL_BYTES,
     TAIL_BYTES,
     KnownFile,
     discover_source,
@@ -269,3 +270,24 @@ def test_synthetic_archive_matches_ground_truth(tmp_path: Path, faults: tuple[st
     if last["in_use"] or last["truncated"]:
         assert kinds["open_file"] == [last["name"]]
         assert last["name"] not in [f.file for f in r.to_ingest]
+
+
+def test_rotate_with_a_600_byte_name_is_reported_as_over_long(tmp_path: Path) -> None:
+    """The ROTATE (19 + 8 + 600 + 4 bytes) does not fit the first 512-byte tail read: the tail is
+    extended (bounded) until the last event is found by its own size, and the name is rejected as
+    the over-long name it is, not reported as a file without a closing event."""
+    name = "binlog.000003" + "x" * 587
+    d = _chain_dir(tmp_path, {"binlog.000002": with_rotate_to(read_fixture("binlog.000002"), name)})
+    r = discover_source(LocalObjectStore(d), "m")
+    f2 = next(f for f in r.files if f.file == "binlog.000002")
+    assert (f2.state, f2.closing_event) == ("rejected", "ROTATE")
+    kinds = _kinds(r)
+    assert kinds["hostile_rotate"] == ["binlog.000002"] and "unclosed_file" not in kinds
+    (issue,) = [i for i in r.issues if i.kind == "hostile_rotate"]
+    assert "over-long file name (600 bytes, limit 255): 'binlog.000003xxx" in issue.detail
+    assert f2.tail_bytes == min(f2.size, MAX_TAIL_BYTES) == 64 << 10  # 512 B, then the rest of 64 KiB
+    assert "binlog.000002" not in [f.file for f in r.to_ingest]
+    # closed files with ordinary names still cost one 512-byte tail read
+    assert next(f for f in r.files if f.file == "binlog.000001").tail_bytes == TAIL_BYTES
+    assert plain_file_name_problem("b" * 256) == f"over-long file name (256 bytes, limit 255): {'b' * 32!r}..."
+    assert plain_file_name_problem("binlog." + "1" * 248) is None
