@@ -218,7 +218,7 @@ class ArchiveConfig:
 class BinlakeConfig:
     """The whole configuration. Local paths are absolute after :func:`load_config`.
 
-    ``warehouse`` .. ``nightly_cron`` are the file's ``[pipeline]`` table; ``archive`` is None when
+    ``warehouse`` .. ``on_replaced_object`` are the file's ``[pipeline]`` table; ``archive`` is None when
     the file has no ``[archive]`` table.
     """
 
@@ -227,6 +227,8 @@ class BinlakeConfig:
     state_dir: StrictStr = ".state"
     jars_dir: StrictStr = ".jars"
     nightly_cron: StrictStr = "0 2 * * *"
+    #: an ingested object listed again with another etag/size: ingest it again or fail (discovery)
+    on_replaced_object: Literal["reingest", "fail"] = "reingest"
     s3: S3Settings = S3Settings()
     spark: SparkSettings = SparkSettings()
     config_path: StrictStr | None = None
@@ -265,7 +267,7 @@ class BinlakeConfig:
 # ---------------------------------------------------------------------------------------------
 
 #: the ``[pipeline]`` table's keys: top-level fields of BinlakeConfig
-_PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron")
+_PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object")
 #: file key -> field name, per section
 _FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
 _FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive")

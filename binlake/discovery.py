@@ -36,10 +36,13 @@ issue kind                  severity  meaning
 ``cycle``                   error     files only reachable through a successor loop
 ``read_error``              error     the object could not be read (after retries)
 ``corrupt_binlog``          error     binlog magic present but the head does not decode
-``changed_object``          warning   an ingested object has a new etag/size (ingested again)
+``changed_object``          warning   an ingested object has a new etag/size (ingested again; with
+                                      ``on_replaced="fail"``: an error, and
+                                      :class:`ReplacedObjectError` is raised)
 ``not_a_binlog``            warning   an object without the binlog magic (index files, notes)
 ``nested_object``           info      an object in a sub-folder of the prefix (not this chain)
-``open_file``               info      the last file is still being written (next run)
+``open_file``               info      the last file is still being written (next run), or an
+                                      empty object at the tip (an upload in progress)
 ``awaiting_successor``      info      the newest closed file's successor is not archived yet
 ==========================  ========  ==========================================================
 
@@ -62,6 +65,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from binlake.chain import follow_chain
+from binlake.errors import BinlakeError
 from binlake.series import next_in_series, parse_series_name, series_sort_key
 from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser import (
@@ -90,6 +94,14 @@ MAX_NAME_BYTES = 255
 #: A head larger than this (a PREVIOUS_GTIDS of many thousand UUIDs) is refused.
 MAX_HEAD_BYTES = 16 << 20
 
+#: What discovery does with an ingested object now listed with another etag/size: ingest it
+#: again (its rows are replaced; a warning) or refuse (:class:`ReplacedObjectError`). An archive
+#: should never rewrite a closed binlog, so ``fail`` suits an archive that must be immutable;
+#: ``reingest`` (the default) suits one whose active file is re-uploaded until it is closed.
+ON_REPLACED_REINGEST = "reingest"
+ON_REPLACED_FAIL = "fail"
+ON_REPLACED_POLICIES = (ON_REPLACED_REINGEST, ON_REPLACED_FAIL)
+
 SEVERITY_ERROR = "error"
 SEVERITY_WARNING = "warning"
 SEVERITY_INFO = "info"
@@ -112,6 +124,23 @@ _DISPATCH = build_dispatch()
 
 
 # --------------------------------------------------------------------------- results
+
+
+class ReplacedObjectError(BinlakeError):
+    """Ingested objects were replaced with different content and the policy is ``fail``.
+
+    ``discovery`` is the full result (issues included), ``replaced`` the (file, old etag, old
+    size, new etag, new size) of each replaced object.
+    """
+
+    def __init__(self, discovery: SourceDiscovery,
+                 replaced: list[tuple[str, str | None, int | None, str, int]]) -> None:
+        listed = "; ".join(f"{name}: etag {oe} size {osz} -> etag {ne} size {nsz}"
+                           for name, oe, osz, ne, nsz in replaced)
+        super().__init__(f"source {discovery.source}: {len(replaced)} ingested object(s) replaced with "
+                         f"different content (policy on_replaced_object = 'fail'): {listed}")
+        self.discovery = discovery
+        self.replaced = replaced
 
 
 @dataclass
@@ -466,6 +495,12 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.state = "nested"
         f.detail = "object in a sub-folder of the source prefix"
         return f
+    if obj.size == 0 and parse_series_name(obj.name).number is not None:
+        # an S3 upload in progress may be listed empty: not closed yet (an empty file with later
+        # files after it is still reported, as unclosed_file)
+        f.state = "open"
+        f.detail = "empty object (0 bytes): upload in progress, not closed yet"
+        return f
     try:
         head, ctx, facts = _read_head(store, obj, f, head_bytes)
     except NotABinlogError as exc:
@@ -752,12 +787,17 @@ def _restart_detail(binlogs: dict[str, DiscoveredFile], root: str, prev: str | N
 
 def discover_source(store: ObjectStore, source: str, *, known: Mapping[str, KnownFile] | None = None,
                     reuse_known: bool = True, workers: int = 8, head_bytes: int = HEAD_BYTES,
-                    tail_bytes: int = TAIL_BYTES) -> SourceDiscovery:
+                    tail_bytes: int = TAIL_BYTES, on_replaced: str = ON_REPLACED_REINGEST) -> SourceDiscovery:
     """Discover the rotated, not yet ingested binlogs of one source prefix.
 
     ``known``: ``file -> KnownFile`` from the ingestion state. With ``reuse_known`` an ingested
     object whose etag and size are unchanged and whose closing event is known is not read again.
+    ``on_replaced`` (config ``[pipeline] on_replaced_object``): ``reingest`` an ingested object
+    listed with a new etag/size (a ``changed_object`` warning), or ``fail``: the issue is an
+    error, the object is not ingested, and :class:`ReplacedObjectError` is raised at the end.
     """
+    if on_replaced not in ON_REPLACED_POLICIES:
+        raise ValueError(f"on_replaced must be one of {ON_REPLACED_POLICIES}, not {on_replaced!r}")
     t0 = time.monotonic()
     before = getattr(store, "bytes_read", 0)
     known = known or {}
@@ -789,22 +829,39 @@ def discover_source(store: ObjectStore, source: str, *, known: Mapping[str, Know
         elif f.state == "unreadable":
             result.issues.append(Issue(source, "read_error", SEVERITY_ERROR, f.file, f.detail))
     result.issues.extend(build_chain(source, files))
-    for f in files:
-        if f.state == "closed":
-            if f.ingest is None:
-                f.ingest = _classify_ingest(f, known.get(f.file))
-            if f.ingest == "changed":
-                k = known[f.file]
-                result.issues.append(Issue(source, "changed_object", SEVERITY_WARNING, f.file,
-                                           f"etag/size changed since ingestion ({k.etag}/{k.size} -> "
-                                           f"{f.etag}/{f.size}): ingested again"))
+    replaced = _note_replaced_objects(result, known, on_replaced)
     result.bytes_read = getattr(store, "bytes_read", 0) - before
     result.seconds = time.monotonic() - t0
     log.info(result.summary())
     for issue in result.issues:
         (log.error if issue.severity == SEVERITY_ERROR else log.warning if issue.severity == SEVERITY_WARNING
          else log.info)("%s", issue)
+    if replaced and on_replaced == ON_REPLACED_FAIL:
+        raise ReplacedObjectError(result, replaced)
     return result
+
+
+def _note_replaced_objects(result: SourceDiscovery, known: Mapping[str, KnownFile],
+                           on_replaced: str) -> list[tuple[str, str | None, int | None, str, int]]:
+    """Classify closed files for ingestion and report the replaced ones (per the policy)."""
+    replaced = []
+    fail = on_replaced == ON_REPLACED_FAIL
+    for f in result.files:
+        if f.state != "closed":
+            continue
+        if f.ingest is None:
+            f.ingest = _classify_ingest(f, known.get(f.file))
+        if f.ingest != "changed":
+            continue
+        k = known[f.file]
+        replaced.append((f.file, k.etag, k.size, f.etag, f.size))
+        what = "not ingested (on_replaced_object = 'fail')" if fail else "ingested again"
+        result.issues.append(Issue(result.source, "changed_object", SEVERITY_ERROR if fail else SEVERITY_WARNING,
+                                   f.file, f"etag/size changed since ingestion ({k.etag}/{k.size} -> "
+                                   f"{f.etag}/{f.size}): {what}"))
+        if fail:
+            f.ingest = "replaced"
+    return replaced
 
 
 def select_range(files: Iterable[DiscoveredFile], *, from_file: str | None = None, to_file: str | None = None,

@@ -214,3 +214,13 @@ def test_installed_package_without_checkout_uses_env_file(tmp_path: Path) -> Non
                           capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(tmp_path / "warehouse")
+
+
+def test_on_replaced_object_policy(tmp_path: Path) -> None:
+    from binlake.config import config_from_dict
+
+    assert config_from_dict({}, base=tmp_path, env={}).on_replaced_object == "reingest"
+    cfg = config_from_dict({"pipeline": {"on_replaced_object": "fail"}}, base=tmp_path, env={})
+    assert cfg.on_replaced_object == "fail"
+    with pytest.raises(BinlakeError, match="pipeline.on_replaced_object: expected .reingest. or .fail., got .ignore."):
+        config_from_dict({"pipeline": {"on_replaced_object": "ignore"}}, base=tmp_path, env={})

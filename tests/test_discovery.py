@@ -14,6 +14,7 @@ from binlake.discovery import (
     MAX_TAIL_BYTES,
     TAIL_BYTES,
     KnownFile,
+    ReplacedObjectError,
     discover_source,
     find_closing_event,
     next_in_series,
@@ -291,3 +292,53 @@ def test_rotate_with_a_600_byte_name_is_reported_as_over_long(tmp_path: Path) ->
     assert next(f for f in r.files if f.file == "binlog.000001").tail_bytes == TAIL_BYTES
     assert plain_file_name_problem("b" * 256) == f"over-long file name (256 bytes, limit 255): {'b' * 32!r}..."
     assert plain_file_name_problem("binlog." + "1" * 248) is None
+
+
+def _known_after_first_run(store: LocalObjectStore) -> dict[str, KnownFile]:
+    first = discover_source(store, "m")
+    return {f.file: KnownFile(etag=f.etag, size=f.size, status="ok", closing_event=f.closing_event,
+                              next_file=f.next_file) for f in first.to_ingest}
+
+
+def test_replaced_object_policy_reingest_or_fail(tmp_path: Path) -> None:
+    """An ingested object rewritten with other content (one byte of binlog.000002 changed):
+    ``reingest`` warns and ingests it again, ``fail`` raises a ReplacedObjectError naming the
+    object and both etag/size pairs, and ingests nothing of it."""
+    d = _chain_dir(tmp_path)
+    store = LocalObjectStore(d)
+    known = _known_after_first_run(store)
+    old = known["binlog.000002"]
+    data = bytearray(read_fixture("binlog.000002"))
+    data[len(data) // 2] ^= 0xFF  # other content (a row value), same size: only the etag tells
+    (d / "binlog.000002").write_bytes(bytes(data))
+    r = discover_source(store, "m", known=known)
+    (warn,) = [i for i in r.issues if i.kind == "changed_object"]
+    assert warn.severity == "warning" and warn.detail.endswith("ingested again")
+    assert [f.file for f in r.to_ingest] == ["binlog.000002"] and not r.errors
+    f2 = next(f for f in r.files if f.file == "binlog.000002")
+    assert f2.etag != old.etag
+    with pytest.raises(ReplacedObjectError) as info:
+        discover_source(store, "m", known=known, on_replaced="fail")
+    err = info.value
+    assert err.replaced == [("binlog.000002", old.etag, old.size, f2.etag, f2.size)]
+    assert str(err) == (f"source m: 1 ingested object(s) replaced with different content (policy "
+                        f"on_replaced_object = 'fail'): binlog.000002: etag {old.etag} size {old.size} -> "
+                        f"etag {f2.etag} size {f2.size}")
+    assert [i.kind for i in err.discovery.errors] == ["changed_object"]
+    assert err.discovery.to_ingest == []
+
+
+def test_zero_byte_object_at_the_tip_is_not_closed_yet(tmp_path: Path) -> None:
+    """An upload in progress may be listed with 0 bytes: the tip is left for the next run (no
+    error, the chain is whole); an empty file with later files after it is still an error."""
+    d = _chain_dir(tmp_path)
+    (d / "binlog.000005").write_bytes(b"")
+    r = discover_source(LocalObjectStore(d), "m")
+    f5 = next(f for f in r.files if f.file == "binlog.000005")
+    assert f5.state == "open" and "upload in progress" in f5.detail
+    assert not r.errors and not r.chain_broken
+    assert _kinds(r)["open_file"] == ["binlog.000005"] and "awaiting_successor" not in _kinds(r)
+    assert [f.file for f in r.to_ingest] == list(MARIADB_FILES)
+    (d / "binlog.000006").write_bytes(read_fixture("binlog.000001"))
+    r2 = discover_source(LocalObjectStore(d), "m")
+    assert _kinds(r2)["unclosed_file"] == ["binlog.000005"]
