@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -18,10 +20,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    IncompleteReadError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from urllib3.exceptions import ProtocolError
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
+
+log = logging.getLogger(__name__)
+
+#: A response body cut mid-stream, as botocore / urllib3 / http.client / the socket report it.
+#: botocore's own retries end when the response headers arrive: these happen later, while
+#: the body is read, and are retried here (resuming at the first byte not received).
+BODY_CUT_ERRORS: tuple[type[BaseException], ...] = (
+    ResponseStreamingError, IncompleteReadError, ReadTimeoutError, ConnectionClosedError,
+    ProtocolError, http.client.IncompleteRead, ConnectionError,
+)
+#: Body bytes asked for per read while streaming a ranged GET (a short read returns what
+#: arrived, so a resumed GET starts at the first byte not received).
+BODY_READ_CHUNK = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -38,6 +61,10 @@ class ObjectInfo:
     def key(self) -> str:
         """Alias of ``name`` (S3 wording)."""
         return self.name
+
+
+class DownloadError(BinlakeError, OSError):
+    """A ranged read whose body kept breaking off: every resumed attempt was cut too."""
 
 
 class ObjectNotFound(BinlakeError, FileNotFoundError):
@@ -210,9 +237,13 @@ class S3ObjectStore(_ByteCounter):
     """An S3 prefix (``s3://bucket/prefix/``) seen as an object store; names are relative to the prefix."""
 
     def __init__(self, uri: str, settings: S3Settings | None = None, client: Any = None,
-                 page_size: int | None = None) -> None:
+                 page_size: int | None = None, body_attempts: int = 5, body_backoff: float = 0.2) -> None:
         super().__init__()
         self.page_size = page_size  # list_objects_v2 page size (None: S3's default, 1000)
+        #: GETs per ranged read when the body breaks off (resumed where it broke), and the first
+        #: backoff in seconds (doubling, at most 10 s)
+        self.body_attempts = body_attempts
+        self.body_backoff = body_backoff
         bucket, prefix = split_s3_uri(uri)
         if prefix and not prefix.endswith("/"):
             prefix += "/"
@@ -273,18 +304,64 @@ class S3ObjectStore(_ByteCounter):
         )
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)``. A body cut mid-stream (connection reset, IncompleteRead) is
+        resumed with a new ranged GET from the first byte not received, pinned to the first
+        response's ETag (``If-Match``: the object may not change in between), at most
+        ``body_attempts`` GETs with exponential backoff; then :class:`DownloadError`."""
         _check_range(start, end)
         if end == start:
             return b""
+        got = bytearray()
+        pinned: dict[str, str] = {}  # {"IfMatch": the first response's ETag}
+
+        def note_retry(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            log.warning("%s%s: body of bytes %d-%d broke off at byte %d (%s: %s); resuming (attempt %d of %d)",
+                        self.root_uri, name, start, end - 1, start + len(got), type(exc).__name__, exc,
+                        state.attempt_number + 1, self.body_attempts)
+
+        retrying = Retrying(stop=stop_after_attempt(self.body_attempts),
+                            wait=wait_exponential(multiplier=self.body_backoff, max=10),
+                            retry=retry_if_exception_type(BODY_CUT_ERRORS), before_sleep=note_retry,
+                            reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    if not self._get_range_into(name, start + len(got), end, got, pinned):
+                        return b""
+        except BODY_CUT_ERRORS as exc:
+            raise DownloadError(f"{self.root_uri}{name}: bytes {start}-{end - 1}: the download broke off at "
+                                f"byte {start + len(got)} on each of {self.body_attempts} attempts "
+                                f"({type(exc).__name__}: {exc})") from exc
+        return bytes(got)
+
+    def _get_range_into(self, name: str, start: int, end: int, out: bytearray, pinned: dict[str, str]) -> bool:
+        """One ranged GET of ``[start, end)`` appended to ``out`` as it arrives (what came before
+        a cut is kept; ``pinned`` gets the first response's ETag as ``IfMatch``); False when
+        ``start`` is beyond the object's end."""
         try:
             with self._not_found_as_missing(name):
                 resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
-                                              Range=f"bytes={start}-{end - 1}")
+                                              Range=f"bytes={start}-{end - 1}", **pinned)
         except ClientError as exc:
             if _error_code(exc) == "InvalidRange":  # start beyond the end of the object
-                return b""
+                return False
+            if _error_code(exc) in ("PreconditionFailed", "412"):
+                raise DownloadError(f"{self.root_uri}{name}: the object changed (ETag no longer "
+                                    f"{pinned.get('IfMatch')}) while its bytes from {start} were being "
+                                    "resumed; read it again") from exc
             raise
-        return self._count(resp["Body"].read())
+        if not pinned and resp.get("ETag"):
+            pinned["IfMatch"] = resp["ETag"]
+        body = resp["Body"]
+        try:
+            while True:
+                piece = body.read(BODY_READ_CHUNK)
+                if not piece:
+                    return True
+                out += self._count(piece)
+        finally:
+            body.close()
 
     def read_tail(self, name: str, n: int) -> bytes:
         if n <= 0:
