@@ -95,6 +95,7 @@ class IngestResult:
     rows: dict[str, int] = field(default_factory=dict)
     quarantined: int = 0
     file_status: dict[str, str] = field(default_factory=dict)  # "source/file" -> ok|partial|failed
+    stale_staging_removed: int = 0  # staging folders of dead runs removed at the start
     seconds: float = 0.0
     decode_seconds: float = 0.0
     write_seconds: float = 0.0
@@ -501,6 +502,10 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     t0 = time.time()
     run_id = run_id or new_run_id()
     result = IngestResult(run_id=run_id)
+    from binlake.staging import clean_stale_staging
+
+    # staging left by runs killed during their Delta writes (see binlake.staging for the age rule)
+    result.stale_staging_removed = len(clean_stale_staging(config.warehouse, config.s3, keep_run=run_id))
     objects = [as_binlog_object(f) for f in files]
     # one entry per (source, file): the last listed wins
     uniq: dict[tuple[str, str], BinlogObject] = {}

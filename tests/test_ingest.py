@@ -9,8 +9,10 @@ run killed between two table writes and re-run with its run id ends identical.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +305,35 @@ def test_mid_file_corrupt_event_ends_partial_with_every_other_event_ingested(
         return sorted(df.drop("source", "run_id").toJSON().collect())
 
     assert rows("bad") == rows("good") and len(rows("good")) == good["row_changes"] > 0
+
+
+def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed during its Delta writes, run-dead leaves _staging/ingest-run-dead/; the next run
+    (a new run id) removes it once it is older than a source lease lives (here set to 1 h)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copyfile(MARIA / "binlog.000001", src / "binlog.000001")
+    objs = objects_in(src, "maria")
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    staging = Path(cfg.warehouse) / "_staging"
+
+    def killed(*a: Any, **kw: Any) -> None:
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(ingest_mod, "write_replace", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_ingest(spark, cfg, objs, "run-dead")
+    monkeypatch.undo()
+    dead = staging / "ingest-run-dead"
+    assert (dead / "_SUCCESS").is_file()
+    # a run with a new id soon after: the folder may belong to a live run, it stays
+    assert run_ingest(spark, cfg, objs, "run-2", force=True).stale_staging_removed == 0 and dead.is_dir()
+    # two hours later (the lease lifetime set to one hour): removed, the current run's own is not
+    two_hours_ago = time.time() - 7200
+    for f in dead.rglob("*"):
+        os.utime(f, (two_hours_ago, two_hours_ago))
+    monkeypatch.setenv("BINLAKE_SOURCE_LEASE_TTL", "3600")
+    result = run_ingest(spark, cfg, objs, "run-3", force=True, keep_staging=True)
+    assert result.stale_staging_removed == 1 and not dead.exists()
+    assert sorted(p.name for p in staging.iterdir()) == ["ingest-run-3"]
