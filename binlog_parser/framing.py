@@ -468,7 +468,7 @@ class EventFramer:
         truncation (a file still being written), not a skip.
         """
         hl = self.context.header_length if self.context.binlog_version != 1 else 13
-        yield from self._fetch(pos, MAX_SKIPPED_HEAD)
+        yield from self._fetch_contiguous(pos, MAX_SKIPPED_HEAD)
         first = bytes(self._held(pos, MAX_SKIPPED_HEAD))  # kept before the scan drops bytes
         head = first[:hl]
         candidates: list[tuple[int, str]] = []
@@ -490,6 +490,15 @@ class EventFramer:
             return self._skipped(pos, self._buf_pos + len(self._buf), exc, "end_of_data", first)
         return self._skipped(pos, found, exc, "scan", first)
 
+    def _fetch_contiguous(self, pos: int, n: int) -> Iterator[NeedData]:
+        """:meth:`_fetch` without gaps: the bytes up to ``pos + n`` are asked for from the end of
+        what is held, so a look ahead never makes the feeder drop bytes the scan still needs (a
+        forward-only stream cannot go back). Costs at most the looked-at event's declared size,
+        as framing that event would."""
+        while self._get(pos, n) is None:
+            end = self._buf_pos + len(self._buf)
+            yield NeedData(end, pos + n - end)
+
     def _skipped(self, start: int, end: int, exc: BinlogError, how: str, first: bytes) -> SkippedBytes:
         """The record of a skip (its first bytes kept, bounded); framing moves to ``end``."""
         if exc.offset is None:
@@ -510,7 +519,7 @@ class EventFramer:
         v1 = self.context.binlog_version == 1
         while True:
             self.position = pos  # bytes before the cursor may be dropped
-            yield from self._fetch(pos, hl)
+            yield from self._fetch_contiguous(pos, hl)
             if len(self._held(pos, hl)) < hl:
                 return None
             mv, base = self._mv, self._buf_pos
@@ -538,10 +547,10 @@ class EventFramer:
         CRC32 vouches) and whose CRC32 (checksummed files) matches."""
         ctx = self.context
         hl = ctx.header_length if ctx.binlog_version != 1 else 13
-        yield from self._fetch(at, hl)
+        yield from self._fetch_contiguous(at, hl)
         head = self._held(at, hl)
-        if not len(head):
-            return self._eof and (self.total_size is None or at == self.total_size)
+        if not len(head):  # the exact end of the data is a boundary; past it is not
+            return self._eof and at == self._buf_pos + len(self._buf)
         if len(head) < hl or not _KNOWN_TYPES[head[4]]:
             return False
         size = _U32.unpack_from(head, 9)[0]
@@ -553,7 +562,7 @@ class EventFramer:
             return False
         if not crc:
             return True
-        yield from self._fetch(at, size)
+        yield from self._fetch_contiguous(at, size)
         raw = self._held(at, size)
         return len(raw) == size and zlib.crc32(raw[:size - 4]) == _U32.unpack_from(raw, size - 4)[0]
 
