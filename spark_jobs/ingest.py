@@ -96,6 +96,9 @@ class IngestResult:
     quarantined: int = 0
     file_status: dict[str, str] = field(default_factory=dict)  # "source/file" -> ok|partial|failed
     stale_staging_removed: int = 0  # staging folders of dead runs removed at the start
+    #: "source/file" -> [start, end) byte ranges stepped over by the resynchronising decoder
+    #: (each one a bronze.quarantine row; the file is "partial")
+    skipped_ranges: dict[str, list[list[int]]] = field(default_factory=dict)
     seconds: float = 0.0
     decode_seconds: float = 0.0
     write_seconds: float = 0.0
@@ -601,6 +604,11 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
         else:
             status = "ok"
         result.file_status[f"{o.source}/{o.file}"] = status
+        skipped = sorted(r for p in parts for r in (p.get("skipped_ranges") or []))
+        if skipped:
+            result.skipped_ranges[f"{o.source}/{o.file}"] = skipped
+            log.warning("%s/%s is partial: %d byte range(s) skipped (%s), see bronze.quarantine", o.source,
+                        o.file, len(skipped), ", ".join(f"{a}-{b}" for a, b in skipped[:10]))
         if parts and status != "failed":
             merged = records.merge_file_facts(
                 [dict(p, first_event_time=_parse_ts(p.get("first_event_time")),

@@ -299,6 +299,7 @@ class RangeDecoder:
             "first_event_time": None, "last_event_time": None,
             "closing_event": None, "next_file": None, "truncated": False,
             "decoded_bytes": 0, "quarantined": 0,
+            "skipped_ranges": [],  # [start, end) of bytes stepped over (not a meta column: the run summary's)
             "sha1": hashlib.sha1(data).hexdigest(),
         }
         self._gtids: GtidIntervalsBuilder | None = None
@@ -367,6 +368,7 @@ class RangeDecoder:
         row["error_message"] = (f"{row['error_message']} (skipped bytes {skip.start}-{skip.end}, "
                                 f"{skip.size} bytes; next event found by {skip.found_by.replace('_', ' ')})")
         row.update(range_start=skip.start, range_end=skip.end, raw_head=skip.head)
+        self.facts["skipped_ranges"].append([skip.start, skip.end])
         return row
 
     def _event_size_at(self, pos: int) -> int | None:

@@ -288,6 +288,7 @@ def test_mid_file_corrupt_event_ends_partial_with_every_other_event_ingested(
     cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
     result = run_ingest(spark, cfg, objs, "run-resync")
     assert result.file_status == {"good/binlog.000001": "ok", "bad/binlog.000001": "partial"}
+    assert result.skipped_ranges == {"bad/binlog.000001": [[pos, next_pos]]}
     ingested = {r["source"]: r.asDict() for r in
                 spark.read.format("delta").load(table_path(cfg, "meta.ingested_files")).collect()}
     good, partial = ingested["good"], ingested["bad"]

@@ -212,7 +212,7 @@ def test_mid_file_corrupt_query_loses_nothing_else():
     assert q["raw_head"] == bad[pos:next_pos]
     assert out["events"] == [e for e in full["events"] if e["pos"] != pos]
     assert out["row_changes"] == full["row_changes"] and len(out["row_changes"]) > 0
-    assert not out["file_facts"][0]["truncated"]
+    assert not out["file_facts"][0]["truncated"] and out["file_facts"][0]["skipped_ranges"] == [[pos, next_pos]]
     assert out["file_facts"][0]["closing_event"] == full["file_facts"][0]["closing_event"] == "ROTATE"
 
 
