@@ -512,11 +512,15 @@ class EventFramer:
         """The first offset from ``pos`` on whose header checks out, None at the end of data.
 
         A byte-by-byte scan, cheap per offset (type code, size and next-position first; the
-        CRC32 only when those agree): it only runs after a bad event whose size is a lie.
+        CRC32 only when those agree): it only runs after a bad event whose size is a lie. A
+        relay log's events carry their source's next-positions: there only the bad event's own
+        size (CRC32-checked) can resynchronise.
         """
         hl = self.context.header_length
         known, max_size, total = _KNOWN_TYPES, self.max_event_size, self.total_size
-        v1 = self.context.binlog_version == 1
+        if self.context.binlog_version == 1:
+            return None  # no next-position field: nothing to tell a header from data
+        v3 = self.context.binlog_version == 3
         while True:
             self.position = pos  # bytes before the cursor may be dropped
             yield from self._fetch_contiguous(pos, hl)
@@ -529,9 +533,10 @@ class EventFramer:
                 if known[mv[k + 4]]:
                     size = _U32.unpack_from(mv, k + 9)[0]
                     at = base + k
-                    if (hl <= size <= max_size and (total is None or at + size <= total)
-                            and (v1 or _U32.unpack_from(mv, k + 13)[0] == at + size)):
-                        break
+                    if hl <= size <= max_size and (total is None or at + size <= total):
+                        log_pos = _U32.unpack_from(mv, k + 13)[0]
+                        if log_pos == at + size or (v3 and log_pos == at):
+                            break
                 k += 1
             else:
                 pos = base + last + 1
@@ -542,9 +547,9 @@ class EventFramer:
             pos = at + 1
 
     def _boundary_ok(self, at: int) -> Generator[NeedData, None, bool]:
-        """Is ``at`` an event boundary: the end of the data, or a header whose type is known,
-        whose size fits, whose next-position (v3/v4) is ``at + size`` (0 accepted only when a
-        CRC32 vouches) and whose CRC32 (checksummed files) matches."""
+        """Is ``at`` an event boundary: the end of the data, or a header whose type is known and
+        whose size fits, and then whose CRC32 matches (checksummed files: the next-position may
+        be anything, as in a relay log) or whose next-position is ``at + size`` (v3 also: ``at``)."""
         ctx = self.context
         hl = ctx.header_length if ctx.binlog_version != 1 else 13
         yield from self._fetch_contiguous(at, hl)
@@ -556,12 +561,11 @@ class EventFramer:
         size = _U32.unpack_from(head, 9)[0]
         if size < hl or size > self.max_event_size or (self.total_size is not None and at + size > self.total_size):
             return False
-        log_pos = 0 if ctx.binlog_version == 1 else _U32.unpack_from(head, 13)[0]
-        crc = ctx.checksum_alg == CHECKSUM_CRC32 and head[4] != _FDE
-        if log_pos != at + size and not (crc and log_pos == 0) and ctx.binlog_version != 1:
-            return False
-        if not crc:
-            return True
+        if not (ctx.checksum_alg == CHECKSUM_CRC32 and head[4] != _FDE):
+            if ctx.binlog_version == 1:
+                return True  # no next-position, no CRC: type and size are all there is
+            log_pos = _U32.unpack_from(head, 13)[0]
+            return log_pos == at + size or (ctx.binlog_version == 3 and log_pos == at)
         yield from self._fetch_contiguous(at, size)
         raw = self._held(at, size)
         return len(raw) == size and zlib.crc32(raw[:size - 4]) == _U32.unpack_from(raw, size - 4)[0]
