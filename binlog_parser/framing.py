@@ -290,7 +290,8 @@ class EventFramer:
                 skip = yield from self._resync(self.position, exc)
                 if skip is None:
                     raise
-                yield skip
+                if self.start_position is None or skip.end > self.start_position:
+                    yield skip  # (bytes wholly before start_position were not asked for)
                 pos = skip.end
 
     def _run(self, pos: int, started: bool = False) -> Iterator[Event | SkippedBytes | NeedData]:

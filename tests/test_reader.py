@@ -399,3 +399,11 @@ def test_resync_accounts_for_every_byte_of_a_damaged_file(path: Any, as_stream: 
         assert exc.offset == pos or exc.offset == 4
         return
     assert pos == len(data)
+
+
+def test_resync_reports_only_skips_at_or_after_start_position() -> None:
+    bad, pos, next_pos = corrupt_middle_query(CRC32_SAMPLE.read_bytes())
+    after = [r for r in read_records(bad, start_position=next_pos) if isinstance(r, SkippedBytes)]
+    assert after == []
+    (skip,) = [r for r in read_records(bad, start_position=pos) if isinstance(r, SkippedBytes)]
+    assert (skip.start, skip.end) == (pos, next_pos)
