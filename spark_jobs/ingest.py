@@ -507,8 +507,12 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     result = IngestResult(run_id=run_id)
     from binlake.staging import clean_stale_staging
 
-    # staging left by runs killed during their Delta writes (see binlake.staging for the age rule)
-    result.stale_staging_removed = len(clean_stale_staging(config.warehouse, config.s3, keep_run=run_id))
+    # staging left by runs killed during their Delta writes (see binlake.staging for the age rule);
+    # housekeeping: a failure to list or delete is logged, never fails the ingest
+    try:
+        result.stale_staging_removed = len(clean_stale_staging(config.warehouse, config.s3, keep_run=run_id))
+    except Exception:  # noqa: BLE001
+        log.warning("could not clean stale staging under %s", config.warehouse, exc_info=True)
     objects = [as_binlog_object(f) for f in files]
     # one entry per (source, file): the last listed wins
     uniq: dict[tuple[str, str], BinlogObject] = {}
