@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
-
 from conftest import make_test_config
 
 from spark_jobs import ingest as ingest_mod
