@@ -188,7 +188,8 @@ def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, 
     hold_source(cfg, source, run_id)  # held until the source's data_checks / the run summary
     known = load_known_files(cfg, source)
     store = open_object_store(src.uri, cfg.s3)
-    disc = discover_source(store, source, known=known, reuse_known=p["mode"] != "reprocess")
+    disc = discover_source(store, source, known=known, reuse_known=p["mode"] != "reprocess",
+                           on_replaced=cfg.on_replaced_object)
     plan = plan_ingest(disc, p["mode"], from_file=p["from_file"], to_file=p["to_file"],
                        from_time=p["from_time"], to_time=p["to_time"])
     put_doc(cfg, run_id, source, "discovery", disc.as_dict())

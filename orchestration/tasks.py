@@ -77,6 +77,7 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
     """List the source's objects, follow the ROTATE chain, plan the run; take the source's lease."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from binlake.discovery import ReplacedObjectError
     from binlake.leases import LeaseHeldError
 
     _label(source)
@@ -84,7 +85,7 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
     export_airflow_aws_credentials(cfg)
     try:
         return discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg)
-    except LeaseHeldError as exc:  # another run has the source: retrying in 30 s would not help
+    except (LeaseHeldError, ReplacedObjectError) as exc:  # retrying in 30 s would not help
         raise AirflowFailException(str(exc)) from exc
 
 
