@@ -1,8 +1,8 @@
 """The Airflow tasks of binlake's DAGs; the DAG files in ``dags/`` put them together.
 
 Per source (a mapped task group, so one source failing does not stop the others):
-``discover`` (plain Python) -> ``decode`` -> ``reconcile`` -> ``gold`` -> ``data_checks`` (Spark
-steps, :mod:`spark_jobs.steps`), then one ``summary`` for the run. This module only adapts them to
+``discover`` (plain Python) -> ``decode`` -> ``reconcile`` -> ``gold`` (Spark steps,
+:mod:`spark_jobs.steps`) -> ``data_checks`` (delta-rs + DuckDB, no JVM), then one ``summary``. This module only adapts them to
 Airflow: operators, retries, Assets, credentials, alerts; the logic lives below (``binlake.runs``,
 ``spark_jobs.steps``).
 
