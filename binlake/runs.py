@@ -64,6 +64,10 @@ class RunFailedError(BinlakeError):
     """The run summary: at least one source did not complete cleanly."""
 
 
+class RunParamsError(BinlakeError, ValueError):
+    """A run parameter (backfill mode, date, source name) is not valid."""
+
+
 class MissingPlanError(BinlakeError):
     """A Spark step found no ingest plan: its run's discover step did not run."""
 
@@ -139,7 +143,7 @@ def normalize_params(params: Mapping[str, Any] | None, *, backfill: bool) -> dic
         return out
     mode = (p.get("mode") or "missing").strip()
     if mode not in ("missing", "reprocess"):
-        raise ValueError(f"backfill mode must be 'missing' or 'reprocess', got {mode!r}")
+        raise RunParamsError(f"backfill mode must be 'missing' or 'reprocess', got {mode!r}")
     out["mode"] = mode
     out["from_file"] = p.get("from_file") or None
     out["to_file"] = p.get("to_file") or None
@@ -154,7 +158,10 @@ def _date_ts(value: Any) -> float | None:
         return None
     import datetime as dt
 
-    d = dt.date.fromisoformat(str(value)[:10])
+    try:
+        d = dt.date.fromisoformat(str(value)[:10])
+    except ValueError as exc:
+        raise RunParamsError(f"not a date (YYYY-MM-DD): {value!r}") from exc
     return dt.datetime(d.year, d.month, d.day, tzinfo=dt.UTC).timestamp()
 
 
@@ -168,7 +175,7 @@ def resolve_sources(requested: Any, cfg: BinlakeConfig | None = None) -> list[st
     wanted = [w.strip() for item in wanted for w in str(item).split(",") if w.strip()]
     unknown = [w for w in wanted if w not in names]
     if unknown:
-        raise ValueError(f"unknown source(s) {unknown}; configured: {names}")
+        raise RunParamsError(f"unknown source(s) {unknown}; configured: {names}")
     return wanted
 
 
