@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     mb = total / 1e6
 
     from binlake.config import config_from_dict
-    from binlake.spark import build_spark_session
     from spark_jobs.ingest import BinlogObject, run_ingest
     from spark_jobs.reconcile import run_reconcile
+    from spark_jobs.session import build_spark_session
 
     wh = work / "warehouse"
     shutil.rmtree(wh, ignore_errors=True)
@@ -215,9 +215,9 @@ def _cluster_cpu_seconds(cluster) -> float:
 def scaling(args: argparse.Namespace) -> int:
     """Ingest the same archive on a loopback cluster of 1, 2, ... workers; print the ratio."""
     from binlake.config import config_from_dict
-    from binlake.spark import build_spark_session
     from binlake.testing.spark_cluster import SparkStandaloneCluster
     from spark_jobs.ingest import BinlogObject, run_ingest
+    from spark_jobs.session import build_spark_session
 
     work = Path(args.workdir)
     archive = work / "archive" / "bench"

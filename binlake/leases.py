@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
+from binlake.errors import BinlakeError
 
 log = logging.getLogger("binlake.leases")
 
@@ -51,7 +52,7 @@ DEFAULT_TTL_SECONDS = 6 * 3600.0
 TTL_ENV = "BINLAKE_SOURCE_LEASE_TTL"
 
 
-class LeaseHeldError(RuntimeError):
+class LeaseHeldError(BinlakeError, RuntimeError):
     """Another run holds the source's lease."""
 
 

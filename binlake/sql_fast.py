@@ -105,7 +105,7 @@ class FastWarehouse:
         self.cfg = cfg
         # No extension downloads at run time (offline hosts): parquet/icu/json are built in.
         self.connection = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
-        self.connection.execute("SET TimeZone = 'UTC'")  # Spark's session zone in binlake.spark
+        self.connection.execute("SET TimeZone = 'UTC'")  # Spark's session zone in spark_jobs.session
         self._options: dict[str, str] | None = None
         self._opened: dict[str, bool] = {}
         for db in DATABASES:

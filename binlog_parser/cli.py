@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from binlog_parser.errors import BinlogError
 from binlog_parser.framing import ON_ERROR_RAISE, ON_ERROR_RESYNC, SkippedBytes
@@ -93,8 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
         out.flush()
     except BrokenPipeError:
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        finally:
-            return 0
+        # The reader of our stdout went away (``| head``): point stdout at /dev/null so the
+        # interpreter's final flush does not raise again, and end quietly as `cat` does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return 3 if skipped else 0

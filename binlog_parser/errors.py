@@ -25,6 +25,8 @@ class BinlogError(Exception):
         self.type_code = type_code
 
     def __str__(self) -> str:
+        if self.file is None and self.offset is None:  # text, not a file: nothing to point at
+            return self.message
         where = f"{self.file or '<bytes>'}:{self.offset if self.offset is not None else '?'}"
         return f"{where}: {self.message}"
 

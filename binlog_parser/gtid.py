@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from binlog_parser.errors import BinlogError
 from binlog_parser.intervals import Interval
 from binlog_parser.intervals import contains as _contains
 from binlog_parser.intervals import difference as _difference
@@ -34,7 +35,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 Key = tuple[str, str]  # (uuid, tag) ; tag "" = untagged
 
 
-class GtidParseError(ValueError):
+class GtidParseError(BinlogError, ValueError):
     """A GTID or GTID set text (or binary encoding) is not valid."""
 
 

@@ -103,7 +103,7 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
     outlets = table_assets(cfg, STEP_TABLES[step])
     retries = STEP_RETRIES[step]
     if cfg.spark.mode == "submit":
-        from binlake.spark import spark_submit_kwargs
+        from spark_jobs.session import spark_submit_kwargs
 
         submit = spark_submit_kwargs(cfg)
         env = {"BINLAKE_CONFIG": cfg.config_path} if cfg.config_path else None

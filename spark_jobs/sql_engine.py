@@ -105,7 +105,7 @@ class SparkSqlEngine:
         if self._spark is None:
             import logging
 
-            from binlake.spark import spark_session
+            from spark_jobs.session import spark_session
 
             # pyspark logs every failed statement as a JSON stack trace; the CLI prints one line instead.
             logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)

@@ -205,7 +205,7 @@ STEPS: dict[str, Callable[[Any, BinlakeConfig, str, str], dict[str, Any]]] = {
 def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | None = None) -> dict[str, Any]:
     """Run one Spark step in this process (the session is reused when one runs): what an in-process
     Airflow task and ``python -m spark_jobs`` (spark-submit) both call."""
-    from binlake.spark import build_spark_session
+    from spark_jobs.session import build_spark_session
 
     cfg = cfg or load_config()
     hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease

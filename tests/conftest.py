@@ -117,7 +117,7 @@ def binlake_config(session_tmp: Path, s3_server: S3Server) -> BinlakeConfig:
 @pytest.fixture(scope="session")
 def spark(binlake_config: BinlakeConfig) -> Iterator[Any]:
     """One SparkSession (Delta + S3A against the loopback server) for the whole test session."""
-    from binlake.spark import build_spark_session
+    from spark_jobs.session import build_spark_session
 
     session = build_spark_session(binlake_config, "binlake-tests", ui=False)
     try:

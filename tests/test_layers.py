@@ -40,7 +40,6 @@ PARSER_THIRD_PARTY = {"zstandard"}
 ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("binlake.cli", "binlake.testing.demo"),
     ("binlake.cli", "binlake.testing.synthetic"),
-    ("binlake.spark", "pyspark"),
     ("binlake.sql_cli", "spark_jobs.sql_engine"),
     ("binlake.storage", "airflow"),
     ("binlake.archiver", "airflow"),  # credentials from an Airflow connection, as storage.py

@@ -18,10 +18,12 @@ import dataclasses
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from binlake.config import BinlakeConfig
+from binlake.errors import BinlakeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -35,7 +37,7 @@ S3A_FS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 REQUIRED_JAR_PREFIXES = ("delta-spark_", "delta-storage-", "hadoop-aws-", "bundle-")
 
 
-class MissingJarsError(RuntimeError):
+class MissingJarsError(BinlakeError, RuntimeError):
     """The jars dir lacks the Delta / hadoop-aws jars: run `make setup`."""
 
 
@@ -124,7 +126,7 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
 
 
 def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bool | None = None,
-                        master: str | None = None) -> "SparkSession":
+                        master: str | None = None) -> SparkSession:
     """A SparkSession with Delta + S3A configured (or the already-running one in this process).
 
     Static settings (jars, S3A endpoint) only take effect when this call starts the JVM; a second
@@ -150,7 +152,7 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
 
 
 @contextlib.contextmanager
-def spark_session(cfg: BinlakeConfig, app_name: str = "binlake", **kwargs: object) -> Iterator["SparkSession"]:
+def spark_session(cfg: BinlakeConfig, app_name: str = "binlake", **kwargs: object) -> Iterator[SparkSession]:
     """Context manager: yields a session; stops it on exit only if this call started it.
 
     Why: Airflow tasks run in-process under ``dag.test()`` and in tests that already hold a
