@@ -108,7 +108,7 @@ def main() -> int:
             "--host=127.0.0.1", f"--port={db.port}", f"--user={REPL_USER}", f"--password={REPL_PASSWORD}",
             f"--result-file={peer_dir}/", files[0].name], env, mb)]
         check_identical(db, peer_dir, "mariadb-binlog")
-        archive = [sys.executable, "-c", ("import sys; from binlake.archiver import archive_command; "
+        archive = [sys.executable, "-c", ("import sys; from binlake.cli.archive import archive_command; "
                    "sys.exit(archive_command(sys.argv[1:]))"), "--source", "bench", "--host", "127.0.0.1",
                    "--port", str(db.port), "--user", REPL_USER, "--stop-at-end", "--upload-bytes", str(64 << 20),
                    "--upload-interval-s", "30"]

@@ -10,18 +10,17 @@ Settings (:class:`ArchiverSettings`): CLI flags > ``BINLAKE_ARCHIVE_<KEY>`` env 
 are declared once, in :class:`binlake.config.ArchiveSettings` (validated with the rest of the config).
 The destination is the source's ``[[sources]]`` uri (or ``--dest``), the object store the config's
 ``[s3]``. The password never comes from a file or a flag: ``BINLAKE_ARCHIVE_PASSWORD``, ``MYSQL_PWD``
-or an Airflow connection.
+or an Airflow connection (resolved by the command line, :mod:`binlake.cli.archive`, which is also the
+service entry: this module imports no Airflow).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import logging
 import os
 import ssl
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -120,17 +119,9 @@ def load_settings(cli: dict[str, Any], config_path: str | None,
 # --- connection ---------------------------------------------------------------------------------
 
 
-def _password(settings: ArchiverSettings) -> tuple[str, dict[str, Any]]:
-    """(password, overrides from an Airflow connection). Never logged."""
-    if settings.airflow_conn_id:
-        from airflow.sdk import (
-            BaseHook,  # only when asked for: the archiver does not need Airflow
-        )
-
-        conn = BaseHook.get_connection(settings.airflow_conn_id)
-        overrides = {k: v for k, v in (("host", conn.host), ("port", conn.port), ("user", conn.login)) if v}
-        return conn.password or "", overrides
-    return os.environ.get("BINLAKE_ARCHIVE_PASSWORD") or os.environ.get("MYSQL_PWD") or "", {}
+def password_from_env() -> str:
+    """The replica's password: ``BINLAKE_ARCHIVE_PASSWORD``, else ``MYSQL_PWD``. Never logged."""
+    return os.environ.get("BINLAKE_ARCHIVE_PASSWORD") or os.environ.get("MYSQL_PWD") or ""
 
 
 def _ssl_context(settings: ArchiverSettings) -> ssl.SSLContext | None:
@@ -148,11 +139,9 @@ def _ssl_context(settings: ArchiverSettings) -> ssl.SSLContext | None:
     return ctx
 
 
-def connect(settings: ArchiverSettings) -> pymysql.connections.Connection:
-    password, overrides = _password(settings)
+def connect(settings: ArchiverSettings, password: str) -> pymysql.connections.Connection:
     return pymysql.connect(
-        host=overrides.get("host", settings.host), port=int(overrides.get("port", settings.port)),
-        user=overrides.get("user", settings.user), password=password, ssl=_ssl_context(settings),
+        host=settings.host, port=settings.port, user=settings.user, password=password, ssl=_ssl_context(settings),
         ssl_disabled=settings.ssl_mode == "disabled",
         connect_timeout=10, read_timeout=settings.read_timeout_s or max(4 * settings.heartbeat_s, 10.0),
         write_timeout=60, autocommit=True)
@@ -214,13 +203,13 @@ def register_and_dump(conn: pymysql.connections.Connection, settings: ArchiverSe
     send_command(conn, rpl.binlog_dump_payload(settings.server_id, name, position, flags))
 
 
-def file_of_gtid(settings: ArchiverSettings, info: ServerInfo, gtid: str) -> str:
+def file_of_gtid(settings: ArchiverSettings, password: str, info: ServerInfo, gtid: str) -> str:
     """The binlog file a GTID start falls in: dump by GTID, read the artificial ROTATE, hang up.
 
     Why: a file-by-file archive must start at a file's first byte to be byte-identical, so a GTID
     start means "the whole file that holds this GTID".
     """
-    conn = connect(settings)
+    conn = connect(settings, password)
     try:
         prepare_replica(conn, settings)
         if info.is_mariadb:
@@ -334,8 +323,12 @@ def _mysql_error_text(exc: BaseException) -> str:
 class Archiver:
     """One source's archiver: connects, resumes from its files, streams until stopped (or the end)."""
 
-    def __init__(self, settings: ArchiverSettings, store: ObjectStore | None = None) -> None:
+    def __init__(self, settings: ArchiverSettings, store: ObjectStore | None = None,
+                 password: str | None = None) -> None:
+        """``password``: the replica user's (default :func:`password_from_env`); the command line
+        passes the one of an Airflow connection (``airflow_conn_id``) here."""
         self.settings = settings
+        self._password = password_from_env() if password is None else password
         self.store = store or open_object_store(settings.dest, settings.s3)
         settings.source_spool.mkdir(parents=True, exist_ok=True)
         self.files = ArchiveFiles(self.store, settings.source_spool, settings.upload_bytes,
@@ -381,12 +374,12 @@ class Archiver:
     def _session(self) -> None:
         """One connection: resume point from the files, dump, write until EOF (non-blocking) or error."""
         point = self.files.resume_point()
-        conn = connect(self.settings)
+        conn = connect(self.settings, self._password)
         try:
             info = prepare_replica(conn, self.settings)
             self.progress.server_gtid_position = info.gtid_position
             if point is None and self.settings.start_gtid:
-                point = ResumePoint(file_of_gtid(self.settings, info, self.settings.start_gtid), 4)
+                point = ResumePoint(file_of_gtid(self.settings, self._password, info, self.settings.start_gtid), 4)
             register_and_dump(conn, self.settings, point)
             self._set_state("streaming", None)
             log.info("%s: streaming from %s", self.settings.source,
@@ -451,7 +444,7 @@ class Archiver:
     def _refresh_server_gtid(self) -> None:
         """The server's GTID position over a short control connection (the dump one is busy)."""
         try:
-            conn = connect(self.settings)
+            conn = connect(self.settings, self._password)
             try:
                 self.progress.server_gtid_position = prepare_replica(conn, self.settings).gtid_position
             finally:
@@ -477,7 +470,7 @@ class Archiver:
 
     def _oldest_binlog(self) -> tuple[str | None, str | None]:
         try:
-            conn = connect(self.settings)
+            conn = connect(self.settings, self._password)
             try:
                 with conn.cursor() as cur:
                     cur.execute("SHOW BINARY LOGS")
@@ -496,59 +489,3 @@ class Archiver:
 
 def _fmt(value: float | None) -> str:
     return "?" if value is None else (f"{value:.1f}" if isinstance(value, float) else str(value))
-
-
-# --- CLI ----------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="binlake archive",
-        description="Stream a MySQL/MariaDB server's binlogs into the archive as a replica, byte for byte. "
-                    "Password: BINLAKE_ARCHIVE_PASSWORD or MYSQL_PWD (or --airflow-conn-id).")
-    parser.add_argument("--source", help="source name (binlake config [[sources]])")
-    parser.add_argument("--dest", help="archive prefix for this source (s3://bucket/prefix/ or folder)")
-    parser.add_argument("--config", default=os.environ.get("BINLAKE_CONFIG"), help="binlake TOML config")
-    parser.add_argument("--status", action="store_true", help="print the running archiver's status and exit")
-    for name, kind in (("host", str), ("port", int), ("user", str), ("server-id", int), ("spool-dir", Path),
-                       ("upload-bytes", int), ("upload-interval-s", float), ("fsync-interval-s", float),
-                       ("heartbeat-s", float), ("progress-interval-s", float), ("start-file", str),
-                       ("start-gtid", str), ("ssl-mode", str), ("ssl-ca", str), ("ssl-cert", str), ("ssl-key", str),
-                       ("airflow-conn-id", str), ("s3-endpoint-url", str), ("reconnect-attempts", int)):
-        parser.add_argument(f"--{name}", type=kind, default=None)
-    parser.add_argument("--stop-at-end", action="store_true", default=None,
-                        help="stop when the server's last binlog is reached (non-blocking dump)")
-    parser.add_argument("--ssl-verify-identity", action="store_true", default=None)
-    return parser
-
-
-def archive_command(argv: list[str]) -> int:
-    """``binlake archive ...``: 0 when done, 1 with one clear message on a binlake error."""
-    args = build_parser().parse_args(argv)
-    cli = {k: v for k, v in vars(args).items() if k not in ("config", "status") and v is not None}
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        if args.status:
-            return _print_status(cli, args.config)
-        settings = load_settings(cli, args.config)
-        Archiver(settings).run()
-    except BinlakeError as exc:
-        print(f"binlake archive: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-def _print_status(cli: dict[str, Any], config_path: str | None) -> int:
-    """The status file of the archiver of ``--source`` (in its spool folder, as configured)."""
-    path = load_settings({"dest": "-", **cli}, config_path).source_spool / "status.json"
-    if not path.is_file():
-        raise ArchiverError(f"no archiver status at {path} (has `binlake archive` run with this spool dir?)")
-    print(path.read_text())
-    return 0
-
-
-if __name__ == "__main__":  # `python -m binlake.archiver ...`: the service entry, without the CLI's imports
-    sys.exit(archive_command(sys.argv[1:]))

@@ -134,17 +134,13 @@ def lanes_of_gtid_set(text: str) -> list[str]:
 
 def read_table_rows(cfg: BinlakeConfig, full_name: str, source: str) -> list[dict[str, Any]]:
     """Rows of one meta table for ``source`` through delta-rs (no JVM); [] when the table is absent."""
-    from deltalake import DeltaTable
-
-    from binlake.config import is_s3_uri
-    from binlake.sql_fast import delta_storage_options, delta_uri
+    from binlake.delta_tables import open_delta_table
     from binlake.tables import table_location
 
-    options = delta_storage_options(cfg.s3) if is_s3_uri(cfg.warehouse) else {}
-    uri = delta_uri(table_location(cfg.warehouse, full_name))
-    if not DeltaTable.is_deltatable(uri, storage_options=options):
+    delta = open_delta_table(table_location(cfg.warehouse, full_name), cfg.s3)
+    if delta is None:
         return []
-    rows = DeltaTable(uri, storage_options=options).to_pyarrow_table(filters=[("source", "=", source)])
+    rows = delta.to_pyarrow_table(filters=[("source", "=", source)])
     return list(rows.to_pylist())
 
 

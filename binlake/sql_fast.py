@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.config import BinlakeConfig, S3Settings, is_s3_uri
+from binlake.config import BinlakeConfig
+from binlake.delta_tables import open_delta_table, storage_options
 from binlake.errors import BinlakeError
 from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table
 from binlake.tables import table as registered_table
@@ -42,38 +43,6 @@ class NeedsSparkError(BinlakeError):
 
 class TableNotFoundError(BinlakeError):
     """A statement names a binlake table that is not (yet) under the configured warehouse."""
-
-
-def delta_storage_options(s3: S3Settings) -> dict[str, str]:
-    """delta-rs (object_store) options for the configured S3 endpoint; credentials from the AWS chain.
-
-    boto3 resolves the credentials (env vars, profiles, roles: the same chain as discovery and
-    ingestion) and hands them over explicitly, since object_store alone reads env vars only.
-    """
-    options: dict[str, str] = {"AWS_REGION": s3.region}
-    if s3.endpoint_url:
-        options["AWS_ENDPOINT_URL"] = s3.endpoint_url
-        if s3.endpoint_url.startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
-    if s3.path_style_access:
-        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
-    import boto3
-
-    credentials = boto3.Session(region_name=s3.region).get_credentials()
-    if credentials is not None:
-        frozen = credentials.get_frozen_credentials()
-        options["AWS_ACCESS_KEY_ID"] = frozen.access_key
-        options["AWS_SECRET_ACCESS_KEY"] = frozen.secret_key
-        if frozen.token:
-            options["AWS_SESSION_TOKEN"] = frozen.token
-    return options
-
-
-def delta_uri(location: str) -> str:
-    """delta-rs spells every S3 flavour ``s3://``."""
-    if is_s3_uri(location):
-        return "s3://" + location.split("://", 1)[1]
-    return location
 
 
 def show_statement(statement: str) -> tuple[str, str | None] | None:
@@ -113,19 +82,17 @@ class FastWarehouse:
 
     def storage_options(self) -> dict[str, str]:
         if self._options is None:
-            self._options = delta_storage_options(self.cfg.s3) if is_s3_uri(self.cfg.warehouse) else {}
+            self._options = storage_options(self.cfg.s3, self.cfg.warehouse)
         return self._options
 
     def open_table(self, spec: TableSpec) -> bool:
         """Register ``spec`` as a DuckDB view if it exists under the warehouse; True when it does."""
         if spec.full_name in self._opened:
             return self._opened[spec.full_name]
-        from deltalake import DeltaTable
-
-        uri = delta_uri(spec.location(self.cfg.warehouse))
-        exists = bool(DeltaTable.is_deltatable(uri, storage_options=self.storage_options()))
-        if exists:
-            dataset = DeltaTable(uri, storage_options=self.storage_options()).to_pyarrow_dataset()
+        table = open_delta_table(spec.location(self.cfg.warehouse), self.cfg.s3)
+        exists = table is not None
+        if table is not None:
+            dataset = table.to_pyarrow_dataset()
             arrow_name = f"__delta_{spec.database}_{spec.name}"
             self.connection.register(arrow_name, dataset)
             self.connection.execute(f"CREATE OR REPLACE VIEW {spec.full_name} AS SELECT * FROM {arrow_name}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import json
 from collections.abc import Sequence
 from decimal import Decimal
@@ -103,6 +104,13 @@ def write_json_lines(columns: Sequence[str], rows: Sequence[Sequence[Any]], out:
     """One JSON object per row (JSON Lines), keys in column order."""
     out.writelines(json.dumps({c: to_json_value(v) for c, v in zip(columns, row, strict=True)},
                              ensure_ascii=False) + "\n" for row in rows)
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A text table of full cell values (rich), as ``binlake sql`` prints it."""
+    buffer = io.StringIO()
+    write_table(columns, rows, buffer)
+    return buffer.getvalue().rstrip("\n")
 
 
 def write_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:

@@ -203,8 +203,9 @@ class LocalObjectStore(_ByteCounter):
 def make_s3_client(settings: S3Settings) -> Any:
     """A boto3 S3 client: endpoint from settings (or AWS_ENDPOINT_URL*), standard retries with backoff.
 
-    Credentials: boto3's default chain (env, profile, roles). When ``settings.aws_conn_id`` is set and
-    we run inside Airflow, the connection's credentials are used instead (fetched at run time).
+    Credentials: boto3's default chain (env, profile, roles). Under Airflow, ``settings.aws_conn_id``
+    is honoured by the orchestration layer, which puts that connection's credentials in the task's env
+    (:func:`orchestration.credentials.export_airflow_aws_credentials`) before anything here runs.
     """
     import boto3
     from botocore.config import Config
@@ -215,22 +216,7 @@ def make_s3_client(settings: S3Settings) -> Any:
         connect_timeout=10,
         read_timeout=60,
     )
-    session = _airflow_boto_session(settings.aws_conn_id) if settings.aws_conn_id else None
-    if session is None:
-        session = boto3.session.Session()
-    return session.client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region, config=cfg)
-
-
-def _airflow_boto_session(conn_id: str) -> Any:
-    """boto3 session from an Airflow AWS connection, or None outside Airflow / when it is missing."""
-    try:
-        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-    except ImportError:
-        return None
-    try:
-        return AwsBaseHook(aws_conn_id=conn_id, client_type="s3").get_session()
-    except Exception:  # noqa: BLE001 - connection missing: fall back to the default AWS chain
-        return None
+    return boto3.session.Session().client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region, config=cfg)
 
 
 class S3ObjectStore(_ByteCounter):

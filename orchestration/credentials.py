@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
 
 from binlake.config import BinlakeConfig
 
@@ -35,3 +36,23 @@ def export_airflow_aws_credentials(cfg: BinlakeConfig) -> None:
         os.environ["AWS_SECRET_ACCESS_KEY"] = creds.secret_key
         if creds.token:
             os.environ["AWS_SESSION_TOKEN"] = creds.token
+
+
+@dataclass(frozen=True)
+class MysqlLogin:
+    """Where and as whom the archiver's replica connects, from an Airflow connection (never logged)."""
+
+    host: str | None
+    port: int | None
+    user: str | None
+    password: str = field(repr=False)
+
+
+def airflow_mysql_login(conn_id: str) -> MysqlLogin:
+    """The host, port, user and password of Airflow connection ``conn_id`` (any secrets backend
+    Airflow is configured with, incl. ``AIRFLOW_CONN_<ID>`` env variables)."""
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    return MysqlLogin(host=conn.host or None, port=int(conn.port) if conn.port else None,
+                      user=conn.login or None, password=conn.password or "")

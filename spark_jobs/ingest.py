@@ -385,12 +385,12 @@ def _create_table(config: Any, path: str, ts: TableSpec) -> None:
     from deltalake import DeltaTable, Schema
 
     from binlake.config import is_s3_uri
-    from binlake.sql_fast import delta_storage_options, delta_uri
+    from binlake.delta_tables import delta_uri, storage_options
 
     options = None
     if is_s3_uri(path):
         # the table's commit lock is held: delta-rs's own S3 locking is not needed
-        options = dict(delta_storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
+        options = dict(storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
     try:
         DeltaTable.create(delta_uri(path), schema=Schema.from_json(ts.schema.json()),
                           partition_by=list(ts.partition_by) or None, description=ts.description,
@@ -458,16 +458,9 @@ def _delete_path(spark: Any, path: str) -> None:
 
 def _log_reader(config: Any, path: str) -> Any:
     """The table's Delta log through delta-rs (metadata, version: no Spark job), or None if absent."""
-    from deltalake import DeltaTable
+    from binlake.delta_tables import open_delta_table
 
-    from binlake.config import is_s3_uri
-    from binlake.sql_fast import delta_storage_options, delta_uri
-
-    options = delta_storage_options(config.s3) if is_s3_uri(path) else None
-    uri = delta_uri(path)
-    if not DeltaTable.is_deltatable(uri, storage_options=options):
-        return None
-    return DeltaTable(uri, storage_options=options)
+    return open_delta_table(path, config.s3)
 
 
 def _table_version(config: Any, path: str) -> int | None:

@@ -90,6 +90,27 @@ def _register(spark: Any, cfg: BinlakeConfig, spec: TableSpec) -> bool:
     return True
 
 
+def quiet_pyspark_sql_errors() -> None:
+    """pyspark logs every failed statement as a JSON stack trace; binlake prints a one-line error instead."""
+    import logging
+
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+def run_query(spark: Any, statement: str, max_rows: int = 0) -> QueryResult:
+    """Run one statement on ``spark``: at most ``max_rows`` rows (0: all), as canonical values."""
+    from binlake.sql_values import arrow_rows
+
+    frame = spark.sql(statement)
+    if not frame.columns:
+        return QueryResult(columns=[], rows=[])
+    table = (frame.limit(max_rows + 1) if max_rows > 0 else frame).toArrow()
+    truncated = 0 < max_rows < table.num_rows
+    if truncated:
+        table = table.slice(0, max_rows)
+    return QueryResult(columns=list(frame.columns), rows=arrow_rows(table), truncated=truncated)
+
+
 class SparkSqlEngine:
     """A SparkSession with the binlake tables registered; started on first use (it costs a JVM)."""
 
@@ -103,12 +124,9 @@ class SparkSqlEngine:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            import logging
-
             from spark_jobs.session import spark_session
 
-            # pyspark logs every failed statement as a JSON stack trace; the CLI prints one line instead.
-            logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+            quiet_pyspark_sql_errors()
             with stderr_to_file(self.log_path):
                 self._spark = self._stack.enter_context(spark_session(self.cfg, "binlake-sql", ui=False))
             self.registered = register_tables(self._spark, self.cfg)
@@ -122,26 +140,17 @@ class SparkSqlEngine:
         """Run one statement; at most ``max_rows`` rows (0: all), as canonical values."""
         from pyspark.errors import AnalysisException
 
-        from binlake.sql_values import arrow_rows
-
         show = show_statement(statement)
         if show is not None:
             return show_result(show[0], show[1], self.existing_tables())
         try:
-            frame = self.spark.sql(statement)
-            if not frame.columns:
-                return QueryResult(columns=[], rows=[])
-            table = (frame.limit(max_rows + 1) if max_rows > 0 else frame).toArrow()
+            return run_query(self.spark, statement, max_rows)
         except AnalysisException as exc:
             match = _MISSING_TABLE.search(str(exc))
             if match:
                 name = ".".join(part for part in match.groups() if part)
                 raise TableNotFoundError(missing_table_hint(name, self.cfg, self.existing_tables())) from None
             raise
-        truncated = 0 < max_rows < table.num_rows
-        if truncated:
-            table = table.slice(0, max_rows)
-        return QueryResult(columns=list(frame.columns), rows=arrow_rows(table), truncated=truncated)
 
     def columns(self, spec: TableSpec) -> list[str]:
         return list(self.spark.table(spec.full_name).columns)

@@ -128,9 +128,8 @@ def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, 
     application would spend most of a minute starting a JVM and its executors.
     """
     import duckdb
-    from deltalake import DeltaTable
 
-    from binlake.sql_fast import delta_storage_options, delta_uri
+    from binlake.delta_tables import open_delta_table
     from binlake.tables import table_location
     from spark_jobs.schemas import spec
 
@@ -142,13 +141,12 @@ def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, 
                "note": "dry run" if plan.get("dry_run") else "nothing ingested"}
         put_doc(cfg, run_id, source, "checks", doc)
         return doc
-    options = delta_storage_options(cfg.s3) if "://" in cfg.warehouse else None
     con = duckdb.connect()
     for name in ("meta.ingested_files", "bronze.events", "silver.transactions", "silver.row_changes",
                  "silver.statements"):
-        uri = delta_uri(table_location(cfg.warehouse, name))
-        if DeltaTable.is_deltatable(uri, storage_options=options):
-            con.register(name.replace(".", "__"), DeltaTable(uri, storage_options=options).to_pyarrow_dataset())
+        delta = open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
+        if delta is not None:
+            con.register(name.replace(".", "__"), delta.to_pyarrow_dataset())
     where = f"source = '{source.replace(chr(39), chr(39) * 2)}' AND file IN ({_duckdb_strings(files)})"
     state = {r[0]: r[1:] for r in con.sql(
         f"SELECT file, status, etag, events FROM meta__ingested_files WHERE {where}").fetchall()}

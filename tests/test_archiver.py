@@ -28,10 +28,10 @@ from binlake.archiver import (
     ArchiverError,
     ArchiverSettings,
     BinlogPurgedError,
-    archive_command,
     load_settings,
 )
 from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
+from binlake.cli.archive import archive_command
 from binlake.errors import BinlakeError
 from binlake.storage import S3ObjectStore
 from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
@@ -247,7 +247,7 @@ def test_status_command_prints_the_status_file(server: MariaDBServer, tmp_path: 
 
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    code = "import sys; from binlake.archiver import archive_command; sys.exit(archive_command(sys.argv[1:]))"
+    code = "import sys; from binlake.cli.archive import archive_command; sys.exit(archive_command(sys.argv[1:]))"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     with open(log, "ab") as fh:
         return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=fh, stderr=subprocess.STDOUT)
@@ -509,11 +509,13 @@ def test_start_by_gtid_archives_the_whole_file_that_holds_it(server: MariaDBServ
 def test_credentials_from_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     """``airflow_conn_id``: host, port, user and password from the connection (here from Airflow's
     env-variable secrets backend), never from a file or a flag."""
-    from binlake.archiver import _password
+    from binlake.cli.archive import with_airflow_login
 
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_REPL", "mysql://binlake_repl:s3cr%40t@127.0.0.1:3307")
     settings = ArchiverSettings(source="x", dest="/nowhere", airflow_conn_id="mysql_repl")
-    assert _password(settings) == ("s3cr@t", {"host": "127.0.0.1", "port": 3307, "user": "binlake_repl"})
+    resolved, password = with_airflow_login(settings)
+    assert (password, {"host": resolved.host, "port": resolved.port, "user": resolved.user}) == (
+        "s3cr@t", {"host": "127.0.0.1", "port": 3307, "user": "binlake_repl"})
 
 
 def test_documented_archive_keys_are_the_schema(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.cli import main
+from binlake.cli.app import main
 from binlake.config import config_from_dict
 
 BINLAKE = Path(sys.executable).parent / "binlake"

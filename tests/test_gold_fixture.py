@@ -107,8 +107,8 @@ def test_gold_prints_what_the_server_printed(spark: Any, gold: dict[str, Any], t
 def test_binlake_sql_sees_the_gold_tables(spark: Any, gold: dict[str, Any]) -> None:
     """silver.schema_history, meta.gold_status and every gold table are in the registry that
     ``binlake sql`` reads: both engines list them and return the same rows."""
-    from binlake.sql_cli import register_tables, run_query
     from binlake.sql_fast import FastWarehouse
+    from spark_jobs.sql_engine import register_tables, run_query
 
     cfg = gold["cfg"]
     gold_names = {f"gold.{gold_table_name(SOURCE, 'shop', t)}" for t in ("customer", "orders")}

@@ -150,7 +150,7 @@ def test_ingest_summary_and_split(ingested: dict[str, Any], archive: dict[str, A
 
 
 def test_sql_over_row_changes_reproduces_mariadb_final_state(spark: Any, ingested: dict[str, Any]) -> None:
-    from binlake.sql_cli import register_tables
+    from spark_jobs.sql_engine import register_tables
 
     names = register_tables(spark, ingested["cfg"])
     assert {"bronze.events", "silver.row_changes", "silver.transactions", "silver.statements",

@@ -116,7 +116,7 @@ def test_coverage(reconciled: dict[str, Any]) -> None:
 
 
 def test_rerun_is_unchanged_and_reachable_by_sql(spark: Any, reconciled: dict[str, Any]) -> None:
-    from binlake.sql_cli import register_tables
+    from spark_jobs.sql_engine import register_tables
 
     cfg = reconciled["cfg"]
     r = run_reconcile(spark, cfg, "reconcile-2")

@@ -86,12 +86,11 @@ def _digests(cfg: BinlakeConfig) -> dict[str, TableDigest]:
     base = cfg.warehouse.rstrip("/")
     for name in ("silver/schema_history", "meta/gold_status"):
         out[name] = delta_table_digest(name, f"{base}/{name}", cfg.s3, VOLATILE_COLUMNS)
-    from deltalake import DeltaTable
+    from binlake.delta_tables import open_delta_table
 
-    from binlake.testing.table_digest import storage_options
-
-    status_uri = "s3://" + f"{base}/meta/gold_status".split("://", 1)[1] if "://" in base else f"{base}/meta/gold_status"
-    status = DeltaTable(status_uri, storage_options=storage_options(cfg.s3) or None).to_pyarrow_table()
+    status_table = open_delta_table(f"{base}/meta/gold_status", cfg.s3)
+    assert status_table is not None, "meta.gold_status was not written"
+    status = status_table.to_pyarrow_table()
     for name in sorted(set(status.column("gold_table").to_pylist())):
         out[f"gold.{name}"] = delta_table_digest(f"gold.{name}", f"{base}/gold/{name}", cfg.s3, VOLATILE_COLUMNS)
     return out

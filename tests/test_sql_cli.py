@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 from _scenario_warehouse import scenario_warehouse, write_config_file
 
-from binlake.config import BinlakeConfig, load_config
-from binlake.sql_cli import (
+from binlake.cli.sql import (
     SqlOptions,
     SqlSession,
     interactive,
@@ -26,6 +25,7 @@ from binlake.sql_cli import (
     run_sql,
     split_statements,
 )
+from binlake.config import BinlakeConfig, load_config
 from binlake.sql_fast import FastWarehouse, TableNotFoundError, translate
 from binlake.sql_values import canonical, render_text, write_csv, write_table
 from binlake.tables import TABLES
@@ -48,7 +48,7 @@ def _sorted(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def _spark_result(spark: Any, cfg: BinlakeConfig, query: str) -> Any:
-    from binlake.sql_cli import register_tables, run_query
+    from spark_jobs.sql_engine import register_tables, run_query
 
     register_tables(spark, cfg)
     return run_query(spark, query, max_rows=100_000)

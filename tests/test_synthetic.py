@@ -234,7 +234,7 @@ def test_chain_break(tmp_path: Path) -> None:
 
 
 def test_binlake_generate_subcommand(tmp_path: Path) -> None:
-    from binlake.cli import main as binlake_main
+    from binlake.cli.app import main as binlake_main
 
     assert binlake_main(["generate", str(tmp_path / "g"), "--size", "150KiB", "--max-binlog-size", "64KiB",
                          "--quiet", "--no-orders"]) == 0

@@ -234,8 +234,9 @@ def write_demo_config(path: Path, *, endpoint: str, warehouse: Path, state_dir: 
 
 def print_summary(cfg: BinlakeConfig, out: Any = None) -> dict[str, int]:
     """Register the tables and print each summary query's result; returns rows per section."""
-    from binlake.sql_cli import format_table, quiet_pyspark_sql_errors, register_tables, run_query
+    from binlake.sql_values import format_table
     from spark_jobs.session import spark_session
+    from spark_jobs.sql_engine import quiet_pyspark_sql_errors, register_tables, run_query
 
     out = out or sys.stdout
     counts: dict[str, int] = {}

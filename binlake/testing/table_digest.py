@@ -64,25 +64,15 @@ def rows_digest(table: str, rows: Iterable[Mapping[str, Any]],
     return TableDigest(table, len(digests), hashlib.sha256("\n".join(digests).encode()).hexdigest())
 
 
-def storage_options(s3: S3Settings | None) -> dict[str, str]:
-    """delta-rs options for an S3-compatible endpoint (credentials come from the environment)."""
-    if s3 is None or not s3.endpoint_url:
-        return {}
-    opts = {"AWS_ENDPOINT_URL": s3.endpoint_url, "AWS_REGION": s3.region,
-            "AWS_ALLOW_HTTP": "true" if s3.endpoint_url.startswith("http://") else "false"}
-    if s3.path_style_access:
-        opts["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
-    return opts
-
-
 def delta_table_digest(table: str, location: str, s3: S3Settings | None = None,
                        ignore_columns: frozenset[str] = RUN_COLUMNS) -> TableDigest:
     """Digest of the Delta table at ``location`` (local path, ``s3://`` or ``s3a://``)."""
-    from deltalake import DeltaTable
+    from binlake.delta_tables import open_delta_table
 
-    uri = "s3://" + location.split("://", 1)[1] if location.startswith(("s3a://", "s3n://")) else location
-    data = DeltaTable(uri, storage_options=storage_options(s3) or None).to_pyarrow_table()
-    return rows_digest(table, data.to_pylist(), ignore_columns)
+    delta = open_delta_table(location, s3)
+    if delta is None:
+        raise FileNotFoundError(f"no Delta table at {location}")
+    return rows_digest(table, delta.to_pyarrow_table().to_pylist(), ignore_columns)
 
 
 def warehouse_digests(warehouse: str, tables: Iterable[str], s3: S3Settings | None = None,

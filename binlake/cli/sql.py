@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -271,42 +271,3 @@ def _pipe_loop(session: SqlSession, options: SqlOptions, lines: Iterable[str], o
     if buffer and buffer.strip():
         run_statements(session, buffer, options, out, err)
     return 0
-
-
-# --- kept for binlake.testing.demo's summary (issue 11 owns demo.py): Spark-session helpers -----------
-
-def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
-    """Register every existing binlake table in ``spark`` (see spark_jobs.sql_engine.register_tables)."""
-    from spark_jobs.sql_engine import register_tables as register
-
-    return register(spark, cfg)
-
-
-def quiet_pyspark_sql_errors() -> None:
-    """pyspark logs every failed statement as a JSON stack trace; the CLI prints a one-line error instead."""
-    import logging
-
-    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-
-
-def run_query(spark: Any, query: str, max_rows: int = 1000) -> QueryResult:
-    """Run one statement on ``spark``; at most ``max_rows`` rows, as canonical values."""
-    from binlake.sql_values import arrow_rows
-
-    frame = spark.sql(query)
-    if not frame.columns:
-        return QueryResult(columns=[], rows=[])
-    table = frame.limit(max_rows + 1).toArrow()
-    truncated = table.num_rows > max_rows
-    return QueryResult(columns=list(frame.columns), rows=arrow_rows(table.slice(0, max_rows)), truncated=truncated)
-
-
-def format_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A text table of full cell values (rich), as ``binlake sql`` prints it."""
-    import io
-
-    from binlake.sql_values import write_table
-
-    buffer = io.StringIO()
-    write_table(columns, list(rows), buffer)
-    return buffer.getvalue().rstrip("\n")

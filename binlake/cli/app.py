@@ -65,7 +65,7 @@ def sql(
     engine: Annotated[Engine, typer.Option(help="auto | fast (no JVM) | spark")] = Engine.auto,
     max_rows: Annotated[int, typer.Option(help="print at most this many rows (0: all)")] = 1000,
 ) -> None:
-    from binlake.sql_cli import SqlOptions, run_sql
+    from binlake.cli.sql import SqlOptions, run_sql
 
     _done(run_sql(SqlOptions(query=query, config=str(config) if config else None,
                              output_format=output_format.value, engine=engine.value, max_rows=max_rows)))
@@ -127,7 +127,7 @@ def generate(ctx: typer.Context) -> None:
 @app.command(context_settings=_PASS_THROUGH, add_help_option=False,
              help="Archive binlogs from a live server (`binlake archive --help` for options).")
 def archive(ctx: typer.Context) -> None:
-    from binlake.archiver import archive_command
+    from binlake.cli.archive import archive_command
 
     _done(int(archive_command(list(ctx.args))))
 
