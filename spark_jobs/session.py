@@ -49,8 +49,9 @@ def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
     missing = [p for p in REQUIRED_JAR_PREFIXES if not any(n.startswith(p) for n in names)]
     if missing:
         raise MissingJarsError(
-            f"jars dir {folder} lacks {', '.join(m.rstrip('_-') for m in missing)}: run `make setup` "
-            "(fetches them with Maven from conf/pom.xml)"
+            f"jars dir {folder} lacks {', '.join(m.rstrip('_-') for m in missing)}: run `make setup` in a "
+            "checkout (fetches them with Maven from conf/pom.xml), or point [pipeline] jars_dir "
+            "(BINLAKE_JARS_DIR for the demo) at a folder holding them"
         )
     return jars
 
