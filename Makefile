@@ -104,7 +104,7 @@ lint: setup
 # Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
 # and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
 test: setup lint
-	@rc=0; $(VENV)/bin/pytest -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \
+	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc
 

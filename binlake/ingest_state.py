@@ -6,10 +6,9 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
 
 * :func:`load_known_files` - ``file -> KnownFile`` for one source, joined with the closing
   facts of ``meta.binlog_files`` so discovery can skip re-reading unchanged, ingested objects.
-  It works **without Spark** (the discover task runs in the Airflow worker): a small Delta log
-  reader (:class:`DeltaSnapshotReader`: JSON commits + Parquet checkpoint, pyarrow for the data
-  files) over :mod:`binlake.storage`. Tables using features it does not implement (deletion
-  vectors, column mapping) make it return ``None`` and discovery simply reads every object.
+  It works **without Spark** (the discover task runs in the Airflow worker): delta-rs reads the
+  tables (:mod:`binlake.delta_tables`). A table it cannot read makes it return ``None`` and
+  discovery simply reads every object.
 * ``spark_jobs.ingest_state.known_files_spark`` - the same through Spark (tests cross-check it).
 * :func:`plan_ingest` - which discovered files a run ingests: nightly (new / changed / failed
   before), backfill ``missing`` (the same, limited to a range) or ``reprocess`` (every closed file
@@ -18,16 +17,12 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
 
 from __future__ import annotations
 
-import json
 import logging
-import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 from binlake.discovery import DiscoveredFile, KnownFile, SourceDiscovery, select_range
-from binlake.errors import BinlakeError
 from binlake.tables import table
 
 log = logging.getLogger(__name__)
@@ -37,125 +32,19 @@ BINLOG_FILES = "meta.binlog_files"
 MODES = ("nightly", "missing", "reprocess")
 
 
-class UnsupportedDeltaTable(BinlakeError, RuntimeError):
-    """The table uses a Delta feature the small reader does not implement."""
-
-
-# --------------------------------------------------------------------------- a small Delta reader
-
-
-class DeltaSnapshotReader:
-    """Latest snapshot of a Delta table read straight from its ``_delta_log`` (no Spark).
-
-    Enough for the small meta tables: replays the newest Parquet checkpoint and the JSON commits
-    after it, keeps the live ``add`` files, reads them with pyarrow. Refuses (raises
-    :class:`UnsupportedDeltaTable`) deletion vectors, column mapping and v2 checkpoints.
-    """
-
-    _SUPPORTED_READER_FEATURES = {"timestampNtz", "typeWidening", "vacuumProtocolCheck", "variantType"}
-
-    def __init__(self, store: Any, table_path: str) -> None:
-        self.store = store  # an ObjectStore rooted at the warehouse
-        self.path = table_path.strip("/")
-
-    def _log(self, name: str = "") -> str:
-        return f"{self.path}/_delta_log/{name}"
-
-    def exists(self) -> bool:
-        return any(o.name.endswith(".json") for o in self.store.list(self._log()))
-
-    def live_files(self) -> list[str]:
-        objs = self.store.list(self._log())
-        names = {o.name.rsplit("/", 1)[-1] for o in objs}
-        version_cp = -1
-        checkpoint: list[str] = []
-        for n in names:
-            if n.endswith(".checkpoint.parquet"):
-                v = int(n.split(".", 1)[0])
-                if v > version_cp:
-                    version_cp, checkpoint = v, [n]
-        multi: dict[int, list[str]] = {}
-        for n in names:
-            parts = n.split(".")
-            if len(parts) == 5 and parts[1] == "checkpoint" and parts[4] == "parquet":
-                multi.setdefault(int(parts[0]), []).append(n)
-            elif len(parts) == 4 and parts[1] == "checkpoint" and parts[3] in ("json", "parquet"):
-                raise UnsupportedDeltaTable("v2 checkpoint")
-        for v, files in multi.items():
-            if v > version_cp:
-                version_cp, checkpoint = v, sorted(files)
-        live: dict[str, dict[str, Any]] = {}
-        for cp in checkpoint:
-            for action in self._checkpoint_actions(cp):
-                self._apply(live, action)
-        commits = sorted((n for n in names if n.endswith(".json") and n.split(".")[0].isdigit()
-                          and int(n.split(".")[0]) > version_cp), key=lambda n: int(n.split(".")[0]))
-        for n in commits:
-            for line in self.store.read_all(self._log(n)).decode().splitlines():
-                if line.strip():
-                    self._apply(live, json.loads(line))
-        return sorted(live)
-
-    def _checkpoint_actions(self, name: str) -> Iterable[dict[str, Any]]:
-        import io
-
-        import pyarrow.parquet as pq
-
-        tbl = pq.read_table(io.BytesIO(self.store.read_all(self._log(name))))
-        for row in tbl.to_pylist():
-            yield {k: v for k, v in row.items() if v is not None}
-
-    def _apply(self, live: dict[str, dict[str, Any]], action: Mapping[str, Any]) -> None:
-        if "protocol" in action:
-            feats = set(action["protocol"].get("readerFeatures") or [])
-            bad = feats - self._SUPPORTED_READER_FEATURES
-            if bad:
-                raise UnsupportedDeltaTable(f"reader features {sorted(bad)}")
-        elif "metaData" in action:
-            conf = action["metaData"].get("configuration") or {}
-            if isinstance(conf, list):  # a Parquet map (checkpoint) reads as [(key, value), ...]
-                conf = dict(conf)
-            if conf.get("delta.columnMapping.mode", "none") != "none":
-                raise UnsupportedDeltaTable("column mapping")
-        elif "add" in action:
-            add = action["add"]
-            if add.get("deletionVector"):
-                raise UnsupportedDeltaTable("deletion vectors")
-            live[unquote(add["path"])] = add
-        elif "remove" in action:
-            live.pop(unquote(action["remove"]["path"]), None)
-
-    def read_rows(self, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        import io
-
-        import pyarrow.parquet as pq
-
-        rows: list[dict[str, Any]] = []
-        for rel in self.live_files():
-            if "://" in rel or rel.startswith("/"):
-                raise UnsupportedDeltaTable(f"absolute data file path {rel}")
-            name = posixpath.normpath(f"{self.path}/{rel}")
-            tbl = pq.read_table(io.BytesIO(self.store.read_all(name)))
-            cols = [c for c in (columns or tbl.column_names) if c in tbl.column_names]
-            rows.extend(tbl.select(cols).to_pylist())
-        return rows
-
-
-def _warehouse_store(cfg: Any) -> Any:
-    from binlake.storage import open_object_store
-
-    return open_object_store(cfg.warehouse.rstrip("/") + "/", cfg.s3)
-
-
 def read_table_rows(cfg: Any, full_name: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]] | None:
-    """Rows of a warehouse Delta table without Spark; ``[]`` when absent, ``None`` when unsupported."""
-    reader = DeltaSnapshotReader(_warehouse_store(cfg), table(full_name).path)
+    """Rows of a warehouse Delta table without Spark (delta-rs); ``[]`` when absent, ``None`` when
+    delta-rs cannot read it (discovery then reads every object)."""
+    from binlake.delta_tables import open_delta_table
+
     try:
-        if not reader.exists():
+        delta = open_delta_table(table(full_name).location(cfg.warehouse), cfg.s3)
+        if delta is None:
             return []
-        return reader.read_rows(columns)
-    except UnsupportedDeltaTable as exc:
-        log.warning("cannot read %s without Spark (%s): discovery reads every object", full_name, exc)
+        return list(delta.to_pyarrow_table(columns=list(columns) if columns else None).to_pylist())
+    except Exception as exc:  # noqa: BLE001 - delta-rs errors (a feature it lacks, a torn read) are many types
+        log.warning("cannot read %s without Spark (%s: %s): discovery reads every object",
+                    full_name, type(exc).__name__, exc)
         return None
 
 
