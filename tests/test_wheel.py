@@ -82,3 +82,13 @@ def test_installed_wheel_config_example_loads(installed: Path, tmp_path: Path) -
                                      "print(load_config('binlake.toml').warehouse)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().startswith(str(tmp_path))
+
+
+def test_demo_without_the_testing_extra_says_which_extra(installed: Path, tmp_path: Path) -> None:
+    """moto belongs to the ``[testing]`` extra; without it the demo names the extra, no traceback."""
+    code = ("import sys; sys.modules['moto'] = None; from binlake.cli import main; "
+            f"sys.exit(main(['demo', '--jars-dir', {str(REPO / '.jars')!r}]))")
+    proc = _run(installed, tmp_path, code)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == ("binlake: error: the loopback S3 server needs moto, part of the testing "
+                                   "extra: pip install 'binlake[testing]'")

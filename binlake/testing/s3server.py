@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from binlake.errors import BinlakeError
+
 # Dummy credentials: moto accepts anything, and setting them keeps boto3/S3A from looking for
 # real ones (and from ever sending real ones to the loopback server).
 DUMMY_AWS_ENV: dict[str, str] = {
@@ -55,6 +57,11 @@ class S3Server:
     def start(self, timeout: float = 30.0) -> S3Server:
         if not self.host.startswith("127.") and self.host != "localhost":
             raise ValueError("the test S3 server only binds loopback addresses")
+        try:
+            import moto.server  # noqa: F401 - only to say clearly when the testing extra is missing
+        except ImportError:
+            raise BinlakeError("the loopback S3 server needs moto, part of the testing extra: "
+                               "pip install 'binlake[testing]'") from None
         if self.mode == "thread":
             from moto.server import ThreadedMotoServer
 
