@@ -9,6 +9,7 @@ second file was never archived, written as Delta tables by delta-rs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -21,7 +22,7 @@ from binlake.sql_fast import delta_uri
 from binlake.step_results import DecodeResult, ReconcileResult
 from binlake.tables import table_location
 from spark_jobs import steps
-from tests._chain_util import MARIADB_FILES, read_fixture
+from tests._chain_util import MARIADB_FILES, make_open, read_fixture
 from tests.conftest import make_test_config
 
 A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -125,3 +126,27 @@ def test_data_checks_need_the_reconcile_document(cfg: BinlakeConfig) -> None:
     put_doc(cfg, "half", "quiet", "decode", DecodeResult("quiet"))
     with pytest.raises(DataCheckError, match="source quiet: not checked: its reconcile step did not run in run half"):
         steps.run_data_checks("quiet", "half", cfg)
+
+
+@pytest.mark.spark
+def test_decode_records_airflow_run_id_and_the_successor_of_a_stop(cfg: BinlakeConfig, spark: Any) -> None:
+    """The fixture chain ends with a STOP in binlog.000004; binlog.000005 (still being written)
+    is its successor in the archive."""
+    from deltalake import DeltaTable
+
+    run_id = "scheduled__2026-01-01T02:00:00+00:00"
+    (Path(cfg.source("chain").uri) / "binlog.000005").write_bytes(make_open(read_fixture("binlog.000001")))
+    found = discover("chain", run_id, cfg=cfg)
+    assert found.files == MARIADB_FILES  # binlog.000005 is open: not ingested
+    result = steps.step_decode(spark, cfg, "chain", run_id)
+    assert result.files == 4 and result.next_file_filled == ("binlog.000004",) and result.ok
+
+    def rows(name: str) -> dict[str, dict[str, Any]]:
+        table = DeltaTable(delta_uri(table_location(cfg.warehouse, name))).to_pyarrow_table()
+        return {r["file"]: r for r in table.to_pylist()}
+
+    files = rows("meta.binlog_files")
+    assert {f: (r["closing_event"], r["next_file"]) for f, r in files.items()} == {
+        "binlog.000001": ("ROTATE", "binlog.000002"), "binlog.000002": ("ROTATE", "binlog.000003"),
+        "binlog.000003": ("ROTATE", "binlog.000004"), "binlog.000004": ("STOP", "binlog.000005")}
+    assert {r["run_id"] for r in rows("meta.ingested_files").values()} == {run_id}
