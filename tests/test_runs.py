@@ -7,6 +7,7 @@ The archive is the real MariaDB 10.11 chain in a local folder; discovery writes 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,44 @@ def test_the_run_lease_is_released_by_the_summary(cfg: BinlakeConfig) -> None:
     with pytest.raises(RunFailedError):
         summarize(["chain"], "run-a", cfg, coverage_pages=False)
     assert discover("chain", "run-b", cfg=cfg).source == "chain"
+
+
+def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig) -> None:
+    """Stored meta tables of a MySQL chain whose binlog.000002 (GNOs 6-8) was never archived."""
+    import datetime as dt
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from binlake.reconciliation import FileFacts, coverage, reconcile
+    from binlake.sql_fast import delta_uri
+    from binlake.tables import table_location
+
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    facts = [FileFacts(source="chain", file=f"binlog.{seq:06d}", seq=seq, previous_gtids=prev, contained_gtids=has,
+                       closing_event="ROTATE", next_file=f"binlog.{seq + 1:06d}", fingerprint=str(seq))
+             for seq, prev, has in ((1, "", f"{uuid}:1-5"), (3, f"{uuid}:1-8", f"{uuid}:9-12"))]
+    noon = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    tables = {
+        "meta.binlog_files": [{"source": "chain", "file": f.file, "first_event_time": noon + dt.timedelta(hours=i),
+                               "last_event_time": noon + dt.timedelta(hours=i, minutes=50)} for i, f in enumerate(facts)],
+        "meta.gtid_coverage": [c.as_dict() for c in coverage(facts)],
+        "meta.gtid_reconciliation": [r.as_dict() for r in reconcile(facts)],
+    }
+    for name, rows in tables.items():
+        write_deltalake(delta_uri(table_location(cfg.warehouse, name)), pa.Table.from_pylist(rows), partition_by=["source"])
+    discover("chain", "night", cfg=cfg)
+    put_doc(cfg, "night", "chain", "decode", DecodeResult("chain", files=0, spark=False))
+    put_doc(cfg, "night", "chain", "reconcile", ReconcileResult(
+        "chain", problems=(ReconcileProblem("chain", "binlog.000003", "GAP", missing_files=("binlog.000002",)),),
+        ok=False))
+    with pytest.raises(RunFailedError, match="binlog.000003: GAP"):
+        summarize(["chain"], "night", cfg)
+    summary = json.loads((Path(cfg.warehouse) / "_binlake/runs/night/summary.json").read_text())
+    page = Path(cfg.warehouse) / "_binlake/runs/night/chain/coverage-chain.html"
+    assert summary["sources"]["chain"]["coverage_html"] == str(page)
+    assert summary["sources"]["chain"]["coverage_png"] == str(page.with_suffix(".png"))
+    html = page.read_text()
+    assert "binlog.000002" in html and f"{uuid}:6-8" in html and "GAP" in html
+    png = page.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
