@@ -357,16 +357,22 @@ def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | Non
     """Run one Spark step in this process (the session is reused when one runs): what an in-process
     Airflow task and ``python -m spark_jobs`` (spark-submit) both call. A step with nothing for
     Spark to do (dry run, nothing new) answers without starting a session."""
+    from spark_jobs.progress import spark_progress
     from spark_jobs.session import build_spark_session
+    from spark_jobs.spark_logs import relay_jvm_stderr
 
     cfg = cfg or load_config()
     hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
     quick = WITHOUT_SPARK[step](cfg, source, run_id)
     if quick is not None:
         return quick
-    spark = build_spark_session(cfg, f"binlake-{step}")
+    with relay_jvm_stderr():  # Spark's own log lines at their level, not as the task's stderr
+        spark = build_spark_session(cfg, f"binlake-{step}")
     _ensure_pyspark_temp_dir(spark)
-    return STEPS[step](spark, cfg, source, run_id)
+    plan = get_plan(cfg, run_id, source)
+    size = sum(f.size for f in plan.files) if step == "decode" else 0
+    with spark_progress(spark, step, source, files=len(plan.files) if size else 0, total_bytes=size):
+        return STEPS[step](spark, cfg, source, run_id)
 
 
 def _ensure_pyspark_temp_dir(spark: Any) -> None:
