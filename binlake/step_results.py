@@ -153,6 +153,7 @@ class GoldStepResult:
     schema_versions: int = 0
     names: tuple[str, ...] = ()
     seconds: float = 0.0
+    spark: bool = True
     ok: bool = True
 
 

@@ -219,17 +219,71 @@ def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> 
 # --------------------------------------------------------------------------- gold
 
 
+#: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
+GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
+               "meta.gtid_coverage", "meta.gold_status")
+
+
+def gold_inputs(cfg: BinlakeConfig) -> dict[str, Any]:
+    """The Delta versions of the gold step's inputs (delta-rs, no JVM) and a digest of the config.
+
+    Why versions: a new version of any input table (any source's write) means gold may have
+    something to do; equal versions since the last successful gold step mean it has not. It may
+    re-run gold needlessly (another source wrote), never skip it wrongly.
+    """
+    import hashlib
+
+    from deltalake import DeltaTable
+
+    from binlake.config import is_s3_uri
+    from binlake.sql_fast import delta_storage_options, delta_uri
+    from binlake.tables import table_location
+
+    options = delta_storage_options(cfg.s3) if is_s3_uri(cfg.warehouse) else None
+    out: dict[str, Any] = {"config": hashlib.sha256(repr(cfg).encode()).hexdigest()}
+    for name in GOLD_INPUTS:
+        uri = delta_uri(table_location(cfg.warehouse, name))
+        out[name] = DeltaTable(uri, storage_options=options).version() \
+            if DeltaTable.is_deltatable(uri, storage_options=options) else None
+    return out
+
+
+def _gold_inputs_key(source: str) -> str:
+    return f"_sources/{source}/gold_inputs.json"
+
+
 def gold_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult | None:
-    """A dry run writes no gold table."""
-    if not get_plan(cfg, run_id, source).dry_run:
+    """A dry run writes no gold table; a night that ingested nothing, with every input of gold as
+    the last successful gold step of the source left it, has nothing to replay."""
+    import json
+
+    from binlake.runs import runs_store
+    from binlake.storage import ObjectNotFound
+
+    plan = get_plan(cfg, run_id, source)
+    decoded = get_result(cfg, run_id, source, "decode", DecodeResult)
+    if plan.dry_run:
+        result = GoldStepResult(source=source, dry_run=True, spark=False)
+    elif decoded is not None and not decoded.files:
+        try:
+            last = json.loads(runs_store(cfg).read_all(_gold_inputs_key(source)))
+        except ObjectNotFound:
+            return None
+        if last != gold_inputs(cfg):
+            return None
+        result = GoldStepResult(source=source, spark=False)
+        log.info("source %s: nothing new ingested and gold's inputs unchanged: no Spark started", source)
+    else:
         return None
-    result = GoldStepResult(source=source, dry_run=True)
     put_doc(cfg, run_id, source, "gold", result)
     return result
 
 
 def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult:
     """Bring the source's gold tables up to date (only tables whose inputs changed are replayed)."""
+    import json
+
+    from binlake.runs import runs_store
     from spark_jobs.gold import run_gold
 
     res = run_gold(spark, cfg, source, f"{run_key(run_id)}.{source}")
@@ -241,6 +295,7 @@ def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldS
                             names=tuple(sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT]),
                             seconds=round(res.seconds, 2))
     put_doc(cfg, run_id, source, "gold", result)
+    runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg), sort_keys=True).encode())
     log.info("source %s: %d gold table(s) %s, %d rows, %.1fs", source, len(res.tables), modes, result.rows,
              res.seconds)
     return result

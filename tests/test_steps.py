@@ -150,3 +150,21 @@ def test_decode_records_airflow_run_id_and_the_successor_of_a_stop(cfg: BinlakeC
         "binlog.000001": ("ROTATE", "binlog.000002"), "binlog.000002": ("ROTATE", "binlog.000003"),
         "binlog.000003": ("ROTATE", "binlog.000004"), "binlog.000004": ("STOP", "binlog.000005")}
     assert {r["run_id"] for r in rows("meta.ingested_files").values()} == {run_id}
+
+
+def test_gold_is_skipped_only_while_its_inputs_are_unchanged(cfg: BinlakeConfig) -> None:
+    import json
+
+    from binlake.runs import runs_store
+    from binlake.step_results import GoldStepResult
+
+    _store_verdict(cfg, "quiet")
+    discover("quiet", "g1", cfg=cfg)
+    steps.run_spark_step("decode", "quiet", "g1", cfg)
+    assert steps.gold_without_spark(cfg, "quiet", "g1") is None  # no successful gold step yet
+    inputs = steps.gold_inputs(cfg)
+    assert inputs["meta.gtid_reconciliation"] == 0 and inputs["silver.statements"] is None
+    runs_store(cfg).put("_sources/quiet/gold_inputs.json", json.dumps(inputs).encode())  # as step_gold does
+    assert steps.run_spark_step("gold", "quiet", "g1", cfg) == GoldStepResult(source="quiet", spark=False)
+    _store_verdict(cfg, "other")  # another write to meta.gtid_reconciliation: version 1
+    assert steps.gold_without_spark(cfg, "quiet", "g1") is None
