@@ -224,15 +224,18 @@ GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history
                "meta.gtid_coverage", "meta.gold_status")
 
 
-def gold_inputs(cfg: BinlakeConfig) -> dict[str, Any]:
-    """The Delta versions of the gold step's inputs (delta-rs, no JVM) and a digest of the config.
+def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
+    """What the gold step of ``source`` reads, as a fingerprint: per input table the data files of
+    the source's partition (delta-rs, no JVM), and a digest of the config.
 
-    Why versions: a new version of any input table (any source's write) means gold may have
-    something to do; equal versions since the last successful gold step mean it has not. It may
-    re-run gold needlessly (another source wrote), never skip it wrongly.
+    Why data files: every write of a source's rows (even identical rows) adds new files, and
+    other sources' writes do not touch its partition. Equal fingerprints since the last
+    successful gold step mean nothing gold reads has changed; a difference re-runs gold (maybe
+    needlessly, never skipped wrongly).
     """
     import hashlib
 
+    import pyarrow as pa
     from deltalake import DeltaTable
 
     from binlake.config import is_s3_uri
@@ -243,8 +246,13 @@ def gold_inputs(cfg: BinlakeConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"config": hashlib.sha256(repr(cfg).encode()).hexdigest()}
     for name in GOLD_INPUTS:
         uri = delta_uri(table_location(cfg.warehouse, name))
-        out[name] = DeltaTable(uri, storage_options=options).version() \
-            if DeltaTable.is_deltatable(uri, storage_options=options) else None
+        if not DeltaTable.is_deltatable(uri, storage_options=options):
+            out[name] = None
+            continue
+        actions = pa.table(DeltaTable(uri, storage_options=options).get_add_actions(flatten=True)).to_pydict()
+        mine = sorted(p for p, s in zip(actions["path"], actions.get("partition.source", []), strict=False)
+                      if s == source)
+        out[name] = hashlib.sha256("\n".join(mine).encode()).hexdigest()
     return out
 
 
@@ -269,7 +277,7 @@ def gold_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> GoldStep
             last = json.loads(runs_store(cfg).read_all(_gold_inputs_key(source)))
         except ObjectNotFound:
             return None
-        if last != gold_inputs(cfg):
+        if last != gold_inputs(cfg, source):
             return None
         result = GoldStepResult(source=source, spark=False)
         log.info("source %s: nothing new ingested and gold's inputs unchanged: no Spark started", source)
@@ -295,7 +303,7 @@ def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldS
                             names=tuple(sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT]),
                             seconds=round(res.seconds, 2))
     put_doc(cfg, run_id, source, "gold", result)
-    runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg), sort_keys=True).encode())
+    runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg, source), sort_keys=True).encode())
     log.info("source %s: %d gold table(s) %s, %d rows, %.1fs", source, len(res.tables), modes, result.rows,
              res.seconds)
     return result

@@ -162,9 +162,11 @@ def test_gold_is_skipped_only_while_its_inputs_are_unchanged(cfg: BinlakeConfig)
     discover("quiet", "g1", cfg=cfg)
     steps.run_spark_step("decode", "quiet", "g1", cfg)
     assert steps.gold_without_spark(cfg, "quiet", "g1") is None  # no successful gold step yet
-    inputs = steps.gold_inputs(cfg)
-    assert inputs["meta.gtid_reconciliation"] == 0 and inputs["silver.statements"] is None
+    inputs = steps.gold_inputs(cfg, "quiet")
+    assert inputs["meta.gtid_reconciliation"] is not None and inputs["silver.statements"] is None
     runs_store(cfg).put("_sources/quiet/gold_inputs.json", json.dumps(inputs).encode())  # as step_gold does
     assert steps.run_spark_step("gold", "quiet", "g1", cfg) == GoldStepResult(source="quiet", spark=False)
-    _store_verdict(cfg, "other")  # another write to meta.gtid_reconciliation: version 1
+    _store_verdict(cfg, "other")  # another source's rows: not an input of quiet's gold
+    assert steps.gold_inputs(cfg, "quiet") == inputs
+    _store_verdict(cfg, "quiet")  # quiet's rows written again
     assert steps.gold_without_spark(cfg, "quiet", "g1") is None
