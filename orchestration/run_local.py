@@ -52,6 +52,12 @@ class PipelineRun:
         return out
 
 
+def dags_folder() -> Path:
+    """The DAG files: a checkout's ``dags/``, else the copy a wheel ships in ``orchestration/dag_files/``."""
+    checkout = REPO_ROOT / "dags"
+    return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "dag_files"
+
+
 def check_params(kind: str, params: Mapping[str, Any] | None, cfg: BinlakeConfig) -> dict[str, Any]:
     """The run's DAG params, validated like the DAG will (mode, dates, source names)."""
     from binlake.runs import RunParamsError, normalize_params, resolve_sources
@@ -82,7 +88,7 @@ def prepare_airflow(cfg: BinlakeConfig) -> None:
         home.mkdir(parents=True, exist_ok=True)
         os.environ.update({
             "AIRFLOW_HOME": str(home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder()),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         })
@@ -94,8 +100,8 @@ def prepare_airflow(cfg: BinlakeConfig) -> None:
 
 
 def load_dag(dag_id: str) -> Any:
-    """The DAG object of ``dags/<dag_id>.py`` (imported fresh: it reads the config when loaded)."""
-    path = REPO_ROOT / "dags" / f"{dag_id}.py"
+    """The DAG object of ``<dags folder>/<dag_id>.py`` (imported fresh: it reads the config when loaded)."""
+    path = dags_folder() / f"{dag_id}.py"
     spec = importlib.util.spec_from_file_location(f"binlake_run_{dag_id}", path)
     if spec is None or spec.loader is None:
         raise PipelineRunError(f"cannot load the DAG file {path}")

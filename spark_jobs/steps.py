@@ -236,20 +236,17 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
     import hashlib
 
     import pyarrow as pa
-    from deltalake import DeltaTable
 
-    from binlake.config import is_s3_uri
-    from binlake.sql_fast import delta_storage_options, delta_uri
+    from binlake.delta_tables import open_delta_table
     from binlake.tables import table_location
 
-    options = delta_storage_options(cfg.s3) if is_s3_uri(cfg.warehouse) else None
     out: dict[str, Any] = {"config": hashlib.sha256(repr(cfg).encode()).hexdigest()}
     for name in GOLD_INPUTS:
-        uri = delta_uri(table_location(cfg.warehouse, name))
-        if not DeltaTable.is_deltatable(uri, storage_options=options):
+        table = open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
+        if table is None:
             out[name] = None
             continue
-        actions = pa.table(DeltaTable(uri, storage_options=options).get_add_actions(flatten=True)).to_pydict()
+        actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()
         mine = sorted(p for p, s in zip(actions["path"], actions.get("partition.source", []), strict=False)
                       if s == source)
         out[name] = hashlib.sha256("\n".join(mine).encode()).hexdigest()

@@ -169,8 +169,8 @@ def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig
     import pyarrow as pa
     from deltalake import write_deltalake
 
+    from binlake.delta_tables import delta_uri
     from binlake.reconciliation import FileFacts, coverage, reconcile
-    from binlake.sql_fast import delta_uri
     from binlake.tables import table_location
 
     uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"

@@ -16,9 +16,9 @@ import pytest
 from deltalake import write_deltalake
 
 from binlake.config import BinlakeConfig
+from binlake.delta_tables import delta_uri
 from binlake.reconciliation import FileFacts, reconcile
 from binlake.runs import ChainBrokenError, DataCheckError, discover, get_result, put_doc, release_source
-from binlake.sql_fast import delta_uri
 from binlake.step_results import DecodeResult, ReconcileResult
 from binlake.tables import table_location
 from spark_jobs import steps
@@ -30,12 +30,12 @@ A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 
 @pytest.fixture()
 def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> BinlakeConfig:
-    import binlake.spark
+    import spark_jobs.session
 
     def no_spark(*_args: object, **_kw: object) -> None:
         raise AssertionError("a Spark session was started")
 
-    monkeypatch.setattr(binlake.spark, "build_spark_session", no_spark)
+    monkeypatch.setattr(spark_jobs.session, "build_spark_session", no_spark)
     archive = tmp_path / "archive"
     archive.mkdir()
     for name in MARIADB_FILES:
