@@ -220,13 +220,14 @@ def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> 
 
 
 #: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
+GOLD_CODE = ("spark_jobs.gold", "binlake.gold_types", "binlake.gold_state", "binlake.schema_history")
 GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
                "meta.gtid_coverage", "meta.gold_status")
 
 
 def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
     """What the gold step of ``source`` reads, as a fingerprint: per input table the data files of
-    the source's partition (delta-rs, no JVM), and a digest of the config.
+    the source's partition (delta-rs, no JVM), a digest of the source's config and of gold's code.
 
     Why data files: every write of a source's rows (even identical rows) adds new files, and
     other sources' writes do not touch its partition. Equal fingerprints since the last
@@ -240,7 +241,8 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
     from binlake.delta_tables import open_delta_table
     from binlake.tables import table_location
 
-    out: dict[str, Any] = {"config": hashlib.sha256(repr(cfg).encode()).hexdigest()}
+    out: dict[str, Any] = {"config": hashlib.sha256(repr((cfg.warehouse, cfg.source(source))).encode()).hexdigest(),
+                           "code": _gold_code_digest()}
     for name in GOLD_INPUTS:
         table = open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
         if table is None:
@@ -251,6 +253,20 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
                       if s == source)
         out[name] = hashlib.sha256("\n".join(mine).encode()).hexdigest()
     return out
+
+
+def _gold_code_digest() -> str:
+    """A digest of the code that shapes gold tables: an upgrade that changes it replays gold."""
+    import hashlib
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for module in GOLD_CODE:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            with open(spec.origin, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()
 
 
 def _gold_inputs_key(source: str) -> str:

@@ -168,5 +168,8 @@ def test_gold_is_skipped_only_while_its_inputs_are_unchanged(cfg: BinlakeConfig)
     assert steps.run_spark_step("gold", "quiet", "g1", cfg) == GoldStepResult(source="quiet", spark=False)
     _store_verdict(cfg, "other")  # another source's rows: not an input of quiet's gold
     assert steps.gold_inputs(cfg, "quiet") == inputs
+    fewer_sources = make_test_config(Path(cfg.warehouse).parent, "http://127.0.0.1:9", sources=[
+        {"name": "quiet", "uri": cfg.source("quiet").uri}])  # another night's config, same source
+    assert steps.gold_inputs(fewer_sources, "quiet") == inputs
     _store_verdict(cfg, "quiet")  # quiet's rows written again
     assert steps.gold_without_spark(cfg, "quiet", "g1") is None
