@@ -133,6 +133,22 @@ def _load(dag_id: str) -> Any:
     return load_dag(dag_id)
 
 
+@pytest.fixture(autouse=True)
+def _reopen_closed_log_streams() -> Any:
+    """Airflow's log handlers created while one test captured stderr keep that test's (then
+    closed) stream; the next test's runs would log "I/O operation on closed file"."""
+    import logging
+    import sys
+
+    yield
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for lg in loggers:
+        for handler in lg.handlers:
+            if isinstance(handler, logging.StreamHandler) and getattr(handler.stream, "closed", False):
+                handler.setStream(sys.stderr)
+
+
 # The five runs below are one story in order (pytest runs a module's tests in file order):
 # each test starts from the warehouse the one before left, kept in ``world``.
 
