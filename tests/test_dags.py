@@ -145,7 +145,8 @@ def _reopen_closed_log_streams() -> Any:
                                       if isinstance(lg, logging.Logger))]
     for lg in loggers:
         for handler in lg.handlers:
-            if isinstance(handler, logging.StreamHandler) and getattr(handler.stream, "closed", False):
+            if (isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
+                    and getattr(handler.stream, "closed", False)):
                 handler.setStream(sys.stderr)
 
 
