@@ -147,7 +147,7 @@ def _reopen_closed_log_streams() -> Any:
         for handler in lg.handlers:
             if (isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
                     and getattr(handler.stream, "closed", False)):
-                handler.setStream(sys.stderr)
+                handler.stream = sys.stderr  # not setStream(): it flushes the closed stream
 
 
 # The five runs below are one story in order (pytest runs a module's tests in file order):
