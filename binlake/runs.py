@@ -21,12 +21,28 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
+from binlake.step_results import (
+    ChecksResult,
+    DecodeResult,
+    DiscoverResult,
+    GoldStepResult,
+    PlannedFile,
+    ReconcileProblem,
+    ReconcileResult,
+    RunPlan,
+    RunSummary,
+    SourceSummary,
+    from_doc,
+    to_doc,
+)
 
 log = logging.getLogger("binlake.pipeline")
 
@@ -46,6 +62,10 @@ STEP_TABLES: dict[str, tuple[str, ...]] = {
     "data_checks": (),
 }
 XCOM_LIST_LIMIT = 50
+#: the result class of each step's document
+STEP_RESULTS: dict[str, type] = {"discover": RunPlan, "decode": DecodeResult, "reconcile": ReconcileResult,
+                                 "gold": GoldStepResult, "data_checks": ChecksResult}
+R = TypeVar("R")
 
 
 class ChainBrokenError(BinlakeError):
@@ -87,10 +107,12 @@ def runs_store(cfg: BinlakeConfig) -> Any:
     return open_object_store(cfg.warehouse.rstrip("/") + "/_binlake/runs/", cfg.s3)
 
 
-def put_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str, doc: Mapping[str, Any]) -> str:
-    """Store one step's JSON document for the run; returns its URI."""
+def put_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str, doc: Any) -> str:
+    """Store one step's JSON document (a step result dataclass, or a plain mapping) for the run;
+    returns its URI."""
+    body = dict(doc) if isinstance(doc, Mapping) else to_doc(doc)
     info = runs_store(cfg).put(f"{run_key(run_id)}/{source}/{step}.json",
-                                json.dumps(doc, sort_keys=True, default=str).encode())
+                                json.dumps(body, sort_keys=True, default=str).encode())
     return info.uri
 
 
@@ -101,6 +123,27 @@ def get_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> dict[str
         return json.loads(runs_store(cfg).read_all(f"{run_key(run_id)}/{source}/{step}.json"))
     except ObjectNotFound:
         return None
+
+
+def get_result(cfg: BinlakeConfig, run_id: str, source: str, step: str, cls: type[R]) -> R | None:
+    """One step's document read back as its result class (None when the step did not write it)."""
+    doc = get_doc(cfg, run_id, source, step)
+    return None if doc is None else from_doc(cls, doc)
+
+
+def get_plan(cfg: BinlakeConfig, run_id: str, source: str) -> RunPlan:
+    """The run's ingest plan of the source (MissingPlanError when discover did not write one)."""
+    plan = get_result(cfg, run_id, source, "plan", RunPlan)
+    if plan is None:
+        raise MissingPlanError(f"no ingest plan for source {source} in run {run_id}: did discover run?")
+    return plan
+
+
+def get_discovery(cfg: BinlakeConfig, run_id: str, source: str) -> Any:
+    """The run's discovery of the source as :class:`binlake.discovery.SourceDiscovery` (or None)."""
+    from binlake.discovery import SourceDiscovery
+
+    return get_result(cfg, run_id, source, "discovery", SourceDiscovery)
 
 
 def source_leases(cfg: BinlakeConfig) -> Any:
@@ -183,8 +226,8 @@ def resolve_sources(requested: Any, cfg: BinlakeConfig | None = None) -> list[st
 
 
 def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, *, backfill: bool = False,
-             cfg: BinlakeConfig | None = None) -> dict[str, Any]:
-    """Discover the source's rotated files, plan what this run ingests, store both; XCom summary."""
+             cfg: BinlakeConfig | None = None) -> DiscoverResult:
+    """Discover the source's rotated files, plan what this run ingests, store both; the XCom summary."""
     from binlake.discovery import discover_source
     from binlake.ingest_state import load_known_files, plan_ingest
     from binlake.storage import open_object_store
@@ -197,39 +240,41 @@ def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, 
     store = open_object_store(src.uri, cfg.s3)
     disc = discover_source(store, source, known=known, reuse_known=p["mode"] != "reprocess",
                            on_replaced=cfg.on_replaced_object)
-    plan = plan_ingest(disc, p["mode"], from_file=p["from_file"], to_file=p["to_file"],
-                       from_time=p["from_time"], to_time=p["to_time"])
+    ingest_plan = plan_ingest(disc, p["mode"], from_file=p["from_file"], to_file=p["to_file"],
+                              from_time=p["from_time"], to_time=p["to_time"])
     put_doc(cfg, run_id, source, "discovery", disc.as_dict())
-    plan_doc = plan.as_dict() | {"dry_run": p["dry_run"], "run_id": run_id}
-    put_doc(cfg, run_id, source, "plan", plan_doc)
+    plan = RunPlan(source=source, run_id=run_id, mode=ingest_plan.mode, force=ingest_plan.force,
+                   dry_run=p["dry_run"], files=tuple(PlannedFile(**f) for f in ingest_plan.files),
+                   skipped=tuple(ingest_plan.skipped), reasons=dict(ingest_plan.reasons),
+                   range=dict(ingest_plan.range))
+    put_doc(cfg, run_id, source, "plan", plan)
     errors = [str(i) for i in disc.errors]
     warnings = [str(i) for i in disc.issues if i.severity == "warning"]
-    files = [f["file"] for f in plan.files]
+    files = plan.file_names
     log.info("%s", disc.summary())
     log.info("source %s: plan (%s%s): %d file(s) to ingest %s; %d already ingested", source, p["mode"],
              ", dry run" if p["dry_run"] else "", len(files), files[:XCOM_LIST_LIMIT], len(plan.skipped))
-    return {
-        "source": source, "mode": p["mode"], "dry_run": p["dry_run"], "objects": disc.objects,
-        "bytes_read": disc.bytes_read, "seconds": round(disc.seconds, 3),
-        "to_ingest": len(files), "files": files[:XCOM_LIST_LIMIT], "skipped": len(plan.skipped),
-        "errors": errors[:XCOM_LIST_LIMIT], "warnings": warnings[:XCOM_LIST_LIMIT],
-        "chain_broken": bool(errors),
-    }
+    return DiscoverResult(
+        source=source, mode=p["mode"], dry_run=p["dry_run"], objects=disc.objects, bytes_read=disc.bytes_read,
+        seconds=round(disc.seconds, 3), to_ingest=len(files), files=tuple(files[:XCOM_LIST_LIMIT]),
+        skipped=len(plan.skipped), errors=tuple(errors[:XCOM_LIST_LIMIT]),
+        warnings=tuple(warnings[:XCOM_LIST_LIMIT]), chain_broken=bool(errors))
 
 
 # --------------------------------------------------------------------------- reports
 
 
-def chain_message(source: str, disc_errors: Sequence[str], fatal: Sequence[Mapping[str, Any]]) -> str:
+def chain_message(source: str, disc_errors: Sequence[str], fatal: Sequence[ReconcileProblem]) -> str:
+    """The operator's message for a broken chain: each GAP / CHAIN_BREAK with its files and GTIDs."""
     lines = [f"source {source}: binlog chain broken"]
     for p in fatal:
         extra = []
-        if p.get("missing_files"):
-            extra.append("missing files " + ", ".join(p["missing_files"]))
-        if p.get("missing_gtids"):
-            extra.append(f"missing GTIDs {p['missing_gtids']}")
-        lines.append(f"  gtid_reconciliation: {p['file']}: {p['status']}"
-                     + (f" ({'; '.join(extra)})" if extra else "") + f": {p.get('detail', '')}")
+        if p.missing_files:
+            extra.append("missing files " + ", ".join(p.missing_files))
+        if p.missing_gtids:
+            extra.append(f"missing GTIDs {p.missing_gtids}")
+        lines.append(f"  gtid_reconciliation: {p.file}: {p.status}"
+                     + (f" ({'; '.join(extra)})" if extra else "") + f": {p.detail}")
     for e in disc_errors:
         lines.append(f"  discovery: {e}")
     return "\n".join(lines)
@@ -238,53 +283,94 @@ def chain_message(source: str, disc_errors: Sequence[str], fatal: Sequence[Mappi
 # --------------------------------------------------------------------------- summary
 
 
-def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[dict[str, Any], list[str]]:
-    """One source's line of the run summary and its problems (empty when it completed cleanly)."""
-    docs = {step: get_doc(cfg, run_id, source, doc) for step, doc in STEP_DOCS.items()}
+def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[SourceSummary, list[str]]:
+    """One source's line of the run summary and its problems (empty when it completed cleanly).
+
+    A dry run's problems (a broken chain it would have reported) are listed but do not fail it:
+    a dry run only reports, it alerts no one.
+    """
+    docs = {step: get_result(cfg, run_id, source, STEP_DOCS[step], cls) for step, cls in STEP_RESULTS.items()}
     disc = get_doc(cfg, run_id, source, "discovery")
-    plan, dec, rec, gold, chk = (docs[k] for k in ("discover", "decode", "reconcile", "gold", "data_checks"))
-    s: dict[str, Any] = {
-        "discovered": disc["objects"] if disc else None,
-        "planned": len(plan["files"]) if plan else None,
-        "ingested": dec.get("files") if dec else None,
-        "rows": dec.get("rows") if dec else None,
-        "reconciliation": rec.get("statuses") if rec else None,
-        "gold_tables": gold.get("tables") if gold else None,
-        "checks_ok": chk.get("ok") if chk else None,
-        "dry_run": bool(plan and plan.get("dry_run")),
-    }
+    plan = docs["discover"]
+    dec, rec, gold, chk = (docs[k] for k in ("decode", "reconcile", "gold", "data_checks"))
     missing = [step for step, d in docs.items() if d is None]
-    bad = [step for step, d in docs.items() if d is not None and not d.get("ok", True)]
-    s["ok"] = not missing and not bad
+    bad = [step for step, d in docs.items() if d is not None and not getattr(d, "ok", True)]
+    dry_run = bool(plan and plan.dry_run)
+    s = SourceSummary(
+        discovered=disc["objects"] if disc else None,
+        planned=len(plan.files) if isinstance(plan, RunPlan) else None,
+        ingested=dec.files if isinstance(dec, DecodeResult) else None,
+        rows=dec.rows if isinstance(dec, DecodeResult) else None,
+        reconciliation=rec.statuses if isinstance(rec, ReconcileResult) else None,
+        gold_tables=gold.tables if isinstance(gold, GoldStepResult) else None,
+        checks_ok=chk.ok if isinstance(chk, ChecksResult) else None,
+        dry_run=dry_run, ok=not missing and not bad)
     problems: list[str] = []
-    if not s["ok"]:
+    if not s.ok:
         why = "; ".join(part for part in (f"did not complete: {', '.join(missing)}" if missing else "",
                                           f"failed: {', '.join(bad)}" if bad else "") if part)
         problems.append(f"source {source}: {why}")
-        for p in (rec or {}).get("problems", []):
-            if p["status"] in FATAL_RECONCILIATION:
-                problems.append(f"  {p['file']}: {p['status']} {p.get('detail', '')}")
-        problems.extend(f"  discovery: {e}" for e in (rec or {}).get("discovery_errors", []))
+    chain: list[str] = []
+    if isinstance(rec, ReconcileResult):
+        chain = [f"  {p.file}: {p.status} {p.detail}" for p in rec.problems if p.status in FATAL_RECONCILIATION]
+        chain += [f"  discovery: {e}" for e in rec.discovery_errors]
+    if chain and (not s.ok or dry_run):
+        if s.ok:
+            problems.append(f"source {source}: dry run: the binlog chain is broken")
+        problems.extend(chain)
     return s, problems
 
 
-def summarize(sources: Sequence[str], run_id: str, cfg: BinlakeConfig | None = None) -> dict[str, Any]:
+def write_coverage_pages(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[str | None, str | None]:
+    """The source's coverage page (HTML, and PNG when Chromium is installed) into the run folder,
+    next to the summary; returns their URIs. Never fails the run: a missing picture is logged."""
+    from binlake.coverage_report import chromium_binary, write_coverage_report
+
+    try:
+        try:
+            chromium_binary()
+            png = True
+        except BinlakeError:
+            png = False
+        with tempfile.TemporaryDirectory(prefix="binlake-coverage-") as tmp:
+            report = write_coverage_report(cfg, source, Path(tmp), png=png)
+            uris = [runs_store(cfg).put(f"{run_key(run_id)}/{source}/{p.name}", p.read_bytes()).uri
+                    for p in report.files]
+        return uris[0], (uris[1] if len(uris) > 1 else None)
+    except Exception as exc:  # noqa: BLE001 - a report, not a step: the run's verdict stands without it
+        log.warning("source %s: no coverage page for run %s: %s", source, run_id, exc)
+        return None, None
+
+
+def summarize(sources: Sequence[str], run_id: str, cfg: BinlakeConfig | None = None, *,
+              coverage_pages: bool = True) -> RunSummary:
     """Collect every source's step documents, log a run summary, fail when a source is not clean."""
+    import dataclasses
+
     cfg = cfg or load_config()
-    out: dict[str, Any] = {"run_id": run_id, "sources": {}, "ok": True}
     log.info("binlake run %s", run_id)
     problems: list[str] = []
+    fatal: list[str] = []
+    by_source: dict[str, SourceSummary] = {}
     for source in sources:
         release_source(cfg, source, run_id)  # normally done by data_checks; here if it never ran
         s, source_problems = _source_summary(cfg, source, run_id)
+        if coverage_pages and not s.dry_run:
+            html_uri, png_uri = write_coverage_pages(cfg, source, run_id)
+            s = dataclasses.replace(s, coverage_html=html_uri, coverage_png=png_uri)
         problems += source_problems
-        out["sources"][source] = s
+        if not s.ok:
+            fatal += source_problems
+        by_source[source] = s
         log.info("  %s: objects=%s planned=%s ingested=%s rows=%s reconciliation=%s gold_tables=%s checks_ok=%s%s -> %s",
-                 source, s["discovered"], s["planned"], s["ingested"], s["rows"], s["reconciliation"],
-                 s["gold_tables"], s["checks_ok"], " (dry run)" if s["dry_run"] else "", "OK" if s["ok"] else "FAILED")
-    out["ok"] = not problems
-    out["problems"] = problems
-    runs_store(cfg).put(f"{run_key(run_id)}/summary.json", json.dumps(out, sort_keys=True, default=str).encode())
-    if problems:
-        raise RunFailedError("run failed:\n" + "\n".join(problems))
+                 source, s.discovered, s.planned, s.ingested, s.rows, s.reconciliation, s.gold_tables,
+                 s.checks_ok, " (dry run)" if s.dry_run else "", "OK" if s.ok else "FAILED")
+        if s.coverage_html:
+            log.info("  %s: coverage page %s", source, s.coverage_png or s.coverage_html)
+    out = RunSummary(run_id=run_id, sources=by_source, problems=tuple(problems), ok=not fatal)
+    runs_store(cfg).put(f"{run_key(run_id)}/summary.json", json.dumps(to_doc(out), sort_keys=True).encode())
+    if fatal:
+        raise RunFailedError("run failed:\n" + "\n".join(fatal))
+    for line in problems:
+        log.warning("%s", line)
     return out

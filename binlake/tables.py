@@ -291,6 +291,8 @@ META_GTID_COVERAGE = TableSpec(
         Column('last_file', STRING, False, 'file holding gno_end'),
         Column('files', INT, False, 'files contributing to the interval'),
         Column('gtid_set', STRING, False, 'the interval as GTID-set text'),
+        Column('first_commit_time', TIMESTAMP, True, 'commit time of the interval\'s first transaction (silver.transactions)'),
+        Column('last_commit_time', TIMESTAMP, True, 'commit time of the interval\'s last transaction (silver.transactions)'),
     ),
     partition_by=('source',),
     key=('source', 'sid', 'tag', 'gno_start'),

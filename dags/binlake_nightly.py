@@ -5,10 +5,12 @@ Per source (dynamic task mapping: one source failing does not stop the others)::
     discover >> decode >> reconcile >> gold >> data_checks        then one summary for the run
 
 ``discover`` follows the ROTATE chain and plans the run; ``reconcile`` fails on a GTID GAP or a
-broken chain, naming it; ``gold`` is skipped for a source whose chain is broken; ``data_checks``
-runs whatever happened. Schedule: ``[pipeline].nightly_cron``. Whether Spark runs in the task
-process or through spark-submit on a cluster is ``[spark].mode`` (conf/binlake.toml or
-$BINLAKE_CONFIG). The tasks are in ``orchestration.tasks``; see docs/operations.md.
+broken chain, naming it (one error line, then the alert); ``gold`` and ``data_checks`` do not run
+for a source whose chain is broken. A night with nothing new starts no Spark for ``decode`` and
+``reconcile`` (a GAP found before is still reported, from meta.gtid_reconciliation).
+Schedule: ``[pipeline].nightly_cron``. Whether Spark runs in the task process or through
+spark-submit on a cluster is ``[spark].mode`` (conf/binlake.toml or $BINLAKE_CONFIG). The tasks
+are in ``orchestration.tasks``; see docs/operations.md.
 """
 
 from __future__ import annotations

@@ -39,8 +39,9 @@ def alert_on_failure(context: Mapping[str, Any]) -> None:
         "run_id": getattr(dag_run, "run_id", None) or context.get("run_id"),
         "task_id": getattr(ti, "task_id", None),
         "map_index": getattr(ti, "map_index", None),
-        "reason": str(exc) if exc is not None else str(context.get("reason") or "failed"),
-        "kind": type(exc).__name__ if exc is not None else "DagRunFailed",
+        "reason": (getattr(exc, "reason", None) or str(exc)) if exc is not None
+        else str(context.get("reason") or "failed"),
+        "kind": (getattr(exc, "kind", None) or type(exc).__name__) if exc is not None else "DagRunFailed",
     }
     log.error("BINLAKE ALERT %s", json.dumps(alert, default=str))
     try:

@@ -20,7 +20,8 @@ executor died (``spark.task.maxFailures``), and Delta commit conflicts are retri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -29,9 +30,21 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, task
 
 from binlake.config import BinlakeConfig, load_config
-from binlake.runs import STEP_TABLES, discover, resolve_sources, summarize
+from binlake.errors import BinlakeError
+from binlake.runs import (
+    STEP_TABLES,
+    ChainBrokenError,
+    DataCheckError,
+    RunFailedError,
+    discover,
+    resolve_sources,
+    summarize,
+)
+from binlake.step_results import to_doc
 from binlake.tables import table_location
 from orchestration.credentials import export_airflow_aws_credentials
+
+log = logging.getLogger("binlake.pipeline")
 
 GROUP_ID = "per_source"
 #: the application spark-submit runs in submit mode
@@ -43,6 +56,34 @@ RETRY_DELAY = timedelta(seconds=30)
 #: put the name in their context, the submit operator pulls it from the discover task's XCom
 SOURCE_LABEL = "{{ binlake_source }}"
 SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='" + GROUP_ID + ".discover', map_indexes=ti.map_index)['source'] }}"
+
+
+#: failures that are an expected, fully explained outcome (the message says it all)
+EXPECTED_FAILURES: tuple[type[BinlakeError], ...] = (ChainBrokenError, DataCheckError, RunFailedError)
+
+
+class BinlakeTaskFailed(SystemExit):
+    """A task failure whose message says everything: logged as one error line, no traceback.
+
+    Why a ``SystemExit``: Airflow's task runner logs every other exception with its full
+    traceback ("Task failed with exception"); for a GAP the traceback only buries the message.
+    A ``SystemExit`` still fails the task (retries and ``on_failure_callback``, i.e. the alert,
+    as usual) but is logged as one ``Task exited`` line. ``reason`` is what the alert reports.
+    """
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(1)
+        self.reason = reason
+        self.kind = kind
+
+
+def run_reporting_expected_failures(fn: Callable[[], Any]) -> Any:
+    """``fn()``; an expected binlake failure becomes one ERROR line and :class:`BinlakeTaskFailed`."""
+    try:
+        return fn()
+    except EXPECTED_FAILURES as exc:
+        log.error("%s", exc)
+        raise BinlakeTaskFailed(str(exc), type(exc).__name__) from None
 
 
 def _label(source: str) -> None:
@@ -84,7 +125,7 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
     try:
-        return discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg)
+        return to_doc(discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg))
     except (LeaseHeldError, ReplacedObjectError) as exc:  # retrying in 30 s would not help
         raise AirflowFailException(str(exc)) from exc
 
@@ -93,9 +134,18 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
     """SparkSubmitOperator that first exports the Airflow AWS connection's credentials (if any),
     so the spark-submit child process (driver) and S3A find them in its environment."""
 
-    def execute(self, context: Any) -> None:
-        export_airflow_aws_credentials(load_config())
+    def execute(self, context: Any) -> Any:
+        """Without spark-submit when the step has nothing for Spark (dry run, nothing new)."""
+        from spark_jobs.steps import WITHOUT_SPARK
+
+        cfg = load_config()
+        step, source = list(self.application_args or ())[0:3:2]
+        quick = run_reporting_expected_failures(lambda: WITHOUT_SPARK[step](cfg, source, context["run_id"]))
+        if quick is not None:
+            return to_doc(quick)
+        export_airflow_aws_credentials(cfg)
         super().execute(context)
+        return None
 
 
 def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: str = "all_success") -> Any:
@@ -124,20 +174,24 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
         _label(found["source"])
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
-        return run_spark_step(step, found["source"], context["run_id"], step_cfg)
+        return to_doc(run_reporting_expected_failures(
+            lambda: run_spark_step(step, found["source"], context["run_id"], step_cfg)))
 
     return in_process_step(discovered)
 
 
-@task(task_id="data_checks", trigger_rule="all_done", map_index_template=SOURCE_LABEL)
+@task(task_id="data_checks", map_index_template=SOURCE_LABEL)
 def data_checks_task(found: Any, **context: Any) -> dict[str, Any]:
-    """The source's data checks (no Spark, in both modes); releases the source's run lease."""
+    """The source's data checks (no Spark, in both modes); releases the source's run lease.
+
+    Runs only when every earlier step succeeded (``upstream_failed`` otherwise: a source whose
+    reconcile failed is not a checked source); the summary then releases the lease."""
     from spark_jobs.steps import run_data_checks
 
     _label(found["source"])
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
-    return run_data_checks(found["source"], context["run_id"], cfg)
+    return to_doc(run_reporting_expected_failures(lambda: run_data_checks(found["source"], context["run_id"], cfg)))
 
 
 @task(task_id="sources")
@@ -150,4 +204,4 @@ def sources_task(**context: Any) -> list[str]:
 def summary_task(source_names: Any = None, **context: Any) -> dict[str, Any]:
     """One verdict for the run; fails it when any source did not complete cleanly."""
     wanted = list(source_names) if source_names is not None else [s.name for s in load_config().sources]
-    return summarize(wanted, context["run_id"])
+    return to_doc(run_reporting_expected_failures(lambda: summarize(wanted, context["run_id"])))

@@ -23,6 +23,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo's 
 
 from binlake.config import load_config
 from binlake.errors import BinlakeError
+from binlake.step_results import to_doc
 from spark_jobs.steps import STEPS, run_spark_step
 
 
@@ -41,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BinlakeError as exc:
         print(str(exc), file=sys.stderr)
         return 3
-    print(json.dumps(result, sort_keys=True, default=str))
+    print(json.dumps(to_doc(result), sort_keys=True))
     return 0
 
 

@@ -488,12 +488,14 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
                force: bool = False, split_threshold: int = DEFAULT_SPLIT_THRESHOLD,
                split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
                keep_raw: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS,
-               keep_staging: bool = False, write_threads: int = 3) -> IngestResult:
+               keep_staging: bool = False, write_threads: int = 3,
+               record_run_id: str | None = None) -> IngestResult:
     """Decode ``files`` (binlog objects from discovery) into the bronze/silver/meta tables.
 
     Files whose (source, file, etag, size) ``meta.ingested_files`` already holds are skipped
     unless ``force``; a changed etag or size means the object changed (an active file
-    re-archived): it is ingested again and its rows replaced.
+    re-archived): it is ingested again and its rows replaced. ``record_run_id`` (the Airflow run
+    id) goes into ``meta.ingested_files.run_id``; ``run_id`` (path-safe) names staging and commits.
     """
     t0 = time.time()
     run_id = run_id or new_run_id()
@@ -615,7 +617,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
             file_rows.append(merged)
         ingested_rows.append({
             "source": o.source, "file": o.file, "file_seq": records.split_series(o.file)[1],
-            "uri": o.uri, "size": o.size, "etag": o.etag, "run_id": run_id, "status": status,
+            "uri": o.uri, "size": o.size, "etag": o.etag, "run_id": record_run_id or run_id, "status": status,
             "events": c.get("events", 0), "transactions": c.get("transactions", 0),
             "row_changes": c.get("row_changes", 0), "statements": c.get("statements", 0),
             "quarantined": c.get("quarantine", 0),

@@ -28,91 +28,301 @@ from binlake.runs import (
     ChainBrokenError,
     DataCheckError,
     IngestFailedError,
-    MissingPlanError,
     chain_message,
-    get_doc,
+    get_discovery,
+    get_plan,
+    get_result,
     hold_source,
     put_doc,
     release_source,
     run_key,
 )
+from binlake.step_results import (
+    ChecksResult,
+    DecodeResult,
+    GoldStepResult,
+    ReconcileProblem,
+    ReconcileResult,
+    RunPlan,
+)
 
 log = logging.getLogger("binlake.pipeline")
 
 
-def step_decode(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, Any]:
+# --------------------------------------------------------------------------- decode
+
+
+def decode_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult | None:
+    """The decode step's answer when it needs no Spark (a dry run, or nothing new to ingest);
+    None when there is work for Spark. Why: starting a Spark application costs from seconds to
+    minutes on a busy host, and a routine night often has nothing new."""
+    plan = get_plan(cfg, run_id, source)
+    if plan.dry_run:
+        would = plan.file_names
+        result = DecodeResult(source=source, dry_run=True, mode=plan.mode, would_ingest=tuple(would), spark=False)
+        log.info("dry run: source %s would ingest %d file(s): %s", source, len(would), would[:XCOM_LIST_LIMIT])
+    elif not plan.files:
+        result = DecodeResult(source=source, mode=plan.mode, skipped=len(plan.skipped), spark=False)
+        log.info("source %s: nothing new to ingest (%d file(s) already ingested): no Spark started",
+                 source, len(plan.skipped))
+    else:
+        return None
+    put_doc(cfg, run_id, source, "decode", result)
+    return result
+
+
+def step_decode(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult:
     """Ingest the planned files (``run_ingest``); fails when a file could not be decoded."""
     from spark_jobs.ingest import run_ingest
 
-    plan = get_doc(cfg, run_id, source, "plan")
-    if plan is None:
-        raise MissingPlanError(f"no ingest plan for source {source} in run {run_id}: did discover run?")
-    if plan.get("dry_run"):
-        would = [f["file"] for f in plan["files"]]
-        doc = {"source": source, "dry_run": True, "would_ingest": would, "ok": True}
-        put_doc(cfg, run_id, source, "decode", doc)
-        log.info("dry run: source %s would ingest %d file(s): %s", source, len(would), would[:XCOM_LIST_LIMIT])
-        return doc
-    res = run_ingest(spark, cfg, plan["files"], run_id=f"{run_key(run_id)}.{source}", force=bool(plan["force"]))
+    plan = get_plan(cfg, run_id, source)
+    res = run_ingest(spark, cfg, list(plan.files), run_id=f"{run_key(run_id)}.{source}",
+                     force=plan.force, record_run_id=run_id)
     failed = sorted(k for k, s in res.file_status.items() if s == "failed")
     partial = sorted(k for k, s in res.file_status.items() if s == "partial")
-    doc = {"source": source, "dry_run": False, "mode": plan["mode"], "files": res.files, "skipped": res.skipped,
-           "ingested": sorted(res.file_status)[:XCOM_LIST_LIMIT], "rows": res.rows, "quarantined": res.quarantined,
-           "bytes": res.bytes, "seconds": round(res.seconds, 2), "failed": failed, "partial": partial,
-           "ok": not failed}
-    put_doc(cfg, run_id, source, "decode", doc)
+    filled = fill_stop_successors(spark, cfg, source, run_id) if res.files else []
+    result = DecodeResult(
+        source=source, mode=plan.mode, files=res.files, skipped=res.skipped,
+        ingested=tuple(sorted(res.file_status)[:XCOM_LIST_LIMIT]), rows=dict(res.rows), quarantined=res.quarantined,
+        bytes=res.bytes, seconds=round(res.seconds, 2), failed=tuple(failed), partial=tuple(partial),
+        next_file_filled=tuple(filled), ok=not failed)
+    put_doc(cfg, run_id, source, "decode", result)
     log.info("source %s: ingested %d file(s) (%d skipped as already ingested), rows %s, %d quarantined, %.1fs",
              source, res.files, res.skipped, res.rows, res.quarantined, res.seconds)
     if failed:
         raise IngestFailedError(f"source {source}: {len(failed)} file(s) failed to decode: {', '.join(failed)}")
-    return doc
+    return result
 
 
-def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, Any]:
+def stop_successors(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, str]:
+    """STOP-closed files whose successor discovery found in the archive: file -> successor."""
+    disc = get_discovery(cfg, run_id, source)
+    if disc is None:
+        return {}
+    present = {f.file for f in disc.files}
+    return {f.file: f.next_file for f in disc.files
+            if f.closing_event == "STOP" and f.next_file and f.next_file in present}
+
+
+def fill_stop_successors(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> list[str]:
+    """Set ``meta.binlog_files.next_file`` of STOP-closed files to the successor discovery names.
+
+    Why here and not in the decoder: a STOP event names no next file (the server stopped); the
+    successor is only known from the archive's listing, and may appear nights after the STOP file
+    was ingested. The rows are replaced like any ingest write (``replaceWhere`` on those files).
+    """
+    from delta.tables import DeltaTable
+
+    from binlake.sql_text import files_predicate
+    from spark_jobs.ingest import table_path, write_replace
+
+    successors = stop_successors(cfg, source, run_id)
+    path = table_path(cfg, "meta.binlog_files")
+    if not successors or not DeltaTable.isDeltaTable(spark, path):
+        return []
+    from pyspark.sql import functions as F
+
+    predicate = files_predicate((source, f) for f in successors)
+    rows = spark.read.format("delta").load(path).where(predicate).where("next_file IS NULL")
+    todo = sorted(r.file for r in rows.select("file").collect())
+    if not todo:
+        return []
+    mapping = F.create_map(*[F.lit(x) for f in todo for x in (f, successors[f])])
+    predicate = files_predicate((source, f) for f in todo)
+    patched = (spark.read.format("delta").load(path).where(predicate)
+               .withColumn("next_file", F.coalesce(F.col("next_file"), mapping[F.col("file")])))
+    write_replace(patched, path, predicate, s3=cfg.s3, run_id=run_key(run_id), job="next-file",
+                  txn_app=f"binlake-next-file:{run_key(run_id)}.{source}")
+    log.info("source %s: next_file of STOP-closed file(s) set from discovery: %s", source,
+             {f: successors[f] for f in todo})
+    return todo
+
+
+# --------------------------------------------------------------------------- reconcile
+
+
+def _problem(p: dict[str, Any]) -> ReconcileProblem:
+    return ReconcileProblem(source=p["source"], file=p["file"], status=p["status"],
+                            missing_gtids=p.get("missing_gtids") or "", extra_gtids=p.get("extra_gtids") or "",
+                            missing_files=tuple(p.get("missing_files") or ()), detail=p.get("detail") or "")
+
+
+def _discovery_errors(cfg: BinlakeConfig, source: str, run_id: str) -> list[str]:
+    disc = get_discovery(cfg, run_id, source)
+    return [str(i) for i in disc.errors] if disc is not None else []
+
+
+def persisted_reconciliation(cfg: BinlakeConfig, source: str) -> tuple[list[ReconcileProblem], dict[str, int]] | None:
+    """The source's stored ``meta.gtid_reconciliation`` verdict (delta-rs, no JVM), or None when it
+    does not cover every file of ``meta.binlog_files`` (a reconcile never ran after an ingest)."""
+    from binlake.coverage_report import read_table_rows
+
+    recon = read_table_rows(cfg, "meta.gtid_reconciliation", source)
+    facts = {r["file"] for r in read_table_rows(cfg, "meta.binlog_files", source)}
+    if {r["file"] for r in recon} != facts:
+        return None
+    statuses: dict[str, int] = {}
+    for r in recon:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    recon.sort(key=lambda r: r.get("chain_index") or 0)
+    return [_problem(r) for r in recon if r["status"] != "OK"], statuses
+
+
+def reconcile_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> ReconcileResult | None:
+    """The reconcile step's answer without Spark: a dry run (reports, never fails), or a night that
+    ingested nothing new (the stored verdict stands: a GAP found before is still reported and still
+    fails the step). None when Spark must recompute it."""
+    plan = get_plan(cfg, run_id, source)
+    decoded = get_result(cfg, run_id, source, "decode", DecodeResult)
+    if not plan.dry_run and (decoded is None or decoded.files):
+        return None
+    stored = persisted_reconciliation(cfg, source)
+    if stored is None and not plan.dry_run:
+        return None
+    problems, statuses = stored or ([], {})
+    disc_errors = _discovery_errors(cfg, source, run_id)
+    fatal = [p for p in problems if p.status in FATAL_RECONCILIATION]
+    result = ReconcileResult(source=source, dry_run=plan.dry_run, files=sum(statuses.values()), statuses=statuses,
+                             problems=tuple(problems[:XCOM_LIST_LIMIT]), discovery_errors=tuple(disc_errors),
+                             persisted=stored is not None, spark=False,
+                             ok=plan.dry_run or not (fatal or disc_errors))
+    put_doc(cfg, run_id, source, "reconcile", result)
+    log.info("source %s: nothing new ingested: GTID reconciliation as stored, %s (no Spark started)",
+             source, statuses)
+    if fatal or disc_errors:
+        message = chain_message(source, disc_errors, fatal)
+        if plan.dry_run:
+            log.warning("dry run (no alert): %s", message)
+        else:
+            raise ChainBrokenError(message)
+    return result
+
+
+def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> ReconcileResult:
     """Recompute GTID coverage/reconciliation for the source; fail on a GAP or a broken chain."""
     from spark_jobs.reconcile import run_reconcile
 
-    plan = get_doc(cfg, run_id, source, "plan") or {}
-    disc = get_doc(cfg, run_id, source, "discovery") or {}
-    disc_errors = [f"[{i['severity']}] {i['source']} {i['file'] or ''}: {i['kind']}: {i['detail']}"
-                   for i in disc.get("issues", []) if i.get("severity") == "error"]
-    if plan.get("dry_run"):
-        doc = {"source": source, "dry_run": True, "ok": not disc_errors, "discovery_errors": disc_errors}
-        put_doc(cfg, run_id, source, "reconcile", doc)
-        if disc_errors:
-            raise ChainBrokenError(chain_message(source, disc_errors, []))
-        return doc
+    disc_errors = _discovery_errors(cfg, source, run_id)
     res = run_reconcile(spark, cfg, run_id=f"{run_key(run_id)}.{source}", sources=[source])
-    fatal = [p for p in res.problems if p["status"] in FATAL_RECONCILIATION]
-    doc = {"source": source, "dry_run": False, "files": res.files, "statuses": res.statuses,
-           "problems": res.problems[:XCOM_LIST_LIMIT], "discovery_errors": disc_errors,
-           "ok": not fatal and not disc_errors}
-    put_doc(cfg, run_id, source, "reconcile", doc)
+    problems = [_problem(p) for p in res.problems]
+    fatal = [p for p in problems if p.status in FATAL_RECONCILIATION]
+    result = ReconcileResult(source=source, files=res.files, statuses=dict(res.statuses),
+                             problems=tuple(problems[:XCOM_LIST_LIMIT]), discovery_errors=tuple(disc_errors),
+                             ok=not fatal and not disc_errors)
+    put_doc(cfg, run_id, source, "reconcile", result)
     log.info("source %s: GTID reconciliation over %d file(s): %s", source, res.files, res.statuses)
     if fatal or disc_errors:
         raise ChainBrokenError(chain_message(source, disc_errors, fatal))
-    return doc
+    return result
 
 
-def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, Any]:
+# --------------------------------------------------------------------------- gold
+
+
+#: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
+GOLD_CODE = ("spark_jobs.gold", "binlake.gold_types", "binlake.gold_state", "binlake.schema_history")
+GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
+               "meta.gtid_coverage", "meta.gold_status")
+
+
+def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
+    """What the gold step of ``source`` reads, as a fingerprint: per input table the data files of
+    the source's partition (delta-rs, no JVM), a digest of the source's config and of gold's code.
+
+    Why data files: every write of a source's rows (even identical rows) adds new files, and
+    other sources' writes do not touch its partition. Equal fingerprints since the last
+    successful gold step mean nothing gold reads has changed; a difference re-runs gold (maybe
+    needlessly, never skipped wrongly).
+    """
+    import hashlib
+
+    import pyarrow as pa
+
+    from binlake.delta_tables import open_delta_table
+    from binlake.tables import table_location
+
+    out: dict[str, Any] = {"config": hashlib.sha256(repr((cfg.warehouse, cfg.source(source))).encode()).hexdigest(),
+                           "code": _gold_code_digest()}
+    for name in GOLD_INPUTS:
+        table = open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
+        if table is None:
+            out[name] = None
+            continue
+        actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()
+        mine = sorted(p for p, s in zip(actions["path"], actions.get("partition.source", []), strict=False)
+                      if s == source)
+        out[name] = hashlib.sha256("\n".join(mine).encode()).hexdigest()
+    return out
+
+
+def _gold_code_digest() -> str:
+    """A digest of the code that shapes gold tables: an upgrade that changes it replays gold."""
+    import hashlib
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for module in GOLD_CODE:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            with open(spec.origin, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()
+
+
+def _gold_inputs_key(source: str) -> str:
+    return f"_sources/{source}/gold_inputs.json"
+
+
+def gold_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult | None:
+    """A dry run writes no gold table; a night that ingested nothing, with every input of gold as
+    the last successful gold step of the source left it, has nothing to replay."""
+    import json
+
+    from binlake.runs import runs_store
+    from binlake.storage import ObjectNotFound
+
+    plan = get_plan(cfg, run_id, source)
+    decoded = get_result(cfg, run_id, source, "decode", DecodeResult)
+    if plan.dry_run:
+        result = GoldStepResult(source=source, dry_run=True, spark=False)
+    elif decoded is not None and not decoded.files:
+        try:
+            last = json.loads(runs_store(cfg).read_all(_gold_inputs_key(source)))
+        except ObjectNotFound:
+            return None
+        if last != gold_inputs(cfg, source):
+            return None
+        result = GoldStepResult(source=source, spark=False)
+        log.info("source %s: nothing new ingested and gold's inputs unchanged: no Spark started", source)
+    else:
+        return None
+    put_doc(cfg, run_id, source, "gold", result)
+    return result
+
+
+def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult:
     """Bring the source's gold tables up to date (only tables whose inputs changed are replayed)."""
+    import json
+
+    from binlake.runs import runs_store
     from spark_jobs.gold import run_gold
 
-    plan = get_doc(cfg, run_id, source, "plan") or {}
-    if plan.get("dry_run"):
-        doc = {"source": source, "dry_run": True, "ok": True}
-        put_doc(cfg, run_id, source, "gold", doc)
-        return doc
     res = run_gold(spark, cfg, source, f"{run_key(run_id)}.{source}")
     modes: dict[str, int] = {}
     for t in res.tables:
         modes[t.write_mode] = modes.get(t.write_mode, 0) + 1
-    doc = {"source": source, "dry_run": False, "tables": len(res.tables), "write_modes": modes,
-           "rows": sum(t.rows for t in res.tables), "schema_versions": res.schema_versions,
-           "names": sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT], "seconds": round(res.seconds, 2), "ok": True}
-    put_doc(cfg, run_id, source, "gold", doc)
-    log.info("source %s: %d gold table(s) %s, %d rows, %.1fs", source, len(res.tables), modes, doc["rows"], res.seconds)
-    return doc
+    result = GoldStepResult(source=source, tables=len(res.tables), write_modes=modes,
+                            rows=sum(t.rows for t in res.tables), schema_versions=res.schema_versions,
+                            names=tuple(sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT]),
+                            seconds=round(res.seconds, 2))
+    put_doc(cfg, run_id, source, "gold", result)
+    runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg, source), sort_keys=True).encode())
+    log.info("source %s: %d gold table(s) %s, %d rows, %.1fs", source, len(res.tables), modes, result.rows,
+             res.seconds)
+    return result
+
+
+# --------------------------------------------------------------------------- data checks
 
 
 def _duckdb_strings(values: list[str]) -> str:
@@ -120,27 +330,44 @@ def _duckdb_strings(values: list[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
-def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, Any]:
+def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> ChecksResult:
     """Checks over the files this run ingested: state recorded, per-file counts agree, keys unique.
 
-    Why without Spark: the checks read a few columns of the run's files only, so delta-rs and
-    DuckDB (the engines of ``binlake sql``'s fast path) answer them in seconds, where a Spark
-    application would spend most of a minute starting a JVM and its executors.
+    Fails, whatever the counts, when the source's reconcile did not succeed: a source with a GAP
+    is not a checked source. Why without Spark: the checks read a few columns of the run's files
+    only, so delta-rs and DuckDB (the engines of ``binlake sql``'s fast path) answer them in
+    seconds, where a Spark application would spend most of a minute starting a JVM.
     """
+    plan = get_plan(cfg, run_id, source)
+    decoded = get_result(cfg, run_id, source, "decode", DecodeResult)
+    reconciled = get_result(cfg, run_id, source, "reconcile", ReconcileResult)
+    if reconciled is None or not reconciled.ok:
+        why = "did not run" if reconciled is None else "failed"
+        result = ChecksResult(source=source, note=f"reconcile {why}", ok=False)
+        put_doc(cfg, run_id, source, "checks", result)
+        raise DataCheckError(f"source {source}: not checked: its reconcile step {why} in run {run_id}")
+    if plan.dry_run or not plan.files or decoded is None or not decoded.files:
+        result = ChecksResult(source=source, note="dry run" if plan.dry_run else "nothing ingested")
+        put_doc(cfg, run_id, source, "checks", result)
+        return result
+    failures = _check_ingested_files(cfg, source, plan)
+    result = ChecksResult(source=source, checked_files=len(plan.files), failures=tuple(failures), ok=not failures)
+    put_doc(cfg, run_id, source, "checks", result)
+    if failures:
+        raise DataCheckError(f"source {source}: {len(failures)} data check(s) failed:\n  " + "\n  ".join(failures))
+    log.info("source %s: data checks passed on %d file(s)", source, len(plan.files))
+    return result
+
+
+def _check_ingested_files(cfg: BinlakeConfig, source: str, plan: RunPlan) -> list[str]:
+    """The checks' failures (empty when they pass), through delta-rs + DuckDB."""
     import duckdb
 
     from binlake.delta_tables import open_delta_table
     from binlake.tables import table_location
     from spark_jobs.schemas import spec
 
-    plan = get_doc(cfg, run_id, source, "plan") or {}
-    decode = get_doc(cfg, run_id, source, "decode") or {}
-    files = [f["file"] for f in plan.get("files", [])]
-    if plan.get("dry_run") or not files or not decode:
-        doc = {"source": source, "checked_files": 0, "failures": [], "ok": True,
-               "note": "dry run" if plan.get("dry_run") else "nothing ingested"}
-        put_doc(cfg, run_id, source, "checks", doc)
-        return doc
+    files = plan.file_names
     con = duckdb.connect()
     for name in ("meta.ingested_files", "bronze.events", "silver.transactions", "silver.row_changes",
                  "silver.statements"):
@@ -152,7 +379,7 @@ def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, 
         f"SELECT file, status, etag, events FROM meta__ingested_files WHERE {where}").fetchall()}
     counted = dict(con.sql(f"SELECT file, count(*) FROM bronze__events WHERE {where} GROUP BY file").fetchall())
     failures: list[str] = []
-    etags = {f["file"]: f.get("etag") for f in plan["files"]}
+    etags = {f.file: f.etag for f in plan.files}
     for name in files:
         if name not in state:
             failures.append(f"{name}: not recorded in meta.ingested_files")
@@ -176,15 +403,10 @@ def step_data_checks(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, 
         if dup:
             failures.append(f"{name}: duplicate keys ({key}): {dup}")
     con.close()
-    doc = {"source": source, "checked_files": len(files), "failures": failures, "ok": not failures}
-    put_doc(cfg, run_id, source, "checks", doc)
-    if failures:
-        raise DataCheckError(f"source {source}: {len(failures)} data check(s) failed:\n  " + "\n  ".join(failures))
-    log.info("source %s: data checks passed on %d file(s)", source, len(files))
-    return doc
+    return failures
 
 
-def run_data_checks(source: str, run_id: str, cfg: BinlakeConfig | None = None) -> dict[str, Any]:
+def run_data_checks(source: str, run_id: str, cfg: BinlakeConfig | None = None) -> ChecksResult:
     """The source's last step (no Spark): run the checks, then release the source's run lease."""
     cfg = cfg or load_config()
     try:
@@ -193,23 +415,40 @@ def run_data_checks(source: str, run_id: str, cfg: BinlakeConfig | None = None) 
         release_source(cfg, source, run_id)  # let the next run in
 
 
-STEPS: dict[str, Callable[[Any, BinlakeConfig, str, str], dict[str, Any]]] = {
+StepResult = DecodeResult | ReconcileResult | GoldStepResult
+STEPS: dict[str, Callable[[Any, BinlakeConfig, str, str], StepResult]] = {
     "decode": step_decode,
     "reconcile": step_reconcile,
     "gold": step_gold,
 }
+#: each Spark step's answer when it needs no Spark (None: Spark must run)
+WITHOUT_SPARK: dict[str, Callable[[BinlakeConfig, str, str], StepResult | None]] = {
+    "decode": decode_without_spark,
+    "reconcile": reconcile_without_spark,
+    "gold": gold_without_spark,
+}
 
 
-def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | None = None) -> dict[str, Any]:
+def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | None = None) -> StepResult:
     """Run one Spark step in this process (the session is reused when one runs): what an in-process
-    Airflow task and ``python -m spark_jobs`` (spark-submit) both call."""
+    Airflow task and ``python -m spark_jobs`` (spark-submit) both call. A step with nothing for
+    Spark to do (dry run, nothing new) answers without starting a session."""
+    from spark_jobs.progress import spark_progress
     from spark_jobs.session import build_spark_session
+    from spark_jobs.spark_logs import relay_jvm_stderr
 
     cfg = cfg or load_config()
     hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
-    spark = build_spark_session(cfg, f"binlake-{step}")
+    quick = WITHOUT_SPARK[step](cfg, source, run_id)
+    if quick is not None:
+        return quick
+    with relay_jvm_stderr():  # Spark's own log lines at their level, not as the task's stderr
+        spark = build_spark_session(cfg, f"binlake-{step}")
     _ensure_pyspark_temp_dir(spark)
-    return STEPS[step](spark, cfg, source, run_id)
+    plan = get_plan(cfg, run_id, source)
+    size = sum(f.size for f in plan.files) if step == "decode" else 0
+    with spark_progress(spark, step, source, files=len(plan.files) if size else 0, total_bytes=size):
+        return STEPS[step](spark, cfg, source, run_id)
 
 
 def _ensure_pyspark_temp_dir(spark: Any) -> None:

@@ -133,41 +133,74 @@ def _load(dag_id: str) -> Any:
     return load_dag(dag_id)
 
 
-def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any, monkeypatch: pytest.MonkeyPatch,
-                                              capfd: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(autouse=True)
+def _reopen_closed_log_streams() -> Any:
+    """Airflow's log handlers created while one test captured stderr keep that test's (then
+    closed) stream; the next test's runs would log "I/O operation on closed file"."""
+    import logging
+    import sys
+
+    yield
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for lg in loggers:
+        for handler in lg.handlers:
+            if (isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
+                    and getattr(handler.stream, "closed", False)):
+                handler.stream = sys.stderr  # not setStream(): it flushes the closed stream
+
+
+# The five runs below are one story in order (pytest runs a module's tests in file order):
+# each test starts from the warehouse the one before left, kept in ``world``.
+
+
+def _run(world: dict[str, Any], dag: Any, name: str, **kwargs: Any) -> Any:
     import time
 
     from binlake.testing.demo import run_dag
+
+    t0 = time.monotonic()
+    result = run_dag(dag, **kwargs)
+    world.setdefault("timings", {})[name] = round(time.monotonic() - t0, 1)
+    print(f"\nDAG run {name}: {world['timings'][name]} s")
+    return result
+
+
+def _ingested(spark: Any, world: dict[str, Any], source: str) -> dict[str, str]:
     from binlake.tables import table_location
 
-    timings: dict[str, float] = {}
+    table = spark.read.format("delta").load(table_location(world["cfg"].warehouse, "meta.ingested_files"))
+    return {r.file: r.run_id for r in table.where(f"source = '{source}'").collect()}
 
-    # ---- night 1: three sources, two of them broken --------------------------------------
+
+def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: Any, monkeypatch: pytest.MonkeyPatch,
+                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    from binlake.tables import table_location
+
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy", "hostile"])
-    assert dag.schedule if hasattr(dag, "schedule") else True
     assert dag.max_active_runs == 1 and not dag.catchup
-    t0 = time.monotonic()
-    r1 = run_dag(dag)
-    timings["night1"] = time.monotonic() - t0
+    r1 = _run(world, dag, "night1")
     assert r1.state == "failed", r1
     states = _states_by_index("binlake_nightly", r1.run_id)
-    order = ["good", "gappy", "hostile"]
-    good, gappy, hostile = (order.index(s) for s in order)
+    good, gappy, hostile = 0, 1, 2
     for step in ("discover", "decode", "reconcile", "gold", "data_checks"):
         assert states[(f"per_source.{step}", good)] == "success", (step, states)
-    assert states[("per_source.reconcile", gappy)] == "failed"
-    assert states[("per_source.reconcile", hostile)] == "failed"
+    for broken in (gappy, hostile):
+        assert states[("per_source.reconcile", broken)] == "failed"
+        assert states[("per_source.data_checks", broken)] == "upstream_failed"  # never "success"
     assert states[("summary", -1)] == "failed"
 
     cfg = world["cfg"]
-    ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
-    files = {(r.source, r.file) for r in ingested.collect()}
-    assert {f for s, f in files if s == "good"} == set(MARIADB_FILES[:3])  # open binlog.000004 left
-    assert {f for s, f in files if s == "hostile"} == {"binlog.000001", "binlog.000003", "binlog.000004"}
+    assert set(_ingested(spark, world, "good")) == set(MARIADB_FILES[:3])  # open binlog.000004 left
+    assert set(_ingested(spark, world, "good").values()) == {r1.run_id}  # Airflow's run id, as it is
+    assert set(_ingested(spark, world, "hostile")) == {"binlog.000001", "binlog.000003", "binlog.000004"}
     recon = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.gtid_reconciliation"))
     gap_rows = [r for r in recon.where("source = 'gappy'").collect() if r.status == "GAP"]
     assert [r.file for r in gap_rows] == ["binlog.000004"]
     assert "binlog.000003" in gap_rows[0].missing_files
+    cov = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.gtid_coverage"))
+    assert all(r.first_commit_time is not None and r.last_commit_time is not None
+               for r in cov.where("source = 'good'").collect())
 
     # dag.test() runs the tasks in this process: their log lines go to stdout/stderr (and to
     # task log files when file logging is on)
@@ -176,23 +209,44 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
     assert "binlog chain broken" in logs and "binlog.000003" in logs, logs[-3000:]
     assert "GAP: binlog.000003 is missing" in logs
     assert "hostile_rotate" in logs and "../binlog.000003" in logs
+    assert "raise ChainBrokenError" not in logs and "raise RunFailedError" not in logs  # no tracebacks
+    assert "decode good: " in logs and " tasks (" in logs  # progress lines of a Spark step
     alerts = [json.loads(line) for line in (world["state"] / "alerts.jsonl").read_text().splitlines()]
-    assert any(a["task_id"] == "per_source.reconcile" and "binlog.000003" in a["reason"] for a in alerts)
+    gap_alert = next(a for a in alerts if a["task_id"] == "per_source.reconcile" and "gappy" in a["reason"])
+    assert gap_alert["kind"] == "ChainBrokenError" and "binlog.000003" in gap_alert["reason"]
+    summary = _xcoms("binlake_nightly", r1.run_id, "summary")
+    assert summary == []  # the summary failed: its verdict is in the run folder
+    page = Path(cfg.warehouse) / "_binlake" / "runs"
+    assert list(page.glob("*/good/coverage-good.html")) and list(page.glob("*/gappy/coverage-gappy.png"))
+    world["good_runs"] = _ingested(spark, world, "good")
 
-    # ---- night 2: good only, nothing new -------------------------------------------------
-    dag = _dag(world, monkeypatch, "binlake_nightly", ["good"])
-    t0 = time.monotonic()
-    r2 = run_dag(dag)
-    timings["night2"] = time.monotonic() - t0
-    assert r2.success, r2
-    decoded, = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
-    assert decoded["files"] == 0
-    found, = _xcoms("binlake_nightly", r2.run_id, "per_source.discover")
-    assert found["to_ingest"] == 0 and found["bytes_read"] < 8192  # ingested files not read again
 
-    # ---- night 3: binlog.000004 rotated, binlog.000005 appeared (still open); a new source
-    #      with a generated MySQL 8 chain (binlake.testing.synthetic) whose last file is still in use
+def test_night2_nothing_new_starts_no_spark_and_still_reports_the_gap(
+        world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy"])
+    r2 = _run(world, dag, "night2")
+    assert r2.state == "failed", r2
+    states = _states_by_index("binlake_nightly", r2.run_id)
+    assert states[("per_source.data_checks", 0)] == "success" and states[("per_source.reconcile", 1)] == "failed"
+    found = _xcoms("binlake_nightly", r2.run_id, "per_source.discover")
+    assert [(f["to_ingest"], f["bytes_read"] < 8192) for f in found] == [(0, True), (0, True)]
+    decoded = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
+    assert [(d["source"], d["files"], d["spark"]) for d in decoded] == [("good", 0, False), ("gappy", 0, False)]
+    reconciled, = _xcoms("binlake_nightly", r2.run_id, "per_source.reconcile")  # gappy failed: no XCom
+    assert reconciled["persisted"] and reconciled["spark"] is False and reconciled["statuses"] == {"OK": 3}
+    gold, = _xcoms("binlake_nightly", r2.run_id, "per_source.gold")
+    assert gold["spark"] is False
+    alerts = [json.loads(line) for line in (world["state"] / "alerts.jsonl").read_text().splitlines()]
+    assert any(a["run_id"] == r2.run_id and a["task_id"] == "per_source.reconcile" and "binlog.000003" in a["reason"]
+               for a in alerts)
+
+
+def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: Any,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """binlog.000004 rotated, binlog.000005 appeared (still open); a new source with a generated
+    MySQL 8 chain (binlake.testing.synthetic) whose last file is still in use."""
     from binlake.config import S3Settings
+    from binlake.tables import table_location
     from binlake.testing.synthetic import Faults, SyntheticConfig, generate
 
     closed4 = with_rotate_to(read_fixture("binlog.000004"), "binlog.000005")
@@ -206,45 +260,48 @@ def test_nightly_and_backfill_through_airflow(world: dict[str, Any], spark: Any,
     gen_closed = {f["name"] for f in gen_files if f["present"] and f["closing_event"] and not f["in_use"]}
     assert 2 <= len(gen_closed) < len(gen_files)
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gen1"])
-    t0 = time.monotonic()
-    r3 = run_dag(dag)
-    timings["night3"] = time.monotonic() - t0
+    r3 = _run(world, dag, "night3")
     assert r3.success, r3
     found = {d["source"]: d for d in _xcoms("binlake_nightly", r3.run_id, "per_source.discover")}
     assert found["good"]["files"] == ["binlog.000004"]
     assert set(found["gen1"]["files"]) == gen_closed
-    ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
-    assert {r.file for r in ingested.where("source = 'gen1'").collect()} == gen_closed
-    recon = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.gtid_reconciliation"))
+    assert set(_ingested(spark, world, "gen1")) == gen_closed
+    recon = spark.read.format("delta").load(table_location(world["cfg"].warehouse, "meta.gtid_reconciliation"))
     assert {r.status for r in recon.where("source = 'gen1'").collect()} == {"OK"}
-    ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
-    good_runs = {r.file: r.run_id for r in ingested.where("source = 'good'").collect()}
-    assert set(good_runs) == set(MARIADB_FILES)
+    good_runs = _ingested(spark, world, "good")
+    assert good_runs == dict(world["good_runs"], **{"binlog.000004": r3.run_id})
+    world["good_runs"] = good_runs
 
-    # ---- backfill: reprocess binlog.000002..binlog.000003 of good ------------------------
+
+def test_backfill_reprocess_leaves_every_table_identical(world: dict[str, Any], spark: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = world["cfg"]
     before = {t: _table_rows(spark, cfg, t) for t in DATA_TABLES}
     bdag = _dag(world, monkeypatch, "binlake_backfill", ["good"])
-    t0 = time.monotonic()
-    rb = run_dag(bdag, run_conf={"source": "good", "mode": "reprocess", "from_file": "binlog.000002",
-                                 "to_file": "binlog.000003"})
-    timings["backfill"] = time.monotonic() - t0
+    rb = _run(world, bdag, "backfill", run_conf={"source": "good", "mode": "reprocess",
+                                                 "from_file": "binlog.000002", "to_file": "binlog.000003"})
     assert rb.success, rb
     after = {t: _table_rows(spark, cfg, t) for t in DATA_TABLES}
     for t in DATA_TABLES:
         assert after[t] == before[t], t
-    ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
-    now_runs = {r.file: r.run_id for r in ingested.where("source = 'good'").collect()}
-    changed = {f for f in now_runs if now_runs[f] != good_runs[f]}
-    assert changed == {"binlog.000002", "binlog.000003"}
+    now_runs = _ingested(spark, world, "good")
+    assert {f for f in now_runs if now_runs[f] != world["good_runs"][f]} == {"binlog.000002", "binlog.000003"}
+    assert now_runs["binlog.000002"] == rb.run_id
+    world["good_runs"] = now_runs
 
-    # ---- dry run: plans, writes nothing --------------------------------------------------
-    t0 = time.monotonic()
-    rd = run_dag(bdag, run_conf={"source": "good", "mode": "reprocess", "dry_run": True})
-    timings["dry_run"] = time.monotonic() - t0
+
+def test_a_dry_run_backfill_writes_nothing_and_starts_no_spark(world: dict[str, Any], spark: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    bdag = _dag(world, monkeypatch, "binlake_backfill", ["good"])
+    alerts_before = (world["state"] / "alerts.jsonl").read_text()
+    rd = _run(world, bdag, "dry_run", run_conf={"source": "good", "mode": "reprocess", "dry_run": True})
     assert rd.success, rd
-    ingested = spark.read.format("delta").load(table_location(cfg.warehouse, "meta.ingested_files"))
-    assert {r.file: r.run_id for r in ingested.where("source = 'good'").collect()} == now_runs
-    print("\nDAG run times (s):", {k: round(v, 1) for k, v in timings.items()})
+    assert _ingested(spark, world, "good") == world["good_runs"]
+    for step in ("decode", "reconcile", "gold"):
+        doc, = _xcoms("binlake_backfill", rd.run_id, f"per_source.{step}")
+        assert doc["dry_run"] and doc["spark"] is False, (step, doc)
+    assert (world["state"] / "alerts.jsonl").read_text() == alerts_before  # no alert
+    print("\nDAG run times (s):", world["timings"])
 
 
 def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

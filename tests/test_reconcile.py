@@ -127,3 +127,15 @@ def test_rerun_is_unchanged_and_reachable_by_sql(spark: Any, reconciled: dict[st
     n = spark.sql("SELECT count(*) AS n FROM meta.gtid_reconciliation WHERE status = 'GAP'").collect()[0]["n"]
     assert n == 3
     assert spark.sql("SELECT count(*) AS n FROM meta.gtid_coverage").collect()[0]["n"] == len(reconciled["cov"])
+
+
+def test_coverage_commit_times(reconciled: dict[str, Any]) -> None:
+    """mariadb-binlog prints every commit of the fixture chain at 261122 5:28:04 (server id 7)."""
+    import datetime as dt
+
+    server_time = dt.datetime(2026, 11, 22, 5, 28, 4)
+    times = {(c["source"], c["gno_start"], c["gno_end"]): (c["first_commit_time"], c["last_commit_time"])
+             for c in reconciled["cov"] if c["sid"] == "0"}
+    assert times[("clean", 1, 10)] == (server_time, server_time)
+    assert times[("missing", 7, 10)] == (server_time, server_time)
+    assert times[("trunc", 1, 5)] == (server_time, server_time)  # 0-7-6 was cut: 5 is the last one there

@@ -1,0 +1,175 @@
+"""spark_jobs.steps without a JVM: dry runs, routine nights with nothing new (a GAP found before is
+still reported, read from meta.gtid_reconciliation with delta-rs), data checks refused after a
+failed reconcile. Spark is forbidden in every test here: building a session fails the test.
+
+The stored verdicts are what :func:`binlake.reconciliation.reconcile` computes for a chain whose
+second file was never archived, written as Delta tables by delta-rs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from binlake.config import BinlakeConfig
+from binlake.delta_tables import delta_uri
+from binlake.reconciliation import FileFacts, reconcile
+from binlake.runs import ChainBrokenError, DataCheckError, discover, get_result, put_doc, release_source
+from binlake.step_results import DecodeResult, ReconcileResult
+from binlake.tables import table_location
+from spark_jobs import steps
+from tests._chain_util import MARIADB_FILES, make_open, read_fixture
+from tests.conftest import make_test_config
+
+A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+@pytest.fixture()
+def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> BinlakeConfig:
+    import spark_jobs.session
+
+    def no_spark(*_args: object, **_kw: object) -> None:
+        raise AssertionError("a Spark session was started")
+
+    monkeypatch.setattr(spark_jobs.session, "build_spark_session", no_spark)
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for name in MARIADB_FILES:
+        (archive / name).write_bytes(read_fixture(name))
+    (tmp_path / "quiet").mkdir()
+    return make_test_config(tmp_path, "http://127.0.0.1:9", sources=[
+        {"name": "chain", "uri": str(archive)}, {"name": "quiet", "uri": str(tmp_path / "quiet")}])
+
+
+def _facts(source: str) -> list[FileFacts]:
+    """binlog.000001, 000003, 000004 of a MySQL chain: binlog.000002 (GNOs 6-8) never archived."""
+    def f(name: str, prev: str, contained: str, seq: int) -> FileFacts:
+        return FileFacts(source=source, file=name, seq=seq, previous_gtids=prev, contained_gtids=contained,
+                         closing_event="ROTATE", next_file=f"binlog.{seq + 1:06d}", fingerprint=name)
+
+    return [f("binlog.000001", "", f"{A}:1-5", 1), f("binlog.000003", f"{A}:1-8", f"{A}:9-12", 3),
+            f("binlog.000004", f"{A}:1-12", f"{A}:13-14", 4)]
+
+
+def _store_verdict(cfg: BinlakeConfig, source: str, *, reconciled_files: int = 3) -> None:
+    """meta.binlog_files and meta.gtid_reconciliation as an earlier run left them."""
+    facts = _facts(source)
+    rows = [r.as_dict() for r in reconcile(facts)][:reconciled_files]
+    for name, table in (("meta.binlog_files", pa.Table.from_pylist([{"source": source, "file": x.file} for x in facts])),
+                        ("meta.gtid_reconciliation", pa.Table.from_pylist(rows))):
+        write_deltalake(delta_uri(table_location(cfg.warehouse, name)), table, partition_by=["source"], mode="append")
+
+
+def test_nothing_new_decodes_without_spark(cfg: BinlakeConfig) -> None:
+    discover("quiet", "night", cfg=cfg)
+    result = steps.run_spark_step("decode", "quiet", "night", cfg)
+    assert result == DecodeResult(source="quiet", mode="nightly", files=0, skipped=0, spark=False)
+    assert get_result(cfg, "night", "quiet", "decode", DecodeResult) == result
+
+
+def test_a_gap_found_before_is_reported_again_without_spark(cfg: BinlakeConfig) -> None:
+    _store_verdict(cfg, "quiet")
+    discover("quiet", "night2", cfg=cfg)
+    steps.run_spark_step("decode", "quiet", "night2", cfg)
+    with pytest.raises(ChainBrokenError) as broken:
+        steps.run_spark_step("reconcile", "quiet", "night2", cfg)
+    assert str(broken.value) == (
+        "source quiet: binlog chain broken\n"
+        f"  gtid_reconciliation: binlog.000003: GAP (missing files binlog.000002; missing GTIDs {A}:6-8): "
+        + get_result(cfg, "night2", "quiet", "reconcile", ReconcileResult).problems[0].detail)  # type: ignore[union-attr]
+    stored = get_result(cfg, "night2", "quiet", "reconcile", ReconcileResult)
+    assert stored is not None and stored.persisted and not stored.spark and not stored.ok
+    assert stored.statuses == {"OK": 2, "GAP": 1} and stored.files == 3
+    with pytest.raises(DataCheckError, match="source quiet: not checked: its reconcile step failed in run night2"):
+        steps.run_data_checks("quiet", "night2", cfg)
+
+
+def test_a_stale_verdict_is_recomputed_by_spark(cfg: BinlakeConfig) -> None:
+    _store_verdict(cfg, "quiet", reconciled_files=2)  # binlog.000004 ingested, never reconciled
+    discover("quiet", "night3", cfg=cfg)
+    steps.run_spark_step("decode", "quiet", "night3", cfg)
+    assert steps.persisted_reconciliation(cfg, "quiet") is None
+    assert steps.reconcile_without_spark(cfg, "quiet", "night3") is None
+    with pytest.raises(AssertionError, match="a Spark session was started"):
+        steps.run_spark_step("reconcile", "quiet", "night3", cfg)
+
+
+def test_a_dry_run_starts_no_spark_and_raises_nothing(cfg: BinlakeConfig) -> None:
+    _store_verdict(cfg, "chain")
+    discover("chain", "dry", {"mode": "reprocess", "dry_run": True}, backfill=True, cfg=cfg)
+    decoded = steps.run_spark_step("decode", "chain", "dry", cfg)
+    assert isinstance(decoded, DecodeResult) and decoded.would_ingest == MARIADB_FILES and decoded.files == 0
+    reconciled = steps.run_spark_step("reconcile", "chain", "dry", cfg)
+    assert isinstance(reconciled, ReconcileResult) and reconciled.dry_run and reconciled.ok
+    assert [(p.file, p.status, p.missing_files) for p in reconciled.problems] == [
+        ("binlog.000003", "GAP", ("binlog.000002",))]
+    assert steps.run_spark_step("gold", "chain", "dry", cfg).dry_run
+    checks = steps.run_data_checks("chain", "dry", cfg)
+    assert checks.ok and checks.note == "dry run" and checks.checked_files == 0
+
+
+def test_stop_successors_come_from_discovery(cfg: BinlakeConfig) -> None:
+    discover("chain", "n", cfg=cfg)
+    assert steps.stop_successors(cfg, "chain", "n") == {}  # binlog.000005 is not archived (yet)
+    release_source(cfg, "chain", "n")
+    (Path(cfg.source("chain").uri) / "binlog.000005").write_bytes(read_fixture("binlog.000001"))
+    discover("chain", "n2", cfg=cfg)
+    assert steps.stop_successors(cfg, "chain", "n2") == {"binlog.000004": "binlog.000005"}
+
+
+def test_data_checks_need_the_reconcile_document(cfg: BinlakeConfig) -> None:
+    discover("quiet", "half", cfg=cfg)
+    put_doc(cfg, "half", "quiet", "decode", DecodeResult("quiet"))
+    with pytest.raises(DataCheckError, match="source quiet: not checked: its reconcile step did not run in run half"):
+        steps.run_data_checks("quiet", "half", cfg)
+
+
+@pytest.mark.spark
+def test_decode_records_airflow_run_id_and_the_successor_of_a_stop(cfg: BinlakeConfig, spark: Any) -> None:
+    """The fixture chain ends with a STOP in binlog.000004; binlog.000005 (still being written)
+    is its successor in the archive."""
+    from deltalake import DeltaTable
+
+    run_id = "scheduled__2026-01-01T02:00:00+00:00"
+    (Path(cfg.source("chain").uri) / "binlog.000005").write_bytes(make_open(read_fixture("binlog.000001")))
+    found = discover("chain", run_id, cfg=cfg)
+    assert found.files == MARIADB_FILES  # binlog.000005 is open: not ingested
+    result = steps.step_decode(spark, cfg, "chain", run_id)
+    assert result.files == 4 and result.next_file_filled == ("binlog.000004",) and result.ok
+
+    def rows(name: str) -> dict[str, dict[str, Any]]:
+        table = DeltaTable(delta_uri(table_location(cfg.warehouse, name))).to_pyarrow_table()
+        return {r["file"]: r for r in table.to_pylist()}
+
+    files = rows("meta.binlog_files")
+    assert {f: (r["closing_event"], r["next_file"]) for f, r in files.items()} == {
+        "binlog.000001": ("ROTATE", "binlog.000002"), "binlog.000002": ("ROTATE", "binlog.000003"),
+        "binlog.000003": ("ROTATE", "binlog.000004"), "binlog.000004": ("STOP", "binlog.000005")}
+    assert {r["run_id"] for r in rows("meta.ingested_files").values()} == {run_id}
+
+
+def test_gold_is_skipped_only_while_its_inputs_are_unchanged(cfg: BinlakeConfig) -> None:
+    import json
+
+    from binlake.runs import runs_store
+    from binlake.step_results import GoldStepResult
+
+    _store_verdict(cfg, "quiet")
+    discover("quiet", "g1", cfg=cfg)
+    steps.run_spark_step("decode", "quiet", "g1", cfg)
+    assert steps.gold_without_spark(cfg, "quiet", "g1") is None  # no successful gold step yet
+    inputs = steps.gold_inputs(cfg, "quiet")
+    assert inputs["meta.gtid_reconciliation"] is not None and inputs["silver.statements"] is None
+    runs_store(cfg).put("_sources/quiet/gold_inputs.json", json.dumps(inputs).encode())  # as step_gold does
+    assert steps.run_spark_step("gold", "quiet", "g1", cfg) == GoldStepResult(source="quiet", spark=False)
+    _store_verdict(cfg, "other")  # another source's rows: not an input of quiet's gold
+    assert steps.gold_inputs(cfg, "quiet") == inputs
+    fewer_sources = make_test_config(Path(cfg.warehouse).parent, "http://127.0.0.1:9", sources=[
+        {"name": "quiet", "uri": cfg.source("quiet").uri}])  # another night's config, same source
+    assert steps.gold_inputs(fewer_sources, "quiet") == inputs
+    _store_verdict(cfg, "quiet")  # quiet's rows written again
+    assert steps.gold_without_spark(cfg, "quiet", "g1") is None
