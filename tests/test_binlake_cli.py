@@ -24,7 +24,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 def test_help_lists_every_command() -> None:
     proc = run("--help")
     assert proc.returncode == 0
-    for command in ("sql", "coverage", "config", "demo", "generate", "archive"):
+    for command in ("sql", "coverage", "run", "config", "demo", "generate", "archive"):
         assert f" {command} " in proc.stdout
     proc = run("sql", "--help")
     assert proc.returncode == 0 and "--format" in proc.stdout and "--engine" in proc.stdout
@@ -90,3 +90,22 @@ def test_demo_without_dag_files_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.stderr.strip() == (f"binlake: error: binlake demo runs the DAG file binlake_nightly.py, not found in "
                                    f"{tmp_path / 'no-dags'}: run it from a clone of the repository, or pass --dags-folder PATH")
     assert not (tmp_path / "state").exists()  # nothing started, nothing written
+
+
+@pytest.mark.parametrize("args, message", [
+    (("backfill", "--param", "nope=1"), "unknown backfill parameter(s) ['nope']; known: ['source', 'mode', "
+                                        "'from_file', 'to_file', 'from_date', 'to_date', 'dry_run']"),
+    (("backfill", "--param", "dry_run"), "--param wants KEY=VALUE, got 'dry_run'"),
+    (("backfill", "--param", "source=nosuch", "--param", "dry_run=true"),
+     "unknown source(s) ['nosuch']; configured: ['mariadb-10.11']"),
+    (("nightly", "--param", "mode=missing"), "a nightly run takes no parameters (got ['mode']): use backfill"),
+])
+def test_run_parameters_are_checked_before_airflow_starts(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    """``binlake run``: bad parameters are one line and exit 1, and no Airflow state is created."""
+    path = tmp_path / "c.toml"
+    path.write_text(f'[pipeline]\nwarehouse = "wh"\nstate_dir = "state"\n\n[[sources]]\nname = "mariadb-10.11"\n'
+                    f'uri = "{tmp_path / "archive"}"\n')
+    proc = run("run", *args, "--config", str(path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == f"binlake: error: {message}"
+    assert not (tmp_path / "state").exists()

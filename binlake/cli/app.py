@@ -1,4 +1,4 @@
-"""The ``binlake`` console script: ``sql``, ``coverage``, ``config``, ``demo``, ``generate`` (and ``archive``).
+"""The ``binlake`` console script: ``sql``, ``coverage``, ``run``, ``config``, ``demo``, ``generate``, ``archive``.
 
 Why typer: sub-commands, ``--help`` pages, option parsing and shell completion come from one
 declarative place instead of a hand-written dispatcher. Commands import their modules lazily so
@@ -85,6 +85,35 @@ def coverage(
     report = write_coverage_report(load_config(config), source, out, png=png)
     for path in report.files:
         print(path)
+
+
+class RunKind(StrEnum):
+    """Which DAG ``binlake run`` runs."""
+
+    nightly = "nightly"
+    backfill = "backfill"
+
+
+@app.command(help="Run the nightly or backfill DAG once against the configured sources, through Airflow's "
+                  "dag.test() (Airflow's own task runner, in this process). Backfill parameters: "
+                  "--param source=orders --param mode=missing --param from_file=binlog.000040 ...")
+def run(
+    kind: Annotated[RunKind, typer.Argument(help="nightly | backfill")],
+    config: ConfigOption = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="backfill parameter KEY=VALUE")] = None,
+) -> None:
+    from orchestration.run_local import PipelineRunError, run_pipeline
+
+    params: dict[str, object] = {}
+    for item in param or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise PipelineRunError(f"--param wants KEY=VALUE, got {item!r}")
+        params[key] = value.lower() == "true" if key == "dry_run" else value
+    result = run_pipeline(kind.value, params, config_path=str(config) if config else None)
+    for line in result.lines():
+        print(line)
+    _done(0 if result.success else 1)
 
 
 @app.command(name="config", help="Print the resolved configuration (no secrets are ever in it).")
