@@ -18,7 +18,7 @@ import pendulum
 from airflow.sdk import DAG, Param, task_group
 
 from binlake.config import load_config
-from orchestration.alerts import alert_on_failure
+from orchestration.alerts import BinlakeAlert
 from orchestration.tasks import data_checks_task, discover_task, sources_task, spark_step, summary_task
 
 cfg = load_config()
@@ -32,8 +32,8 @@ with DAG(
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 0, "on_failure_callback": alert_on_failure},
-    on_failure_callback=alert_on_failure,
+    default_args={"retries": 0, "on_failure_callback": [BinlakeAlert()]},
+    on_failure_callback=[BinlakeAlert()],  # add Airflow notifiers here (Slack, SMTP, ...)
     params={
         "source": Param(None, type=OPTIONAL_TEXT, description="source name(s), comma separated; empty = all"),
         "mode": Param("missing", enum=["missing", "reprocess"],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from binlake.runs import ChainBrokenError, IngestFailedError
-from orchestration.alerts import alert_on_failure
+from orchestration.alerts import BinlakeAlert
 from orchestration.tasks import BinlakeTaskFailed, run_reporting_expected_failures
 
 GAP = ("source gappy: binlog chain broken\n  gtid_reconciliation: binlog.000004: GAP "
@@ -48,7 +48,7 @@ def test_the_alert_carries_the_message(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(BinlakeTaskFailed) as failed:
         run_reporting_expected_failures(_gap)
     with caplog.at_level(logging.ERROR, logger="binlake.pipeline"):
-        alert_on_failure({"exception": failed.value, "run_id": "scheduled__2026-01-02T03:00:00+00:00"})
+        BinlakeAlert()({"exception": failed.value, "run_id": "scheduled__2026-01-02T03:00:00+00:00"})
     alert, = (json.loads(line) for line in (tmp_path / "state" / "alerts.jsonl").read_text().splitlines())
     assert alert["reason"] == GAP and alert["kind"] == "ChainBrokenError"
     assert alert["run_id"] == "scheduled__2026-01-02T03:00:00+00:00"
