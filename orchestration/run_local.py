@@ -80,34 +80,52 @@ def check_params(kind: str, params: Mapping[str, Any] | None, cfg: BinlakeConfig
     return given
 
 
-def prepare_airflow(cfg: BinlakeConfig) -> None:
-    """A self-contained Airflow for this process (unless Airflow is configured or imported already):
-    SQLite under ``<state_dir>/airflow``, the repository's ``dags/``, no examples; DB migrated."""
-    if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:
-        home = Path(cfg.state_dir) / "airflow"
-        home.mkdir(parents=True, exist_ok=True)
-        os.environ.update({
-            "AIRFLOW_HOME": str(home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder()),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-        })
-    proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True,
-                          timeout=900, check=False)
+def airflow_env(airflow_home: Path, folder: Path | None = None, quiet: bool = True) -> dict[str, str]:
+    """Env vars for a self-contained Airflow: SQLite DB in ``airflow_home``, the DAG files, no examples."""
+    airflow_home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(folder or dags_folder()),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
+    }
+    if quiet:
+        env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
+    return env
+
+
+def migrate_airflow_db(env: Mapping[str, str] | None = None, timeout: float = 900) -> None:
+    """``airflow db migrate`` in a subprocess (creates / upgrades the metadata DB); one line on failure."""
+    proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
         raise PipelineRunError(f"airflow db migrate failed (exit {proc.returncode}): {tail[0]}")
 
 
-def load_dag(dag_id: str) -> Any:
-    """The DAG object of ``<dags folder>/<dag_id>.py`` (imported fresh: it reads the config when loaded)."""
-    path = dags_folder() / f"{dag_id}.py"
-    spec = importlib.util.spec_from_file_location(f"binlake_run_{dag_id}", path)
+def prepare_airflow(cfg: BinlakeConfig) -> None:
+    """A self-contained Airflow for this process (unless Airflow is configured or imported already):
+    SQLite under ``<state_dir>/airflow``, the DAG files, no examples; DB migrated."""
+    if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:
+        os.environ.update(airflow_env(Path(cfg.state_dir) / "airflow", quiet=False))
+    migrate_airflow_db()
+
+
+def load_dag(dag_id: str, folder: Path | None = None) -> Any:
+    """The DAG object of ``<folder>/<dag_id>.py`` (default: :func:`dags_folder`), imported fresh: a
+    DAG file reads the config when it is loaded."""
+    path = (folder or dags_folder()) / f"{dag_id}.py"
+    spec = importlib.util.spec_from_file_location(f"binlake_dagfile_{dag_id}", path)
     if spec is None or spec.loader is None:
         raise PipelineRunError(f"cannot load the DAG file {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.dag
+    for value in vars(module).values():
+        if getattr(value, "dag_id", None) == dag_id and hasattr(value, "test"):
+            return value
+    raise PipelineRunError(f"no DAG {dag_id!r} in {path}")
 
 
 def _task_states(dag_id: str, run_id: str) -> dict[str, str]:

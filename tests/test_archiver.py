@@ -201,7 +201,8 @@ def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
     dag.test(): scheduler loop, task runner, XCom) discovers the archiver's objects, ingests the closed
     ones and reconciles them OK; the open file waits for its ROTATE."""
     from binlake.tables import table_location
-    from binlake.testing.demo import NIGHTLY_DAG_ID, load_dag, migrate_airflow_db, run_dag
+    from binlake.testing.demo import NIGHTLY_DAG_ID, run_dag
+    from orchestration.run_local import load_dag, migrate_airflow_db
 
     for i in range(3):
         workload_round(server, i)

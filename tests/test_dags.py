@@ -93,7 +93,7 @@ def _table_rows(spark: Any, cfg: Any, name: str) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> dict[str, Any]:
-    from binlake.testing.demo import migrate_airflow_db
+    from orchestration.run_local import migrate_airflow_db
 
     tmp = tmp_path_factory.mktemp("dags")
     client = s3_server.client()
@@ -118,7 +118,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> dict
 
 def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, sources: list[str]) -> Any:
     from binlake.config import load_config
-    from binlake.testing.demo import load_dag
+    from orchestration.run_local import load_dag
 
     path = _write_config(world["tmp"] / f"{dag_id}-{'-'.join(sources)}.toml", world["endpoint"], world["warehouse"],
                          world["state"], sources)
@@ -128,7 +128,7 @@ def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, so
 
 
 def _load(dag_id: str) -> Any:
-    from binlake.testing.demo import load_dag
+    from orchestration.run_local import load_dag
 
     return load_dag(dag_id)
 

@@ -15,13 +15,12 @@ from binlake.tables import table_location
 from binlake.testing.demo import (
     DEMO_SOURCES,
     NIGHTLY_DAG_ID,
-    load_dag,
-    migrate_airflow_db,
     run_dag,
     upload_demo_sources,
     write_demo_config,
 )
 from binlake.testing.s3server import S3Server
+from orchestration.run_local import load_dag, migrate_airflow_db
 
 NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.gold",
                  "per_source.data_checks", "summary"}

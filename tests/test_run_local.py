@@ -51,7 +51,7 @@ def test_parameters_are_checked_before_airflow_starts(cfg: BinlakeConfig) -> Non
 
 @pytest.mark.airflow
 def test_a_dry_run_backfill_through_airflow(config_file: Path) -> None:
-    from binlake.testing.demo import migrate_airflow_db
+    from orchestration.run_local import migrate_airflow_db
 
     migrate_airflow_db()
     run = run_pipeline("backfill", {"source": "chain", "mode": "reprocess", "dry_run": True},

@@ -52,8 +52,8 @@ def test_wheel_ships_the_dag_files_samples_and_example_config(wheel: Path) -> No
 
 
 def test_installed_wheel_finds_its_dag_files_without_a_checkout(installed: Path, tmp_path: Path) -> None:
-    proc = _run(installed, tmp_path, "import binlake.config as c, binlake.testing.demo as d; "
-                                     "print(c.REPO_ROOT); print(d.default_dags_folder())")
+    proc = _run(installed, tmp_path, "import binlake.config as c, orchestration.run_local as r; "
+                                     "print(c.REPO_ROOT); print(r.dags_folder())")
     assert proc.returncode == 0, proc.stderr
     root, dags = proc.stdout.split()
     assert Path(root) == installed

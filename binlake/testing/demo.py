@@ -7,10 +7,11 @@
    with ``dag.test()`` (tasks run in this process; Spark is local);
 5. print a summary via SQL over the Delta tables.
 
-Also home of the small local-Airflow helpers the DAG test uses (:func:`airflow_env`,
-:func:`migrate_airflow_db`, :func:`load_dag`, :func:`run_dag`), so the test runs Airflow the same
-way the demo does. Airflow reads its settings when first imported: call :func:`airflow_env`
-and put the result in ``os.environ`` before importing anything from ``airflow``.
+The local-Airflow helpers (:func:`~orchestration.run_local.airflow_env`, ``migrate_airflow_db``,
+``load_dag``) are ``binlake run``'s, so the demo, the tests and ``binlake run`` start Airflow the same
+way; :func:`run_dag` adds the per-task states and XComs the demo and the tests print. Airflow reads its
+settings when first imported: put :func:`airflow_env`'s result in ``os.environ`` before importing
+anything from ``airflow``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import importlib.resources
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +30,7 @@ from typing import Any
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
 from binlake.errors import BinlakeError
+from orchestration.run_local import airflow_env, dags_folder, load_dag, migrate_airflow_db
 
 DEMO_BUCKET = "binlake-demo"
 NIGHTLY_DAG_ID = "binlake_nightly"
@@ -101,50 +102,6 @@ def say(message: str, start: float | None = None) -> None:
     """Progress line on stdout (flushed, so it shows while Spark/Airflow work)."""
     elapsed = f" [{time.monotonic() - start:5.1f}s]" if start is not None else ""
     print(f"[demo]{elapsed} {message}", flush=True)
-
-
-# --------------------------------------------------------------------------- local Airflow helpers
-
-def airflow_env(airflow_home: Path, dags_folder: Path | None = None, quiet: bool = True) -> dict[str, str]:
-    """Env vars for a self-contained Airflow: SQLite DB in ``airflow_home``, repo dags/, no examples."""
-    airflow_home.mkdir(parents=True, exist_ok=True)
-    env = {
-        "AIRFLOW_HOME": str(airflow_home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or REPO_ROOT / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
-    }
-    if quiet:
-        env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
-    return env
-
-
-def migrate_airflow_db(env: dict[str, str] | None = None, timeout: float = 600) -> None:
-    """``airflow db migrate`` in a subprocess (creates / upgrades the SQLite metadata DB)."""
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], env=full_env, capture_output=True, text=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"airflow db migrate failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-
-
-def load_dag(dag_id: str = NIGHTLY_DAG_ID, dags_folder: Path | None = None) -> Any:
-    """Import the DAG file ``<dags_folder>/<dag_id>.py`` and return its DAG object."""
-    folder = dags_folder or REPO_ROOT / "dags"
-    path = folder / f"{dag_id}.py"
-    spec = importlib.util.spec_from_file_location(f"binlake_dagfile_{dag_id}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for value in vars(module).values():
-        if getattr(value, "dag_id", None) == dag_id and hasattr(value, "test"):
-            return value
-    raise LookupError(f"no DAG {dag_id!r} in {path}")
 
 
 @dataclass
@@ -275,19 +232,6 @@ def _in_checkout() -> bool:
     return (REPO_ROOT / "dags").is_dir() and (REPO_ROOT / "pyproject.toml").is_file()
 
 
-def default_dags_folder() -> Path:
-    """The DAG files: a checkout's ``dags/``, else the copy a wheel ships as ``orchestration/dag_files/``.
-
-    Found by location, not imported: the demo hands the folder to Airflow, which imports the files.
-    """
-    if _in_checkout():
-        return REPO_ROOT / "dags"
-    spec = importlib.util.find_spec("orchestration")
-    if spec is None or spec.origin is None:
-        return REPO_ROOT / "dags"
-    return Path(spec.origin).parent / "dag_files"
-
-
 def default_jars_dir() -> Path:
     """``$BINLAKE_JARS_DIR``, else a checkout's ``.jars/`` (what ``make setup`` fills)."""
     return Path(os.environ.get("BINLAKE_JARS_DIR") or (REPO_ROOT / ".jars"))
@@ -298,15 +242,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # an installed wheel has no checkout: state goes under the working directory, never site-packages
     default_state = REPO_ROOT / ".state" if _in_checkout() else Path.cwd() / ".binlake-demo"
     parser.add_argument("--state-dir", default=str(default_state), help="where demo state goes")
-    parser.add_argument("--dags-folder", default=str(default_dags_folder()),
+    parser.add_argument("--dags-folder", default=str(dags_folder()),
                         help="the DAG files to run (default: the checkout's dags/ or the installed copy)")
     parser.add_argument("--jars-dir", default=str(default_jars_dir()),
                         help="the Delta / hadoop-aws jars (default: $BINLAKE_JARS_DIR, else the checkout's .jars/)")
     parser.add_argument("--keep", action="store_true", help="keep the previous demo warehouse (default: fresh)")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    dags_folder = Path(args.dags_folder).resolve()
-    if not (dags_folder / f"{NIGHTLY_DAG_ID}.py").is_file():
-        raise BinlakeError(f"binlake demo runs the DAG file {NIGHTLY_DAG_ID}.py, not found in {dags_folder}: "
+    dag_files = Path(args.dags_folder).resolve()
+    if not (dag_files / f"{NIGHTLY_DAG_ID}.py").is_file():
+        raise BinlakeError(f"binlake demo runs the DAG file {NIGHTLY_DAG_ID}.py, not found in {dag_files}: "
                            "run it from a clone of the repository, or pass --dags-folder PATH")
     from spark_jobs.session import jar_paths
 
@@ -343,12 +287,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      jars_dir=Path(args.jars_dir).resolve())
         os.environ["BINLAKE_CONFIG"] = str(cfg_path)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        env = airflow_env(airflow_home, dags_folder)
+        env = airflow_env(airflow_home, dag_files)
         os.environ.update(env)
         say(f"migrating the Airflow metadata DB (SQLite, {airflow_home})", t0)
         migrate_airflow_db(env)
         say(f"running DAG {NIGHTLY_DAG_ID} through Airflow (dag.test(); Spark local[2])", t0)
-        dag = load_dag(dags_folder=dags_folder)
+        dag = load_dag(NIGHTLY_DAG_ID, dag_files)
         result = run_dag(dag)
         for task_id, task_state in sorted(result.task_states.items()):
             say(f"  task {task_id}: {task_state}", t0)
