@@ -45,6 +45,13 @@ def alert_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
 class BinlakeAlert(BaseNotifier):
     """binlake's notifier: the ``BINLAKE ALERT`` log line and a line in ``<state_dir>/alerts.jsonl``."""
 
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        """Nothing to render. Why this override: under ``dag.test()`` / ``airflow dags test`` a DAG
+        callback's context holds a ``SerializedDAG``, from which ``BaseNotifier`` cannot build a
+        template environment (apache/airflow#64649, fix not released in 3.3.2)."""
+        if self.template_fields:
+            super().render_template_fields(context, jinja_env)
+
     def notify(self, context: Any) -> None:
         alert = alert_from_context(context)
         log.error("BINLAKE ALERT %s", json.dumps(alert, default=str))

@@ -88,7 +88,7 @@ def _table_rows(spark: Any, cfg: Any, name: str) -> list[tuple]:
         return []
     df = spark.read.format("delta").load(path)
     cols = sorted(c for c in df.columns if c != "run_id")
-    return sorted((tuple(str(v) for v in r) for r in df.select(*cols).collect()))
+    return sorted(tuple(str(v) for v in r) for r in df.select(*cols).collect())
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,6 @@ def world(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> dict
 
 def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, sources: list[str]) -> Any:
     from binlake.config import load_config
-    from orchestration.run_local import load_dag
 
     path = _write_config(world["tmp"] / f"{dag_id}-{'-'.join(sources)}.toml", world["endpoint"], world["warehouse"],
                          world["state"], sources)

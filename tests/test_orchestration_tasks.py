@@ -53,3 +53,21 @@ def test_the_alert_carries_the_message(tmp_path: Path, monkeypatch: pytest.Monke
     assert alert["reason"] == GAP and alert["kind"] == "ChainBrokenError"
     assert alert["run_id"] == "scheduled__2026-01-02T03:00:00+00:00"
     assert caplog.records[-1].getMessage().startswith("BINLAKE ALERT {")
+
+
+def test_the_dag_level_alert_works_with_a_serialized_dag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DAG callback under dag.test() gets a SerializedDAG in its context (apache/airflow#64649):
+    binlake's notifier still records the alert."""
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from orchestration.run_local import load_dag
+
+    config = tmp_path / "c.toml"
+    config.write_text(f'[pipeline]\nwarehouse = "{tmp_path / "wh"}"\nstate_dir = "{tmp_path / "state"}"\n'
+                      f'[[sources]]\nname = "gappy"\nuri = "{tmp_path}"\n')
+    monkeypatch.setenv("BINLAKE_CONFIG", str(config))
+    serialized = DagSerialization.from_dict(DagSerialization.to_dict(load_dag("binlake_nightly")))
+    assert not hasattr(serialized, "get_template_env")  # what BaseNotifier trips over
+    BinlakeAlert()({"dag": serialized, "run_id": "manual__1", "reason": "task_failure"})
+    alert, = (json.loads(line) for line in (tmp_path / "state" / "alerts.jsonl").read_text().splitlines())
+    assert (alert["run_id"], alert["reason"], alert["kind"]) == ("manual__1", "task_failure", "DagRunFailed")
