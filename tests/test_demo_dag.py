@@ -80,3 +80,19 @@ def test_dag_file_is_thin_and_switches_to_spark_submit(tmp_path: Path, monkeypat
     text = (Path(__file__).resolve().parent.parent / "dags" / "binlake_nightly.py").read_text()
     assert "found >> decoded >> reconciled >> gold >> checked" in text
     assert "@task(" not in text and "import spark_jobs" not in text
+
+
+def test_the_demo_shows_spark_progress_lines_on_the_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Spark steps' progress (logger ``binlake.progress``) reaches the demo's terminal while the
+    DAG runs, and only then."""
+    import logging
+    import time
+
+    from binlake.testing.demo import progress_on_terminal
+
+    logger = logging.getLogger("binlake.progress")
+    with progress_on_terminal(time.monotonic()):
+        logger.info("decode mariadb-10.11: 3/8 tasks, 1.2/3.0 MB, 0.4 MB/s, ETA 5 s")
+    logger.info("after the run: not shown")
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[demo]")]
+    assert len(lines) == 1 and lines[0].endswith("s]   decode mariadb-10.11: 3/8 tasks, 1.2/3.0 MB, 0.4 MB/s, ETA 5 s")

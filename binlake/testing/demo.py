@@ -17,13 +17,15 @@ anything from ``airflow``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.resources
 import importlib.util
+import logging
 import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,6 +234,32 @@ def _in_checkout() -> bool:
     return (REPO_ROOT / "dags").is_dir() and (REPO_ROOT / "pyproject.toml").is_file()
 
 
+class _SayHandler(logging.Handler):
+    """Shows the Spark steps' progress lines (logger ``binlake.progress``) as demo lines."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(logging.INFO)
+        self.start = start
+
+    def emit(self, record: logging.LogRecord) -> None:
+        say(f"  {record.getMessage()}", self.start)
+
+
+@contextlib.contextmanager
+def progress_on_terminal(start: float) -> Iterator[None]:
+    """While the DAG runs, print each Spark step's progress line (every few seconds) on the
+    terminal too: a decode otherwise shows nothing for minutes."""
+    logger = logging.getLogger("binlake.progress")
+    handler, level = _SayHandler(start), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def default_jars_dir() -> Path:
     """``$BINLAKE_JARS_DIR``, else a checkout's ``.jars/`` (what ``make setup`` fills)."""
     return Path(os.environ.get("BINLAKE_JARS_DIR") or (REPO_ROOT / ".jars"))
@@ -293,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         migrate_airflow_db(env)
         say(f"running DAG {NIGHTLY_DAG_ID} through Airflow (dag.test(); Spark local[2])", t0)
         dag = load_dag(NIGHTLY_DAG_ID, dag_files)
-        result = run_dag(dag)
+        with progress_on_terminal(t0):
+            result = run_dag(dag)
         for task_id, task_state in sorted(result.task_states.items()):
             say(f"  task {task_id}: {task_state}", t0)
         if not result.success:
