@@ -8,6 +8,8 @@ run killed between two table writes and re-run with its run id ends identical.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -20,6 +22,7 @@ import pytest
 from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
 from conftest import make_test_config
 
+from binlake.testing.table_digest import warehouse_digests
 from spark_jobs import ingest as ingest_mod
 from spark_jobs.ingest import BinlogObject, run_ingest, table_path
 from spark_jobs.records import decode_file
@@ -40,11 +43,20 @@ MYSQL_FILES = {  # archive name -> fixture
 
 
 def objects_in(folder: Path, source: str) -> list[BinlogObject]:
+    """The folder's files as binlog objects; etag = SHA-1 of the bytes (stable across test runs)."""
     out = []
     for p in sorted(folder.iterdir()):
-        st = p.stat()
-        out.append(BinlogObject(source=source, uri=str(p), size=st.st_size, etag=f"{st.st_size}-{st.st_mtime_ns}"))
+        data = p.read_bytes()
+        out.append(BinlogObject(source=source, uri=str(p), size=len(data), etag=hashlib.sha1(data).hexdigest()))
     return out
+
+
+#: Digests of every ingest table after ingesting the ``archive`` fixture, recorded with the
+#: row-at-a-time ingest of round 3 (before issue 13's changes): any later change to how rows are
+#: built, staged or packed must leave every table identical. ``uri`` (a temporary path) and
+#: ``run_id`` are left out of the digest; ``BINLAKE_RECORD_DIGESTS=1`` rewrites the file.
+DIGESTS = FIX / "ingest_digests.json"
+DIGEST_IGNORED = frozenset({"run_id", "uri"})
 
 
 def snapshot(spark: Any, cfg: Any) -> dict[str, list[str]]:
@@ -87,7 +99,9 @@ def ingested(spark: Any, archive: dict[str, Any], tmp_path_factory: pytest.TempP
     cfg = make_test_config(tmp_path_factory.mktemp("wh"), s3_server.endpoint_url)
     # small thresholds: the two 73 KB MariaDB files are split into ranges at transaction starts
     result = run_ingest(spark, cfg, archive["objects"], "run-1", split_threshold=20_000, split_target=8_000)
-    return {"cfg": cfg, "result": result, "snapshot": snapshot(spark, cfg)}
+    digests = {name: dataclasses.asdict(d) for name, d in
+               warehouse_digests(cfg.warehouse, INGEST_TABLES, ignore_columns=DIGEST_IGNORED).items()}
+    return {"cfg": cfg, "result": result, "snapshot": snapshot(spark, cfg), "digests": digests}
 
 
 def _unescape_mysql(b: bytes) -> bytes:
@@ -147,6 +161,25 @@ def test_ingest_summary_and_split(ingested: dict[str, Any], archive: dict[str, A
     for o in archive["objects"]:
         expected += sum(1 for k, _ in decode_file(o.uri, source=o.source) if k == "events")
     assert r.rows["bronze.events"] == expected
+
+
+def test_every_table_is_identical_to_the_recorded_ingest(ingested: dict[str, Any], archive: dict[str, Any]) -> None:
+    """Row count and order-free SHA-256 of every ingest table equal the recorded ones."""
+    got = ingested["digests"]
+    if os.environ.get("BINLAKE_RECORD_DIGESTS") == "1":
+        DIGESTS.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    want = json.loads(DIGESTS.read_text())
+    assert sorted(got) == sorted(want) == sorted(INGEST_TABLES)
+    for name in INGEST_TABLES:
+        assert got[name] == want[name], name
+    assert want["silver.row_changes"]["rows"] > 10 and want["bronze.events"]["rows"] > 100
+    # the one column left out: each file's URI is the object's
+    from deltalake import DeltaTable
+
+    uris = {(o.source, o.file): o.uri for o in archive["objects"]}
+    for name in ("meta.binlog_files", "meta.ingested_files"):
+        rows = DeltaTable(table_path(ingested["cfg"], name)).to_pyarrow_table(columns=["source", "file", "uri"])
+        assert {(r["source"], r["file"]): r["uri"] for r in rows.to_pylist()} == uris, name
 
 
 def test_sql_over_row_changes_reproduces_mariadb_final_state(spark: Any, ingested: dict[str, Any]) -> None:
