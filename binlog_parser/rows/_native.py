@@ -62,8 +62,16 @@ def use_native(enabled: bool | None) -> bool:
         module = load_extension()
     else:
         module = load_extension(ignore_environment=True) if enabled else None
-    if module is not None and _State.value_types is None:
-        from binlog_parser.rows.rows_event import RowChange, RowsEvent
+    _State.module = module
+    return module is not None
+
+
+def _value_types(module: ModuleType, row_change_type: type) -> Any:
+    """The extension's ``ValueTypes`` (built once): the classes of the values it builds.
+
+    ``RowChange`` comes from the caller (``rows_event``), which imports this module: taking it
+    as an argument keeps the import graph acyclic."""
+    if _State.value_types is None:
         from binlog_parser.rows.temporal import (
             MySQLDate,
             MySQLDateTime,
@@ -72,44 +80,48 @@ def use_native(enabled: bool | None) -> bool:
         )
 
         _State.value_types = module.ValueTypes(Decimal, MySQLDate, MySQLDateTime, MySQLTime,
-                                               MySQLTimestamp, RowChange)
-        _State.make_rows_event = module.SlotsConstructor(RowsEvent)
-    _State.module = module
-    return module is not None
+                                               MySQLTimestamp, row_change_type)
+    return _State.value_types
 
 
-def decode_rows_event(header: Any, body: memoryview, ctx: Any) -> Any:
-    """The whole ``RowsEvent`` of a WRITE / UPDATE / DELETE v1 or v2 event whose table and
-    image plans are already known (every event after the first of a plan), or None: the
-    Python decoder then decodes it (and, through :func:`decode_rows`, prepares the plans)."""
+def decode_rows_event(header: Any, body: memoryview, ctx: Any, rows_event_type: type) -> Any:
+    """The whole ``RowsEvent`` (``rows_event_type``) of a WRITE / UPDATE / DELETE v1 or v2 event
+    whose table and image plans are already known (every event after the first of a plan), or
+    None: the Python decoder then decodes it (and, through :func:`decode_rows`, prepares the plans)."""
     module = _State.module
     if module is _UNLOADED:
         module = extension()
     if module is None:
         return None
-    return module.decode_rows_event(_State.make_rows_event, header, header.type_code, body,
+    make = _State.make_rows_event
+    if make is None:
+        make = _State.make_rows_event = module.SlotsConstructor(rows_event_type)
+    return module.decode_rows_event(make, header, header.type_code, body,
                                     ctx.post_header_lengths, ctx.table_maps)
 
 
-def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: Any) -> tuple | None:
-    """The ``RowChange`` tuple of rows ``data[pos:]`` (WRITE / DELETE: ``plan_first`` only;
-    UPDATE: before and after plans), or None: no extension, or let the Python decoder do it."""
+def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: Any,
+                row_change_type: type) -> tuple | None:
+    """The tuple of ``RowChange`` (``row_change_type``) of rows ``data[pos:]`` (WRITE / DELETE:
+    ``plan_first`` only; UPDATE: before and after plans), or None: no extension, or let the
+    Python decoder do it."""
     module = _State.module
     if module is _UNLOADED:
         module = extension()
     if module is None:
         return None
-    first = _image_reader(module, plan_first)
+    value_types = _value_types(module, row_change_type)
+    first = _image_reader(module, value_types, plan_first)
     if plan_second is None:
         return module.decode_rows(data, pos, _KIND_CODE[kind], first)
-    return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, plan_second))
+    return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, value_types, plan_second))
 
 
-def _image_reader(module: ModuleType, plan: Any) -> Any:
+def _image_reader(module: ModuleType, value_types: Any, plan: Any) -> Any:
     """The extension's reader for a rows_event ``_Plan`` (built once, kept on the plan)."""
     reader = getattr(plan, "native_reader", None)
     if reader is None:
-        reader = module.ImageReader(_State.value_types,
+        reader = module.ImageReader(value_types,
                                     [column_spec(name, dec, col) for name, dec, col in plan])
         plan.native_reader = reader
     return reader

@@ -470,7 +470,7 @@ def _rows_head(data: bytes, t: int, phl: int) -> tuple[int, int, bytes, int]:
 
 
 def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext) -> RowsEvent:
-    ev = _native.decode_rows_event(header, body, ctx)  # the compiled decoder, when built
+    ev = _native.decode_rows_event(header, body, ctx, RowsEvent)  # the compiled decoder, when built
     if ev is not None:
         return ev
     t = header.type_code
@@ -604,7 +604,7 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
     # second pass of _locate_bad_value, whose column decoders word the error
     if _VERSION[t] and t != 39 and type(tm) is TableMapEvent:
         native_rows = _native.decode_rows(data, pos, kind, _plan(tm, bm_before, False),
-                                          _plan(tm, bm_after, False) if kind == UPDATE else None)
+                                          _plan(tm, bm_after, False) if kind == UPDATE else None, RowChange)
         if native_rows is not None:
             return native_rows
     if _VERSION[t] == 0:
