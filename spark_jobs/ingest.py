@@ -484,6 +484,39 @@ def already_ingested(spark: Any, config: Any) -> dict[tuple[str, str], tuple[str
 # ---------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class IngestOptions:
+    """How one ingest run cuts, packs, decodes and stages (see :func:`run_ingest`)."""
+
+    split_threshold: int = DEFAULT_SPLIT_THRESHOLD
+    split_target: int = DEFAULT_SPLIT_TARGET
+    pack_target: int = DEFAULT_PACK_TARGET
+    keep_raw: bool = False
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    keep_staging: bool = False
+    write_threads: int = 3
+    #: the run id written to ``meta.ingested_files.run_id`` (e.g. the Airflow run id); default the run's
+    record_run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """What the decode step left: the staging folder and the per-range facts, by file."""
+
+    path: str
+    facts: Mapping[tuple[str, str], list[dict[str, Any]]]
+    counts: Mapping[tuple[str, str], Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """One ingested file's ``meta.binlog_files`` row (None if it failed) and ``meta.ingested_files`` row."""
+
+    status: str
+    binlog_file_row: dict[str, Any] | None
+    ingested_row: dict[str, Any]
+
+
 def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None = None, *,
                force: bool = False, split_threshold: int = DEFAULT_SPLIT_THRESHOLD,
                split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
@@ -498,20 +531,49 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     id) goes into ``meta.ingested_files.run_id``; ``run_id`` (path-safe) names staging and commits.
     """
     t0 = time.time()
-    run_id = run_id or new_run_id()
-    result = IngestResult(run_id=run_id)
+    opts = IngestOptions(split_threshold, split_target, pack_target, keep_raw, batch_rows, keep_staging,
+                         write_threads, record_run_id)
+    result = IngestResult(run_id=run_id or new_run_id())
+    result.stale_staging_removed = _clean_stale_staging(config, result.run_id)
+    objects = _objects_to_ingest(spark, config, files, force, result)
+    for name in INGEST_TABLES:
+        ensure_table(spark, config, name)
+    if objects:
+        tasks = _plan(spark, objects, opts, dataclasses.asdict(config.s3), result)
+        staged = _decode_to_staging(spark, config, tasks, opts, result)
+        t2 = time.time()
+        _write_tables(spark, config, objects, staged, opts, result)
+        result.write_seconds = time.time() - t2
+        for name in INGEST_TABLES:
+            v = _table_version(config, table_path(config, name))
+            if v is not None:
+                result.table_versions[name] = v
+        if not opts.keep_staging:
+            _delete_path(spark, staged.path)
+    result.seconds = time.time() - t0
+    log.info("ingest %s: %d files, %d tasks, %.1f MB in %.1fs", result.run_id, result.files, result.tasks,
+             result.bytes / 1e6, result.seconds)
+    return result
+
+
+def _clean_stale_staging(config: Any, run_id: str) -> int:
+    """Remove staging left by runs killed during their Delta writes (see binlake.staging for the
+    age rule). Housekeeping: a failure to list or delete is logged, never fails the ingest."""
     from binlake.staging import clean_stale_staging
 
-    # staging left by runs killed during their Delta writes (see binlake.staging for the age rule);
-    # housekeeping: a failure to list or delete is logged, never fails the ingest
     try:
-        result.stale_staging_removed = len(clean_stale_staging(config.warehouse, config.s3, keep_run=run_id))
+        return len(clean_stale_staging(config.warehouse, config.s3, keep_run=run_id))
     except Exception:  # noqa: BLE001
         log.warning("could not clean stale staging under %s", config.warehouse, exc_info=True)
-    objects = [as_binlog_object(f) for f in files]
-    # one entry per (source, file): the last listed wins
+        return 0
+
+
+def _objects_to_ingest(spark: Any, config: Any, files: Iterable[Any], force: bool,
+                       result: IngestResult) -> list[BinlogObject]:
+    """One object per (source, file) (the last listed wins), sorted, without the ones already
+    ingested with the same etag and size (unless ``force``)."""
     uniq: dict[tuple[str, str], BinlogObject] = {}
-    for o in objects:
+    for o in (as_binlog_object(f) for f in files):
         uniq[(o.source, o.file)] = o
     objects = sorted(uniq.values(), key=lambda o: (o.source, o.file))
     if not force:
@@ -521,125 +583,125 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
         objects = todo
     result.files = len(objects)
     result.bytes = sum(o.size for o in objects)
-    for name in INGEST_TABLES:
-        ensure_table(spark, config, name)
-    if not objects:
-        result.seconds = time.time() - t0
-        return result
+    return objects
 
-    s3 = dataclasses.asdict(config.s3)
-    sc = spark.sparkContext
 
-    # 1. split points of large files, found by a header scan on the executors
-    big = [o for o in objects if o.size > split_threshold]
+def _plan(spark: Any, objects: Sequence[BinlogObject], opts: IngestOptions, s3: Mapping[str, Any],
+          result: IngestResult) -> list[list[dict[str, Any]]]:
+    """Split points of large files (a header scan on the executors), then the task list."""
+    big = [o for o in objects if o.size > opts.split_threshold]
     cuts: dict[tuple[str, str], list[int]] = {}
     if big:
+        sc = spark.sparkContext
+        target = opts.split_target
         found = (sc.parallelize([(o.source, o.file, o.uri, o.size) for o in big], len(big))
-                 .map(lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], split_target, s3)))
+                 .map(lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], target, s3)))
                  .collect())
         cuts = dict(found)
         result.split_files = sum(1 for v in cuts.values() if v)
-    tasks = plan_tasks(objects, cuts, pack_target=pack_target)
+    tasks = plan_tasks(objects, cuts, pack_target=opts.pack_target)
     result.tasks = len(tasks)
+    return tasks
 
-    # 2. decode once on the executors, staged as Parquet
+
+def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]], opts: IngestOptions,
+                       result: IngestResult) -> StagedRun:
+    """Decode every task once on the executors into staging Parquet; collect the per-range facts."""
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    from binlake.config import to_spark_uri
 
     task_schema = StructType([StructField("task_id", IntegerType(), False),
                               StructField("spec", StringType(), False)])
-    task_rdd = sc.parallelize([(i, json.dumps(t)) for i, t in enumerate(tasks)], len(tasks))
-    task_df = spark.createDataFrame(task_rdd, task_schema)
-    decoded = task_df.mapInArrow(make_decoder(s3, keep_raw, run_id, batch_rows), staging_schema())
-    from binlake.config import to_spark_uri
-
-    staging = to_spark_uri(config.warehouse).rstrip("/") + f"/_staging/ingest-{run_id}"
+    task_rdd = spark.sparkContext.parallelize([(i, json.dumps(t)) for i, t in enumerate(tasks)], len(tasks))
+    decoder = make_decoder(dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows)
+    decoded = spark.createDataFrame(task_rdd, task_schema).mapInArrow(decoder, staging_schema())
+    staging = to_spark_uri(config.warehouse).rstrip("/") + f"/_staging/ingest-{result.run_id}"
     t1 = time.time()
     decoded.write.mode("overwrite").partitionBy("kind").parquet(staging)
     result.decode_seconds = time.time() - t1
-
-    # 3. per-file facts (small) -> meta.binlog_files rows
     staged = spark.read.parquet(staging)
-    fact_rows = [json.loads(r["facts"]) for r in
-                 staged.where("kind = 'facts'").select("facts").collect()]
     by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in fact_rows:
-        by_file.setdefault((r["source"], r["file"]), []).append(r)
-    t2 = time.time()
+    for r in staged.where("kind = 'facts'").select("facts").collect():
+        fact = json.loads(r["facts"])
+        by_file.setdefault((fact["source"], fact["file"]), []).append(fact)
+    return StagedRun(staging, by_file, _per_file_counts(staged))
+
+
+def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
+                  opts: IngestOptions, result: IngestResult) -> None:
+    """The five row tables (from a few driver threads), then meta.binlog_files and
+    meta.ingested_files, in that order: each one Delta replacement of the run's files."""
     predicate = files_predicate((o.source, o.file) for o in objects)
     # one Delta transaction id per (run, file set): a retried run skips what it already wrote
-    txn_app = f"binlake-ingest:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
-    counts: dict[str, int] = {}
+    txn_app = f"binlake-ingest:{result.run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
+    staged_df = spark.read.parquet(staged.path)
 
     def write_kind(kind: str) -> None:
         ts = spec(KIND_TO_TABLE[kind])
-        df = staged.where(f"kind = '{kind}'").select(f"`{kind}`.*").select(*ts.column_names)
-        write_replace(df, table_path(config, ts.name), predicate, s3=config.s3, run_id=run_id, job="ingest",
-                      txn_app=txn_app, extra_meta={"files": len(objects)})
+        df = staged_df.where(f"kind = '{kind}'").select(f"`{kind}`.*").select(*ts.column_names)
+        write_replace(df, table_path(config, ts.name), predicate, s3=config.s3, run_id=result.run_id,
+                      job="ingest", txn_app=txn_app, extra_meta={"files": len(objects)})
 
     # The five row tables are independent Delta logs: commit them from a few driver threads
     # (small writes are dominated by per-commit latency). meta.* tables follow, in order.
-    if write_threads > 1:
+    if opts.write_threads > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=write_threads) as pool:
+        with ThreadPoolExecutor(max_workers=opts.write_threads) as pool:
             for fut in [pool.submit(write_kind, k) for k in STAGE_KINDS]:
                 fut.result()
     else:
         for kind in STAGE_KINDS:
             write_kind(kind)
-    per_file_counts = _per_file_counts(staged)
-    file_rows = []
-    ingested_rows = []
+    outcomes = [_file_outcome(o, staged, result, opts.record_run_id) for o in objects]
+    counts = dict.fromkeys(STAGE_KINDS, 0)
     for o in objects:
-        parts = by_file.get((o.source, o.file)) or []
-        c = per_file_counts.get((o.source, o.file), {})
-        for k in STAGE_KINDS:
-            counts[k] = counts.get(k, 0) + c.get(k, 0)
-        decoded_any = any((p.get("events") or 0) > 0 for p in parts)
-        if not parts or any(p.get("read_failed") for p in parts) or not decoded_any:
-            status = "failed"  # unreadable, or not a binlog at all (quarantined, kept out of the chain)
-        elif c.get("quarantine", 0):
-            status = "partial"
-        else:
-            status = "ok"
-        result.file_status[f"{o.source}/{o.file}"] = status
-        skipped = sorted(r for p in parts for r in (p.get("skipped_ranges") or []))
-        if skipped:
-            result.skipped_ranges[f"{o.source}/{o.file}"] = skipped
-            log.warning("%s/%s is partial: %d byte range(s) skipped (%s), see bronze.quarantine", o.source,
-                        o.file, len(skipped), ", ".join(f"{a}-{b}" for a, b in skipped[:10]))
-        if parts and status != "failed":
-            merged = records.merge_file_facts(
-                [dict(p, first_event_time=_parse_ts(p.get("first_event_time")),
-                      last_event_time=_parse_ts(p.get("last_event_time"))) for p in parts],
-                size=o.size, etag=o.etag, ranges=parts[0].get("n_ranges"))
-            merged["uri"] = o.uri
-            file_rows.append(merged)
-        ingested_rows.append({
-            "source": o.source, "file": o.file, "file_seq": records.split_series(o.file)[1],
-            "uri": o.uri, "size": o.size, "etag": o.etag, "run_id": record_run_id or run_id, "status": status,
-            "events": c.get("events", 0), "transactions": c.get("transactions", 0),
-            "row_changes": c.get("row_changes", 0), "statements": c.get("statements", 0),
-            "quarantined": c.get("quarantine", 0),
-        })
-    write_replace(_rows_df(spark, "meta.binlog_files", file_rows), table_path(config, "meta.binlog_files"),
-                  predicate, s3=config.s3, run_id=run_id, job="ingest", txn_app=txn_app)
-    write_replace(_rows_df(spark, "meta.ingested_files", ingested_rows),
-                  table_path(config, "meta.ingested_files"), predicate, s3=config.s3, run_id=run_id, job="ingest",
-                  txn_app=txn_app)
-    result.write_seconds = time.time() - t2
-    result.rows = {KIND_TO_TABLE[k]: v for k, v in counts.items()}
-    result.quarantined = counts.get("quarantine", 0)
-    for name in INGEST_TABLES:
-        v = _table_version(config, table_path(config, name))
-        if v is not None:
-            result.table_versions[name] = v
-    if not keep_staging:
-        _delete_path(spark, staging)
-    result.seconds = time.time() - t0
-    log.info("ingest %s: %d files, %d tasks, %.1f MB in %.1fs", run_id, result.files, result.tasks,
-             result.bytes / 1e6, result.seconds)
-    return result
+        for k, n in staged.counts.get((o.source, o.file), {}).items():
+            counts[k] = counts.get(k, 0) + n
+    file_rows = [f.binlog_file_row for f in outcomes if f.binlog_file_row is not None]
+    for name, rows in (("meta.binlog_files", file_rows),
+                       ("meta.ingested_files", [f.ingested_row for f in outcomes])):
+        write_replace(_rows_df(spark, name, rows), table_path(config, name), predicate, s3=config.s3,
+                      run_id=result.run_id, job="ingest", txn_app=txn_app)
+    result.rows = {KIND_TO_TABLE[k]: n for k, n in counts.items()}
+    result.quarantined = counts["quarantine"]
+
+
+def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,
+                  record_run_id: str | None) -> FileOutcome:
+    """A file's status (ok / partial / failed) and its two meta rows; noted in ``result``."""
+    parts = staged.facts.get((o.source, o.file)) or []
+    c = staged.counts.get((o.source, o.file), {})
+    decoded_any = any((p.get("events") or 0) > 0 for p in parts)
+    if not parts or any(p.get("read_failed") for p in parts) or not decoded_any:
+        status = "failed"  # unreadable, or not a binlog at all (quarantined, kept out of the chain)
+    elif c.get("quarantine", 0):
+        status = "partial"
+    else:
+        status = "ok"
+    result.file_status[f"{o.source}/{o.file}"] = status
+    skipped = sorted(r for p in parts for r in (p.get("skipped_ranges") or []))
+    if skipped:
+        result.skipped_ranges[f"{o.source}/{o.file}"] = skipped
+        log.warning("%s/%s is partial: %d byte range(s) skipped (%s), see bronze.quarantine", o.source,
+                    o.file, len(skipped), ", ".join(f"{a}-{b}" for a, b in skipped[:10]))
+    merged = None
+    if parts and status != "failed":
+        merged = records.merge_file_facts(
+            [dict(p, first_event_time=_parse_ts(p.get("first_event_time")),
+                  last_event_time=_parse_ts(p.get("last_event_time"))) for p in parts],
+            size=o.size, etag=o.etag, ranges=parts[0].get("n_ranges"))
+        merged["uri"] = o.uri
+    ingested = {
+        "source": o.source, "file": o.file, "file_seq": records.split_series(o.file)[1],
+        "uri": o.uri, "size": o.size, "etag": o.etag, "run_id": record_run_id or result.run_id,
+        "status": status,
+        "events": c.get("events", 0), "transactions": c.get("transactions", 0),
+        "row_changes": c.get("row_changes", 0), "statements": c.get("statements", 0),
+        "quarantined": c.get("quarantine", 0),
+    }
+    return FileOutcome(status, merged, ingested)
 
 
 def _parse_ts(value: Any) -> Any:
