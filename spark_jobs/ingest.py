@@ -292,28 +292,60 @@ def make_decoder(s3: Mapping[str, Any] | None, keep_raw: bool, run_id: str | Non
             ids = batch.column("task_id").to_pylist()
             specs = batch.column("spec").to_pylist()
             for task_id, spec_json in zip(ids, specs):
-                buffers: dict[str, list[dict[str, Any]]] = {k: [] for k in STAGE_KINDS + ("facts",)}
-                for piece in json.loads(spec_json):
-                    for kind, row in decode_piece(piece, s3=s3, keep_raw=keep_raw, run_id=run_id):
-                        if kind == "file_facts":
-                            row = dict(row, size=piece["size"], etag=piece.get("etag"),
-                                       n_ranges=piece["n_ranges"])
-                            kind = "facts"
-                        buf = buffers[kind]
-                        buf.append(row)
-                        if len(buf) >= batch_rows:
-                            yield maker.batch(kind, task_id, buf)
-                            buffers[kind] = []
-                for kind, buf in buffers.items():
-                    if buf:
-                        yield maker.batch(kind, task_id, buf)
+                yield from _decode_task(maker, task_id, json.loads(spec_json), s3=s3, keep_raw=keep_raw,
+                                        run_id=run_id, batch_rows=batch_rows)
 
     return decode_tasks
+
+
+def _decode_task(maker: _BatchMaker, task_id: int, pieces: list[dict[str, Any]], *,
+                 s3: Mapping[str, Any] | None, keep_raw: bool, run_id: str | None,
+                 batch_rows: int) -> Iterator[Any]:
+    """One task's pieces as Arrow batches of one kind each. Each piece's facts row (the last
+    thing :func:`decode_piece` yields) carries the piece's row count per kind in ``row_counts``:
+    the driver gets the per-file counts with the facts, never by scanning the staged rows again."""
+    buffers: dict[str, list[dict[str, Any]]] = {k: [] for k in STAGE_KINDS + ("facts",)}
+    for piece in pieces:
+        counts = dict.fromkeys(STAGE_KINDS, 0)
+        for kind, row in decode_piece(piece, s3=s3, keep_raw=keep_raw, run_id=run_id):
+            if kind == "file_facts":
+                row = dict(row, size=piece["size"], etag=piece.get("etag"), n_ranges=piece["n_ranges"],
+                           row_counts=dict(counts))
+                kind = "facts"
+            else:
+                counts[kind] += 1
+            buf = buffers[kind]
+            buf.append(row)
+            if len(buf) >= batch_rows:
+                yield maker.batch(kind, task_id, buf)
+                buffers[kind] = []
+    for kind, buf in buffers.items():
+        if buf:
+            yield maker.batch(kind, task_id, buf)
 
 
 # ---------------------------------------------------------------------------------------
 # Driver side: planning
 # ---------------------------------------------------------------------------------------
+
+#: Files smaller than this are never cut to spread a small archive over the cores (a header scan
+#: and a second task are not worth it), and ranges cut for that are never smaller than MIN_RANGE.
+MIN_SPLIT_BYTES = 4 << 20
+MIN_RANGE_BYTES = 1 << 20
+
+
+def spread_targets(split_threshold: int, split_target: int, pack_target: int, *, total_bytes: int,
+                   parallelism: int) -> tuple[int, int, int]:
+    """``(split_threshold, split_target, pack_target)`` lowered so that an archive smaller than
+    ``parallelism`` × the targets still makes at least ``parallelism`` tasks: every core decodes.
+
+    Each core's share is ``total_bytes / parallelism``: small files are packed up to one share,
+    and a file larger than one share (and than :data:`MIN_SPLIT_BYTES`) is cut into ranges of
+    about one share. Large archives keep the given targets."""
+    share = max(1, -(-total_bytes // max(1, parallelism)))
+    return (min(split_threshold, max(share, MIN_SPLIT_BYTES)), min(split_target, max(share, MIN_RANGE_BYTES)),
+            min(pack_target, share))
+
 
 
 def plan_tasks(objects: Sequence[BinlogObject], cuts: Mapping[tuple[str, str], list[int]], *,
@@ -588,18 +620,21 @@ def _objects_to_ingest(spark: Any, config: Any, files: Iterable[Any], force: boo
 
 def _plan(spark: Any, objects: Sequence[BinlogObject], opts: IngestOptions, s3: Mapping[str, Any],
           result: IngestResult) -> list[list[dict[str, Any]]]:
-    """Split points of large files (a header scan on the executors), then the task list."""
-    big = [o for o in objects if o.size > opts.split_threshold]
+    """Split points of large files (a header scan on the executors), then the task list: at
+    least ``defaultParallelism`` tasks when the archive allows it (:func:`spread_targets`)."""
+    sc = spark.sparkContext
+    threshold, target, pack = spread_targets(opts.split_threshold, opts.split_target, opts.pack_target,
+                                             total_bytes=sum(o.size for o in objects),
+                                             parallelism=sc.defaultParallelism)
+    big = [o for o in objects if o.size > threshold]
     cuts: dict[tuple[str, str], list[int]] = {}
     if big:
-        sc = spark.sparkContext
-        target = opts.split_target
         found = (sc.parallelize([(o.source, o.file, o.uri, o.size) for o in big], len(big))
                  .map(lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], target, s3)))
                  .collect())
         cuts = dict(found)
         result.split_files = sum(1 for v in cuts.values() if v)
-    tasks = plan_tasks(objects, cuts, pack_target=opts.pack_target)
+    tasks = plan_tasks(objects, cuts, pack_target=pack)
     result.tasks = len(tasks)
     return tasks
 
@@ -618,14 +653,21 @@ def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]
     decoded = spark.createDataFrame(task_rdd, task_schema).mapInArrow(decoder, staging_schema())
     staging = to_spark_uri(config.warehouse).rstrip("/") + f"/_staging/ingest-{result.run_id}"
     t1 = time.time()
-    decoded.write.mode("overwrite").partitionBy("kind").parquet(staging)
+    # no partitionBy("kind"): it would make Spark sort each task's whole output before writing;
+    # each table's read below selects its kind and only its own struct column (nested pruning)
+    decoded.write.mode("overwrite").parquet(staging)
     result.decode_seconds = time.time() - t1
     staged = spark.read.parquet(staging)
     by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    counts: dict[tuple[str, str], dict[str, int]] = {}
     for r in staged.where("kind = 'facts'").select("facts").collect():
         fact = json.loads(r["facts"])
-        by_file.setdefault((fact["source"], fact["file"]), []).append(fact)
-    return StagedRun(staging, by_file, _per_file_counts(staged))
+        key = (fact["source"], fact["file"])
+        by_file.setdefault(key, []).append(fact)
+        file_counts = counts.setdefault(key, dict.fromkeys(STAGE_KINDS, 0))
+        for kind, n in fact.pop("row_counts").items():
+            file_counts[kind] += n
+    return StagedRun(staging, by_file, counts)
 
 
 def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
@@ -710,22 +752,6 @@ def _parse_ts(value: Any) -> Any:
     if value is None or isinstance(value, dt.datetime):
         return value
     return dt.datetime.fromisoformat(str(value))
-
-
-def _per_file_counts(staged: Any) -> dict[tuple[str, str], dict[str, int]]:
-    from pyspark.sql import functions as F
-
-    exprs = []
-    for kind in STAGE_KINDS:
-        exprs.append(F.when(F.col("kind") == kind, F.struct(F.col(f"`{kind}`.source").alias("source"),
-                                                             F.col(f"`{kind}`.file").alias("file"))))
-    key = F.coalesce(*exprs)
-    rows = (staged.where("kind != 'facts'").select("kind", key.alias("k"))
-            .groupBy("kind", "k.source", "k.file").count().collect())
-    out: dict[tuple[str, str], dict[str, int]] = {}
-    for r in rows:
-        out.setdefault((r["source"], r["file"]), {})[r["kind"]] = int(r["count"])
-    return out
 
 
 def _rows_df(spark: Any, name: str, rows: list[dict[str, Any]]) -> Any:

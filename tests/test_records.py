@@ -201,6 +201,30 @@ def test_plan_tasks_packs_small_files_and_isolates_ranges():
     assert (o.file, o.size, o.etag) == ("binlog.000001", 5, "e")
 
 
+def test_spread_targets_give_every_core_work():
+    """A small archive is spread over the cores (packed by shares, large files cut); a large one
+    keeps the given targets."""
+    from spark_jobs.ingest import BinlogObject, plan_tasks, spread_targets
+
+    mib = 1 << 20
+    four = [BinlogObject("s", f"/a/binlog.{i:06d}", 10 * mib) for i in range(1, 5)]
+    assert len(plan_tasks(four, {}, pack_target=64 * mib)) == 1  # one task: a core left idle
+    threshold, target, pack = spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=40 * mib, parallelism=2)
+    assert (threshold, target, pack) == (20 * mib, 20 * mib, 20 * mib)
+    tasks = plan_tasks(four, {}, pack_target=pack)
+    assert [[p["file"] for p in t] for t in tasks] == [["binlog.000001", "binlog.000002"],
+                                                      ["binlog.000003", "binlog.000004"]]
+    # one 40 MiB file on 4 cores: above the 10 MiB threshold, cut into ~10 MiB ranges
+    assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=40 * mib, parallelism=4) == (
+        10 * mib, 10 * mib, 10 * mib)
+    # files under 4 MiB are never cut for this, ranges never under 1 MiB; packing by halves
+    assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=150_001, parallelism=2) == (
+        4 * mib, mib, 75_001)
+    # a large archive: the given targets
+    assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=1 << 30, parallelism=2) == (
+        128 * mib, 64 * mib, 64 * mib)
+
+
 def test_mid_file_corrupt_query_loses_nothing_else():
     data = CRC32_SAMPLE.read_bytes()
     bad, pos, next_pos = corrupt_middle_query(data)
