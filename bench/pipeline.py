@@ -1,18 +1,27 @@
-"""Benchmark: ingest a generated ~1 GiB binlog archive on local[2], next to the ceiling.
+"""Benchmark: binlake's ingest next to a plain byte copy, on one generated archive, in CPU-seconds.
 
-    .venv/bin/python bench/pipeline.py [--size-mib 1024] [--files 8] [--workdir /tmp/binlake-bench]
+    nice -n 10 .venv/bin/python bench/pipeline.py --size 300MiB [--files 4] [--small 24MiB]
+        [--workdir /tmp/binlake-bench]
 
-1. Generates (once; reused when present) a ROTATE chain of MySQL 8.0 binlogs with GTIDs with
-   ``binlog_parser.writer``: transactions of 10-row INSERTs on a 6-column table, every 5th with
-   an UPDATE, as a busy OLTP server writes them.
-2. Ceiling: a plain Spark job that only copies the same files' bytes into a Delta table
-   (``binaryFile`` -> Delta): what this machine does with no decoding at all.
-3. The pipeline: ``spark_jobs.ingest.run_ingest`` (decode on the executors, all bronze /
-   silver / meta tables) and ``spark_jobs.reconcile.run_reconcile``.
+``--size`` (bytes, with an optional KiB / MiB / GiB suffix, or KB / MB / GB) generates the archive
+when it is not already in the workdir and measures it in the same command:
 
-Prints MB/s and minutes side by side, and writes ``results.json`` in the workdir.
+1. Generates a ROTATE chain of MySQL 8.0 binlogs with GTIDs with ``binlog_parser.writer``:
+   transactions of 10-row INSERTs on a 6-column table, every 5th with an UPDATE, as a busy OLTP
+   server writes them; and a small archive (``--small``, same shape) to show the task packing.
+2. On ``local[2]``, for the small archive then the large one: the plain copy (a Spark job that
+   only copies the files' bytes into a Delta table, ``binaryFile`` -> Delta: the ceiling), then
+   ``spark_jobs.ingest.run_ingest`` (decode on the executors, every bronze / silver / meta table).
+   Each is measured as wall time and CPU-seconds of the whole process tree (this driver, its JVM
+   and every Python worker, including workers that exited: see :func:`tree_cpu_seconds`).
+3. The split of the ingest's CPU: decode (``binlog_parser`` alone) and build (records and Arrow
+   batches, the executors' whole decode step minus the decode) are measured in this process on the
+   archive's first file and scaled by bytes; write (staging, Delta, Spark) is the rest.
 
-Scale-out: ``--master spark://host:7077`` runs the ingest on that cluster instead of local[2];
+Prints the table and the machine's load; the last line reads ``ratio ingest/copy CPU: N.NN``;
+``results.json`` in the workdir holds the figures.
+
+Scale-out: ``--master spark://host:7077`` runs on that cluster instead of local[2];
 ``--cluster-workers 1,2`` starts a loopback standalone cluster (``binlake.testing.spark_cluster``,
 1 core / ``--worker-memory`` per worker) once per count, ingests the same archive on each, and
 prints wall time, executor CPU-seconds (all processes under the workers: executor JVMs and their
@@ -22,15 +31,19 @@ Python workers) and the throughput ratio against the first count.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import multiprocessing as mp
 import os
+import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -82,9 +95,10 @@ def write_file(args: tuple[str, int, int, int, bool]) -> tuple[str, int]:
     return path, os.path.getsize(path)
 
 
-def generate(archive: Path, size_mib: int, files: int) -> list[Path]:
+def generate(archive: Path, size: int, files: int) -> list[Path]:
+    """The archive of ``files`` binlogs of about ``size`` bytes in all (generated once, reused)."""
     archive.mkdir(parents=True, exist_ok=True)
-    per_file = (size_mib << 20) // files // BYTES_PER_TRX
+    per_file = max(1, size // files // BYTES_PER_TRX)
     jobs = []
     for i in range(files):
         path = archive / f"binlog.{i + 1:06d}"
@@ -93,22 +107,36 @@ def generate(archive: Path, size_mib: int, files: int) -> list[Path]:
     if jobs:
         t = time.time()
         with mp.get_context("fork").Pool(min(2, len(jobs))) as pool:
-            for path, size in pool.imap_unordered(write_file, jobs):
-                print(f"  generated {Path(path).name}: {size / 2**20:.1f} MiB", flush=True)
+            for done, done_size in pool.imap_unordered(write_file, jobs):
+                print(f"  generated {Path(done).name}: {done_size / 2**20:.1f} MiB", flush=True)
         print(f"generated {len(jobs)} files in {time.time() - t:.0f}s", flush=True)
     return sorted(archive.glob("binlog.*[0-9]"))
 
 
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6, "mib": 1 << 20,
+          "g": 10**9, "gb": 10**9, "gib": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``300MiB`` -> 314572800 (also KiB / GiB, KB / MB / GB, or plain bytes)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 300MiB, 1GiB, 50MB)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser()
-    p.add_argument("--size-mib", type=int, default=1024)
-    p.add_argument("--files", type=int, default=8)
+    p = argparse.ArgumentParser(description="binlake ingest vs a plain byte copy, CPU-seconds and wall")
+    p.add_argument("--size", type=parse_size, default=parse_size("300MiB"),
+                   help="archive size to generate and measure, e.g. 300MiB or 1GiB (default 300MiB)")
+    p.add_argument("--files", type=int, default=4, help="files in the archive (default 4)")
+    p.add_argument("--small", type=parse_size, default=parse_size("24MiB"),
+                   help="size of the small archive (4 files) that shows the packing; 0: skip it")
     p.add_argument("--workdir", default="/tmp/binlake-bench")
     p.add_argument("--driver-memory", default="4g")
-    p.add_argument("--split-threshold-mib", type=int, default=96,
+    p.add_argument("--split-threshold-mib", type=int, default=128,
                    help="files larger than this are cut at transaction starts into ~split-target ranges")
     p.add_argument("--split-target-mib", type=int, default=64)
-    p.add_argument("--skip-ceiling", action="store_true")
     p.add_argument("--master", default=None, help="run on this Spark master (e.g. spark://127.0.0.1:7077)")
     p.add_argument("--cluster-workers", default=None,
                    help="comma-separated worker counts, e.g. 1,2: start a loopback cluster per count")
@@ -116,20 +144,75 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.cluster_workers:
-        return scaling(args)
+def tree_cpu_seconds() -> float:
+    """User + system CPU-seconds of this process and all its descendants (the driver JVM, the
+    Python daemon and workers), including the descendants that already exited and were waited
+    for (``children_user`` / ``children_system`` of their parent)."""
+    import psutil
 
-    work = Path(args.workdir)
-    archive = work / "archive" / "bench"
-    paths = generate(archive, args.size_mib, args.files)
-    total = sum(p.stat().st_size for p in paths)
-    mb = total / 1e6
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
 
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """One measured job: wall seconds and process-tree CPU-seconds."""
+
+    name: str
+    wall_s: float
+    cpu_s: float
+    mb: float
+    tasks: int | None = None
+
+
+def measure(name: str, mb: float, job: Callable[[], int | None]) -> Measured:
+    cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
+    tasks = job()
+    return Measured(name, time.perf_counter() - t0, tree_cpu_seconds() - cpu0, mb, tasks)
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeSplit:
+    """CPU-seconds per byte of decoding alone and of the executors' whole decode step."""
+
+    sample: str
+    decode_s_per_byte: float
+    decode_build_s_per_byte: float
+
+
+def decode_split(path: Path) -> DecodeSplit:
+    """Measured in this process on one file: ``binlog_parser`` alone, then the ingest's executor
+    function (decode + records + Arrow batches) on the same bytes."""
+    import pyarrow as pa
+
+    from binlog_parser import read_events
+    from spark_jobs.ingest import make_decoder
+
+    size = path.stat().st_size
+    c0 = time.process_time()
+    for _ev in read_events(str(path)):
+        pass
+    decode = time.process_time() - c0
+    piece = {"source": "bench", "file": path.name, "uri": str(path), "size": size, "etag": None,
+             "start": 0, "end": size, "range_index": 0, "n_ranges": 1}
+    tasks = pa.RecordBatch.from_pydict({"task_id": pa.array([0], pa.int32()),
+                                        "spec": pa.array([json.dumps([piece])])})
+    c0 = time.process_time()
+    for _batch in make_decoder(None, False, "bench")(iter([tasks])):
+        pass
+    whole = time.process_time() - c0
+    return DecodeSplit(path.name, decode / size, whole / size)
+
+
+def _session(args: argparse.Namespace, work: Path, sources: list[tuple[str, Path]]) -> tuple[Any, Any]:
     from binlake.config import config_from_dict
-    from spark_jobs.ingest import BinlogObject, run_ingest
-    from spark_jobs.reconcile import run_reconcile
     from spark_jobs.session import build_spark_session
 
     wh = work / "warehouse"
@@ -137,53 +220,95 @@ def main(argv: list[str] | None = None) -> int:
     cfg = config_from_dict({
         "pipeline": {"warehouse": str(wh), "state_dir": str(work / "state"),
                      "jars_dir": os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))},
-        "sources": [{"name": "bench", "uri": str(archive)}],
+        "sources": [{"name": name, "uri": str(folder)} for name, folder in sources],
         "spark": {"master": args.master or "local[2]", "shuffle_partitions": 2, "ui_enabled": False,
-                  "jars_on_workers": True,
-                  "driver_memory": args.driver_memory,
+                  "jars_on_workers": True, "driver_memory": args.driver_memory,
                   # private scratch space: a shared /tmp may be cleaned under a long run
                   "conf": {"spark.local.dir": str(work / "spark-local")}},
     }, base=REPO, env={})
     spark = build_spark_session(cfg, "binlake-bench", ui=False)
     _ship_packages(spark, work)
-    results: dict[str, object] = {"archive_bytes": total, "files": len(paths), "cores": os.cpu_count(),
-                                  "load_avg_start": os.getloadavg()}
+    return spark, cfg
 
-    if not args.skip_ceiling:
-        t = time.time()
-        (spark.read.format("binaryFile").load(str(archive))
-         .select("path", "length", "content")
-         .write.format("delta").mode("overwrite").save(str(wh / "bench" / "copy_ceiling")))
-        results["ceiling_seconds"] = time.time() - t
 
-    objs = [BinlogObject(source="bench", uri=str(p), size=p.stat().st_size, etag=str(p.stat().st_mtime_ns))
+def _copy_and_ingest(spark: Any, cfg: Any, args: argparse.Namespace, source: str,
+                     paths: list[Path]) -> tuple[Measured, Measured, Any]:
+    from spark_jobs.ingest import BinlogObject, run_ingest
+
+    mb = sum(p.stat().st_size for p in paths) / 1e6
+    out = Path(cfg.warehouse) / "copy" / source
+
+    def copy() -> int:
+        df = spark.read.format("binaryFile").load([str(p) for p in paths]).select("path", "length", "content")
+        df.write.format("delta").mode("overwrite").save(str(out))
+        return df.rdd.getNumPartitions()
+
+    objs = [BinlogObject(source=source, uri=str(p), size=p.stat().st_size, etag=str(p.stat().st_mtime_ns))
             for p in paths]
-    t = time.time()
-    r = run_ingest(spark, cfg, objs, "bench-1", force=True,
-                   split_threshold=args.split_threshold_mib << 20, split_target=args.split_target_mib << 20)
-    results["ingest_seconds"] = time.time() - t
-    results["ingest"] = r.as_dict()
-    t = time.time()
-    rr = run_reconcile(spark, cfg, "bench-1")
-    results["reconcile_seconds"] = time.time() - t
-    results["reconcile_statuses"] = rr.statuses
-    results["load_avg_end"] = os.getloadavg()
+    holder: dict[str, Any] = {}
+
+    def ingest() -> int:
+        holder["r"] = run_ingest(spark, cfg, objs, f"bench-{source}", force=True,
+                                 split_threshold=args.split_threshold_mib << 20,
+                                 split_target=args.split_target_mib << 20)
+        return int(holder["r"].tasks)
+
+    c = measure(f"copy bytes -> Delta ({source})", mb, copy)
+    i = measure(f"binlake ingest ({source})", mb, ingest)
+    return c, i, holder["r"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cluster_workers:
+        return scaling(args)
+    work = Path(args.workdir)
+    paths = generate(work / "archive" / f"bench-{args.size}-{args.files}", args.size, args.files)
+    small = generate(work / "archive" / f"small-{args.small}", args.small, 4) if args.small else []
+    split = decode_split(paths[0])
+    load_start = os.getloadavg()
+    spark, cfg = _session(args, work, [("bench", paths[0].parent)])
+    results: list[tuple[Measured, Measured, Any]] = []
+    if small:
+        results.append(_copy_and_ingest(spark, cfg, args, "small", small))
+    results.append(_copy_and_ingest(spark, cfg, args, "bench", paths))
+    parallelism = spark.sparkContext.defaultParallelism
     spark.stop()
-
-    def line(name: str, secs: float) -> str:
-        return f"  {name:<34} {secs / 60:6.2f} min  {mb / secs:8.2f} MB/s"
-
-    print(f"\narchive: {len(paths)} files, {mb:.0f} MB ({total / 2**30:.2f} GiB), local[2], "
-          f"load avg at start {results['load_avg_start'][0]:.1f}")
-    if "ceiling_seconds" in results:
-        print(line("ceiling: copy bytes -> Delta", results["ceiling_seconds"]))  # type: ignore[arg-type]
-    print(line("binlake ingest (all tables)", results["ingest_seconds"]))  # type: ignore[arg-type]
-    print(f"    decode+stage {r.decode_seconds:.0f}s, table writes {r.write_seconds:.0f}s, "
-          f"{r.tasks} tasks, {r.split_files} files split; rows: "
-          + ", ".join(f"{k}={v}" for k, v in sorted(r.rows.items())))
-    print(f"  reconcile: {results['reconcile_seconds']:.1f}s, statuses {rr.statuses}")
-    (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    load_end = os.getloadavg()
+    print(report(results, split, parallelism, load_start, load_end))
+    (work / "results.json").write_text(json.dumps({
+        "runs": [{"copy": dataclasses.asdict(c), "ingest": dataclasses.asdict(i), "result": r.as_dict()}
+                 for c, i, r in results],
+        "split": dataclasses.asdict(split), "load_start": load_start, "load_end": load_end,
+        "cores": os.cpu_count(), "default_parallelism": parallelism}, indent=1, default=str))
     return 0
+
+
+def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, parallelism: int,
+           load_start: tuple[float, float, float], load_end: tuple[float, float, float]) -> str:
+    """The table; the last line is ``ratio ingest/copy CPU: N.NN`` of the last (large) archive."""
+    lines = [f"machine: {os.cpu_count()} cores, local[2] (defaultParallelism {parallelism}); load avg "
+             f"{load_start[0]:.1f} / {load_start[1]:.1f} at start, {load_end[0]:.1f} / {load_end[1]:.1f} at end",
+             f"{'job':<34} {'MB':>8} {'wall s':>8} {'CPU-s':>8} {'MB/CPU-s':>9} {'tasks':>6}"]
+    for copy, ingest, r in results:
+        for m in (copy, ingest):
+            lines.append(f"{m.name:<34} {m.mb:8.1f} {m.wall_s:8.1f} {m.cpu_s:8.1f} {m.mb / m.cpu_s:9.2f} "
+                         f"{m.tasks if m.tasks is not None else '':>6}")
+        lines.append(f"  ingest: {r.files} files, {r.split_files} split, decode+stage {r.decode_seconds:.1f}s wall, "
+                     f"table writes {r.write_seconds:.1f}s wall; ratio CPU {ingest.cpu_s / copy.cpu_s:.2f}, "
+                     f"wall {ingest.wall_s / copy.wall_s:.2f}")
+    copy, ingest, _r = results[-1]
+    nbytes = ingest.mb * 1e6
+    decode = split.decode_s_per_byte * nbytes
+    build = (split.decode_build_s_per_byte - split.decode_s_per_byte) * nbytes
+    lines += [f"split of the ingest's {ingest.cpu_s:.1f} CPU-s (decode and build measured in-process on "
+              f"{split.sample}, scaled by bytes):",
+              f"  decode (binlog_parser)           {decode:8.1f} CPU-s  {nbytes / 1e6 / decode:7.2f} MB/CPU-s",
+              f"  build (records + Arrow batches)  {build:8.1f} CPU-s",
+              f"  write (staging, Delta, Spark)    {ingest.cpu_s - decode - build:8.1f} CPU-s (the rest)",
+              f"ratio ingest/copy wall: {ingest.wall_s / copy.wall_s:.2f}",
+              f"ratio ingest/copy CPU: {ingest.cpu_s / copy.cpu_s:.2f}"]
+    return "\n".join(lines)
 
 
 def _ship_packages(spark, work: Path) -> None:
@@ -221,7 +346,7 @@ def scaling(args: argparse.Namespace) -> int:
 
     work = Path(args.workdir)
     archive = work / "archive" / "bench"
-    paths = generate(archive, args.size_mib, args.files)
+    paths = generate(archive, args.size, args.files)
     total = sum(p.stat().st_size for p in paths)
     objs = [BinlogObject(source="bench", uri=str(p), size=p.stat().st_size, etag=str(p.stat().st_mtime_ns))
             for p in paths]
