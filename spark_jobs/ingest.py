@@ -339,12 +339,14 @@ def spread_targets(split_threshold: int, split_target: int, pack_target: int, *,
     """``(split_threshold, split_target, pack_target)`` lowered so that an archive smaller than
     ``parallelism`` × the targets still makes at least ``parallelism`` tasks: every core decodes.
 
-    Each core's share is ``total_bytes / parallelism``: small files are packed up to one share,
-    and a file larger than one share (and than :data:`MIN_SPLIT_BYTES`) is cut into ranges of
-    about one share. Large archives keep the given targets."""
+    Each core's share is ``total_bytes / parallelism``: small files are packed up to one share
+    and an eighth (the slack keeps files of about equal size from spilling a last, lone file
+    into a task of its own: greedy packing in file order), and a file larger than one share (and
+    than :data:`MIN_SPLIT_BYTES`) is cut into ranges of about one share. Large archives keep the
+    given targets."""
     share = max(1, -(-total_bytes // max(1, parallelism)))
     return (min(split_threshold, max(share, MIN_SPLIT_BYTES)), min(split_target, max(share, MIN_RANGE_BYTES)),
-            min(pack_target, share))
+            min(pack_target, share + share // 8))
 
 
 

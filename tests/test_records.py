@@ -210,16 +210,20 @@ def test_spread_targets_give_every_core_work():
     four = [BinlogObject("s", f"/a/binlog.{i:06d}", 10 * mib) for i in range(1, 5)]
     assert len(plan_tasks(four, {}, pack_target=64 * mib)) == 1  # one task: a core left idle
     threshold, target, pack = spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=40 * mib, parallelism=2)
-    assert (threshold, target, pack) == (20 * mib, 20 * mib, 20 * mib)
+    assert (threshold, target, pack) == (20 * mib, 20 * mib, 22.5 * mib)
     tasks = plan_tasks(four, {}, pack_target=pack)
     assert [[p["file"] for p in t] for t in tasks] == [["binlog.000001", "binlog.000002"],
                                                       ["binlog.000003", "binlog.000004"]]
+    # files of about equal size, the first two a little over half the archive: still two tasks
+    uneven = [BinlogObject("s", f"/a/binlog.{i:06d}", n) for i, n in enumerate((101, 102, 100, 100), 1)]
+    pack = spread_targets(10**6, 10**6, 10**6, total_bytes=403, parallelism=2)[2]
+    assert [len(t) for t in plan_tasks(uneven, {}, pack_target=pack)] == [2, 2]
     # one 40 MiB file on 4 cores: above the 10 MiB threshold, cut into ~10 MiB ranges
     assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=40 * mib, parallelism=4) == (
-        10 * mib, 10 * mib, 10 * mib)
+        10 * mib, 10 * mib, 11.25 * mib)
     # files under 4 MiB are never cut for this, ranges never under 1 MiB; packing by halves
-    assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=150_001, parallelism=2) == (
-        4 * mib, mib, 75_001)
+    assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=150_000, parallelism=2) == (
+        4 * mib, mib, 84_375)
     # a large archive: the given targets
     assert spread_targets(128 * mib, 64 * mib, 64 * mib, total_bytes=1 << 30, parallelism=2) == (
         128 * mib, 64 * mib, 64 * mib)
