@@ -24,6 +24,7 @@ from typing import Any
 from binlake.gold_types import (
     ConversionError,
     MySQLColumn,
+    PartialJsonUpdate,
     Rendering,
     column_from_table_map,
     convert_value,
@@ -197,7 +198,8 @@ class TableReplayer:
                 self.report.warnings["update of a row gold did not hold (archive starts later; no seed)"] += 1
         else:
             values = dict(old.values)
-        values.update(after)
+        for name, value in after.items():
+            values[name] = value.apply(values.get(name)) if isinstance(value, PartialJsonUpdate) else value
         self._insert(values, meta)
 
     def _remove(self, before: dict[str, Any]) -> _Row | None:

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
+import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from binlog_parser.rows.charsets import make_text_decoder
+from binlog_parser.rows.json_binary import MySQLJson, json_to_text
+from binlog_parser.rows.json_diff import JsonDiff, JsonDiffError, apply_json_diffs
 
 # Spark's DECIMAL holds at most 38 digits; MySQL's up to 65.
 SPARK_MAX_DECIMAL_PRECISION = 38
@@ -42,6 +45,30 @@ KNOWN_TYPES = (frozenset(INTEGER_BITS) | TEXT_TYPES | BINARY_TYPES | STRING_TYPE
 
 class ConversionError(ValueError):
     """A silver value that does not fit its column's type (a schema that does not match)."""
+
+
+@dataclass(frozen=True)
+class PartialJsonUpdate:
+    """A MySQL 8 partial JSON update (``binlog_row_value_options=PARTIAL_JSON``) whose before
+    image lacked the document: silver holds only the diffs (``{"partial_json": [{op, path,
+    value}]}``, value as JSON text). Gold applies them to the document it holds for the row."""
+
+    diffs: tuple[tuple[str, str, str | None], ...]
+
+    @classmethod
+    def from_silver(cls, value: dict[str, Any]) -> PartialJsonUpdate:
+        return cls(tuple((d["op"], d["path"], d.get("value")) for d in value["partial_json"]))
+
+    def apply(self, document: str | None) -> str:
+        """The new JSON text: the diffs applied (MySQL's rules) to ``document``."""
+        if document is None:
+            raise ConversionError("partial JSON update of a document gold does not hold")
+        diffs = tuple(JsonDiff(op, path, None if text is None else MySQLJson(json.loads(text)))
+                      for op, path, text in self.diffs)
+        try:
+            return json_to_text(apply_json_diffs(json.loads(document), diffs))
+        except (JsonDiffError, ValueError) as exc:
+            raise ConversionError(f"partial JSON update does not apply: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -221,6 +248,8 @@ def convert_value(value: Any, column: MySQLColumn, rendering: Rendering = Render
             return None if moment is None else moment.replace(tzinfo=_dt.UTC)
         if t in ("enum", "set"):
             return _members(value, column)
+        if t == "json" and isinstance(value, dict) and "partial_json" in value:
+            return PartialJsonUpdate.from_silver(value)
         if t == "vector":
             return [float(x) for x in value]
         if spark_type(column) == "BINARY":

@@ -142,3 +142,26 @@ def test_table_map_only_schema_uses_the_best_informed_map() -> None:
     rows = sorted(replayer.rows())
     assert [(r[0], r[1]) for r in rows] == [(1, "a"), (2, "é")]
     assert replayer.report.warnings["schema from TABLE_MAPs only (no DDL / seed)"] == 2
+
+
+def test_partial_json_update_applies_to_the_held_document() -> None:
+    """MySQL 8 PARTIAL_JSON with a MINIMAL before image: silver holds only the diffs; gold
+    applies them (values are JSON text) to the document it holds, in MySQL's key order."""
+    ddl = [DdlStatement(Coordinates(1, 4, file="b.1"), "shop",
+                        "CREATE TABLE orders (id INT PRIMARY KEY, doc JSON)")]
+    tm = {"columns": [{"name": "col_1", "type": "LONG", "nullable": False},
+                      {"name": "col_2", "type": "JSON", "nullable": True}]}
+    f = Feed()
+    f.table_map(tm)
+    f.row("insert", None, {"col_1": 1, "col_2": '{"age": 24, "name": "Joe"}'})
+    diffs = [{"op": "REPLACE", "path": "$.age", "value": "26"},
+             {"op": "INSERT", "path": "$.ab", "value": '[1, 2.5, "é"]'},
+             {"op": "REMOVE", "path": "$.name"}]
+    f.row("update", {"col_1": 1}, {"col_2": {"partial_json": diffs}})
+    f.row("update", {"col_1": 7}, {"col_2": {"partial_json": diffs[:1]}})  # a row gold never saw
+    replayer, rows = _replay(f, ddl)
+    assert rows[1]["doc"] == '{"ab": [1, 2.5, "é"], "age": 26}'
+    assert replayer.report.warnings == {
+        "update/delete of a row gold did not hold": 1,
+        "update of a row gold did not hold (archive starts later; no seed)": 1,
+        "row change not applied: partial JSON update of a document gold does not hold": 1}
