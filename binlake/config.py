@@ -202,6 +202,22 @@ class ArchiveSettings:
 
 
 @dataclass(frozen=True, config=_SCHEMA)
+class GoldSettings:
+    """``[gold]``: the typed current-state tables (docs/gold.md). ``history``: keep an SCD2
+    ``gold.<name>__history`` for every table; ``history_tables``: ... or for these
+    ``db.table`` names only (case-insensitive). ``seed_dumps``: source name -> a local dump file
+    (``mariadb-dump --single-transaction --master-data=2 --gtid --hex-blob``) that seeds its tables."""
+
+    history: StrictBool = False
+    history_tables: tuple[StrictStr, ...] = ()
+    seed_dumps: Mapping[StrictStr, StrictStr] = dataclasses.field(default_factory=dict)
+
+    def keeps_history(self, db: str, table: str) -> bool:
+        """Whether ``db.table`` gets a ``__history`` table."""
+        return self.history or f"{db}.{table}".casefold() in {t.casefold() for t in self.history_tables}
+
+
+@dataclass(frozen=True, config=_SCHEMA)
 class ArchiveConfig:
     """The ``[archive]`` table: keys for every source, and ``[archive.<source>]`` tables that
     override them for one source (already merged: ``per_source[name]`` is complete)."""
@@ -233,6 +249,7 @@ class BinlakeConfig:
     spark: SparkSettings = SparkSettings()
     config_path: StrictStr | None = None
     archive: ArchiveConfig | None = None
+    gold: GoldSettings = GoldSettings()
 
     @field_validator("sources")
     @classmethod
@@ -270,7 +287,7 @@ class BinlakeConfig:
 _PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object")
 #: file key -> field name, per section
 _FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
-_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive")
+_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold")
 _UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
@@ -280,7 +297,8 @@ def _file_keys(section: str) -> list[str]:
         return list(_FILE_SECTIONS)
     if section == "pipeline":
         return list(_PIPELINE_KEYS)
-    model = {"sources": SourceConfig, "s3": S3Settings, "spark": SparkSettings, "archive": ArchiveSettings}[section]
+    model = {"sources": SourceConfig, "s3": S3Settings, "spark": SparkSettings, "archive": ArchiveSettings,
+             "gold": GoldSettings}[section]
     back = {v: k for k, v in _FILE_RENAMES.get(section, {}).items()}
     return [back.get(f.name, f.name) for f in dataclasses.fields(model)]
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.gold_seed import SeedTable, SnapshotPosition
 from binlake.gold_types import (
     ConversionError,
     MySQLColumn,
@@ -36,6 +37,11 @@ from binlake.schema_history import Coordinates, SchemaVersion, TableSchema
 META_COLUMNS = ("_source", "_op", "_gtid", "_commit_time", "_binlog_file", "_binlog_pos",
                 "_binlog_payload_index", "_binlog_row_index")
 COPIES_COLUMN = "_copies"  # tables without a primary key: identical rows are counted, not repeated
+#: ``gold.<name>__history`` (SCD2): after the source columns, who made each version and who ended it
+HISTORY_COLUMNS = ("_source", "_op", "_gtid", "_valid_from", "_valid_from_file", "_valid_from_pos",
+                   "_valid_from_payload_index", "_valid_from_row_index", "_valid_to", "_valid_to_gtid",
+                   "_valid_to_file", "_valid_to_pos", "_valid_to_payload_index", "_valid_to_row_index",
+                   "_ended_by", "_is_current")
 
 
 @dataclass(frozen=True)
@@ -53,10 +59,22 @@ class StreamItem:
 
 
 @dataclass
+class _Version:
+    """One version of a row (SCD2): its values from ``start`` (META_COLUMNS values of the change
+    that made it) until ``end`` (the change that ended it; None while current)."""
+
+    values: dict[str, Any]
+    start: tuple[Any, ...]
+    end: tuple[Any, ...] | None = None
+    ended_by: str | None = None
+
+
+@dataclass
 class _Row:
     values: dict[str, Any]
     meta: tuple[Any, ...]
     copies: int = 1
+    versions: list[_Version] = field(default_factory=list)  # open versions, one per copy (history on)
 
 
 @dataclass
@@ -65,6 +83,8 @@ class ReplayReport:
 
     warnings: Counter[str] = field(default_factory=Counter)
     changes: int = 0
+    in_snapshot: int = 0  # row changes skipped: their transaction is already in the seed snapshot
+    seeded: int = 0  # rows the seed snapshot gave the table
     last: tuple[Any, ...] | None = None  # META_COLUMNS values of the latest change fed (deletes too)
 
 
@@ -77,8 +97,11 @@ def schema_from_table_map(fields: dict[str, Any]) -> TableSchema:
 class TableReplayer:
     """Current state of one table, fed in binlog order."""
 
-    def __init__(self, source: str, versions: Sequence[SchemaVersion], final: TableSchema) -> None:
+    def __init__(self, source: str, versions: Sequence[SchemaVersion], final: TableSchema,
+                 history: bool = False, snapshot: SnapshotPosition | None = None) -> None:
         self.source = source
+        self.snapshot = snapshot
+        self._history: list[_Version] | None = [] if history else None
         self.versions = sorted(versions, key=lambda v: v.at)
         self.final = final
         self.report = ReplayReport()
@@ -116,11 +139,39 @@ class TableReplayer:
                 same_shape = len(self._table_map) == len(self.final.columns)
                 self._schema = self.final if same_shape else schema_from_table_map(fields)
             return
+        if self.snapshot is not None and self.snapshot.contains(item.gtid):
+            self.report.in_snapshot += 1
+            return
         self.report.changes += 1
         try:
             self._apply(item)
         except ConversionError as exc:
             self.report.warnings[f"row change not applied: {exc}"] += 1
+
+    def seed(self, seed: SeedTable) -> None:
+        """Start from a snapshot's rows (before any archived change): the schema the seed's
+        CREATE TABLE gave (versions before the archive) converts them."""
+        self._advance_schema(Coordinates(-1, 1 << 62))
+        if self._schema is None:
+            self.report.warnings["seed rows for a table whose schema is unknown"] += len(seed.rows)
+            return
+        columns = list(self._schema.columns)
+        by_name = {c.name.casefold(): c for c in columns}
+        meta = (self.source, "snapshot", None, None, None, None, None, None)
+        for raw in seed.rows:
+            names = seed.columns or tuple(c.name for c in columns)
+            try:
+                if len(raw) != len(names):
+                    raise ConversionError(f"seed row has {len(raw)} values for {len(names)} columns")
+                values = {c.name: default_value(c) for c in columns}
+                for name, value in zip(names, raw):
+                    column = by_name[name.casefold()]
+                    values[column.name] = convert_value(value, column)
+            except (ConversionError, KeyError) as exc:
+                self.report.warnings[f"seed row not applied: {exc}"] += 1
+                continue
+            self.report.seeded += 1
+            self._insert(values, meta)
 
     # -- schema versions -------------------------------------------------------------------
     def _advance_schema(self, at: Coordinates | None) -> None:
@@ -138,6 +189,11 @@ class TableReplayer:
         self._schema_from_map = False
         if new is None:
             if version.warning is None:  # DROP TABLE / renamed away: the rows are gone
+                at = version.at
+                end = (self.source, None, None, None, at.file, at.pos,
+                       None if at.payload_index < 0 else at.payload_index, None)
+                for row in self._by_key.values():
+                    self._close(row.versions, end, "drop table", len(row.versions))
                 self._by_key.clear()
             self._schema = None
             return
@@ -151,6 +207,11 @@ class TableReplayer:
                 values[column.name] = default_value(column)
             keep = {c.name for c in new.columns}
             row.values = {k: v for k, v in values.items() if k in keep}
+            for open_version in row.versions:  # open versions show what SELECT shows now
+                open_version.values = row.values
+        for closed in self._history or ():  # ended versions keep their values, under new names
+            if closed.end is not None:
+                closed.values = {renames.get(k.casefold(), k): v for k, v in closed.values.items()}
         self._schema = new
         rows = list(self._by_key.values())
         self._by_key = {}
@@ -189,7 +250,7 @@ class TableReplayer:
                 item.at.row_index)
         self.report.last = meta
         before, after = self._image(item.before_json), self._image(item.after_json)
-        old = self._remove(before) if before is not None else None
+        old = self._remove(before, meta) if before is not None else None
         if after is None:
             return
         if old is None:
@@ -202,12 +263,13 @@ class TableReplayer:
             values[name] = value.apply(values.get(name)) if isinstance(value, PartialJsonUpdate) else value
         self._insert(values, meta)
 
-    def _remove(self, before: dict[str, Any]) -> _Row | None:
+    def _remove(self, before: dict[str, Any], meta: tuple[Any, ...]) -> _Row | None:
         key = self._key(before)
         row = self._by_key.get(key)
         if row is None:
             self.report.warnings["update/delete of a row gold did not hold"] += 1
             return None
+        self._close(row.versions, meta, str(meta[1]), 1)
         if row.copies > 1:
             row.copies -= 1
             return _Row(dict(row.values), row.meta)
@@ -219,10 +281,36 @@ class TableReplayer:
         if existing is not None and not self.final.primary_key:
             existing.copies += 1
             existing.meta = meta
+            self._open(existing, meta)
             return
         if existing is not None:
             self.report.warnings["insert over an existing key (replaced)"] += 1
-        self._by_key[key] = _Row(values, meta)
+            self._close(existing.versions, meta, "replaced", len(existing.versions))
+        self._by_key[key] = row = _Row(values, meta)
+        self._open(row, meta)
+
+    # -- SCD2 history ------------------------------------------------------------------------
+    def _open(self, row: _Row, meta: tuple[Any, ...]) -> None:
+        if self._history is not None:
+            version = _Version(row.values, meta)
+            row.versions.append(version)
+            self._history.append(version)
+
+    @staticmethod
+    def _close(versions: list[_Version], end: tuple[Any, ...], ended_by: str, count: int) -> None:
+        """End the ``count`` newest open versions (a no-key row's copies end one at a time)."""
+        for _ in range(min(count, len(versions))):
+            version = versions.pop()
+            version.end, version.ended_by = end, ended_by
+
+    def history_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Every version of every row, in :data:`HISTORY_COLUMNS` order after the final schema's
+        columns, oldest first (empty unless the replayer was made with ``history=True``)."""
+        names = [c.name for c in self.final.columns]
+        for v in self._history or ():
+            end = v.end or (None,) * len(META_COLUMNS)
+            yield (*(v.values.get(n) for n in names), *v.start[:3], v.start[3], *v.start[4:],
+                   end[3], end[2], *end[4:], v.ended_by, v.end is None)
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
         """The current rows in :attr:`output_columns` order (columns of the final schema)."""

@@ -30,8 +30,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
 from binlake.gold_state import (
     COPIES_COLUMN,
+    HISTORY_COLUMNS,
     StreamItem,
     TableReplayer,
     best_table_map,
@@ -55,6 +57,9 @@ from spark_jobs.schemas import spec
 _META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
              "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
              "_binlog_row_index INT")
+_HISTORY_TYPES = ("STRING NOT NULL", "STRING", "STRING", "TIMESTAMP", "STRING", "BIGINT", "INT", "INT",
+                  "TIMESTAMP", "STRING", "STRING", "BIGINT", "INT", "INT", "STRING", "BOOLEAN NOT NULL")
+HISTORY_SUFFIX = "__history"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class GoldTableResult:
     warnings: tuple[tuple[str, int], ...]
     last_change: tuple[Any, ...] | None = None  # (file, pos, gtid, commit_time) of the latest change
     fingerprint: str | None = None
+    history_rows: int | None = None  # versions in gold.<name>__history; None: no history kept
 
 
 @dataclass(frozen=True)
@@ -189,17 +195,24 @@ def _stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> Any:
     return maps.unionByName(rows).repartition(1).sortWithinPartitions(*order)
 
 
-def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSchema
-                      ) -> Any:
+def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSchema,
+                      history: bool = False, seed: SeedTable | None = None,
+                      position: SnapshotPosition | None = None) -> Any:
     def run(rows: Iterator[Any]) -> Iterator[tuple[str, Any]]:
-        replayer = TableReplayer(source, versions, final)
+        replayer = TableReplayer(source, versions, final, history, position)
+        if seed is not None:
+            replayer.seed(seed)
         for r in rows:
             replayer.feed(StreamItem(_coords(r, r["row_index"]), r["kind"], r["fields"], r["operation"],
                                      r["before_json"], r["after_json"], r["gtid"], r["commit_time"]))
         replayer.feed_all(())
         for out in replayer.rows():
             yield "row", out
+        for version in replayer.history_rows():
+            yield "history", version
         yield "changes", replayer.report.changes
+        if replayer.report.in_snapshot:
+            yield "warning", ("row changes already in the seed snapshot (skipped)", replayer.report.in_snapshot)
         yield "last", replayer.report.last
         for text, count in replayer.report.warnings.items():
             yield "warning", (text, count)
@@ -211,6 +224,22 @@ def gold_schema_ddl(final: TableSchema) -> str:
     cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
     extra = [] if final.primary_key else [f"{COPIES_COLUMN} BIGINT NOT NULL"]
     return ", ".join([*cols, _META_DDL, *extra])
+
+
+def history_schema_ddl(final: TableSchema) -> str:
+    """``gold.<name>__history``'s Spark schema: source columns, then :data:`HISTORY_COLUMNS`."""
+    cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
+    return ", ".join([*cols, *(f"{n} {t}" for n, t in zip(HISTORY_COLUMNS, _HISTORY_TYPES))])
+
+
+def _write_history(spark: Any, out: Any, final: TableSchema, path: str, run_id: str) -> int:
+    """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
+    replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
+    df = spark.createDataFrame(out.filter(lambda kv: kv[0] == "history").map(lambda kv: kv[1]),
+                               history_schema_ddl(final))
+    (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+       .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
+    return int(spark.read.format("delta").load(path).count())
 
 
 def _best_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> dict[str, Any] | None:
@@ -254,9 +283,9 @@ def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str)
 
 
 def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
-                versions: list[SchemaVersion], run_id: str, fingerprint: str | None = None
-                ) -> GoldTableResult:
-    """Replay one table and write its gold table."""
+                versions: list[SchemaVersion], run_id: str, fingerprint: str | None = None,
+                history: bool = False, snapshot: Snapshot | None = None) -> GoldTableResult:
+    """Replay one table and write its gold table (and its ``__history`` table when asked)."""
     name = gold_table_name(source, db, table)
     path = gold_location(cfg, name)
     known = final_schema(versions, None)
@@ -266,12 +295,16 @@ def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
                                (("table dropped or unknown", 1),), None, fingerprint)
     schema_ddl = gold_schema_ddl(final)
     out = _stream(spark, cfg, source, db, table).rdd.mapPartitions(
-        _replay_partition(source, versions, final)).cache()
+        _replay_partition(source, versions, final, history, snapshot.rows_of(db, table) if snapshot else None,
+                          snapshot.position if snapshot else None)).cache()
+    history_rows = None
     try:
         data = out.filter(lambda kv: kv[0] == "row").map(lambda kv: kv[1])
         df = spark.createDataFrame(data, schema_ddl)
         mode = _write_gold(spark, df, path, final, run_id)
-        side = out.filter(lambda kv: kv[0] != "row").collect()
+        if history:
+            history_rows = _write_history(spark, out, final, gold_location(cfg, name + HISTORY_SUFFIX), run_id)
+        side = out.filter(lambda kv: kv[0] not in ("row", "history")).collect()
     finally:
         out.unpersist()
     warnings: Counter[str] = Counter()
@@ -285,7 +318,7 @@ def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
             warnings[value[0]] += value[1]
     rows = spark.read.format("delta").load(path).count()
     return GoldTableResult(name, db, table, path, rows, changes, mode, tuple(sorted(warnings.items())),
-                           last, fingerprint)
+                           last, fingerprint, history_rows)
 
 
 # ------------------------------------------------------------------ status
@@ -324,10 +357,13 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
     for r in results:
         last = r.last_change or (None, None, None, None)
         versions = [v.version for v in history if (v.db, v.table) == (r.db, r.table)]
-        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes,
-                     max(versions) if versions else None, *last, gtids, complete, since,
-                     seeded, r.write_mode, json.dumps(dict(r.warnings)) if r.warnings else None,
-                     r.fingerprint, run_id, now))
+        common = (max(versions) if versions else None, *last, gtids, complete, since, seeded, r.write_mode,
+                  json.dumps(dict(r.warnings)) if r.warnings else None, r.fingerprint, run_id, now)
+        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *common))
+        if r.history_rows is not None:  # the status row is the history table's catalog entry too
+            name = r.name + HISTORY_SUFFIX
+            rows.append((source, name, r.db, r.table, gold_location(cfg, name), r.history_rows, r.changes,
+                         *common))
     _replace_source(spark, cfg, "meta.gold_status", rows, source, run_id)
 
 
@@ -354,7 +390,7 @@ def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVe
     return out
 
 
-def _previous_status(spark: Any, cfg: Any, source: str) -> dict[tuple[str, str], Any]:
+def _previous_status(spark: Any, cfg: Any, source: str) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     path = table_path(cfg, "meta.gold_status")
@@ -363,48 +399,76 @@ def _previous_status(spark: Any, cfg: Any, source: str) -> dict[tuple[str, str],
     df = spark.read.format("delta").load(path)
     if "input_fingerprint" not in df.columns:
         return {}
-    return {(r["db"], r["table_name"]): r for r in df.where(F.col("source") == source).collect()}
+    return {r["gold_table"]: r for r in df.where(F.col("source") == source).collect()}
 
 
-def _unchanged(previous: Any) -> GoldTableResult:
+def _unchanged(previous: Any, history: Any | None) -> GoldTableResult:
     warnings = tuple(sorted(json.loads(previous["warnings"]).items())) if previous["warnings"] else ()
     last = (previous["last_file"], previous["last_pos"], previous["last_gtid"],
             previous["last_commit_time"])
     return GoldTableResult(previous["gold_table"], previous["db"], previous["table_name"],
                            previous["location"], previous["rows"], previous["changes"], "unchanged",
-                           warnings, last, previous["input_fingerprint"])
+                           warnings, last, previous["input_fingerprint"],
+                           None if history is None else history["rows"])
 
 
 # ------------------------------------------------------------------ entry point
 
+def _snapshot(cfg: Any, source: str, seed_dump: str | None) -> Snapshot | None:
+    """The source's seed snapshot: ``seed_dump`` text, else the ``[gold] seed_dumps`` file."""
+    if seed_dump is None:
+        path = cfg.gold.seed_dumps.get(source)
+        if path is None:
+            return None
+        with open(path, encoding="utf-8") as dump:
+            seed_dump = dump.read()
+    return parse_dump(seed_dump)
+
+
+def _is_current(spark: Any, before: Any, before_history: Any, fingerprint: str, keep_history: bool) -> bool:
+    """The table's inputs are those of its last run and its tables (history too, if kept) exist."""
+    if before is None or before["input_fingerprint"] != fingerprint or not _is_delta(spark, before["location"]):
+        return False
+    return keep_history == (before_history is not None and _is_delta(spark, before_history["location"]))
+
+
 def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
              initial_schema_sql: str | None = None,
              only_tables: frozenset[tuple[str, str]] | None = None,
-             force: bool = False) -> GoldResult:
+             force: bool = False, seed_dump: str | None = None) -> GoldResult:
     """Build (or bring up to date) every gold table of ``source`` from silver; see module doc.
 
     ``initial_schema_sql``: ``SHOW CREATE TABLE`` texts for tables created before the archive.
+    ``seed_dump``: a dump taken at a GTID position (``binlake.gold_seed``; default: the
+    ``[gold] seed_dumps`` file of the source): its tables start from its rows, and only
+    changes (and DDL) whose GTID is not in its position apply.
     ``force``: replay every table even when its inputs are unchanged since the last run.
     ``only_tables``: rebuild just these ``(db, table)`` (status rows of the others are kept
     out of this run's ``meta.gold_status`` rows, so use it for repairs, not routinely).
     """
     t0 = time.time()
-    seeds = seed_statements(initial_schema_sql)
-    history = build_history(load_ddl(spark, cfg, source), seeds)
+    snapshot = _snapshot(cfg, source, seed_dump)
+    seeds = seed_statements("\n".join(text for text in (initial_schema_sql, snapshot.schema_sql if snapshot else None)
+                                       if text))
+    ddl = [d for d in load_ddl(spark, cfg, source) if snapshot is None or not snapshot.position.contains(d.gtid)]
+    history = build_history(ddl, seeds)
     write_schema_history(spark, cfg, source, history, run_id)
     fingerprints = input_fingerprints(spark, cfg, source, history)
+    seeded_tables = {(t.db, t.table) for t in snapshot.tables} if snapshot else set()
     previous = _previous_status(spark, cfg, source)
     results = []
-    for db, table in sorted(fingerprints):
+    for db, table in sorted(set(fingerprints) | seeded_tables):
         if only_tables is not None and (db, table) not in only_tables:
             continue
-        before = previous.get((db, table))
-        if (not force and before is not None and before["input_fingerprint"] == fingerprints[(db, table)]
-                and _is_delta(spark, before["location"])):
-            results.append(_unchanged(before))
+        name = gold_table_name(source, db, table)
+        keep_history = cfg.gold.keeps_history(db, table)
+        fingerprint = fingerprints.get((db, table), "no changes") + (f":seed {snapshot.digest()}" if snapshot else "")
+        before, before_history = previous.get(name), previous.get(name + HISTORY_SUFFIX)
+        if not force and _is_current(spark, before, before_history, fingerprint, keep_history):
+            results.append(_unchanged(before, before_history))
             continue
         versions = [v for v in history if (v.db, v.table) == (db, table)]
-        results.append(build_table(spark, cfg, source, db, table, versions, run_id,
-                                   fingerprints[(db, table)]))
+        results.append(build_table(spark, cfg, source, db, table, versions, run_id, fingerprint,
+                                   keep_history, snapshot))
     write_status(spark, cfg, source, results, history, bool(seeds), run_id)
     return GoldResult(source, run_id, tuple(results), len(history), time.time() - t0)

@@ -19,7 +19,7 @@ import pytest
 from conftest import make_test_config
 
 from binlog_parser.rows.numbers import format_double, format_float
-from spark_jobs.gold import gold_location, gold_table_name, run_gold
+from spark_jobs.gold import HISTORY_SUFFIX, gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
 
 FIX = Path(__file__).parent / "fixtures" / "mariadb-10.11"
@@ -75,17 +75,22 @@ def mysql_text(value: Any, column: dict[str, Any]) -> bytes | None:
     return str(value).encode()
 
 
-@pytest.fixture(scope="module")
-def gold(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("gold-fixture")
+def _copy_chain(root: Path) -> list[BinlogObject]:
     objects = []
     for p in sorted(FIX.glob("binlog.0*")):
         shutil.copyfile(p, root / p.name)
         objects.append(BinlogObject(source=SOURCE, uri=str(root / p.name), size=p.stat().st_size, etag="1"))
-    cfg = make_test_config(root, s3_server.endpoint_url)
+    return objects
+
+
+@pytest.fixture(scope="module")
+def gold(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("gold-fixture")
+    objects = _copy_chain(root)
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history": True})
     run_ingest(spark, cfg, objects, "fixture-ingest")
     result = run_gold(spark, cfg, SOURCE, "fixture-gold")
-    return {"cfg": cfg, "result": result}
+    return {"cfg": cfg, "result": result, "objects": objects}
 
 
 @pytest.mark.parametrize("table", ["customer", "orders"])
@@ -123,3 +128,61 @@ def test_binlake_sql_sees_the_gold_tables(spark: Any, gold: dict[str, Any]) -> N
         assert got.rows and sorted(got.rows, key=repr) == sorted(want.rows, key=repr), name
     status = fast.run("SELECT gold_table FROM meta.gold_status")
     assert {f"gold.{name}" for (name,) in status.rows} == {n for n in listed if n.startswith("gold.")}
+
+
+def _history(spark: Any, cfg: Any, table: str) -> list[Any]:
+    name = gold_table_name(SOURCE, "shop", table) + HISTORY_SUFFIX
+    return sorted(spark.read.format("delta").load(gold_location(cfg, name)).collect(),
+                  key=lambda r: (r["id"], r["_valid_from_file"], r["_valid_from_pos"], r["_valid_from_row_index"]))
+
+
+def test_scd2_history_follows_the_scenario(spark: Any, gold: dict[str, Any]) -> None:
+    """scenario.sql: customers 1, 2 inserted then updated, 3 inserted then deleted, 4 inserted;
+    orders 1 inserted then (after ADD COLUMN channel DEFAULT 'web') updated to 'app', 2 inserted,
+    3-5 inserted by INSERT ... SELECT, 4 deleted. Every version, chained, the current ones equal
+    to the gold table."""
+    cfg = gold["cfg"]
+    customer = [(r["id"], r["_op"], r["_ended_by"], r["_is_current"]) for r in _history(spark, cfg, "customer")]
+    assert customer == [(1, "insert", "update", False), (1, "update", None, True),
+                        (2, "insert", "update", False), (2, "update", None, True),
+                        (3, "insert", "delete", False), (4, "insert", None, True)]
+    orders = _history(spark, cfg, "orders")
+    assert [(r["id"], r["status"], r["channel"], r["_ended_by"], r["_is_current"]) for r in orders] == [
+        (1, "new", "web", "update", False), (1, "paid", "app", None, True), (2, "new", "web", None, True),
+        (3, "new", "web", None, True), (4, "new", "web", "delete", False), (5, "new", "web", None, True)]
+    ended = orders[0]
+    assert (ended["_valid_to"], ended["_valid_to_gtid"], ended["_valid_to_file"], ended["_valid_to_pos"]) == (
+        orders[1]["_valid_from"], orders[1]["_gtid"], orders[1]["_valid_from_file"], orders[1]["_valid_from_pos"])
+    assert ended["_valid_to"] >= ended["_valid_from"]  # the scenario ran within one second
+    assert (ended["_valid_from_file"], ended["_valid_to_file"]) == ("binlog.000002", "binlog.000003")
+    for table in ("customer", "orders"):
+        current = _history(spark, cfg, table)
+        df = spark.read.format("delta").load(gold_location(cfg, gold_table_name(SOURCE, "shop", table)))
+        source_columns = [c for c in df.columns if not c.startswith("_")]
+        assert sorted(tuple(r[c] for c in source_columns) for r in current if r["_is_current"]) == \
+            sorted(tuple(r[c] for c in source_columns) for r in df.collect())
+    status = {r["gold_table"]: r["rows"] for r in spark.read.format("delta")
+              .load(f"{cfg.warehouse}/meta/gold_status").where(f"source = '{SOURCE}'").collect()}
+    assert status[gold_table_name(SOURCE, "shop", "orders") + HISTORY_SUFFIX] == 6
+
+
+def test_scd2_history_identical_after_rerun_and_out_of_order_backfill(
+        spark: Any, gold: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
+    """The newest two files first (gold built on them), then the oldest two backfilled, then a
+    forced re-run: the same versions as the in-order run (valid_from/valid_to included)."""
+    want = {t: [tuple(r) for r in _history(spark, gold["cfg"], t)] for t in ("customer", "orders")}
+    root = tmp_path_factory.mktemp("gold-fixture-backfill")
+    objects = _copy_chain(root)
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history_tables": ["SHOP.orders", "shop.customer"]})
+    run_ingest(spark, cfg, objects[2:], "late-first")
+    run_gold(spark, cfg, SOURCE, "gold-late")
+    assert [tuple(r) for r in _history(spark, cfg, "orders")] != want["orders"]
+    run_ingest(spark, cfg, objects[:2], "backfill")
+    run_gold(spark, cfg, SOURCE, "gold-backfilled")
+    assert {t: [tuple(r) for r in _history(spark, cfg, t)] for t in want} == want
+    forced = run_gold(spark, cfg, SOURCE, "gold-forced", force=True)
+    assert {t: [tuple(r) for r in _history(spark, cfg, t)] for t in want} == want
+    assert {t.table: t.history_rows for t in forced.tables} == {"customer": 6, "orders": 6}
+    skipped = run_gold(spark, cfg, SOURCE, "gold-skipped")
+    assert {t.write_mode for t in skipped.tables} == {"unchanged"}
+    assert {t.table: t.history_rows for t in skipped.tables} == {"customer": 6, "orders": 6}

@@ -8,6 +8,7 @@ from typing import Any
 
 from binlake.gold_state import (
     COPIES_COLUMN,
+    HISTORY_COLUMNS,
     StreamItem,
     TableReplayer,
     best_table_map,
@@ -165,3 +166,57 @@ def test_partial_json_update_applies_to_the_held_document() -> None:
         "update/delete of a row gold did not hold": 1,
         "update of a row gold did not hold (archive starts later; no seed)": 1,
         "row change not applied: partial JSON update of a document gold does not hold": 1}
+
+
+def _history(feed: Feed, ddl: list[DdlStatement]) -> list[dict[str, Any]]:
+    versions = [v for v in build_history(ddl) if v.table == "orders"]
+    final = final_schema(versions, None)
+    assert final is not None
+    replayer = TableReplayer("src", versions, final, history=True)
+    replayer.feed_all(feed.items)
+    names = [c.name for c in final.columns] + list(HISTORY_COLUMNS)
+    return [dict(zip(names, r)) for r in replayer.history_rows()]
+
+
+def test_scd2_history_versions_chain_and_end() -> None:
+    """Every version of every row: an update ends a version where the next begins, a PK change
+    ends the old key's version, a delete and a DROP TABLE end the last ones; an ADD COLUMN
+    shows its default on the versions open at the ALTER, not on those that ended before it."""
+    ddl = [*DDL, DdlStatement(Coordinates(1, 155, file="b.1"), "shop",
+                              "ALTER TABLE orders ADD status VARCHAR(10) NOT NULL DEFAULT 'new' AFTER amount"),
+           DdlStatement(Coordinates(1, 500, file="b.1"), "shop", "DROP TABLE orders"),
+           DdlStatement(Coordinates(1, 510, file="b.1"), "shop",
+                        "CREATE TABLE orders (id INT PRIMARY KEY, amount DECIMAL(12,2), "
+                        "status VARCHAR(10) NOT NULL DEFAULT 'new', note VARCHAR(40) CHARSET latin1)")]
+    f = Feed()
+    f.table_map(FULL_MAP)
+    f.row("insert", None, {"id": 1, "amount": "1.00", "note": "a"})   # 120
+    f.row("update", {"id": 1, "amount": "1.00", "note": "a"}, {"id": 1, "amount": "2.00", "note": "a"})  # 130
+    f.row("insert", None, {"id": 2, "amount": "5.00", "note": "b"})   # 140
+    f.row("delete", {"id": 2, "amount": "5.00", "note": "b"}, None)   # 150
+    f.table_map(WITH_STATUS)  # 160, after the ALTER at 155
+    f.row("update", {"id": 1, "amount": "2.00", "status": "new", "note": "a"},
+          {"id": 10, "amount": "2.00", "status": "new", "note": "a"})  # 170: PK change
+    rows = _history(f, ddl)
+    got = [(r["id"], r["amount"], r["status"], r["_op"], r["_valid_from_pos"], r["_valid_to_pos"],
+            r["_ended_by"], r["_is_current"]) for r in rows]
+    assert got == [(1, Decimal("1.00"), None, "insert", 120, 130, "update", False),
+                   (1, Decimal("2.00"), "new", "update", 130, 170, "update", False),
+                   (2, Decimal("5.00"), None, "insert", 140, 150, "delete", False),
+                   (10, Decimal("2.00"), "new", "update", 170, 500, "drop table", False)]
+    assert rows[0]["_valid_to_gtid"] == rows[1]["_gtid"] == "0-1-130"
+    assert rows[3]["_valid_to_gtid"] is None and rows[3]["_valid_to_file"] == "b.1"
+
+
+def test_scd2_history_of_a_table_without_key_counts_copies() -> None:
+    """Two identical rows are two versions; deleting one copy ends one of them."""
+    ddl = [DdlStatement(Coordinates(1, 4, file="b.1"), "shop", "CREATE TABLE orders (a INT, b VARCHAR(5))")]
+    tm = {"columns": [{"name": "a", "type": "LONG"}, {"name": "b", "type": "VARCHAR", "charset": "utf8mb4"}]}
+    f = Feed()
+    f.table_map(tm)
+    f.row("insert", None, {"a": 1, "b": "x"})
+    f.row("insert", None, {"a": 1, "b": "x"})
+    f.row("delete", {"a": 1, "b": "x"}, None)
+    rows = _history(f, ddl)
+    assert [(r["a"], r["_valid_from_pos"], r["_valid_to_pos"], r["_is_current"]) for r in rows] == [
+        (1, 120, None, True), (1, 130, 140, False)]
