@@ -62,7 +62,7 @@ class SnapshotPosition:
 @dataclass(frozen=True)
 class SeedTable:
     """One table's rows in the dump: ``columns`` (None: the CREATE TABLE's order) and values as
-    silver would render them (text, numbers, ``0x<hex>`` for binary, None for NULL)."""
+    text (strings, numbers), bytes (hex / bit / ``_binary`` literals) or None (NULL)."""
 
     db: str
     table: str
@@ -104,19 +104,19 @@ def dump_position(text: str) -> SnapshotPosition:
 
 
 def literal_value(node: exp.Expression) -> Any:
-    """A dump literal as silver renders the value (binary as ``0x<hex>``)."""
+    """A dump literal: text for strings and numbers, bytes for hex / bit / ``_binary`` literals."""
     if isinstance(node, exp.Null):
         return None
     if isinstance(node, exp.Neg):
         inner = literal_value(node.this)
         return "-" + str(inner)
     if isinstance(node, exp.HexString):
-        return "0x" + str(node.this).lower()
+        return bytes.fromhex(str(node.this))
     if isinstance(node, exp.BitString):
         bits = str(node.this) or "0"
-        return "0x" + int(bits, 2).to_bytes((len(bits) + 7) // 8, "big").hex()
+        return int(bits, 2).to_bytes((len(bits) + 7) // 8, "big")
     if isinstance(node, exp.Introducer):  # _binary '…' (mysqldump without --hex-blob)
-        return "0x" + str(node.expression.this).encode("utf-8", "surrogateescape").hex()
+        return str(node.expression.this).encode("utf-8", "surrogateescape")
     if isinstance(node, exp.Literal):
         return str(node.this)
     if isinstance(node, exp.Boolean):
@@ -163,3 +163,14 @@ def parse_dump(text: str) -> Snapshot:
             rows[key] = seed if before is None else SeedTable(seed.db, seed.table, seed.columns,
                                                                before.rows + seed.rows)
     return Snapshot(position, "\n".join(schema), tuple(rows.values()))
+
+
+def silver_form(value: Any, binary_column: bool) -> Any:
+    """A dump value as silver renders a decoded value of its column: binary columns as
+    ``0x<hex>`` (a quoted string in a binary column is its bytes: ``--hex-blob`` leaves empty
+    values as ``''``), text from bytes decoded as UTF-8."""
+    if isinstance(value, bytes):
+        return "0x" + value.hex() if binary_column else value.decode("utf-8", errors="replace")
+    if isinstance(value, str) and binary_column:
+        return "0x" + value.encode("utf-8", "surrogateescape").hex()
+    return value

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.gold_seed import SeedTable, SnapshotPosition
+from binlake.gold_seed import SeedTable, SnapshotPosition, silver_form
 from binlake.gold_types import (
     ConversionError,
     MySQLColumn,
@@ -31,6 +31,7 @@ from binlake.gold_types import (
     convert_value,
     default_value,
     rendering_of,
+    spark_type,
 )
 from binlake.schema_history import Coordinates, SchemaVersion, TableSchema
 
@@ -166,7 +167,7 @@ class TableReplayer:
                 values = {c.name: default_value(c) for c in columns}
                 for name, value in zip(names, raw):
                     column = by_name[name.casefold()]
-                    values[column.name] = convert_value(value, column)
+                    values[column.name] = convert_value(silver_form(value, spark_type(column) == "BINARY"), column)
             except (ConversionError, KeyError) as exc:
                 self.report.warnings[f"seed row not applied: {exc}"] += 1
                 continue

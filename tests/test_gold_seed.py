@@ -25,7 +25,7 @@ def test_position_rows_and_schema_of_a_real_dump() -> None:
     assert snap.position == SnapshotPosition("0-7-3", "mariadb")
     (table,) = snap.tables
     assert (table.db, table.table, table.columns) == ("shop", "t", None)
-    assert table.rows[0] == ("1", "0x02aa", "0x00ff27275c0a", "it's \\ é😀\n", "café", "2025-01-02 03:04:05.678",
+    assert table.rows[0] == ("1", b"\x02\xaa", b"\x00\xff''\\\n", "it's \\ é😀\n", "café", "2025-01-02 03:04:05.678",
                              '{"a": [1, 2.5]}', "b", "18446744073709551615", "0000-00-00", "-838:59:59.00",
                              "3.14159")
     assert table.rows[1] == ("2",) + (None,) * 11
@@ -50,6 +50,21 @@ def test_seed_rows_become_gold_values() -> None:
     assert one["_op"] == "snapshot" and one["_binlog_file"] is None
     assert all(v is None for k, v in rows[2].items() if not k.startswith("_") and k != "id")
     assert replayer.report.seeded == 2 and not replayer.report.warnings
+
+
+def test_empty_binary_and_literal_forms() -> None:
+    """``--hex-blob`` leaves an empty binary value as ``''``; bit and ``_binary`` literals are bytes."""
+    dump = ("-- SET GLOBAL gtid_slave_pos='0-1-9';\nUSE `s`;\nCREATE TABLE t (id INT PRIMARY KEY, vb VARBINARY(4), "
+            "b BIT(9), tx TEXT);\nINSERT INTO `t` (`id`, `vb`, `b`, `tx`) VALUES (1,'',b'100000001',_binary 'é'),"
+            "(-2,0x00,NULL,'0x41');")
+    snap = parse_dump(dump)
+    versions = [v for v in build_history([], seed_statements(snap.schema_sql)) if v.table == "t"]
+    final = final_schema(versions, None)
+    assert final is not None and snap.tables[0].columns == ("id", "vb", "b", "tx")
+    replayer = TableReplayer("src", versions, final)
+    replayer.seed(snap.tables[0])
+    rows = {r[0]: r[1:4] for r in replayer.rows()}
+    assert rows == {1: (b"", b"\x01\x01", "é"), -2: (b"\x00", None, "0x41")}
 
 
 def test_only_changes_after_the_position_apply() -> None:
