@@ -163,7 +163,6 @@ def test_full_metadata_types_and_ddl_only_decimals(spark: Any, gold: dict[str, A
     assert types["L_SHIPDATE"] == "date" and "_copies" not in types  # PRIMARY KEY from the DDL
     history = (spark.read.format("delta").load(f"{cfg.warehouse}/silver/schema_history")
                .where("source = 'my8-lineitem' AND table_name = 'Demo'").orderBy("version").collect())
-    print([(r["version"], r["dropped"], r["warning"]) for r in history], file=sys.stderr)
     assert [(r["version"], r["dropped"]) for r in history] == [(0, False), (1, True), (2, False)]
 
 
