@@ -186,3 +186,36 @@ def test_scd2_history_identical_after_rerun_and_out_of_order_backfill(
     skipped = run_gold(spark, cfg, SOURCE, "gold-skipped")
     assert {t.write_mode for t in skipped.tables} == {"unchanged"}
     assert {t.table: t.history_rows for t in skipped.tables} == {"customer": 6, "orders": 6}
+
+
+def _gold_rows(spark: Any, cfg: Any) -> dict[str, list[tuple[Any, ...]]]:
+    return {t: sorted((tuple(r) for r in spark.read.format("delta")
+                       .load(gold_location(cfg, gold_table_name(SOURCE, "shop", t))).collect()), key=repr)
+            for t in ("customer", "orders")}
+
+
+def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, Any],
+                                                 tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
+    """binlog.000003 missing: reconciliation finds the gap, gold applies what it has and flags every
+    table incomplete since the file after the gap; the backfilled file repairs gold to the
+    in-order state and clears the flag."""
+    from spark_jobs.reconcile import run_reconcile
+
+    root = tmp_path_factory.mktemp("gold-fixture-gap")
+    objects = _copy_chain(root)
+    cfg = make_test_config(root, s3_server.endpoint_url)
+    run_ingest(spark, cfg, [o for o in objects if o.file != "binlog.000003"], "gap-ingest")
+    run_reconcile(spark, cfg, "gap-reconcile", sources=[SOURCE])
+    run_gold(spark, cfg, SOURCE, "gap-gold")
+    status_path = f"{cfg.warehouse}/meta/gold_status"
+    flags = {(r["table_name"], r["complete"], r["incomplete_since"])
+             for r in spark.read.format("delta").load(status_path).collect()}
+    assert flags == {("customer", False, "binlog.000004"), ("orders", False, "binlog.000004")}
+    assert _gold_rows(spark, cfg) != _gold_rows(spark, gold["cfg"])
+    run_ingest(spark, cfg, [o for o in objects if o.file == "binlog.000003"], "gap-backfill")
+    run_reconcile(spark, cfg, "gap-reconcile-2", sources=[SOURCE])
+    run_gold(spark, cfg, SOURCE, "gap-gold-2")
+    flags = {(r["table_name"], r["complete"], r["incomplete_since"])
+             for r in spark.read.format("delta").load(status_path).collect()}
+    assert flags == {("customer", True, None), ("orders", True, None)}
+    assert _gold_rows(spark, cfg) == _gold_rows(spark, gold["cfg"])
