@@ -220,7 +220,8 @@ def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> 
 
 
 #: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
-GOLD_CODE = ("spark_jobs.gold", "binlake.gold_types", "binlake.gold_state", "binlake.schema_history")
+GOLD_CODE = ("spark_jobs.gold", "binlake.gold_types", "binlake.gold_state", "binlake.schema_history",
+             "binlake.gold_seed")
 GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
                "meta.gtid_coverage", "meta.gold_status")
 
@@ -241,7 +242,9 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
     from binlake.delta_tables import open_delta_table
     from binlake.tables import table_location
 
-    out: dict[str, Any] = {"config": hashlib.sha256(repr((cfg.warehouse, cfg.source(source))).encode()).hexdigest(),
+    # [gold] (history tables, seed dumps) shapes the gold tables too
+    out: dict[str, Any] = {"config": hashlib.sha256(repr((cfg.warehouse, cfg.source(source), cfg.gold))
+                                                    .encode()).hexdigest(),
                            "code": _gold_code_digest()}
     for name in GOLD_INPUTS:
         table = open_delta_table(table_location(cfg.warehouse, name), cfg.s3)

@@ -171,5 +171,8 @@ def test_gold_is_skipped_only_while_its_inputs_are_unchanged(cfg: BinlakeConfig)
     fewer_sources = make_test_config(Path(cfg.warehouse).parent, "http://127.0.0.1:9", sources=[
         {"name": "quiet", "uri": cfg.source("quiet").uri}])  # another night's config, same source
     assert steps.gold_inputs(fewer_sources, "quiet") == inputs
+    with_history = make_test_config(Path(cfg.warehouse).parent, "http://127.0.0.1:9", gold={"history": True},
+                                    sources=[{"name": "quiet", "uri": cfg.source("quiet").uri}])
+    assert steps.gold_inputs(with_history, "quiet") != inputs  # [gold] shapes the gold tables
     _store_verdict(cfg, "quiet")  # quiet's rows written again
     assert steps.gold_without_spark(cfg, "quiet", "g1") is None
