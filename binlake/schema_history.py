@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import sqlglot
 from sqlglot import exp
 
+from binlake.errors import BinlakeError
 from binlake.gold_types import MySQLColumn
 
 TableKey = tuple[str, str]  # (db, table)
@@ -78,7 +79,7 @@ class SchemaVersion:
     renames: tuple[tuple[str, str], ...] = ()  # (old, new) column renames done by this version
 
 
-class DdlError(ValueError):
+class DdlError(BinlakeError, ValueError):
     """A DDL statement that affects a table but could not be understood."""
 
 

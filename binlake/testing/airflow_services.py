@@ -25,13 +25,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from binlake.errors import BinlakeError
 from binlake.testing.s3server import free_port
 
 SERVICES = ("api-server", "scheduler", "dag-processor")
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
 
 
-class AirflowServiceError(RuntimeError):
+class AirflowServiceError(BinlakeError, RuntimeError):
     """A service did not come up, or a REST call failed."""
 
 

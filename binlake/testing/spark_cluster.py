@@ -24,12 +24,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from binlake.errors import BinlakeError
 from binlake.testing.s3server import free_port
 
 PACKAGES = ("binlake", "binlog_parser", "spark_jobs")
 
 
-class SparkClusterError(RuntimeError):
+class SparkClusterError(BinlakeError, RuntimeError):
     """The master or a worker did not come up."""
 
 
