@@ -59,10 +59,9 @@ import re
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from binlake.chain import follow_chain
 from binlake.errors import BinlakeError
@@ -118,7 +117,6 @@ _HEAD_EVENTS = {_FDE, _START_V3, _PREVIOUS_GTIDS, _GTID_LIST, int(EventType.MARI
 _U32 = struct.Struct("<I")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+@-]{0,254}$")
 
-T = TypeVar("T")
 #: Body decoders for head and tail events (the decoder's default table; read-only here).
 _DISPATCH = build_dispatch()
 
@@ -463,29 +461,6 @@ def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeCont
 # --------------------------------------------------------------------------- reading one object
 
 
-def _retry(fn: Callable[[], T], what: str, attempts: int = 4, base_delay: float = 0.25) -> T:
-    """Call ``fn``; retry transient errors with exponential backoff (missing objects are not retried)."""
-    for i in range(attempts):
-        try:
-            return fn()
-        except ObjectNotFound:
-            raise
-        except (OSError, RuntimeError) as exc:
-            if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)) or i == attempts - 1:
-                raise
-            delay = base_delay * (2 ** i)
-            log.warning("%s failed (%s: %s); retry %d/%d in %.2fs", what, type(exc).__name__, exc, i + 1,
-                        attempts - 1, delay)
-            time.sleep(delay)
-        except Exception as exc:  # noqa: BLE001 - botocore ClientError etc.
-            if i == attempts - 1:
-                raise
-            delay = base_delay * (2 ** i)
-            log.warning("%s failed (%s); retry %d/%d in %.2fs", what, type(exc).__name__, i + 1, attempts - 1, delay)
-            time.sleep(delay)
-    raise AssertionError("unreachable")
-
-
 def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_bytes: int = HEAD_BYTES,
                    tail_bytes: int = TAIL_BYTES) -> DiscoveredFile:
     """Read the head and tail of one object (ranged reads only) and classify it."""
@@ -515,7 +490,7 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.state = "corrupt"
         f.detail = str(exc)
         return f
-    except Exception as exc:  # noqa: BLE001 - storage errors after retries
+    except Exception as exc:  # noqa: BLE001 - storage errors (after botocore's own retries)
         f.state = "unreadable"
         f.detail = f"{type(exc).__name__}: {exc}"
         return f
@@ -530,7 +505,7 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
     f.create_timestamp = facts.create_timestamp
     try:
         closing = _read_closing_event(store, obj, f, head, ctx, facts.fde_end or 4, tail_bytes)
-    except Exception as exc:  # noqa: BLE001 - storage errors after retries
+    except Exception as exc:  # noqa: BLE001 - storage errors (after botocore's own retries)
         f.state = "unreadable"
         f.detail = f"tail: {type(exc).__name__}: {exc}"
         return f
@@ -547,7 +522,7 @@ def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
     """Ranged reads from the start until the head events are complete (counted in ``f``)."""
     size = obj.size
     want = min(size, head_bytes)
-    head = _retry(lambda: store.read_range(obj.name, 0, want), f"head of {obj.uri}")
+    head = store.read_range(obj.name, 0, want)
     f.head_bytes = len(head)
     while True:
         parsed = parse_head(head, size, obj.name)
@@ -558,7 +533,7 @@ def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
         if need <= len(head) or need > MAX_HEAD_BYTES:
             raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
                               file=obj.name, offset=0)
-        extra = _retry(partial(store.read_range, obj.name, len(head), need), f"head of {obj.uri}")
+        extra = store.read_range(obj.name, len(head), need)
         f.head_bytes += len(extra)
         if not extra:
             raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
@@ -583,7 +558,7 @@ def _read_closing_event(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile, 
             tail = head[start:size]
         else:
             missing_end = size - len(tail)
-            more = _retry(partial(store.read_range, obj.name, start, missing_end), f"tail of {obj.uri}")
+            more = store.read_range(obj.name, start, missing_end)
             f.tail_bytes += len(more)
             tail = more + tail
         closing = find_closing_event(tail, start, size, ctx, obj.name, min_pos=fde_end)
@@ -802,7 +777,7 @@ def discover_source(store: ObjectStore, source: str, *, known: Mapping[str, Know
     before = getattr(store, "bytes_read", 0)
     known = known or {}
     result = SourceDiscovery(source=source, uri=store.root_uri)
-    objects = _retry(lambda: store.list(), f"listing {store.root_uri}")
+    objects = store.list()
     result.objects = len(objects)
 
     def one(obj: ObjectInfo) -> DiscoveredFile:

@@ -214,7 +214,10 @@ def missing_table_hint(name: str, cfg: BinlakeConfig, existing: Sequence[TableSp
     import os
     from pathlib import Path
 
-    source = "BINLAKE_CONFIG" if os.environ.get("BINLAKE_CONFIG") else "config"
+    from_env = os.environ.get("BINLAKE_CONFIG")
+    # name the variable only when it is what chose this config (not a --config beside a stale export)
+    chosen_by_env = bool(from_env) and str(Path(from_env or "").resolve()) == (cfg.config_path or "")
+    source = "BINLAKE_CONFIG" if chosen_by_env else "config"
     there = ", ".join(spec.full_name for spec in existing) or "no binlake tables yet"
     hint = (f"table {name} not found in warehouse {cfg.warehouse} ({source}: {cfg.config_path or 'built in'}); "
             f"there: {there}")

@@ -95,11 +95,12 @@ def _label(source: str) -> None:
 
 def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
     """One Airflow Asset per Delta table: URI = the table location (``s3://`` / ``file://``),
-    ``extra={"table": "bronze.events"}``.
+    name = the table and its warehouse (``silver.row_changes @ s3://lake/binlake``),
+    ``extra={"table": "silver.row_changes"}``.
 
-    Named by URI (Airflow's default): asset names must be unique, and a fixed name such as
-    ``binlake.bronze.events`` bound to two warehouses (a config change, a second deployment
-    sharing the metadata DB) leaves the newer asset inactive and fails the producing task.
+    The warehouse is part of the name because asset names must be unique: a bare
+    ``silver.row_changes`` bound to two warehouses (a config change, a second deployment sharing
+    the metadata DB) would leave the newer asset inactive and fail the producing task.
     """
     out = []
     for name in tables:
@@ -108,7 +109,8 @@ def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
             uri = "s3://" + loc.split("://", 1)[1] if loc.startswith(("s3a://", "s3n://")) else loc
         else:
             uri = "file://" + loc
-        out.append(Asset(uri=uri, group="binlake", extra={"table": name}))
+        warehouse = uri[: -len(name.replace(".", "/"))].rstrip("/")
+        out.append(Asset(name=f"{name} @ {warehouse}", uri=uri, group="binlake", extra={"table": name}))
     return out
 
 

@@ -329,3 +329,32 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
         assert outlets["bronze.events"] == "s3://lake/wh/bronze/events"
         assert "meta.ingested_files" in outlets
         assert any(a.uri.startswith("s3://lake/wh/") for a in dag.get_task("per_source.decode").outlets)
+        names = {a.extra["table"]: a.name for a in dag.get_task("per_source.decode").outlets}
+        assert names["silver.row_changes"] == "silver.row_changes @ s3://lake/wh"  # named by table
+
+
+def test_the_backfill_trigger_form_can_be_submitted_with_its_text_fields_empty(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the trigger form is rendered from: the api-server's DAG details (``params`` as
+    ``{name: param.dump()}`` of the serialized DAG). The form marks a field required unless its
+    schema allows null, and sends an empty field as null; the api-server validates the merge."""
+    from airflow.api_fastapi.core_api.datamodels.dags import DAGDetailsResponse
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    path = tmp_path / "c.toml"
+    path.write_text('[pipeline]\nwarehouse = "wh"\n[[sources]]\nname = "a"\nuri = "s3://arch/a/"\n')
+    monkeypatch.setenv("BINLAKE_CONFIG", str(path))
+    serialized = DagSerialization.from_dict(DagSerialization.to_dict(_load("binlake_backfill")))
+    form = DAGDetailsResponse.get_params(serialized.params)
+    assert form is not None
+
+    def nullable(name: str) -> bool:
+        kind = form[name]["schema"].get("type")
+        return "null" in (kind if isinstance(kind, list) else [kind])
+
+    assert sorted(n for n in form if form[n]["value"] is None and not nullable(n)) == []  # none blocks Trigger
+    assert sorted(n for n in form if nullable(n)) == ["from_date", "from_file", "source", "to_date", "to_file"]
+    empty = {n: None for n in form if nullable(n)}
+    assert serialized.params.deep_merge(empty).validate() == {
+        "source": None, "mode": "missing", "from_file": None, "to_file": None, "from_date": None,
+        "to_date": None, "dry_run": False}
