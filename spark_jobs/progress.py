@@ -100,8 +100,9 @@ def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_
                 log.debug("no progress: %s", exc)
                 continue
             if total and (done, total) != last:
-                log.info("%s", StepProgress(step, source, done, total, stages, time.monotonic() - t0, files,
-                                            total_bytes).line())
+                seen = StepProgress(step, source, done, total, stages, time.monotonic() - t0, files, total_bytes)
+                # the object rides along for terminals that draw a bar (the demo); logs get the line
+                log.info("%s", seen.line(), extra={"step_progress": seen})
                 last = (done, total)
 
     thread = threading.Thread(target=report, name=f"progress-{step}", daemon=True)

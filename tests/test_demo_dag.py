@@ -96,3 +96,28 @@ def test_the_demo_shows_spark_progress_lines_on_the_terminal(capsys: pytest.Capt
     logger.info("after the run: not shown")
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[demo]")]
     assert len(lines) == 1 and lines[0].endswith("s]   decode mariadb-10.11: 3/8 tasks, 1.2/3.0 MB, 0.4 MB/s, ETA 5 s")
+
+
+def test_on_a_terminal_the_demo_draws_a_bar_per_step() -> None:
+    """On an interactive terminal each step's progress is a rich bar, moved by the reports."""
+    import io
+    import logging
+
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn
+
+    from binlake.testing.demo import _SayHandler
+    from spark_jobs.progress import StepProgress
+
+    screen = io.StringIO()
+    bars = Progress(TextColumn("{task.description} {task.completed}/{task.total} {task.fields[detail]}"),
+                    console=Console(file=screen, force_terminal=True, width=200))
+    handler = _SayHandler(0.0, bars)
+    with bars:
+        for done in (3, 8):
+            seen = StepProgress("decode", "mariadb-10.11", done, 8, 1, 4.0, files=4, total_bytes=3_000_000)
+            handler.emit(logging.makeLogRecord({"msg": seen.line(), "step_progress": seen}))
+    (task,) = bars.tasks
+    assert (task.description, task.completed, task.total) == ("decode mariadb-10.11", 8, 8)
+    assert task.fields["detail"].startswith("8/8 tasks (100%) in 1 stage(s); ~3.0 of 3.0 MB of 4 file(s)")
+    assert "decode mariadb-10.11 8/8 8/8 tasks (100%)" in screen.getvalue()  # drawn on the terminal

@@ -235,26 +235,54 @@ def _in_checkout() -> bool:
 
 
 class _SayHandler(logging.Handler):
-    """Shows the Spark steps' progress lines (logger ``binlake.progress``) as demo lines."""
+    """Shows the Spark steps' progress (logger ``binlake.progress``): a rich bar per step on a
+    terminal, a demo line per report otherwise (pipes and CI logs would get escape codes)."""
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, bars: Any | None = None) -> None:
         super().__init__(logging.INFO)
         self.start = start
+        self.bars = bars
+        self.tasks: dict[str, Any] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        say(f"  {record.getMessage()}", self.start)
+        seen = getattr(record, "step_progress", None)
+        if self.bars is None or seen is None:
+            say(f"  {record.getMessage()}", self.start)
+            return
+        label = f"{seen.step} {seen.source}"
+        if label not in self.tasks:
+            self.tasks[label] = self.bars.add_task(label, total=seen.tasks_total, detail="")
+        detail = record.getMessage().split(": ", 1)[-1]
+        self.bars.update(self.tasks[label], completed=seen.tasks_done, total=seen.tasks_total, detail=detail)
+
+
+def _terminal_bars() -> Any | None:
+    """A rich Progress on an interactive terminal, else None."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    console = Console()
+    if not console.is_terminal:
+        return None
+    return Progress(TextColumn("[demo]   {task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"),
+                    console=console, transient=False)
 
 
 @contextlib.contextmanager
 def progress_on_terminal(start: float) -> Iterator[None]:
-    """While the DAG runs, print each Spark step's progress line (every few seconds) on the
-    terminal too: a decode otherwise shows nothing for minutes."""
+    """While the DAG runs, show each Spark step's progress (every few seconds) on the terminal
+    too: a decode otherwise shows nothing for minutes."""
     logger = logging.getLogger("binlake.progress")
-    handler, level = _SayHandler(start), logger.level
+    bars = _terminal_bars()
+    handler, level = _SayHandler(start, bars), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        yield
+        if bars is None:
+            yield
+        else:
+            with bars:
+                yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
