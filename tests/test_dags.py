@@ -173,9 +173,13 @@ def _ingested(spark: Any, world: dict[str, Any], source: str) -> dict[str, str]:
 
 
 def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: Any, monkeypatch: pytest.MonkeyPatch,
-                                                 capfd: pytest.CaptureFixture[str]) -> None:
+                                                 capfd: pytest.CaptureFixture[str],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
     from binlake.tables import table_location
 
+    caplog.set_level(logging.INFO)
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy", "hostile"])
     assert dag.max_active_runs == 1 and not dag.catchup
     r1 = _run(world, dag, "night1")
@@ -201,10 +205,12 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
     assert all(r.first_commit_time is not None and r.last_commit_time is not None
                for r in cov.where("source = 'good'").collect())
 
-    # dag.test() runs the tasks in this process: their log lines go to stdout/stderr (and to
-    # task log files when file logging is on)
+    # dag.test() runs the tasks in this process: their log records reach the root logger (caplog);
+    # what they print goes to stdout/stderr, through handlers that may hold an earlier test's
+    # stream; and to task log files when file logging is on
     captured = capfd.readouterr()
-    logs = captured.out + captured.err + _task_logs(world["airflow_home"], "binlake_nightly", r1.run_id)
+    logs = "\n".join((caplog.text, captured.out, captured.err,
+                      _task_logs(world["airflow_home"], "binlake_nightly", r1.run_id)))
     assert "binlog chain broken" in logs and "binlog.000003" in logs, logs[-3000:]
     assert "GAP: binlog.000003 is missing" in logs
     assert "hostile_rotate" in logs and "../binlog.000003" in logs
