@@ -2,7 +2,8 @@
 FULL metadata, CREATE TABLE / ALTER TABLE ... ADD COLUMN ... DEFAULT ... AFTER in the archive, and
 each table's final contents as the server's ``mariadb --batch`` printed them. Every gold cell,
 printed back as MySQL text (with the fsp / scale the schema history knows), must equal the
-server's bytes. Needs no server: it runs wherever the suite runs.
+server's bytes. The same chain as two shards checks the ``[gold.union]`` tables. Needs no
+server: it runs wherever the suite runs.
 """
 
 from __future__ import annotations
@@ -311,3 +312,25 @@ def test_a_fleet_union_is_the_per_source_tables_stacked(spark: Any, tmp_path_fac
               .load(f"{fewer.warehouse}/meta/gold_status").where("gold_table LIKE 'fleet%'").collect()}
     assert status == {("shard-a", "fleet_orders"): (4, "unchanged"), ("shard-a", "fleet_customer"): (3, "unchanged"),
                       ("shard-b", "fleet_orders"): (4, "unchanged")}
+
+
+def test_union_schema_grows_by_added_columns_and_refuses_a_type_clash(
+        spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
+    """A shard with a column the union lacks adds it (NULL for the others' rows); a column whose
+    type differs fails with the column named and leaves the table as it was."""
+    from delta.tables import DeltaTable
+
+    from spark_jobs.gold import GoldUnionError, replace_union_rows
+
+    cfg = make_test_config(tmp_path_factory.mktemp("gold-union-schema"), s3_server.endpoint_url)
+    replace_union_rows(spark, cfg, "fleet", "a", spark.createDataFrame([(1, "x", "a")], "id INT, v STRING, _source STRING"),
+                       "s1")
+    replace_union_rows(spark, cfg, "fleet", "b", spark.createDataFrame(
+        [(2, "y", 7, "b")], "id INT, v STRING, added BIGINT, _source STRING"), "s2")
+    path = gold_location(cfg, "fleet")
+    rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).select("_source", "id", "v", "added").collect())
+    assert rows == [("a", 1, "x", None), ("b", 2, "y", 7)]
+    with pytest.raises(GoldUnionError, match=r"gold.fleet: source c cannot join it, column types differ: "
+                                             r"id \(bigint, the union has int\)"):
+        replace_union_rows(spark, cfg, "fleet", "c", spark.createDataFrame([(3, "c")], "id BIGINT, _source STRING"), "s3")
+    assert DeltaTable.forPath(spark, path).history().count() == 2
