@@ -312,6 +312,12 @@ def test_a_fleet_union_is_the_per_source_tables_stacked(spark: Any, tmp_path_fac
               .load(f"{fewer.warehouse}/meta/gold_status").where("gold_table LIKE 'fleet%'").collect()}
     assert status == {("shard-a", "fleet_orders"): (4, "unchanged"), ("shard-a", "fleet_customer"): (3, "unchanged"),
                       ("shard-b", "fleet_orders"): (4, "unchanged")}
+    from binlake.sql_fast import FastWarehouse  # binlake sql finds the union tables through meta.gold_status
+
+    fast = FastWarehouse(fewer)
+    assert {"gold.fleet_orders", "gold.fleet_customer"} <= {t.full_name for t in fast.existing_tables()}
+    assert sorted(fast.run("SELECT _source, count(*) FROM gold.fleet_orders GROUP BY ALL ORDER BY ALL").rows) == [
+        ("shard-a", 4), ("shard-b", 4)]
 
 
 def test_union_schema_grows_by_added_columns_and_refuses_a_type_clash(
