@@ -14,6 +14,8 @@ when it is not already in the workdir and measures it in the same command:
    ``spark_jobs.ingest.run_ingest`` (decode on the executors, every bronze / silver / meta table).
    Each is measured as wall time and CPU-seconds of the whole process tree (this driver, its JVM
    and every Python worker, including workers that exited: see :func:`tree_cpu_seconds`).
+   Then the gold step (``spark_jobs.gold.run_gold``: schema history, the ordered replay of the
+   archive's table, its typed gold table, meta.gold_status) on the large archive, measured alike.
 3. The split of the ingest's CPU: decode (``binlog_parser`` alone) and build (records and Arrow
    batches, the executors' whole decode step minus the decode) are measured in this process on the
    archive's first file and scaled by bytes; write (staging, Delta, Spark) is the rest.
@@ -260,6 +262,13 @@ def _copy_and_ingest(spark: Any, cfg: Any, args: argparse.Namespace, source: str
     return c, i, holder["r"]
 
 
+def measure_gold(spark: Any, cfg: Any, source: str, mb: float) -> Measured:
+    """The gold step of ``source`` after its ingest (a first run: every table replayed and written)."""
+    from spark_jobs.gold import run_gold
+
+    return measure(f"binlake gold ({source})", mb, lambda: len(run_gold(spark, cfg, source, f"bench-gold-{source}").tables))
+
+
 def _warm_up(spark: Any, cfg: Any, args: argparse.Namespace, paths: list[Path]) -> None:
     """One unmeasured copy and ingest of the archive's first file: the JVM's class loading and
     JIT, the Python workers' imports and the Delta tables' creation are paid here, not by
@@ -282,21 +291,24 @@ def main(argv: list[str] | None = None) -> int:
     if small:
         results.append(_copy_and_ingest(spark, cfg, args, "small", small))
     results.append(_copy_and_ingest(spark, cfg, args, "bench", paths))
+    gold = measure_gold(spark, cfg, "bench", results[-1][1].mb)
     parallelism = spark.sparkContext.defaultParallelism
     spark.stop()
     load_end = os.getloadavg()
-    print(report(results, split, parallelism, load_start, load_end))
+    print(report(results, split, parallelism, load_start, load_end, gold))
     (work / "results.json").write_text(json.dumps({
         "runs": [{"copy": dataclasses.asdict(c), "ingest": dataclasses.asdict(i), "result": r.as_dict()}
-                 for c, i, r in results],
+                 for c, i, r in results], "gold": dataclasses.asdict(gold),
         "split": dataclasses.asdict(split), "load_start": load_start, "load_end": load_end,
         "cores": os.cpu_count(), "default_parallelism": parallelism}, indent=1, default=str))
     return 0
 
 
 def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, parallelism: int,
-           load_start: tuple[float, float, float], load_end: tuple[float, float, float]) -> str:
-    """The table; the last line is ``ratio ingest/copy CPU: N.NN`` of the last (large) archive."""
+           load_start: tuple[float, float, float], load_end: tuple[float, float, float],
+           gold: Measured | None = None) -> str:
+    """The table (the gold step's row after the last archive's, when measured); the last line is
+    ``ratio ingest/copy CPU: N.NN`` of the last (large) archive."""
     lines = [f"machine: {os.cpu_count()} cores, local[2] (defaultParallelism {parallelism}); load avg "
              f"{load_start[0]:.1f} / {load_start[1]:.1f} at start, {load_end[0]:.1f} / {load_end[1]:.1f} at end",
              f"{'job':<34} {'MB':>8} {'wall s':>8} {'CPU-s':>8} {'MB/CPU-s':>9} {'tasks':>6}"]
@@ -307,6 +319,9 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
         lines.append(f"  ingest: {r.files} files, {r.split_files} split, decode+stage {r.decode_seconds:.1f}s wall, "
                      f"table writes {r.write_seconds:.1f}s wall; ratio CPU {ingest.cpu_s / copy.cpu_s:.2f}, "
                      f"wall {ingest.wall_s / copy.wall_s:.2f}")
+    if gold is not None:  # tasks column: the gold tables written
+        lines.append(f"{gold.name:<34} {gold.mb:8.1f} {gold.wall_s:8.1f} {gold.cpu_s:8.1f} "
+                     f"{gold.mb / gold.cpu_s:9.2f} {gold.tasks:>6}")
     copy, ingest, _r = results[-1]
     nbytes = ingest.mb * 1e6
     decode = split.decode_s_per_byte * nbytes

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -201,20 +202,66 @@ class ArchiveSettings:
     airflow_conn_id: StrictStr | None = None  # host, port, user and password from this Airflow connection
 
 
+def _union_entry(value: Any) -> Any:
+    """``name = "shop.orders"`` is short for ``name = { table = "shop.orders" }``."""
+    return {"table": value} if isinstance(value, str) else value
+
+
+@dataclass(frozen=True, config=_SCHEMA)
+class GoldUnion:
+    """One ``[gold.union]`` entry: the source table ``table`` (``db.table``, case-insensitive) of every
+    source, or of ``sources`` only (one fleet of shards), stacked in one gold table with ``_source``."""
+
+    table: StrictStr
+    sources: tuple[StrictStr, ...] | None = None  # None: every source that has the table
+
+    @field_validator("table")
+    @classmethod
+    def _db_dot_table(cls, table: str) -> str:
+        db, dot, name = table.partition(".")
+        if not (db and dot and name) or "." in name:
+            raise ValueError(f"expected db.table, got {table!r}")
+        return table
+
+
+#: a union table's name: lower-case words joined by single underscores, so it never equals a
+#: per-source ``<source>__<db>__<table>`` name (always holding ``__``) nor a ``__history`` one
+_UNION_NAME = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")
+
+
 @dataclass(frozen=True, config=_SCHEMA)
 class GoldSettings:
     """``[gold]``: the typed current-state tables (docs/gold.md). ``history``: keep an SCD2
     ``gold.<name>__history`` for every table; ``history_tables``: ... or for these
     ``db.table`` names only (case-insensitive). ``seed_dumps``: source name -> a local dump file
-    (``mariadb-dump --single-transaction --master-data=2 --gtid --hex-blob``) that seeds its tables."""
+    (``mariadb-dump --single-transaction --master-data=2 --gtid --hex-blob``) that seeds its tables.
+    ``union``: ``gold.<name>`` -> the source table whose per-source gold tables it stacks (a fleet
+    of shards with one schema), key (``_source``, primary key)."""
 
     history: StrictBool = False
     history_tables: tuple[StrictStr, ...] = ()
     seed_dumps: Mapping[StrictStr, StrictStr] = dataclasses.field(default_factory=dict)
+    union: Mapping[StrictStr, Annotated[GoldUnion, BeforeValidator(_union_entry)]] = dataclasses.field(
+        default_factory=dict)
+
+    @field_validator("union")
+    @classmethod
+    def _union_names(cls, union: Mapping[str, GoldUnion]) -> Mapping[str, GoldUnion]:
+        for name in union:
+            if not _UNION_NAME.fullmatch(name):
+                raise ValueError(f"union table name {name!r}: use lower-case letters, digits and single '_' "
+                                 "(a '__' would read as a per-source gold table name)")
+        return union
 
     def keeps_history(self, db: str, table: str) -> bool:
         """Whether ``db.table`` gets a ``__history`` table."""
         return self.history or f"{db}.{table}".casefold() in {t.casefold() for t in self.history_tables}
+
+    def unions_of(self, source: str, db: str, table: str) -> tuple[str, ...]:
+        """The union tables that stack ``source``'s ``db.table`` (sorted names)."""
+        wanted = f"{db}.{table}".casefold()
+        return tuple(sorted(name for name, u in self.union.items()
+                            if u.table.casefold() == wanted and (u.sources is None or source in u.sources)))
 
 
 @dataclass(frozen=True, config=_SCHEMA)
@@ -271,6 +318,16 @@ class BinlakeConfig:
                 raise ValueError(f"[archive.{name}] names no [[sources]] entry{hint}")
         return self
 
+    @model_validator(mode="after")
+    def _unions_name_sources(self) -> BinlakeConfig:
+        names = [s.name for s in self.sources]
+        for union, spec in self.gold.union.items():
+            unknown = [s for s in spec.sources or () if s not in names]
+            if unknown:
+                raise ValueError(f"[gold.union] {union}: sources {unknown} name no [[sources]] entry "
+                                 f"(sources: {', '.join(names) or 'none'})")
+        return self
+
     def source(self, name: str) -> SourceConfig:
         """The source called ``name`` (KeyError if unknown)."""
         for src in self.sources:
@@ -297,6 +354,8 @@ def _file_keys(section: str) -> list[str]:
         return list(_FILE_SECTIONS)
     if section == "pipeline":
         return list(_PIPELINE_KEYS)
+    if section == "gold.union":
+        return [f.name for f in dataclasses.fields(GoldUnion)]
     model = {"sources": SourceConfig, "s3": S3Settings, "spark": SparkSettings, "archive": ArchiveSettings,
              "gold": GoldSettings}[section]
     back = {v: k for k, v in _FILE_RENAMES.get(section, {}).items()}
@@ -370,7 +429,8 @@ def _where(loc: tuple[int | str, ...]) -> str:
 def _unknown_key_message(loc: tuple[int | str, ...]) -> str:
     key = str(loc[-1])
     parent = tuple(p for p in loc[:-1] if not isinstance(p, int))
-    valid = _file_keys(str(parent[0]) if parent else "")
+    valid = _file_keys("gold.union" if parent[:2] == ("gold", "union") and len(parent) == 3
+                       else str(parent[0]) if parent else "")
     if not parent:
         message = f"unknown section or key {key!r} at the top level"
     else:

@@ -143,7 +143,10 @@ class ReconcileResult:
 
 @dataclass(frozen=True)
 class GoldStepResult:
-    """The gold step (``gold`` document)."""
+    """The gold step (``gold`` document). ``written``: every gold table the step wrote (``gold.<name>``:
+    per-source, ``__history`` and union tables; not those left unchanged), in full rather than cut
+    at the XCom limit like ``names``: the gold task emits one Airflow asset event per entry, and in
+    submit mode it learns them from this document."""
 
     source: str
     dry_run: bool = False
@@ -152,6 +155,7 @@ class GoldStepResult:
     rows: int = 0
     schema_versions: int = 0
     names: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()
     seconds: float = 0.0
     spark: bool = True
     ok: bool = True

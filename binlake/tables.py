@@ -354,7 +354,8 @@ META_GOLD_STATUS = TableSpec(
     "Per gold table: how far it is complete, what its last run did, and where it lives.",
     columns=(
         Column("source", STRING, False, "source name"),
-        Column("gold_table", STRING, False, "gold table name (<source>__<db>__<table>, database gold)"),
+        Column("gold_table", STRING, False,
+               "gold table name (<source>__<db>__<table>, or a [gold] union table; database gold)"),
         Column("db", STRING, False, "source database"),
         Column("table_name", STRING, False, "source table"),
         Column("location", STRING, False, "location of the gold Delta table"),
@@ -369,7 +370,8 @@ META_GOLD_STATUS = TableSpec(
         Column("complete", BOOLEAN, True, "false after a GAP / CHAIN_BREAK; NULL when not reconciled"),
         Column("incomplete_since", STRING, True, "first file with a GAP or CHAIN_BREAK"),
         Column("seeded", BOOLEAN, False, "an initial schema text was given"),
-        Column("write_mode", STRING, False, "'merge', 'overwrite', 'unchanged' or 'dropped'"),
+        Column("write_mode", STRING, False, "'merge', 'overwrite', 'unchanged' or 'dropped'; a union part: "
+               "'union', 'removed', 'unchanged' or 'failed'"),
         Column("warnings", STRING, True, "JSON: reason -> count"),
         Column("input_fingerprint", STRING, True, "digest of the table's silver inputs (equal: skipped)"),
         Column("run_id", STRING, False, "run that wrote the row"),

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, task
+from airflow.sdk import Asset, AssetAlias, task
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
@@ -37,10 +37,11 @@ from binlake.runs import (
     DataCheckError,
     RunFailedError,
     discover,
+    get_result,
     resolve_sources,
     summarize,
 )
-from binlake.step_results import to_doc
+from binlake.step_results import GoldStepResult, to_doc
 from binlake.tables import table_location
 from orchestration.credentials import export_airflow_aws_credentials
 
@@ -56,6 +57,10 @@ RETRY_DELAY = timedelta(seconds=30)
 #: put the name in their context, the submit operator pulls it from the discover task's XCom
 SOURCE_LABEL = "{{ binlake_source }}"
 SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='" + GROUP_ID + ".discover', map_indexes=ti.map_index)['source'] }}"
+#: the gold step's outlet alias: gold table names are known at run time only, so the step adds one
+#: asset event per gold table it wrote through this alias (:func:`emit_gold_assets`); downstream DAGs
+#: schedule on the alias (any gold table) or on a table's Asset (:func:`table_assets`)
+GOLD_ASSET_ALIAS = "binlake.gold"
 
 
 #: failures that are an expected, fully explained outcome (the message says it all)
@@ -114,6 +119,22 @@ def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
     return out
 
 
+def emit_gold_assets(cfg: BinlakeConfig, context: Any, result: GoldStepResult | None) -> list[Asset]:
+    """Add an asset event (through :data:`GOLD_ASSET_ALIAS`) for each gold table the gold step wrote;
+    the Assets follow :func:`table_assets` (URI = location, ``extra.table = "gold.<name>"``).
+
+    Why from the step's result: in submit mode the Spark job runs in another process, and its
+    ``gold`` document in the run folder is how the task learns which tables it wrote. Tables the
+    step left unchanged get no event: nothing downstream needs to re-read."""
+    assets = table_assets(cfg, result.written if result is not None else ())
+    alias = AssetAlias(GOLD_ASSET_ALIAS)
+    for asset in assets:
+        context["outlet_events"][alias].add(asset)
+    if assets:
+        log.info("asset events for %d gold table(s): %s", len(assets), ", ".join(str(a.extra["table"]) for a in assets))
+    return assets
+
+
 @task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True,
       map_index_template=SOURCE_LABEL)
 def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[str, Any]:
@@ -147,12 +168,16 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
             return to_doc(quick)
         export_airflow_aws_credentials(cfg)
         super().execute(context)
+        if step == "gold":  # the application wrote its result document: the tables it wrote
+            emit_gold_assets(cfg, context, get_result(cfg, context["run_id"], source, "gold", GoldStepResult))
         return None
 
 
 def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: str = "all_success") -> Any:
     """The task of one Spark step of the source that ``discovered`` (the discover task's output) names."""
-    outlets = table_assets(cfg, STEP_TABLES[step])
+    outlets: list[Asset | AssetAlias] = [*table_assets(cfg, STEP_TABLES[step])]
+    if step == "gold":
+        outlets.append(AssetAlias(GOLD_ASSET_ALIAS))
     retries = STEP_RETRIES[step]
     if cfg.spark.mode == "submit":
         from spark_jobs.session import spark_submit_kwargs
@@ -176,8 +201,11 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
         _label(found["source"])
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
-        return to_doc(run_reporting_expected_failures(
-            lambda: run_spark_step(step, found["source"], context["run_id"], step_cfg)))
+        result = run_reporting_expected_failures(
+            lambda: run_spark_step(step, found["source"], context["run_id"], step_cfg))
+        if isinstance(result, GoldStepResult):
+            emit_gold_assets(step_cfg, context, result)
+        return to_doc(result)
 
     return in_process_step(discovered)
 

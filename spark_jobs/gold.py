@@ -12,7 +12,9 @@ Per source, :func:`run_gold`
    ``gold.<source>__<db>__<table>``: a MERGE on the primary key (changed rows updated, new
    rows inserted, vanished rows deleted) when the table's schema is unchanged, else an
    overwrite with the new schema (a new table version, said in the result);
-3. replaces the source's rows of ``meta.gold_status``.
+3. replaces the source's rows (its ``_source`` partition) of every union table ``[gold] union``
+   stacks the table in (``gold.<union>``, one table for a fleet of shards), from the gold table;
+4. replaces the source's rows of ``meta.gold_status``.
 
 Every output is a function of what silver holds, so re-runs, out-of-order backfills and a run
 killed halfway (each Delta commit is atomic) converge to the same tables.
@@ -30,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from binlake.errors import BinlakeError
 from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
 from binlake.gold_state import (
     COPIES_COLUMN,
@@ -49,7 +52,7 @@ from binlake.schema_history import (
     is_table_ddl,
     split_dump,
 )
-from binlake.sql_text import source_predicate, sql_identifier
+from binlake.sql_text import source_predicate, sql_identifier, sql_string
 from binlake.tables import gold_table, gold_table_name
 from spark_jobs.ingest import ensure_table, table_path, write_replace
 from spark_jobs.schemas import spec
@@ -60,6 +63,15 @@ _META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TI
 _HISTORY_TYPES = ("STRING NOT NULL", "STRING", "STRING", "TIMESTAMP", "STRING", "BIGINT", "INT", "INT",
                   "TIMESTAMP", "STRING", "STRING", "BIGINT", "INT", "INT", "STRING", "BOOLEAN NOT NULL")
 HISTORY_SUFFIX = "__history"
+#: the per-source gold tables' source column: a union table's partition column and first key column
+SOURCE_COLUMN = "_source"
+#: write modes of a gold table / a union part that mean "written by this run" (an asset event each)
+WRITTEN_MODES = frozenset({"merge", "overwrite"})
+UNION_WRITTEN_MODES = frozenset({"union", "removed"})
+
+
+class GoldUnionError(BinlakeError):
+    """A source's gold table cannot join its union table (a column's type differs)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,21 @@ class GoldTableResult:
 
 
 @dataclass(frozen=True)
+class GoldUnionResult:
+    """The source's part of one union table after a run. ``write_mode``: ``union`` (its rows
+    replaced), ``removed`` (its rows deleted: the table was dropped), ``unchanged`` or ``failed``."""
+
+    name: str
+    db: str
+    table: str
+    location: str
+    rows: int
+    write_mode: str
+    fingerprint: str | None  # the gold table's input fingerprint its rows were copied at
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class GoldResult:
     """What :func:`run_gold` did for one source."""
 
@@ -88,6 +115,19 @@ class GoldResult:
     tables: tuple[GoldTableResult, ...]
     schema_versions: int
     seconds: float
+    unions: tuple[GoldUnionResult, ...] = ()
+    left_unions: tuple[str, ...] = ()  # union tables the source's rows were removed from (config)
+
+    def written(self) -> tuple[str, ...]:
+        """Every gold table (``gold.<name>``) this run wrote: one Airflow asset event each."""
+        names = set(self.left_unions)
+        for t in self.tables:
+            if t.write_mode in WRITTEN_MODES:
+                names.add(t.name)
+                if t.history_rows is not None:
+                    names.add(t.name + HISTORY_SUFFIX)
+        names.update(u.name for u in self.unions if u.write_mode in UNION_WRITTEN_MODES)
+        return tuple(f"gold.{name}" for name in sorted(names))
 
 
 def gold_location(cfg: Any, name: str) -> str:
@@ -348,8 +388,10 @@ def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
 
 
 def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResult],
-                 history: list[SchemaVersion], seeded: bool, run_id: str) -> None:
-    """Replace the source's rows of meta.gold_status."""
+                 history: list[SchemaVersion], seeded: bool, run_id: str,
+                 unions: tuple[GoldUnionResult, ...] = ()) -> None:
+    """Replace the source's rows of meta.gold_status: one per gold table, history table and union
+    part (a union table has one row per source: its rows there, and what they were copied at)."""
     complete, since = _gap_since(spark, cfg, source)
     gtids = _archive_gtids(spark, cfg, source)
     now = _dt.datetime.now(_dt.UTC)
@@ -357,14 +399,110 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
     for r in results:
         last = r.last_change or (None, None, None, None)
         versions = [v.version for v in history if (v.db, v.table) == (r.db, r.table)]
-        common = (max(versions) if versions else None, *last, gtids, complete, since, seeded, r.write_mode,
-                  json.dumps(dict(r.warnings)) if r.warnings else None, r.fingerprint, run_id, now)
-        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *common))
+        shared = (max(versions) if versions else None, *last, gtids, complete, since, seeded)
+        warnings = json.dumps(dict(r.warnings)) if r.warnings else None
+        tail = (r.write_mode, warnings, r.fingerprint, run_id, now)
+        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *shared, *tail))
         if r.history_rows is not None:  # the status row is the history table's catalog entry too
             name = r.name + HISTORY_SUFFIX
             rows.append((source, name, r.db, r.table, gold_location(cfg, name), r.history_rows, r.changes,
-                         *common))
+                         *shared, *tail))
+        for u in unions:
+            if (u.db, u.table) == (r.db, r.table):
+                rows.append((source, u.name, u.db, u.table, u.location, u.rows, r.changes, *shared,
+                             u.write_mode, u.error and json.dumps({u.error: 1}), u.fingerprint, run_id, now))
     _replace_source(spark, cfg, "meta.gold_status", rows, source, run_id)
+
+
+# ------------------------------------------------------------------ union tables (a fleet of shards)
+
+def _check_union_schema(spark: Any, path: str, df: Any, union: str, source: str) -> None:
+    """Refuse a part whose column types differ from the union table's (Delta's own error does not
+    say which column); added or missing columns are fine: ``mergeSchema`` adds them, NULL elsewhere."""
+    if not _is_delta(spark, path):
+        return
+    held = {f.name.casefold(): f.dataType for f in spark.read.format("delta").load(path).schema.fields}
+    clash = [f"{f.name} ({f.dataType.simpleString()}, the union has {held[f.name.casefold()].simpleString()})"
+             for f in df.schema.fields if f.name.casefold() in held and held[f.name.casefold()] != f.dataType]
+    if clash:
+        raise GoldUnionError(f"gold.{union}: source {source} cannot join it, column types differ: "
+                             + ", ".join(clash))
+
+
+def replace_union_rows(spark: Any, cfg: Any, union: str, source: str, df: Any, run_id: str) -> None:
+    """Replace ``source``'s rows of ``gold.<union>`` (its ``_source`` partition) with ``df``: one commit.
+
+    Why a partition replace and not a MERGE: each source's gold task writes only its own
+    partition, so tasks of a fleet's sources running at once never conflict on data (Delta's
+    conflict check prunes by partition); on S3 the write holds the table's commit lock like every
+    job write, a first-time creation race is retried (:mod:`spark_jobs.delta_retry`), and a
+    retried task whose commit landed is skipped by Delta (``txnAppId``).
+    """
+    from binlake.leases import table_commit_lock
+    from spark_jobs.delta_retry import with_conflict_retry
+
+    path = gold_location(cfg, union)
+    _check_union_schema(spark, path, df, union, source)
+    meta = json.dumps({"job": "gold-union", "run_id": run_id, "source": source}, sort_keys=True)
+
+    def write() -> None:
+        (df.write.format("delta").mode("overwrite").partitionBy(SOURCE_COLUMN)
+            .option("replaceWhere", f"{SOURCE_COLUMN} = {sql_string(source)}")
+            .option("mergeSchema", "true")
+            .option("txnAppId", f"binlake-gold-union:{union}:{source}:{run_id}").option("txnVersion", "0")
+            .option("userMetadata", meta).save(path))
+
+    with table_commit_lock(path, cfg.s3):
+        with_conflict_retry(write, f"gold union write to {path}")
+
+
+def _remove_union_rows(spark: Any, cfg: Any, union: str, source: str, run_id: str) -> None:
+    path = gold_location(cfg, union)
+    empty = spark.read.format("delta").load(path).limit(0)
+    replace_union_rows(spark, cfg, union, source, empty, run_id)
+
+
+def _union_part(spark: Any, cfg: Any, source: str, union: str, table: GoldTableResult, before: Any,
+                run_id: str) -> GoldUnionResult:
+    """Bring the source's part of ``gold.<union>`` to its gold table ``table`` (skipped when it was
+    copied at the same input fingerprint and the table is unchanged)."""
+    path = gold_location(cfg, union)
+    exists = _is_delta(spark, path)
+    same = exists and before is not None and before["input_fingerprint"] == table.fingerprint
+
+    def part(rows: int, mode: str, error: str | None = None) -> GoldUnionResult:
+        fingerprint = None if mode == "failed" else table.fingerprint
+        return GoldUnionResult(union, table.db, table.table, path, rows, mode, fingerprint, error)
+
+    if table.write_mode == "dropped":
+        if not exists or same:
+            return part(0, "unchanged")
+        _remove_union_rows(spark, cfg, union, source, run_id)
+        return part(0, "removed")
+    if same and table.write_mode == "unchanged":
+        return part(before["rows"], "unchanged")
+    try:
+        replace_union_rows(spark, cfg, union, source, spark.read.format("delta").load(table.location), run_id)
+    except GoldUnionError as exc:
+        return part(before["rows"] if before is not None and exists else 0, "failed", str(exc))
+    return part(table.rows, "union")
+
+
+def update_unions(spark: Any, cfg: Any, source: str, results: list[GoldTableResult], previous: dict[str, Any],
+                  run_id: str, *, every_table: bool = True) -> tuple[tuple[GoldUnionResult, ...], tuple[str, ...]]:
+    """The source's part of every union table (``[gold] union``) its gold tables belong to, and the
+    union tables it left (named by its last status, no longer by the config: its rows are removed
+    there; only when ``every_table`` of the source was considered this run)."""
+    parts = tuple(_union_part(spark, cfg, source, union, r, previous.get(union), run_id)
+                  for r in results for union in cfg.gold.unions_of(source, r.db, r.table))
+    left = []
+    if every_table:
+        kept = {u.name for u in parts}
+        for name in sorted(previous):
+            if "__" not in name and name not in kept and _is_delta(spark, gold_location(cfg, name)):
+                _remove_union_rows(spark, cfg, name, source, run_id)
+                left.append(name)
+    return parts, tuple(left)
 
 
 # ------------------------------------------------------------------ skipping unchanged tables
@@ -470,5 +608,9 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
         versions = [v for v in history if (v.db, v.table) == (db, table)]
         results.append(build_table(spark, cfg, source, db, table, versions, run_id, fingerprint,
                                    keep_history, snapshot))
-    write_status(spark, cfg, source, results, history, bool(seeds), run_id)
-    return GoldResult(source, run_id, tuple(results), len(history), time.time() - t0)
+    unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
+    write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions)
+    failed = [u.error for u in unions if u.error]
+    if failed:
+        raise GoldUnionError("\n".join(failed))
+    return GoldResult(source, run_id, tuple(results), len(history), time.time() - t0, unions, left)

@@ -317,11 +317,11 @@ def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldS
     result = GoldStepResult(source=source, tables=len(res.tables), write_modes=modes,
                             rows=sum(t.rows for t in res.tables), schema_versions=res.schema_versions,
                             names=tuple(sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT]),
-                            seconds=round(res.seconds, 2))
+                            written=res.written(), seconds=round(res.seconds, 2))
     put_doc(cfg, run_id, source, "gold", result)
     runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg, source), sort_keys=True).encode())
-    log.info("source %s: %d gold table(s) %s, %d rows, %.1fs", source, len(res.tables), modes, result.rows,
-             res.seconds)
+    log.info("source %s: %d gold table(s) %s, %d rows, %d table(s) written, %.1fs", source, len(res.tables), modes,
+             result.rows, len(result.written), res.seconds)
     return result
 
 

@@ -224,3 +224,28 @@ def test_on_replaced_object_policy(tmp_path: Path) -> None:
     assert cfg.on_replaced_object == "fail"
     with pytest.raises(BinlakeError, match="pipeline.on_replaced_object: expected .reingest. or .fail., got .ignore."):
         config_from_dict({"pipeline": {"on_replaced_object": "ignore"}}, base=tmp_path, env={})
+
+
+def test_gold_union_table(tmp_path: Path) -> None:
+    """[gold] union: union table name -> ``db.table`` (every source) or ``{ table, sources }`` (a fleet)."""
+    raw = {"sources": [{"name": "eu-1", "uri": "/x"}, {"name": "eu-2", "uri": "/y"}, {"name": "us-1", "uri": "/z"}],
+           "gold": {"union": {"all_orders": "shop.orders",
+                              "eu_orders": {"table": "Shop.Orders", "sources": ["eu-1", "eu-2"]}}}}
+    gold = config_from_dict(raw, base=tmp_path, env={}).gold
+    assert gold.unions_of("eu-1", "shop", "orders") == ("all_orders", "eu_orders")  # db.table case-insensitive
+    assert gold.unions_of("us-1", "SHOP", "ORDERS") == ("all_orders",)
+    assert gold.unions_of("eu-2", "shop", "customer") == ()
+    assert config_from_dict({}, base=tmp_path, env={}).gold.union == {}
+    for bad, message in [
+        ({"union": {"all__orders": "shop.orders"}}, r"gold.union: union table name 'all__orders': .* '__'"),
+        ({"union": {"Orders": "shop.orders"}}, r"gold.union: union table name 'Orders'"),
+        ({"union": {"all_orders": "orders"}}, r"gold.union.all_orders.table: expected db.table, got 'orders'"),
+        ({"union": {"all_orders": {"tabel": "shop.orders"}}},
+         r"unknown key 'tabel' in \[gold.union.all_orders\]: did you mean 'table'\?"),
+        ({"union": {"all_orders": {"table": "shop.orders", "sources": ["eu-3"]}}},
+         r"\[gold.union\] all_orders: sources \['eu-3'\] name no \[\[sources\]\] entry"),
+        ({"union": {"all_orders": 1}}, "gold.union.all_orders: expected a table, got 1"),
+        ({"unoin": {}}, r"unknown key 'unoin' in \[gold\]: did you mean 'union'\?"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            config_from_dict({**raw, "gold": bad}, base=tmp_path, env={})

@@ -6,7 +6,8 @@ One module, one story (each night is a real DAG run; kept to five runs on 2 core
 1. night 1, three sources: ``good`` (fixture chain, last file still open), ``gappy`` (a middle
    file missing) and ``hostile`` (a ROTATE naming ``../``). The run fails; ``good`` completes
    anyway (per-source mapping); the gap is named in the task log, recorded as GAP in
-   meta.gtid_reconciliation and alerted; the hostile ROTATE is rejected.
+   meta.gtid_reconciliation and alerted; the hostile ROTATE is rejected; ``good``'s gold task
+   emits one asset event per gold table it wrote (night 3 too).
 2. night 2, ``good`` only: nothing new is ingested.
 3. the open file rotates (closed version uploaded) and a new file appears: night 3 ingests
    exactly those.
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 from binlake.testing.s3server import S3Server
+from tests._airflow_util import asset_events
 from tests._chain_util import MARIADB_FILES, make_open, read_fixture, with_rotate_to
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
@@ -224,6 +226,12 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
     page = Path(cfg.warehouse) / "_binlake" / "runs"
     assert list(page.glob("*/good/coverage-good.html")) and list(page.glob("*/gappy/coverage-gappy.png"))
     world["good_runs"] = _ingested(spark, world, "good")
+    # one asset event per gold table written, through the gold task's alias (gappy's and hostile's gold never ran)
+    gold_doc, = _xcoms("binlake_nightly", r1.run_id, "per_source.gold")
+    assert gold_doc["written"] == ["gold.good__shop__customer", "gold.good__shop__orders"]
+    assert [e for e in asset_events("binlake_nightly", r1.run_id, "per_source.gold") if e[3]] == [
+        (good, f"file://{cfg.warehouse}/gold/good__shop__{t}", f"gold.good__shop__{t}", ("binlake.gold",))
+        for t in ("customer", "orders")]
 
 
 def test_night2_nothing_new_starts_no_spark_and_still_reports_the_gap(
@@ -276,6 +284,12 @@ def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: An
     good_runs = _ingested(spark, world, "good")
     assert good_runs == dict(world["good_runs"], **{"binlog.000004": r3.run_id})
     world["good_runs"] = good_runs
+    # the gold asset events are exactly the tables each source's gold step says it wrote
+    written = [(i, name) for i, doc in enumerate(_xcoms("binlake_nightly", r3.run_id, "per_source.gold"))
+               for name in doc["written"]]
+    assert any(name.startswith("gold.gen1__") for _i, name in written), written
+    assert [(i, table) for i, _uri, table, alias in asset_events("binlake_nightly", r3.run_id, "per_source.gold")
+            if alias] == sorted(written)
 
 
 def test_backfill_reprocess_leaves_every_table_identical(world: dict[str, Any], spark: Any,

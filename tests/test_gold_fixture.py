@@ -2,7 +2,8 @@
 FULL metadata, CREATE TABLE / ALTER TABLE ... ADD COLUMN ... DEFAULT ... AFTER in the archive, and
 each table's final contents as the server's ``mariadb --batch`` printed them. Every gold cell,
 printed back as MySQL text (with the fsp / scale the schema history knows), must equal the
-server's bytes. Needs no server: it runs wherever the suite runs.
+server's bytes. The same chain as two shards checks the ``[gold.union]`` tables. Needs no
+server: it runs wherever the suite runs.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def mysql_text(value: Any, column: dict[str, Any]) -> bytes | None:
     return str(value).encode()
 
 
-def _copy_chain(root: Path) -> list[BinlogObject]:
+def _copy_chain(root: Path, source: str = SOURCE) -> list[BinlogObject]:
     objects = []
+    root.mkdir(parents=True, exist_ok=True)
     for p in sorted(FIX.glob("binlog.0*")):
         shutil.copyfile(p, root / p.name)
-        objects.append(BinlogObject(source=SOURCE, uri=str(root / p.name), size=p.stat().st_size, etag="1"))
+        objects.append(BinlogObject(source=source, uri=str(root / p.name), size=p.stat().st_size, etag="1"))
     return objects
 
 
@@ -219,3 +221,122 @@ def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, An
              for r in spark.read.format("delta").load(status_path).collect()}
     assert flags == {("customer", True, None), ("orders", True, None)}
     assert _gold_rows(spark, cfg) == _gold_rows(spark, gold["cfg"])
+
+
+# ------------------------------------------------------------------ a fleet's union table
+
+SHARDS = ("shard-a", "shard-b")
+UNIONS = {"fleet_orders": "orders", "fleet_customer": "customer"}
+
+
+def _union_vs_stacked(spark: Any, cfg: Any, union: str, sources: tuple[str, ...]) -> tuple[list[Any], list[Any]]:
+    """The union table's rows, and the sources' gold tables stacked in the union's columns (a
+    column a source's table lacks is NULL there), both sorted."""
+    df = spark.read.format("delta").load(gold_location(cfg, union))
+    columns = df.columns
+    got = sorted((tuple(r[c] for c in columns) for r in df.collect()), key=repr)
+    want = []
+    for source in sources:
+        part = spark.read.format("delta").load(gold_location(cfg, gold_table_name(source, "shop", UNIONS[union])))
+        assert set(part.columns) <= set(columns), (union, source)
+        want += [tuple(r[c] if c in part.columns else None for c in columns) for r in part.collect()]
+    return got, sorted(want, key=repr)
+
+
+def _gold_at_once(spark: Any, cfg: Any, runs: dict[str, str]) -> dict[str, Any]:
+    """run_gold of each source (-> its run id) in its own thread, released together (as Airflow runs
+    a fleet's mapped gold tasks); their results by source."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    barrier = threading.Barrier(len(runs))
+
+    def gold_of(source: str) -> Any:
+        barrier.wait()
+        return run_gold(spark, cfg, source, runs[source])
+
+    with ThreadPoolExecutor(len(runs)) as pool:
+        return dict(zip(runs, pool.map(gold_of, runs), strict=True))
+
+
+def test_a_fleet_union_is_the_per_source_tables_stacked(spark: Any, tmp_path_factory: pytest.TempPathFactory,
+                                                       s3_server: Any) -> None:
+    """Two shards of the fixture's schema (shard-b holds only the first two files: fewer orders, no
+    ``channel`` column yet) with ``[gold] union``: their gold runs, started together, write each
+    union table once per shard; it equals the two gold tables stacked, keyed by (``_source``, id).
+    A new file of shard-b then replaces shard-b's rows only; a shard taken out of a union leaves it."""
+    from delta.tables import DeltaTable
+
+    root = tmp_path_factory.mktemp("gold-union")
+    objects = {s: _copy_chain(root / s, s) for s in SHARDS}
+    unions = {"fleet_orders": "shop.orders", "fleet_customer": {"table": "SHOP.Customer", "sources": list(SHARDS)}}
+    sources = [{"name": s, "uri": str(root / s)} for s in SHARDS]
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"union": unions}, sources=sources)
+    run_ingest(spark, cfg, objects["shard-a"] + objects["shard-b"][:2], "union-ingest")
+    first = _gold_at_once(spark, cfg, {"shard-a": "union-gold-a", "shard-b": "union-gold-b"})
+    assert first["shard-a"].written() == ("gold.fleet_customer", "gold.fleet_orders",
+                                          "gold.shard_a__shop__customer", "gold.shard_a__shop__orders")
+    cells = 0
+    for union in UNIONS:
+        got, want = _union_vs_stacked(spark, cfg, union, SHARDS)
+        assert got == want and len(got) == {"fleet_customer": 3 + 3, "fleet_orders": 4 + 2}[union]
+        keys = spark.read.format("delta").load(gold_location(cfg, union)).select("_source", "id").distinct().count()
+        assert keys == len(got)
+        assert DeltaTable.forPath(spark, gold_location(cfg, union)).detail().first()["partitionColumns"] == ["_source"]
+        cells += len(got) * len(got[0])
+    orders = spark.read.format("delta").load(gold_location(cfg, "fleet_orders"))
+    assert {(r["_source"], r["channel"]) for r in orders.collect()} == {
+        ("shard-a", "web"), ("shard-a", "app"), ("shard-b", None)}  # shard-b's table has no channel yet
+    print(f"union tables: {cells} cells equal the shards' gold tables stacked", file=sys.stderr)
+
+    version = DeltaTable.forPath(spark, gold_location(cfg, "fleet_orders")).history(1).first()["version"]
+    shard_a_rows = sorted((tuple(r) for r in orders.where("_source = 'shard-a'").collect()), key=repr)
+    run_ingest(spark, cfg, objects["shard-b"][2:3], "union-ingest-2")
+    later = run_gold(spark, cfg, "shard-b", "union-gold-b2")
+    assert {(u.name, u.write_mode) for u in later.unions} == {("fleet_orders", "union"), ("fleet_customer", "unchanged")}
+    got, want = _union_vs_stacked(spark, cfg, "fleet_orders", SHARDS)
+    assert got == want and len(got) == 8
+    orders = spark.read.format("delta").load(gold_location(cfg, "fleet_orders"))
+    assert sorted((tuple(r) for r in orders.where("_source = 'shard-a'").collect()), key=repr) == shard_a_rows
+    assert DeltaTable.forPath(spark, gold_location(cfg, "fleet_orders")).history(1).first()["version"] == version + 1
+    quiet = run_gold(spark, cfg, "shard-a", "union-gold-a2")
+    assert quiet.written() == () and {u.write_mode for u in quiet.unions} == {"unchanged"}
+
+    unions["fleet_customer"]["sources"] = ["shard-a"]  # type: ignore[index]
+    fewer = make_test_config(root, s3_server.endpoint_url, gold={"union": unions}, sources=sources)
+    left = run_gold(spark, fewer, "shard-b", "union-gold-b3")
+    assert left.left_unions == ("fleet_customer",) and left.written() == ("gold.fleet_customer",)
+    got, want = _union_vs_stacked(spark, fewer, "fleet_customer", ("shard-a",))
+    assert got == want and len(got) == 3
+    status = {(r["source"], r["gold_table"]): (r["rows"], r["write_mode"]) for r in spark.read.format("delta")
+              .load(f"{fewer.warehouse}/meta/gold_status").where("gold_table LIKE 'fleet%'").collect()}
+    assert status == {("shard-a", "fleet_orders"): (4, "unchanged"), ("shard-a", "fleet_customer"): (3, "unchanged"),
+                      ("shard-b", "fleet_orders"): (4, "unchanged")}
+    from binlake.sql_fast import FastWarehouse  # binlake sql finds the union tables through meta.gold_status
+
+    fast = FastWarehouse(fewer)
+    assert {"gold.fleet_orders", "gold.fleet_customer"} <= {t.full_name for t in fast.existing_tables()}
+    assert sorted(fast.run("SELECT _source, count(*) FROM gold.fleet_orders GROUP BY ALL ORDER BY ALL").rows) == [
+        ("shard-a", 4), ("shard-b", 4)]
+
+
+def test_union_schema_grows_by_added_columns_and_refuses_a_type_clash(
+        spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
+    """A shard with a column the union lacks adds it (NULL for the others' rows); a column whose
+    type differs fails with the column named and leaves the table as it was."""
+    from delta.tables import DeltaTable
+
+    from spark_jobs.gold import GoldUnionError, replace_union_rows
+
+    cfg = make_test_config(tmp_path_factory.mktemp("gold-union-schema"), s3_server.endpoint_url)
+    replace_union_rows(spark, cfg, "fleet", "a", spark.createDataFrame([(1, "x", "a")], "id INT, v STRING, _source STRING"),
+                       "s1")
+    replace_union_rows(spark, cfg, "fleet", "b", spark.createDataFrame(
+        [(2, "y", 7, "b")], "id INT, v STRING, added BIGINT, _source STRING"), "s2")
+    path = gold_location(cfg, "fleet")
+    rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).select("_source", "id", "v", "added").collect())
+    assert rows == [("a", 1, "x", None), ("b", 2, "y", 7)]
+    with pytest.raises(GoldUnionError, match=r"gold.fleet: source c cannot join it, column types differ: "
+                                             r"id \(bigint, the union has int\)"):
+        replace_union_rows(spark, cfg, "fleet", "c", spark.createDataFrame([(3, "c")], "id BIGINT, _source STRING"), "s3")
+    assert DeltaTable.forPath(spark, path).history().count() == 2

@@ -1,17 +1,21 @@
-"""orchestration.tasks / orchestration.alerts without a DAG run: an expected failure (a GAP) is one
-error line and an alert that carries the whole message, not a traceback."""
+"""orchestration.tasks / orchestration.alerts: an expected failure (a GAP) is one error line and an
+alert that carries the whole message, not a traceback; in submit mode the gold task emits one asset
+event per gold table its Spark application wrote (a DAG run without Spark; the local mode's events
+are checked on the real runs of tests/test_dags.py)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from binlake.runs import ChainBrokenError, IngestFailedError
 from orchestration.alerts import BinlakeAlert
 from orchestration.tasks import BinlakeTaskFailed, run_reporting_expected_failures
+from tests._airflow_util import asset_events
 
 GAP = ("source gappy: binlog chain broken\n  gtid_reconciliation: binlog.000004: GAP "
        "(missing files binlog.000003): GAP: binlog.000003 is missing")
@@ -71,3 +75,55 @@ def test_the_dag_level_alert_works_with_a_serialized_dag(tmp_path: Path, monkeyp
     BinlakeAlert()({"dag": serialized, "run_id": "manual__1", "reason": "task_failure"})
     alert, = (json.loads(line) for line in (tmp_path / "state" / "alerts.jsonl").read_text().splitlines())
     assert (alert["run_id"], alert["reason"], alert["kind"]) == ("manual__1", "task_failure", "DagRunFailed")
+
+
+
+@pytest.mark.airflow
+def test_submit_mode_gold_emits_an_asset_event_per_gold_table_it_wrote(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[spark] mode = "submit"``: the gold application runs in another process; the task learns
+    the tables it wrote from its ``gold`` document in the run folder and adds one asset event per
+    table through the alias. The real nightly DAG through ``dag.test()`` over two empty archives
+    (decode and reconcile answer without Spark, gold needs it: no gold step ran before); only
+    spark-submit is replaced by what the gold application leaves behind: its document."""
+    import os
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from binlake.config import load_config
+    from binlake.runs import put_doc
+    from binlake.step_results import GoldStepResult
+    from binlake.testing.demo import run_dag
+    from orchestration.run_local import load_dag, migrate_airflow_db
+    from orchestration.tasks import GOLD_ASSET_ALIAS
+
+    jars = os.environ.get("BINLAKE_JARS_DIR", str(Path(__file__).resolve().parent.parent / ".jars"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(f'[pipeline]\nwarehouse = "{tmp_path / "wh"}"\nstate_dir = "{tmp_path / "state"}"\n'
+                      f'jars_dir = "{jars}"\n[[sources]]\nname = "a"\nuri = "{tmp_path}/a"\n'
+                      f'[[sources]]\nname = "b"\nuri = "{tmp_path}/b"\n[spark]\nmode = "submit"\n')
+    monkeypatch.setenv("BINLAKE_CONFIG", str(config))
+    cfg = load_config()
+    wrote = {"a": ("gold.a__shop__orders", "gold.a__shop__orders__history", "gold.fleet_orders"),
+             "b": ("gold.b__shop__orders", "gold.fleet_orders")}
+    submitted: list[list[str]] = []
+
+    def application(self: SparkSubmitOperator, context: Any) -> None:  # what `spark_jobs gold` leaves behind
+        submitted.append(list(self.application_args))
+        source = self.application_args[2]
+        put_doc(cfg, context["run_id"], source, "gold", GoldStepResult(source=source, written=wrote[source]))
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", application)
+    migrate_airflow_db()
+    run = run_dag(load_dag("binlake_nightly"))
+    assert run.success, run
+    assert sorted(args[:3] for args in submitted) == [["gold", "--source", "a"], ["gold", "--source", "b"]]
+    wh = tmp_path / "wh"
+    static = [(f"file://{wh}/meta/gold_status", "meta.gold_status", ()),
+              (f"file://{wh}/silver/schema_history", "silver.schema_history", ())]
+    want = sorted([(i, f"file://{wh}/gold/{name[5:]}", name, (GOLD_ASSET_ALIAS,))
+                   for i, source in enumerate("ab") for name in wrote[source]]
+                  + [(i, *s) for i in (0, 1) for s in static])
+    assert asset_events("binlake_nightly", run.run_id, "per_source.gold") == want
