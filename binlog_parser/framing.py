@@ -20,8 +20,9 @@ import struct
 import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Any, Final, cast
 
+from binlog_parser._native_framing import event_types
 from binlog_parser.constants import (
     BINLOG_MAGIC,
     CHECKSUM_CRC32,
@@ -64,6 +65,7 @@ _U32 = struct.Struct("<I")
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _START_V3 = int(EventType.START_V3)
 _PAYLOAD = int(EventType.TRANSACTION_PAYLOAD)
+_NO_LIMIT = 1 << 63  # max_event_size as the compiled loop takes it (u64)
 #: type code -> is it an event type some server writes (the resync scan's first filter)
 _KNOWN_TYPES = bytes(1 if code and code in {int(t) for t in EventType} else 0 for code in range(256))
 
@@ -185,6 +187,7 @@ class EventFramer:
         self._mv = memoryview(b"")
         self._buf_pos = first_position  # file offset of _buf[0]
         self._eof = False
+        self._native = event_types()
         self._frames = (self._run_resync(first_position) if on_error == ON_ERROR_RESYNC and payload_pos is None
                         else self._run(first_position))
 
@@ -304,6 +307,10 @@ class EventFramer:
         verify = self.verify_checksum
         jumped = not self._expect_magic
         while True:
+            frames = self._native_frames(pos)
+            if frames is not None:  # the compiled loop, while the events are plain
+                yield from frames
+                pos = frames.pos
             self.position = pos
             if stop is not None and pos >= stop:
                 return
@@ -366,6 +373,18 @@ class EventFramer:
                 # go straight to the requested position after the first FORMAT_DESCRIPTION
                 jumped = True
                 pos = start
+
+    def _native_frames(self, pos: int) -> Any:
+        """The compiled framing loop from ``pos`` on (``binlog_parser._native_framing``): an
+        iterator of events whose ``pos`` is where it stopped. None: no extension, or framing
+        the Python loop alone does (skipping to ``start_position``, a pre-GA server's type
+        permutation)."""
+        native, ctx, start = self._native, self.context, self.start_position
+        if native is None or ctx.event_type_permutation is not None or (start is not None and pos < start):
+            return None
+        return native.frames(self, self._mv, self._buf_pos, pos, ctx, self.dispatch, self.stop_position,
+                             self.total_size, self.verify_checksum, min(self.max_event_size, _NO_LIMIT),
+                             self.expand_payloads, self._payload_pos)
 
     def _start(self, pos: int) -> Generator[NeedData, None, int]:
         """Check the magic and detect the binlog version; the generator's value: first event."""

@@ -25,7 +25,7 @@ from decimal import Decimal
 from types import ModuleType
 from typing import Any
 
-from binlog_parser._native_loader import load_extension
+from binlog_parser._native_loader import switch
 from binlog_parser.rows.charsets import make_text_decoder
 from binlog_parser.rows.column_types import INTEGER_SIZES
 from binlog_parser.rows.column_types import ColumnType as T
@@ -58,11 +58,7 @@ def extension() -> ModuleType | None:
 def use_native(enabled: bool | None) -> bool:
     """Switch the compiled decoder on (True: if built), off (False), or back to the
     environment's choice (None). Returns whether it is now in use."""
-    if enabled is None:
-        module = load_extension()
-    else:
-        module = load_extension(ignore_environment=True) if enabled else None
-    _State.module = module
+    module = _State.module = switch(enabled)  # the framing loop follows the same switch
     return module is not None
 
 

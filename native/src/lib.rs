@@ -46,8 +46,12 @@ const C_RAW: u32 = 0;
 const C_UTF8: u32 = 1;
 const C_PAD: u32 = 2;
 
-/// The interface version the Python bridge checks before using this module.
-const ABI: u32 = 1;
+/// The interface version the Python bridge checks before using this module (2: the compiled
+/// framing loop, `EventTypes` / `Frames`).
+const ABI: u32 = 2;
+
+mod events;
+mod framing;
 
 enum Conv {
     Raw,
@@ -917,6 +921,8 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ValueTypes>()?;
     m.add_class::<ImageReader>()?;
     m.add_class::<SlotsConstructor>()?;
+    m.add_class::<framing::EventTypes>()?;
+    m.add_class::<framing::Frames>()?;
     m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
     m.add_function(wrap_pyfunction!(decode_rows_event, m)?)?;
     Ok(())

@@ -1,0 +1,333 @@
+//! Compiled framing loop of `binlog_parser.framing.EventFramer` (issue 13).
+//!
+//! On small-event binlogs the Python reader loop (common header, size checks, CRC32,
+//! `EventHeader`, dispatch) cost as much as decoding the rows. `EventTypes.frames(...)` returns
+//! an iterator that does that loop here, one event per `__next__` (as lazily as the Python
+//! loop: nothing is decoded before it is asked for), for as long as the events are plain:
+//!
+//! * the whole event is in the buffer the framer holds;
+//! * its size fits (header length, the file's size, `max_event_size`, room for the CRC);
+//! * its CRC32 matches, when the file is checksummed and checksums are verified;
+//! * it is not a FORMAT_DESCRIPTION, a START_EVENT_V3 or a TRANSACTION_PAYLOAD to expand
+//!   (framing state the Python loop keeps), nor at or past `stop_position`;
+//! * its body decoder succeeds.
+//!
+//! At the first event that is not, the iterator stops *before* it, without side effects, and
+//! the Python loop frames that event: it asks for more data, raises the exact error (file,
+//! offset, words), marks a lenient checksum mismatch, or applies the FORMAT_DESCRIPTION. Then
+//! it asks for a new iterator. Body decoders are the framer's `dispatch` entries, called as
+//! the Python loop calls them; GTID, XID and QUERY (`events.rs`) and known rows events are
+//! decoded here when `dispatch` holds the standard decoder for them.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyType};
+
+use crate::events::{decode_gtid, decode_query, decode_xid};
+use crate::{le, rows_event_inner, uint, SlotLayout, SlotsConstructor};
+
+const START_V3: u8 = 1;
+const QUERY: u8 = 2;
+const FDE: u8 = 15;
+const XID: u8 = 16;
+const GTID: u8 = 33;
+const ANONYMOUS_GTID: u8 = 34;
+const PAYLOAD: u8 = 40;
+const CHECKSUM_CRC32: u32 = 1;
+
+/// The Python classes the framing loop builds and the standard decoders it recognises in a
+/// framer's `dispatch` (built once by `binlog_parser/_native_framing.py`).
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
+pub struct EventTypes {
+    header: SlotLayout,
+    pub(crate) gtid: SlotLayout,
+    pub(crate) xid: SlotLayout,
+    pub(crate) query: SlotLayout,
+    rows_event: SlotsConstructor,
+    unknown: Py<PyAny>,
+    dec_gtid: Py<PyAny>,
+    dec_xid: Py<PyAny>,
+    dec_query: Py<PyAny>,
+    dec_rows: Py<PyAny>,
+}
+
+#[pymethods]
+impl EventTypes {
+    /// `decoders`: the standard `decode_gtid`, `decode_xid`, `decode_query` and
+    /// `decode_rows_event`, in that order; `unknown`: `UnknownEvent.from_body`.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        header: Bound<'_, PyType>,
+        gtid: Bound<'_, PyType>,
+        xid: Bound<'_, PyType>,
+        query: Bound<'_, PyType>,
+        rows_event: Bound<'_, PyType>,
+        unknown: Py<PyAny>,
+        decoders: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
+    ) -> PyResult<Self> {
+        let n_rows = py.import("dataclasses")?.call_method1("fields", (&rows_event,))?.len()?;
+        Ok(EventTypes {
+            header: SlotLayout::new(py, &header, 11)?,
+            gtid: SlotLayout::new(py, &gtid, 14)?,
+            xid: SlotLayout::new(py, &xid, 2)?,
+            query: SlotLayout::new(py, &query, 9)?,
+            rows_event: SlotsConstructor { layout: SlotLayout::new(py, &rows_event, n_rows)? },
+            unknown,
+            dec_gtid: decoders.0,
+            dec_xid: decoders.1,
+            dec_query: decoders.2,
+            dec_rows: decoders.3,
+        })
+    }
+
+    /// The events of `framer`'s buffer (`mv`, holding file bytes from `base`) from `pos` on,
+    /// framed with `ctx`'s layout; see the module docs for where it stops.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos))]
+    fn frames(
+        slf: Py<Self>,
+        py: Python<'_>,
+        framer: Py<PyAny>,
+        mv: Bound<'_, PyAny>,
+        base: u64,
+        pos: u64,
+        ctx: Bound<'_, PyAny>,
+        dispatch: Bound<'_, PyDict>,
+        stop: Bound<'_, PyAny>,
+        total: Bound<'_, PyAny>,
+        verify: bool,
+        max_event_size: Bound<'_, PyAny>,
+        expand: bool,
+        payload_pos: Py<PyAny>,
+    ) -> Option<Frames> {
+        // anything unexpected (a buffer it cannot read in place, a context field that is not
+        // an int): None, and the Python loop frames every event
+        let int = |name: &Bound<'_, pyo3::types::PyString>| ctx.getattr(name).ok()?.extract::<u64>().ok();
+        let header_length = int(pyo3::intern!(py, "header_length"))? as usize;
+        let version = int(pyo3::intern!(py, "binlog_version"))?;
+        let alg = int(pyo3::intern!(py, "checksum_alg"))?;
+        // user-given limits it cannot hold (a negative stop_position...): the Python loop
+        let limit = |v: &Bound<'_, PyAny>| if v.is_none() { Some(u64::MAX) } else { v.extract::<u64>().ok() };
+        let (stop, total, max_event_size) = (limit(&stop)?, limit(&total)?, max_event_size.extract::<u64>().ok()?);
+        let data = PyBuffer::get(&mv).ok()?;
+        if !data.is_c_contiguous() {
+            return None;
+        }
+        Some(Frames {
+            types: slf,
+            framer,
+            data,
+            mv: mv.unbind(),
+            base,
+            pos,
+            stop,
+            total,
+            header_length,
+            v1: version == 1,
+            crc: alg == CHECKSUM_CRC32 as u64,
+            verify,
+            max_event_size,
+            expand,
+            payload_pos,
+            dispatch: dispatch.unbind(),
+            ctx: ctx.unbind(),
+        })
+    }
+}
+
+/// One run of the compiled framing loop over the bytes a framer holds (`EventTypes.frames`).
+/// `pos`: the offset of the next event, where the Python loop goes on once it stops.
+#[pyclass(module = "binlog_parser._native_ext")]
+pub struct Frames {
+    types: Py<EventTypes>,
+    framer: Py<PyAny>,
+    data: PyBuffer<u8>,
+    mv: Py<PyAny>,
+    base: u64,
+    #[pyo3(get)]
+    pos: u64,
+    stop: u64,
+    total: u64,
+    header_length: usize,
+    v1: bool,
+    crc: bool,
+    verify: bool,
+    max_event_size: u64,
+    expand: bool,
+    payload_pos: Py<PyAny>,
+    dispatch: Py<PyDict>,
+    ctx: Py<PyAny>,
+}
+
+/// The common header of one event that frames cleanly.
+struct Framed {
+    type_code: u8,
+    size: u64,
+    body: std::ops::Range<usize>,
+    checksum_ok: Option<bool>,
+    fields: [u64; 5], // timestamp, server_id, event_size, log_pos, flags
+}
+
+#[pymethods]
+impl Frames {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(mut slf: PyRefMut<'py, Self>, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        let this = &mut *slf;
+        // an error, or a panic (a bug here, never expected): stop, and let the Python loop
+        // frame this event (it decodes it or raises the exact error)
+        match catch_unwind(AssertUnwindSafe(|| this.next_event(py))) {
+            Ok(Ok(Some(event))) => Some(event),
+            _ => None,
+        }
+    }
+}
+
+impl Frames {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the buffer export is held by `self.data` (the exporter cannot resize or
+        // free it meanwhile) and the framer never writes into the bytes it was handed
+        unsafe { std::slice::from_raw_parts(self.data.buf_ptr() as *const u8, self.data.len_bytes()) }
+    }
+
+    /// `EventFramer._header` + `_checksum` for the event at `self.pos`, or None when the
+    /// Python loop must frame it.
+    fn frame(&self) -> Option<Framed> {
+        let pos = self.pos;
+        if pos >= self.stop || pos < self.base {
+            return None;
+        }
+        let buf = self.bytes();
+        let off = usize::try_from(pos - self.base).ok()?;
+        let head = buf.get(off..off.checked_add(if self.v1 { 13 } else { 19 })?)?;
+        let type_code = head[4];
+        if type_code == FDE || type_code == START_V3 || (type_code == PAYLOAD && self.expand) {
+            return None;
+        }
+        let size = le(&head[9..13]);
+        let (log_pos, flags) = if self.v1 { (0, 0) } else { (le(&head[13..17]), le(&head[17..19])) };
+        let hl = self.header_length as u64;
+        if size < hl || pos.checked_add(size)? > self.total || size > self.max_event_size {
+            return None;
+        }
+        let raw = buf.get(off..off.checked_add(usize::try_from(size).ok()?)?)?;
+        let (end, checksum_ok) = if self.crc {
+            let end = raw.len() - 4;
+            if (end as u64) < hl {
+                return None;
+            }
+            if self.verify {
+                if crc32fast::hash(&raw[..end]) as u64 != le(&raw[end..]) {
+                    return None; // raised, or marked when lenient, by the Python loop
+                }
+                (end, Some(true))
+            } else {
+                (end, None)
+            }
+        } else {
+            (raw.len(), None)
+        };
+        Some(Framed {
+            type_code,
+            size,
+            body: off + self.header_length..off + end,
+            checksum_ok,
+            fields: [le(&head[0..4]), le(&head[5..9]), size, log_pos, flags],
+        })
+    }
+
+    fn next_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(f) = self.frame() else { return Ok(None) };
+        let types = self.types.get();
+        let pos = self.pos;
+        let [timestamp, server_id, size, log_pos, flags] = f.fields;
+        let ok = match f.checksum_ok {
+            Some(v) => pyo3::types::PyBool::new(py, v).to_owned().into_any(),
+            None => py.None().into_bound(py),
+        };
+        let pos_obj = uint(py, pos);
+        let header = types.header.make(py, [
+            pos_obj.clone(), uint(py, pos + f.size), uint(py, timestamp), uint(py, f.type_code as u64),
+            uint(py, server_id), uint(py, size), uint(py, log_pos), uint(py, flags), ok,
+            self.payload_pos.bind(py).clone(), py.None().into_bound(py),
+        ])?;
+        let Some(event) = self.decode(py, types, &header, &f)? else { return Ok(None) };
+        self.framer.bind(py).setattr(pyo3::intern!(py, "position"), pos_obj)?;
+        self.pos = pos + f.size;
+        Ok(Some(event))
+    }
+
+    /// The event's body decoded as `dispatch` says, or None: let the Python loop decode it.
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        types: &EventTypes,
+        header: &Bound<'py, PyAny>,
+        f: &Framed,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let t = f.type_code;
+        // SAFETY: a borrowed reference (or NULL) from the dict, which we hold
+        let decoder = unsafe {
+            let key = uint(py, t as u64);
+            let d = ffi::PyDict_GetItemWithError(self.dispatch.as_ptr(), key.as_ptr());
+            if d.is_null() {
+                if let Some(err) = PyErr::take(py) {
+                    return Err(err);
+                }
+                None
+            } else {
+                Some(Bound::from_borrowed_ptr(py, d))
+            }
+        };
+        let ctx = self.ctx.bind(py);
+        let body = &self.bytes()[f.body.clone()];
+        if let Some(dec) = &decoder {
+            let d = dec.as_ptr();
+            if d == types.dec_gtid.as_ptr() && (t == GTID || t == ANONYMOUS_GTID) {
+                return decode_gtid(py, types, header, t == ANONYMOUS_GTID, body);
+            }
+            if d == types.dec_xid.as_ptr() && t == XID {
+                return decode_xid(py, types, header, body, phls(ctx)?.as_bytes());
+            }
+            if d == types.dec_query.as_ptr() && t == QUERY {
+                let version: u32 = ctx.getattr(pyo3::intern!(py, "binlog_version"))?.extract()?;
+                return decode_query(py, types, header, body, phls(ctx)?.as_bytes(), version);
+            }
+            if d == types.dec_rows.as_ptr() && matches!(t, 23..=25 | 30..=32) {
+                let phl = ctx.getattr(pyo3::intern!(py, "post_header_lengths"))?.cast_into::<PyBytes>()?;
+                let maps = ctx.getattr(pyo3::intern!(py, "table_maps"))?.cast_into::<PyDict>()?;
+                let data = PyBytes::new(py, body);
+                let ev = rows_event_inner(py, &types.rows_event, header, t as u32, data.as_any(), &phl, &maps)?;
+                if ev.is_some() {
+                    return Ok(ev);
+                }
+            }
+        }
+        // the body as the Python loop hands it over: a memoryview slice of the held buffer
+        let start = f.body.start as ffi::Py_ssize_t;
+        let stop = f.body.end as ffi::Py_ssize_t;
+        // SAFETY: new references or NULL + exception, checked
+        let view = unsafe {
+            let slice = Bound::from_owned_ptr_or_err(py, ffi::PySlice_New(
+                uint(py, start as u64).as_ptr(), uint(py, stop as u64).as_ptr(), std::ptr::null_mut()))?;
+            Bound::from_owned_ptr_or_err(py, ffi::PyObject_GetItem(self.mv.as_ptr(), slice.as_ptr()))?
+        };
+        Ok(Some(match decoder {
+            Some(dec) => dec.call1((header, view, ctx))?,
+            None => types.unknown.bind(py).call1((header, view))?,
+        }))
+    }
+}
+
+/// `ctx.post_header_lengths` (`DecodeContext.post_header_length(t)` is `phls[t - 1]`, else 0).
+fn phls<'py>(ctx: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let v = ctx.getattr(pyo3::intern!(ctx.py(), "post_header_lengths"))?;
+    Ok(v.cast_into::<PyBytes>()?)
+}
