@@ -311,6 +311,7 @@ class EventFramer:
             if frames is not None:  # the compiled loop, while the events are plain
                 yield from frames
                 pos = frames.pos
+                del frames  # (it holds the buffer it framed)
             self.position = pos
             if stop is not None and pos >= stop:
                 return
