@@ -8,8 +8,8 @@ a size or CRC32 that does not check out, a FORMAT_DESCRIPTION / START_EVENT_V3 /
 expand, ``stop_position``, a decoder that fails. The Python loop then frames that one event
 (asks for data, raises the exact error, applies the FORMAT_DESCRIPTION...) and asks for the
 compiled loop again. Bodies are decoded by the framer's ``dispatch`` as in Python; GTID, XID,
-QUERY and known rows events are decoded in the extension when ``dispatch`` holds the standard
-decoder for them.
+QUERY, known rows events and TABLE_MAPs found in ``DecodeContext.table_map_cache`` are decoded
+in the extension when ``dispatch`` holds the standard decoder for them.
 
 Used when the extension is built and switched on (``BINLAKE_NATIVE``,
 ``binlog_parser.rows._native.use_native``); see docs/native.md.
@@ -26,6 +26,7 @@ from binlog_parser.decoders.statement import decode_query
 from binlog_parser.events import GtidEvent, QueryEvent, UnknownEvent, XidEvent
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.rows_event import RowsEvent, decode_rows_event
+from binlog_parser.rows.table_map import TableMapEvent, decode_table_map
 
 _built: dict[int, Any] = {}  # id(extension module) -> its EventTypes (built once)
 
@@ -40,8 +41,9 @@ def event_types() -> Any | None:
     if key not in _built:
         try:
             _built[key] = module.EventTypes(
-                EventHeader, GtidEvent, XidEvent, QueryEvent, RowsEvent, UnknownEvent.from_body,
-                (decode_gtid, decode_xid, decode_query, decode_rows_event))
+                (EventHeader, GtidEvent, XidEvent, QueryEvent, RowsEvent, TableMapEvent),
+                (decode_gtid, decode_xid, decode_query, decode_rows_event, decode_table_map),
+                UnknownEvent.from_body)
         except (TypeError, ValueError):  # a slot layout it does not know: the Python loop
             _built[key] = None
     return _built[key]

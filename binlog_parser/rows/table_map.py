@@ -259,6 +259,7 @@ def decode_table_map(header: EventHeader, body: memoryview, ctx: DecodeContext) 
             cache.clear()
             cached_columns = 0
         user = _user_schema(ctx, ev.schema, ev.table, ev.column_count)
+        # (the compiled framing loop reads hits of this shape: native/src/framing.rs table_map_hit)
         cache[data] = ((ctx.post_header_length(T_TABLE_MAP), ctx.server_version),
                        tuple(getattr(ev, name) for name in _TM_FIELDS), user)
         cache[_CACHED_COLUMNS] = cached_columns + ev.column_count

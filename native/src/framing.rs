@@ -24,7 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use pyo3::buffer::PyBuffer;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyType};
+use pyo3::types::{PyBytes, PyDict, PyTuple, PyType};
 
 use crate::events::{decode_gtid, decode_query, decode_xid};
 use crate::{le, rows_event_inner, uint, SlotLayout, SlotsConstructor};
@@ -33,6 +33,7 @@ const START_V3: u8 = 1;
 const QUERY: u8 = 2;
 const FDE: u8 = 15;
 const XID: u8 = 16;
+const TABLE_MAP: u8 = 19;
 const GTID: u8 = 33;
 const ANONYMOUS_GTID: u8 = 34;
 const PAYLOAD: u8 = 40;
@@ -47,41 +48,45 @@ pub struct EventTypes {
     pub(crate) xid: SlotLayout,
     pub(crate) query: SlotLayout,
     rows_event: SlotsConstructor,
+    table_map: SlotLayout,
     unknown: Py<PyAny>,
     dec_gtid: Py<PyAny>,
     dec_xid: Py<PyAny>,
     dec_query: Py<PyAny>,
     dec_rows: Py<PyAny>,
+    dec_table_map: Py<PyAny>,
 }
 
 #[pymethods]
 impl EventTypes {
-    /// `decoders`: the standard `decode_gtid`, `decode_xid`, `decode_query` and
-    /// `decode_rows_event`, in that order; `unknown`: `UnknownEvent.from_body`.
+    /// `classes`: `EventHeader`, `GtidEvent`, `XidEvent`, `QueryEvent`, `RowsEvent` and
+    /// `TableMapEvent`; `decoders`: the standard `decode_gtid`, `decode_xid`, `decode_query`,
+    /// `decode_rows_event` and `decode_table_map`; `unknown`: `UnknownEvent.from_body`.
     #[new]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        header: Bound<'_, PyType>,
-        gtid: Bound<'_, PyType>,
-        xid: Bound<'_, PyType>,
-        query: Bound<'_, PyType>,
-        rows_event: Bound<'_, PyType>,
+        classes: (Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>),
+        decoders: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
         unknown: Py<PyAny>,
-        decoders: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
     ) -> PyResult<Self> {
-        let n_rows = py.import("dataclasses")?.call_method1("fields", (&rows_event,))?.len()?;
+        let (header, gtid, xid, query, rows_event, table_map) = classes;
+        let n_fields = |cls: &Bound<'_, PyType>| -> PyResult<usize> {
+            py.import("dataclasses")?.call_method1("fields", (cls,))?.len()
+        };
+        let n_rows = n_fields(&rows_event)?;
         Ok(EventTypes {
             header: SlotLayout::new(py, &header, 11)?,
             gtid: SlotLayout::new(py, &gtid, 14)?,
             xid: SlotLayout::new(py, &xid, 2)?,
             query: SlotLayout::new(py, &query, 9)?,
             rows_event: SlotsConstructor { layout: SlotLayout::new(py, &rows_event, n_rows)? },
+            table_map: SlotLayout::new(py, &table_map, n_fields(&table_map)?)?,
             unknown,
             dec_gtid: decoders.0,
             dec_xid: decoders.1,
             dec_query: decoders.2,
             dec_rows: decoders.3,
+            dec_table_map: decoders.4,
         })
     }
 
@@ -300,6 +305,11 @@ impl Frames {
                 let version: u32 = ctx.getattr(pyo3::intern!(py, "binlog_version"))?.extract()?;
                 return decode_query(py, types, header, body, phls(ctx)?.as_bytes(), version);
             }
+            if d == types.dec_table_map.as_ptr() && t == TABLE_MAP {
+                if let Some(ev) = table_map_hit(py, types, header, body, ctx)? {
+                    return Ok(Some(ev));
+                }
+            }
             if d == types.dec_rows.as_ptr() && matches!(t, 23..=25 | 30..=32) {
                 let phl = ctx.getattr(pyo3::intern!(py, "post_header_lengths"))?.cast_into::<PyBytes>()?;
                 let maps = ctx.getattr(pyo3::intern!(py, "table_maps"))?.cast_into::<PyDict>()?;
@@ -330,4 +340,55 @@ impl Frames {
 fn phls<'py>(ctx: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let v = ctx.getattr(pyo3::intern!(ctx.py(), "post_header_lengths"))?;
     Ok(v.cast_into::<PyBytes>()?)
+}
+
+/// `rows.table_map.decode_table_map` when its cache (`ctx.table_map_cache`) already holds this
+/// very body, decoded with the same post-header length and server version, and there is no user
+/// schema: the cached fields under the new header, registered in `ctx.table_maps`. A server
+/// writes the same TABLE_MAP before every statement, so on OLTP binlogs this is a third of the
+/// events. None for anything else (a miss, a user schema, a cache entry of another shape): the
+/// Python decoder then decodes the event.
+fn table_map_hit<'py>(
+    py: Python<'py>,
+    types: &EventTypes,
+    header: &Bound<'py, PyAny>,
+    body: &[u8],
+    ctx: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(cache) = ctx.getattr_opt(pyo3::intern!(py, "table_map_cache"))? else { return Ok(None) };
+    let Ok(cache) = cache.cast_into::<PyDict>() else { return Ok(None) };
+    let Some(hit) = cache.get_item(PyBytes::new(py, body))? else { return Ok(None) };
+    let Ok(hit) = hit.cast_into::<PyTuple>() else { return Ok(None) };
+    if hit.len() != 3 || !hit.get_item(2)?.is_none() || !ctx.getattr(pyo3::intern!(py, "schemas"))?.is_none() {
+        return Ok(None);
+    }
+    let phl = phls(ctx)?.as_bytes().get(TABLE_MAP as usize - 1).copied().unwrap_or(0);
+    let tag = PyTuple::new(py, [uint(py, phl as u64), ctx.getattr(pyo3::intern!(py, "server_version"))?])?;
+    let Ok(args) = hit.get_item(1)?.cast_into::<PyTuple>() else { return Ok(None) };
+    if !hit.get_item(0)?.eq(tag)? || args.len() + 1 != types.table_map.offsets.len() {
+        return Ok(None);
+    }
+    let ev = types.table_map.make_with(py, header, &args)?;
+    let maps = ctx.getattr(pyo3::intern!(py, "table_maps"))?.cast_into::<PyDict>()?;
+    maps.set_item(args.get_item(0)?, &ev)?; // table_id
+    Ok(Some(ev))
+}
+
+impl SlotLayout {
+    /// `cls(first, *rest)` built slot by slot (`rest` holds every other field, in order).
+    fn make_with<'py>(&self, py: Python<'py>, first: &Bound<'py, PyAny>, rest: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let values = std::iter::once(first.clone()).chain(rest.iter());
+        // SAFETY: as `SlotLayout::make`: a fresh object whose slots are all NULL; each slot
+        // takes a new reference; the caller checked there is one value per slot
+        unsafe {
+            let tp = self.cls.as_ptr() as *mut ffi::PyTypeObject;
+            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
+            let base = obj.as_ptr() as *mut u8;
+            for (off, v) in self.offsets.iter().zip(values) {
+                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.into_ptr();
+            }
+            Ok(obj)
+        }
+    }
 }
