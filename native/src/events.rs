@@ -204,25 +204,30 @@ pub(crate) fn decode_query<'py>(
 }
 
 /// The status variables that are one little-endian unsigned integer: code -> (name, bytes)
-/// (`statement._FIXED_STATUS_VARS`).
-fn fixed_status_var(code: u8) -> Option<(&'static str, usize)> {
+/// (`statement._FIXED_STATUS_VARS`); names interned once.
+fn fixed_status_var<'py>(py: Python<'py>, code: u8) -> Option<(&'py Bound<'py, PyString>, usize)> {
+    macro_rules! var {
+        ($name:literal, $size:literal) => {
+            (pyo3::intern!(py, $name), $size)
+        };
+    }
     Some(match code {
-        0 => ("flags2", 4),
-        1 => ("sql_mode", 8),
-        7 => ("lc_time_names", 2),
-        8 => ("charset_database", 2),
-        9 => ("table_map_for_update", 8),
-        10 => ("master_data_written", 4),
-        13 => ("microseconds", 3),
-        14 => ("commit_ts", 8),
-        15 => ("commit_ts2", 8),
-        17 => ("ddl_xid", 8),
-        18 => ("default_collation_for_utf8mb4", 2),
-        19 => ("sql_require_primary_key", 1),
-        20 => ("default_table_encryption", 1),
-        128 => ("hrnow", 3),
-        129 => ("xid", 8),
-        130 => ("gtid_flags3", 1),
+        0 => var!("flags2", 4),
+        1 => var!("sql_mode", 8),
+        7 => var!("lc_time_names", 2),
+        8 => var!("charset_database", 2),
+        9 => var!("table_map_for_update", 8),
+        10 => var!("master_data_written", 4),
+        13 => var!("microseconds", 3),
+        14 => var!("commit_ts", 8),
+        15 => var!("commit_ts2", 8),
+        17 => var!("ddl_xid", 8),
+        18 => var!("default_collation_for_utf8mb4", 2),
+        19 => var!("sql_require_primary_key", 1),
+        20 => var!("default_table_encryption", 1),
+        128 => var!("hrnow", 3),
+        129 => var!("xid", 8),
+        130 => var!("gtid_flags3", 1),
         _ => return None,
     })
 }
@@ -236,9 +241,9 @@ fn status_vars<'py>(py: Python<'py>, sv: &[u8]) -> PyResult<Option<(Bound<'py, P
     while off < n {
         let code = sv[off];
         off += 1;
-        if let Some((name, size)) = fixed_status_var(code) {
+        if let Some((name, size)) = fixed_status_var(py, code) {
             let Some(v) = field(sv, off, size) else { return Ok(None) };
-            out.set_item(PyString::intern(py, name), uint(py, v))?;
+            out.set_item(name, uint(py, v))?;
             off += size;
         } else {
             match shaped_status_var(py, sv, off, code, &out)? {
@@ -269,44 +274,48 @@ fn lstr<'py>(py: Python<'py>, sv: &[u8], off: usize) -> PyResult<Option<(Bound<'
 }
 
 /// A dict of little-endian u16 fields at `off` (auto_increment, charset, the collation pairs).
-fn u16_dict<'py>(py: Python<'py>, sv: &[u8], off: usize, names: &[&'static str]) -> PyResult<Option<Bound<'py, PyDict>>> {
+fn u16_dict<'py>(py: Python<'py>, sv: &[u8], off: usize, names: &[&Bound<'py, PyString>]) -> PyResult<Option<Bound<'py, PyDict>>> {
     let d = PyDict::new(py);
     for (i, name) in names.iter().enumerate() {
         let Some(v) = field(sv, off + 2 * i, 2) else { return Ok(None) };
-        d.set_item(PyString::intern(py, name), uint(py, v))?;
+        d.set_item(*name, uint(py, v))?;
     }
     Ok(Some(d))
 }
 
 /// `statement._decode_shaped_status_var`, writing into `out`.
 fn shaped_status_var<'py>(py: Python<'py>, sv: &[u8], off: usize, code: u8, out: &Bound<'py, PyDict>) -> PyResult<Shaped> {
-    let key = |name: &'static str| PyString::intern(py, name);
+    use pyo3::intern;
     let bad = Ok(Shaped::Bad);
     match code {
         2 | 5 | 6 => {
             let Some((s, after)) = lstr(py, sv, off)? else { return bad };
-            out.set_item(key(if code == 5 { "time_zone" } else { "catalog" }), s)?;
+            out.set_item(if code == 5 { intern!(py, "time_zone") } else { intern!(py, "catalog") }, s)?;
             Ok(Shaped::After(if code == 2 { after + 1 } else { after })) // Q_CATALOG: + its NUL
         }
         3 | 4 => {
-            let names: &[&str] = if code == 3 { &["increment", "offset"] } else { &["client", "connection", "server"] };
+            let names: &[&Bound<'py, PyString>] = if code == 3 {
+                &[intern!(py, "increment"), intern!(py, "offset")]
+            } else {
+                &[intern!(py, "client"), intern!(py, "connection"), intern!(py, "server")]
+            };
             let Some(d) = u16_dict(py, sv, off, names)? else { return bad };
-            out.set_item(key(if code == 3 { "auto_increment" } else { "charset" }), d)?;
+            out.set_item(if code == 3 { intern!(py, "auto_increment") } else { intern!(py, "charset") }, d)?;
             Ok(Shaped::After(off + 2 * names.len()))
         }
         11 => {
             let Some((user, at)) = lstr(py, sv, off)? else { return bad };
             let Some((host, after)) = lstr(py, sv, at)? else { return bad };
             let d = PyDict::new(py);
-            d.set_item(key("user"), user)?;
-            d.set_item(key("host"), host)?;
-            out.set_item(key("invoker"), d)?;
+            d.set_item(intern!(py, "user"), user)?;
+            d.set_item(intern!(py, "host"), host)?;
+            out.set_item(intern!(py, "invoker"), d)?;
             Ok(Shaped::After(after))
         }
         12 => updated_db_names(py, sv, off, out),
         16 => {
             let Some(v) = field(sv, off, 1) else { return bad };
-            out.set_item(key("explicit_defaults_ts"), v != 0)?;
+            out.set_item(intern!(py, "explicit_defaults_ts"), v != 0)?;
             Ok(Shaped::After(off + 1))
         }
         131 => {
@@ -314,11 +323,11 @@ fn shaped_status_var<'py>(py: Python<'py>, sv: &[u8], off: usize, code: u8, out:
             let mut at = off + 1;
             let pairs = PyList::empty(py);
             for _ in 0..count {
-                let Some(d) = u16_dict(py, sv, at, &["charset", "collation"])? else { return bad };
+                let Some(d) = u16_dict(py, sv, at, &[intern!(py, "charset"), intern!(py, "collation")])? else { return bad };
                 pairs.append(d)?;
                 at += 4;
             }
-            out.set_item(key("character_set_collations"), pairs)?;
+            out.set_item(intern!(py, "character_set_collations"), pairs)?;
             Ok(Shaped::After(at))
         }
         _ => Ok(Shaped::Unknown),
@@ -341,6 +350,6 @@ fn updated_db_names<'py>(py: Python<'py>, sv: &[u8], off: usize, out: &Bound<'py
         }
         list.into_any()
     };
-    out.set_item(PyString::intern(py, "updated_db_names"), names)?;
+    out.set_item(pyo3::intern!(py, "updated_db_names"), names)?;
     Ok(Shaped::After(at))
 }
