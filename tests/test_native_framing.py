@@ -174,6 +174,28 @@ def test_the_compiled_loop_frames_almost_every_event(monkeypatch: pytest.MonkeyP
     assert len(calls) <= 5
 
 
+class _DispatchWithDefault(dict):  # type: ignore[type-arg]
+    """A dispatch table that is not a plain dict (the compiled loop leaves it to Python)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("kw", [
+    {"verify_checksum": 1}, {"lenient": 1}, {"stop_position": -1}, {"stop_position": 5000.5},
+    {"max_event_size": 2 ** 70}, {"max_event_size": 300}, {"dispatch": "subclass"}, {"dispatch": "scan"},
+], ids=repr)
+def test_unusual_reader_arguments_frame_identically(kw: dict[str, Any]) -> None:
+    from binlog_parser.reader import _HEADER_ONLY_DISPATCH, build_dispatch
+
+    if kw.get("dispatch") == "subclass":
+        kw = {"dispatch": _DispatchWithDefault(build_dispatch())}
+    elif kw.get("dispatch") == "scan":
+        kw = {"dispatch": _HEADER_ONLY_DISPATCH}
+    path = next(p for p in FILES if p.name.endswith("mysql-bin.checksum-crc32"))
+    _same(str(path), **kw)
+
+
 # ------------------------------------------------------------------ damaged files
 
 

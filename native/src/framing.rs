@@ -99,26 +99,30 @@ impl EventTypes {
         py: Python<'_>,
         framer: Py<PyAny>,
         mv: Bound<'_, PyAny>,
-        base: u64,
-        pos: u64,
+        base: Bound<'_, PyAny>,
+        pos: Bound<'_, PyAny>,
         ctx: Bound<'_, PyAny>,
-        dispatch: Bound<'_, PyDict>,
+        dispatch: Bound<'_, PyAny>,
         stop: Bound<'_, PyAny>,
         total: Bound<'_, PyAny>,
-        verify: bool,
+        verify: Bound<'_, PyAny>,
         max_event_size: Bound<'_, PyAny>,
-        expand: bool,
+        expand: Bound<'_, PyAny>,
         payload_pos: Py<PyAny>,
     ) -> Option<Frames> {
-        // anything unexpected (a buffer it cannot read in place, a context field that is not
-        // an int): None, and the Python loop frames every event
-        let int = |name: &Bound<'_, pyo3::types::PyString>| ctx.getattr(name).ok()?.extract::<u64>().ok();
-        let header_length = int(pyo3::intern!(py, "header_length"))? as usize;
-        let version = int(pyo3::intern!(py, "binlog_version"))?;
-        let alg = int(pyo3::intern!(py, "checksum_alg"))?;
-        // user-given limits it cannot hold (a negative stop_position...): the Python loop
-        let limit = |v: &Bound<'_, PyAny>| if v.is_none() { Some(u64::MAX) } else { v.extract::<u64>().ok() };
-        let (stop, total, max_event_size) = (limit(&stop)?, limit(&total)?, max_event_size.extract::<u64>().ok()?);
+        // anything unexpected (a buffer it cannot read in place, a value that is not a
+        // non-negative int, a dispatch table that is not a plain dict): None, and the Python
+        // loop frames every event as it always did
+        let int = |v: &Bound<'_, PyAny>| v.extract::<u64>().ok();
+        let attr = |name: &Bound<'_, pyo3::types::PyString>| int(&ctx.getattr(name).ok()?);
+        let header_length = usize::try_from(attr(pyo3::intern!(py, "header_length"))?).ok()?;
+        let version = attr(pyo3::intern!(py, "binlog_version"))?;
+        let alg = attr(pyo3::intern!(py, "checksum_alg"))?;
+        let limit = |v: &Bound<'_, PyAny>| if v.is_none() { Some(u64::MAX) } else { int(v) };
+        let (stop, total, max_event_size) = (limit(&stop)?, limit(&total)?, int(&max_event_size)?);
+        let (base, pos) = (int(&base)?, int(&pos)?);
+        let (verify, expand) = (verify.is_truthy().ok()?, expand.is_truthy().ok()?);
+        let dispatch = dispatch.cast_into_exact::<PyDict>().ok()?;
         let data = PyBuffer::get(&mv).ok()?;
         if !data.is_c_contiguous() {
             return None;
@@ -197,9 +201,13 @@ impl Frames {
 
 impl Frames {
     fn bytes(&self) -> &[u8] {
+        let (ptr, len) = (self.data.buf_ptr() as *const u8, self.data.len_bytes());
+        if len == 0 || ptr.is_null() {
+            return &[];
+        }
         // SAFETY: the buffer export is held by `self.data` (the exporter cannot resize or
         // free it meanwhile) and the framer never writes into the bytes it was handed
-        unsafe { std::slice::from_raw_parts(self.data.buf_ptr() as *const u8, self.data.len_bytes()) }
+        unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 
     /// `EventFramer._header` + `_checksum` for the event at `self.pos`, or None when the
@@ -224,7 +232,7 @@ impl Frames {
         }
         let raw = buf.get(off..off.checked_add(usize::try_from(size).ok()?)?)?;
         let (end, checksum_ok) = if self.crc {
-            let end = raw.len() - 4;
+            let end = raw.len().checked_sub(4)?;
             if (end as u64) < hl {
                 return None;
             }
@@ -355,8 +363,9 @@ fn table_map_hit<'py>(
     body: &[u8],
     ctx: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    // plain dicts only: PyDict_GetItem / SetItem would skip a subclass's own get / __setitem__
     let Some(cache) = ctx.getattr_opt(pyo3::intern!(py, "table_map_cache"))? else { return Ok(None) };
-    let Ok(cache) = cache.cast_into::<PyDict>() else { return Ok(None) };
+    let Ok(cache) = cache.cast_into_exact::<PyDict>() else { return Ok(None) };
     let Some(hit) = cache.get_item(PyBytes::new(py, body))? else { return Ok(None) };
     let Ok(hit) = hit.cast_into::<PyTuple>() else { return Ok(None) };
     if hit.len() != 3 || !hit.get_item(2)?.is_none() || !ctx.getattr(pyo3::intern!(py, "schemas"))?.is_none() {
@@ -368,8 +377,8 @@ fn table_map_hit<'py>(
     if !hit.get_item(0)?.eq(tag)? || args.len() + 1 != types.table_map.offsets.len() {
         return Ok(None);
     }
+    let Ok(maps) = ctx.getattr(pyo3::intern!(py, "table_maps"))?.cast_into_exact::<PyDict>() else { return Ok(None) };
     let ev = types.table_map.make_with(py, header, &args)?;
-    let maps = ctx.getattr(pyo3::intern!(py, "table_maps"))?.cast_into::<PyDict>()?;
     maps.set_item(args.get_item(0)?, &ev)?; // table_id
     Ok(Some(ev))
 }
