@@ -1,4 +1,5 @@
-//! Compiled fast path of `binlog_parser`'s rows-event decoder.
+//! Compiled fast path of `binlog_parser`'s rows-event decoder (this file) and of its framing
+//! loop (`framing.rs`, with the GTID / QUERY / XID bodies in `events.rs`).
 //!
 //! The pure-Python decoder in `binlog_parser/rows/` is the reference. This module decodes the
 //! row images of WRITE / UPDATE / DELETE rows events (v1 and v2) into *the same Python objects*
