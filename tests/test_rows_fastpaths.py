@@ -50,6 +50,11 @@ def _events(path):
         return
 
 
+def _rows_events(path):
+    """The rows events of ``path`` (as far as :func:`_events` gets)."""
+    return (ev for ev in _events(path) if isinstance(ev, RowsEvent))
+
+
 # ---------------------------------------------------------------- TABLE_MAP cache
 
 BODY = table_map(7, [T.LONG, T.VARCHAR], bytes([80, 0]), 0b10, tlv(4, names("id", "name")))
@@ -154,8 +159,8 @@ def _nine_column_reader():
 def test_compiled_reader_equals_generic_loop_on_fixtures(path):
     rng = random.Random(path)
     checked = 0
-    for ev in _events(path):
-        if not isinstance(ev, RowsEvent) or ev.table is None or ev.version == 0 or not ev.rows:
+    for ev in _rows_events(path):
+        if ev.table is None or ev.version == 0 or not ev.rows:
             continue
         for plan in list(ev.table.plan_cache.values()):
             read = R._compile_image_reader(plan)
@@ -196,9 +201,7 @@ def test_compiled_reader_types_and_nulls():
 
 @pytest.mark.parametrize("path", _fixture_files())
 def test_render_row_json_text_matches_both_renderers(path):
-    for ev in _events(path):
-        if not isinstance(ev, RowsEvent):
-            continue
+    for ev in _rows_events(path):
         by_name = ev.columns_by_name()
         for change in ev.rows:
             for image in (change.before, change.after):
@@ -225,9 +228,7 @@ def test_render_row_json_text_values():
 def test_records_rows_event_parts_equal_the_generic_path(path):
     from spark_jobs.records import _dumps, row_images, rows_event_parts
 
-    for ev in _events(path):
-        if not isinstance(ev, RowsEvent):
-            continue
+    for ev in _rows_events(path):
         fields = ev.fields()
         head, fields_json, images = rows_event_parts(ev)
         assert fields_json == _dumps(fields)
@@ -245,11 +246,11 @@ def test_hot_plans_are_compiled_and_decode_the_same():
         if "sakila" not in path:
             continue
         _native.use_native(False)  # the pure-Python decoder's compiled readers (not native/)
-        a = [ev for ev in _events(path) if isinstance(ev, RowsEvent)]
+        a = list(_rows_events(path))
         old = R._COMPILE_AFTER_ROWS
         try:
             R._COMPILE_AFTER_ROWS = 10 ** 12  # never compile: the generic loop only
-            b = [ev for ev in _events(path) if isinstance(ev, RowsEvent)]
+            b = list(_rows_events(path))
         finally:
             R._COMPILE_AFTER_ROWS = old
             _native.use_native(None)
