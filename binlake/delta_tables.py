@@ -53,9 +53,13 @@ def storage_options(s3: S3Settings, location: str | None = None) -> dict[str, st
 def open_delta_table(location: str, s3: S3Settings | None = None) -> DeltaTable | None:
     """The Delta table at ``location`` (a path, ``s3://`` / ``s3a://``), or None when there is none yet."""
     from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
     uri = delta_uri(location)
     options = storage_options(s3 or S3Settings(), location) or None
-    if not DeltaTable.is_deltatable(uri, storage_options=options):
+    # Not DeltaTable.is_deltatable: it holds the GIL while it waits on S3 (deltalake 1.x), so an
+    # S3 API served by a thread of this process (the tests' moto server) never answers it.
+    try:
+        return DeltaTable(uri, storage_options=options)
+    except TableNotFoundError:
         return None
-    return DeltaTable(uri, storage_options=options)

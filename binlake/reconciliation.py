@@ -620,11 +620,17 @@ def reconcile_source(files: list[FileFacts]) -> list[ReconciliationRow]:
     return rows + _duplicate_rows(files, duplicates, flavor, len(rows))
 
 
-def reconcile(files: Iterable[FileFacts]) -> list[ReconciliationRow]:
-    """Reconcile every source's files; rows grouped by source, in chain order."""
+def _by_source(files: Iterable[FileFacts]) -> dict[str, list[FileFacts]]:
+    """The files of each source, in the order given (each source is reconciled on its own)."""
     by_source: dict[str, list[FileFacts]] = {}
     for f in files:
         by_source.setdefault(f.source, []).append(f)
+    return by_source
+
+
+def reconcile(files: Iterable[FileFacts]) -> list[ReconciliationRow]:
+    """Reconcile every source's files; rows grouped by source, in chain order."""
+    by_source = _by_source(files)
     out: list[ReconciliationRow] = []
     for source in sorted(by_source):
         out.extend(reconcile_source(by_source[source]))
@@ -633,9 +639,7 @@ def reconcile(files: Iterable[FileFacts]) -> list[ReconciliationRow]:
 
 def coverage(files: Iterable[FileFacts]) -> list[CoverageRow]:
     """Per source and GTID key, the merged GNO intervals the archive contains."""
-    by_source: dict[str, list[FileFacts]] = {}
-    for f in files:
-        by_source.setdefault(f.source, []).append(f)
+    by_source = _by_source(files)
     out: list[CoverageRow] = []
     for source in sorted(by_source):
         flist = by_source[source]

@@ -20,6 +20,14 @@ def read_fixture(name: str) -> bytes:
     return (MARIADB_CHAIN / name).read_bytes()
 
 
+def write_mariadb_chain(folder: Path) -> Path:
+    """``folder`` (created) holding a copy of the four-file MariaDB chain: an archive to discover."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in MARIADB_FILES:
+        (folder / name).write_bytes(read_fixture(name))
+    return folder
+
+
 def last_event_pos(data: bytes) -> int:
     """Offset of the last top-level event (walks the headers from the FORMAT_DESCRIPTION)."""
     pos = 4

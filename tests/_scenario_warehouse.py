@@ -3,7 +3,8 @@
 Sources: ``clean`` (the MariaDB 10.11 chain), ``missing`` (binlog.000002 never archived: a GAP of
 0:4-6), ``dup`` (binlog.000002 uploaded twice: a DUPLICATE) and ``mysql56`` (a MySQL 5.6 two-file
 chain whose second file follows GTIDs no archived file holds). Shared by the `binlake sql` and
-coverage-report tests (each builds it once per module).
+coverage-report tests (each builds it once per module); the reconcile test ingests the same
+sources (``scenario_objects``) plus ``trunc``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ def _put(folder: Path, name: str, data: bytes, source: str, objs: list[Any]) -> 
                              etag=f"{source}/{name}/{len(data)}"))
 
 
-def build_scenario_warehouse(spark: Any, archive: Path, tmp: Path, endpoint: str) -> BinlakeConfig:
-    """Ingest + reconcile the scenario sources; returns a config whose warehouse holds the result."""
-    from spark_jobs.ingest import run_ingest
-    from spark_jobs.reconcile import run_reconcile
-
+def scenario_objects(archive: Path, *, truncated: bool = False) -> list[Any]:
+    """Write the scenario sources' files under ``archive/<source>/``; their ``BinlogObject``s in
+    ingest order. ``truncated`` adds the source ``trunc`` (the reconcile test's): the chain with
+    binlog.000002 cut inside its last transaction (the active file archived mid-write)."""
     chain = {p.name: p.read_bytes() for p in sorted(MARIA.glob("binlog.0*"))}
     objs: list[Any] = []
     for name, data in chain.items():
@@ -41,9 +41,20 @@ def build_scenario_warehouse(spark: Any, archive: Path, tmp: Path, endpoint: str
         if name != "binlog.000002":
             _put(archive / "missing", name, data, "missing", objs)
         _put(archive / "dup", name, data, "dup", objs)
+        if truncated:
+            _put(archive / "trunc", name, data[:-100] if name == "binlog.000002" else data, "trunc", objs)
     _put(archive / "dup", "binlog-reupload.000002", chain["binlog.000002"], "dup", objs)
     _put(archive / "mysql56", "mysql-bin.000001", (IK / "test__mysql-bin56.000001").read_bytes(), "mysql56", objs)
     _put(archive / "mysql56", "mysql-bin.000002", (IK / "test__mysql-bin56.000002").read_bytes(), "mysql56", objs)
+    return objs
+
+
+def build_scenario_warehouse(spark: Any, archive: Path, tmp: Path, endpoint: str) -> BinlakeConfig:
+    """Ingest + reconcile the scenario sources; returns a config whose warehouse holds the result."""
+    from spark_jobs.ingest import run_ingest
+    from spark_jobs.reconcile import run_reconcile
+
+    objs = scenario_objects(archive)
     sources = [{"name": s, "uri": str(archive / s)} for s in ("clean", "missing", "dup", "mysql56")]
     cfg = make_test_config(tmp, endpoint, sources=sources)
     run_ingest(spark, cfg, objs, "ingest-1")

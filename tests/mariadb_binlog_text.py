@@ -82,6 +82,14 @@ class MBEvent:
     reprint: bool = False             # a header printed again (old LOAD events), not an event
 
     # -- parsed facts ----------------------------------------------------------------
+    def _line_match(self, pattern: bytes) -> re.Match[bytes] | None:
+        """The match of ``pattern`` at the start of the first of the event's lines it fits."""
+        for ln in self.lines:
+            m = re.match(pattern, ln)
+            if m:
+                return m
+        return None
+
     @property
     def body(self) -> bytes:
         return b"\n".join(self.lines)
@@ -164,29 +172,20 @@ class MBEvent:
         return cols, pk
 
     def ignorable_type(self) -> int | None:
-        for ln in self.lines:
-            m = re.match(rb"# Ignorable event type (\d+) ", ln)
-            if m:
-                return int(m.group(1))
-        return None
+        m = self._line_match(rb"# Ignorable event type (\d+) ")
+        return int(m.group(1)) if m else None
 
     def annotate(self) -> bytes | None:
         qs = [ln[4:] for ln in self.lines if ln.startswith(b"#Q> ")]
         return b"\n".join(qs) if qs else None
 
     def intvar(self) -> tuple[bytes, int] | None:
-        for ln in self.lines:
-            m = re.match(rb"SET (LAST_INSERT_ID|INSERT_ID)=(\d+)/\*!\*/;$", ln)
-            if m:
-                return m.group(1), int(m.group(2))
-        return None
+        m = self._line_match(rb"SET (LAST_INSERT_ID|INSERT_ID)=(\d+)/\*!\*/;$")
+        return (m.group(1), int(m.group(2))) if m else None
 
     def rand(self) -> tuple[int, int] | None:
-        for ln in self.lines:
-            m = re.match(rb"SET @@RAND_SEED1=(\d+), @@RAND_SEED2=(\d+)/\*!\*/;$", ln)
-            if m:
-                return int(m.group(1)), int(m.group(2))
-        return None
+        m = self._line_match(rb"SET @@RAND_SEED1=(\d+), @@RAND_SEED2=(\d+)/\*!\*/;$")
+        return (int(m.group(1)), int(m.group(2))) if m else None
 
     def user_var(self) -> bytes | None:
         """The ``SET @`name`:=value`` statement (without the delimiter)."""
@@ -197,11 +196,8 @@ class MBEvent:
 
     def load_block(self) -> tuple[int, int] | None:
         """(file_id, block_len) of Begin_load_query / Append_block."""
-        for ln in self.lines:
-            m = re.match(rb"#(?:Begin_load_query|Append_block): file_id: (\d+)  block_len: (\d+)$", ln)
-            if m:
-                return int(m.group(1)), int(m.group(2))
-        return None
+        m = self._line_match(rb"#(?:Begin_load_query|Append_block): file_id: (\d+)  block_len: (\d+)$")
+        return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @dataclass

@@ -54,15 +54,20 @@ def s3_process() -> Iterator[S3Server]:
         server.stop()
 
 
-def test_open_delta_table_on_loopback_s3_by_its_s3a_name(s3_process: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_open_delta_table_on_loopback_s3_by_its_s3a_name(mode: str, s3_process: S3Server, s3_server: S3Server,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also against moto served by a thread of this process (the session's server): delta-rs must
+    not wait on S3 while holding the GIL (``is_deltatable`` did, and timed out after 180 s)."""
     from deltalake import write_deltalake
 
     for key, value in DUMMY_AWS_ENV.items():
         monkeypatch.setenv(key, value)
-    s3_client = s3_process.client()
-    s3_bucket = "delta-tables"
+    server = s3_process if mode == "process" else s3_server
+    s3_client = server.client()
+    s3_bucket = f"delta-tables-{mode}"
     s3_client.create_bucket(Bucket=s3_bucket)
-    s3 = S3Settings(endpoint_url=s3_process.endpoint_url, path_style_access=True)
+    s3 = S3Settings(endpoint_url=server.endpoint_url, path_style_access=True)
     location = f"s3a://{s3_bucket}/wh/meta/t"
     assert open_delta_table(location, s3) is None
     write_deltalake(delta_uri(location), ROWS, storage_options=dict(storage_options(s3, location),

@@ -16,17 +16,14 @@ skipped - loudly - only when no server can be started.
 from __future__ import annotations
 
 import random
-import shutil
 import struct
-import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 import mariadb_binlog_text as mb
 import pytest
 from test_differential_mariadb_binlog import compare_path
-from test_mariadb_server import MariaDB, _ensure_installed
+from test_mariadb_server import running_mariadb
 
 from binlog_parser import CorruptEventError, read_events
 from binlog_parser.events import QueryEvent
@@ -353,16 +350,8 @@ def _charset_select() -> str:
 def fresh_binlogs():
     if mb.MARIADB_BINLOG is None:
         pytest.skip("mariadb-binlog not installed")
-    reason = _ensure_installed()
-    if reason:
-        msg = f"!!! REAL-SERVER DIFFERENTIAL TEST SKIPPED: {reason} !!!"
-        print(msg, file=sys.stderr)
-        pytest.skip(msg)
-    base = Path(tempfile.mkdtemp(prefix="binlake-mariadb-diff-"))
-    db = MariaDB(base)
-    try:
-        db.start()
-        script = base / "fuzz.sql"
+    with running_mariadb("binlake-mariadb-diff-", "REAL-SERVER DIFFERENTIAL TEST") as db:
+        script = db.base / "fuzz.sql"
         r = random.Random(SEED)
         script.write_text(_script(r))
         db.source(script)
@@ -382,9 +371,6 @@ def fresh_binlogs():
         yield {"main": files[:len(main) - 1], "legacy": files[len(main) - 1:len(legacy) - 1],
                "statements": files[len(legacy) - 1:], "legacy_select": legacy_select,
                "charset_rows": charset_rows}
-    finally:
-        db.stop()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_fresh_binlogs_match_mariadb_binlog(fresh_binlogs):

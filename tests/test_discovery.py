@@ -29,14 +29,12 @@ from tests._chain_util import (
     set_in_use,
     sparse_binlog,
     with_rotate_to,
+    write_mariadb_chain,
 )
 
 
 def _chain_dir(tmp_path: Path, files: dict[str, bytes] | None = None) -> Path:
-    d = tmp_path / "archive"
-    d.mkdir(parents=True, exist_ok=True)
-    for name in MARIADB_FILES:
-        (d / name).write_bytes(read_fixture(name))
+    d = write_mariadb_chain(tmp_path / "archive")
     for name, data in (files or {}).items():
         if data is None:
             (d / name).unlink()

@@ -13,7 +13,6 @@ import datetime as _dt
 import shutil
 import struct
 import sys
-import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import pymysql
 import pytest
 from conftest import make_test_config
-from test_mariadb_server import MariaDB, _ensure_installed
+from test_mariadb_server import running_mariadb
 
 from spark_jobs.gold import GoldResult, gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
@@ -117,15 +116,7 @@ def _connect(sock: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def server_files() -> Iterator[dict[str, Any]]:
-    reason = _ensure_installed()
-    if reason:
-        msg = f"!!! REAL-SERVER TEST SKIPPED: {reason} !!!"
-        print(msg, file=sys.stderr)
-        pytest.skip(msg)
-    base = Path(tempfile.mkdtemp(prefix="binlake-gold-"))
-    db = MariaDB(base)
-    try:
-        db.start()
+    with running_mariadb("binlake-gold-") as db:
         for phase in PHASES:
             conn = _connect(db.sock)  # a new session per phase: GLOBAL settings apply to it
             with conn.cursor() as cur:
@@ -146,7 +137,7 @@ def server_files() -> Iterator[dict[str, Any]]:
         conn.close()
         index = (db.datadir / "binlog.index").read_text().split()
         db.stop()
-        archive = base / "archive"
+        archive = db.base / "archive"
         archive.mkdir()
         files = []
         for name in index:
@@ -154,9 +145,6 @@ def server_files() -> Iterator[dict[str, Any]]:
             shutil.copyfile(db.datadir / Path(name).name, target)
             files.append(target)
         yield {"files": files, "selects": selects}
-    finally:
-        db.stop()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _objects(files: list[Path]) -> list[BinlogObject]:

@@ -14,10 +14,22 @@ import pytest
 
 from binlake.gold_seed import SnapshotError, SnapshotPosition, dump_position, parse_dump
 from binlake.gold_state import StreamItem, TableReplayer, final_schema
-from binlake.schema_history import Coordinates, build_history
+from binlake.schema_history import Coordinates, TableSchema, build_history
 from spark_jobs.gold import seed_statements
 
 DUMP = (Path(__file__).parent / "fixtures" / "gold" / "mariadb-dump-gtid.sql").read_text(encoding="utf-8")
+
+
+def _seeded_replayer() -> tuple[TableReplayer, TableSchema]:
+    """A replayer of the real dump's table ``t`` (schema from its CREATE TABLE, rows seeded, at
+    its GTID position), and that table's final schema."""
+    snap = parse_dump(DUMP)
+    versions = [v for v in build_history([], seed_statements(snap.schema_sql)) if v.table == "t"]
+    final = final_schema(versions, None)
+    assert final is not None
+    replayer = TableReplayer("src", versions, final, snapshot=snap.position)
+    replayer.seed(snap.tables[0])
+    return replayer, final
 
 
 def test_position_rows_and_schema_of_a_real_dump() -> None:
@@ -33,12 +45,7 @@ def test_position_rows_and_schema_of_a_real_dump() -> None:
 
 
 def test_seed_rows_become_gold_values() -> None:
-    snap = parse_dump(DUMP)
-    versions = [v for v in build_history([], seed_statements(snap.schema_sql)) if v.table == "t"]
-    final = final_schema(versions, None)
-    assert final is not None
-    replayer = TableReplayer("src", versions, final, snapshot=snap.position)
-    replayer.seed(snap.tables[0])
+    replayer, _ = _seeded_replayer()
     replayer.feed_all(())
     rows = {r[0]: dict(zip(replayer.output_columns, r)) for r in replayer.rows()}
     one = rows[1]
@@ -69,12 +76,7 @@ def test_empty_binary_and_literal_forms() -> None:
 
 def test_only_changes_after_the_position_apply() -> None:
     """0-7-3 is in the snapshot (skipped), 0-7-4 is not (applied); another domain is never in it."""
-    snap = parse_dump(DUMP)
-    versions = [v for v in build_history([], seed_statements(snap.schema_sql)) if v.table == "t"]
-    final = final_schema(versions, None)
-    assert final is not None
-    replayer = TableReplayer("src", versions, final, snapshot=snap.position)
-    replayer.seed(snap.tables[0])
+    replayer, final = _seeded_replayer()
     columns = [{"name": c.name, "type": "LONG" if c.name == "id" else "BLOB", "nullable": True}
                for c in final.columns]
     tm = StreamItem(Coordinates(2, 100, file="binlog.000002"), "table_map", json.dumps({"columns": columns}))

@@ -16,15 +16,11 @@ from binlake.ingest_state import (
 )
 from binlake.storage import LocalObjectStore
 from spark_jobs.ingest_state import known_files_spark
-from tests._chain_util import MARIADB_FILES, read_fixture
+from tests._chain_util import MARIADB_FILES, write_mariadb_chain
 
 
 def _archive(tmp_path: Path) -> LocalObjectStore:
-    d = tmp_path / "archive"
-    d.mkdir()
-    for name in MARIADB_FILES:
-        (d / name).write_bytes(read_fixture(name))
-    return LocalObjectStore(d)
+    return LocalObjectStore(write_mariadb_chain(tmp_path / "archive"))
 
 
 def test_plan_modes(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,26 +33,37 @@ def MariaDB(base: Path) -> MariaDBServer:  # noqa: N802 - the name other real-se
     return MariaDBServer(base, networking=False, extra_args=ROW_METADATA_ARGS, output="tsv")
 
 
-@pytest.fixture(scope="module")
-def server_run():
+@contextmanager
+def running_mariadb(prefix: str, what: str = "REAL-SERVER TEST") -> Iterator[MariaDBServer]:
+    """A started :func:`MariaDB` on a new temp folder (``db.base``, named ``prefix...``), stopped
+    and removed on exit: the launch of the real-server test modules' fixtures.
+
+    No server to be found or installed skips the test loudly (stderr too, as ``what`` SKIPPED):
+    a quiet skip would pass for a run."""
     reason = _ensure_installed()
     if reason:
-        msg = f"!!! REAL-SERVER TEST SKIPPED: {reason} !!!"
+        msg = f"!!! {what} SKIPPED: {reason} !!!"
         print(msg, file=sys.stderr)
         pytest.skip(msg)
-    base = Path(tempfile.mkdtemp(prefix="binlake-mariadb-"))
+    base = Path(tempfile.mkdtemp(prefix=prefix))
     db = MariaDB(base)
     try:
         db.start()
+        yield db
+    finally:
+        db.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server_run():
+    with running_mariadb("binlake-mariadb-") as db:
         db.source(SQL)
         selects = {t: db.query(f"SELECT * FROM alltypes.{t} ORDER BY {pk}").stdout for t, pk in TABLES.items()}
         index = (db.datadir / "binlog.index").read_text().split()
         db.stop()
         files = [db.datadir / Path(name).name for name in index]
         yield files, selects
-    finally:
-        db.stop()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_binlogs_rotated_and_compressed(server_run):

@@ -8,45 +8,24 @@ expected statuses and missing sets; a second run leaves both tables unchanged.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _scenario_warehouse import scenario_objects
 from conftest import make_test_config
 
-from spark_jobs.ingest import BinlogObject, run_ingest, table_path
+from spark_jobs.ingest import run_ingest, table_path
 from spark_jobs.reconcile import run_reconcile
 
 pytestmark = pytest.mark.spark
 
-FIX = Path(__file__).resolve().parent / "fixtures"
-MARIA = FIX / "mariadb-10.11"
-IK = FIX / "binlogs" / "ikarishinjieva__mysql_binlog_utils"
 MYSQL56_PREV = ("7e23401a-c603-11e3-8e13-5e10e6a05cfb:1-5,8186fc1e-c5ff-11e3-8df9-e66ccf50db66:1-11,"
                 "a6ce328c-c602-11e3-8e0d-e66ccf50db66:1-6,b7009920-c601-11e3-8e07-5e10e6a05cfb:1-6")
 
 
-def _put(folder: Path, name: str, data: bytes, source: str, objs: list[BinlogObject]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_bytes(data)
-    objs.append(BinlogObject(source=source, uri=str(folder / name), size=len(data), etag=f"{source}/{name}/{len(data)}"))
-
-
 @pytest.fixture(scope="module")
 def reconciled(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("scenarios")
-    chain = {p.name: p.read_bytes() for p in sorted(MARIA.glob("binlog.0*"))}
-    objs: list[BinlogObject] = []
-    for name, data in chain.items():
-        _put(root / "clean", name, data, "clean", objs)
-        if name != "binlog.000002":
-            _put(root / "missing", name, data, "missing", objs)
-        _put(root / "dup", name, data, "dup", objs)
-        # binlog.000002 cut inside its last transaction (the active file archived mid-write)
-        _put(root / "trunc", name, data[:-100] if name == "binlog.000002" else data, "trunc", objs)
-    _put(root / "dup", "binlog-reupload.000002", chain["binlog.000002"], "dup", objs)
-    _put(root / "mysql56", "mysql-bin.000001", (IK / "test__mysql-bin56.000001").read_bytes(), "mysql56", objs)
-    _put(root / "mysql56", "mysql-bin.000002", (IK / "test__mysql-bin56.000002").read_bytes(), "mysql56", objs)
+    objs = scenario_objects(tmp_path_factory.mktemp("scenarios"), truncated=True)
     cfg = make_test_config(tmp_path_factory.mktemp("wh"), s3_server.endpoint_url)
     run_ingest(spark, cfg, objs, "ingest-1")
     result = run_reconcile(spark, cfg, "reconcile-1")

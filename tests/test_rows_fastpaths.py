@@ -50,6 +50,11 @@ def _events(path):
         return
 
 
+def _rows_events(path):
+    """The rows events of ``path`` (as far as :func:`_events` gets)."""
+    return (ev for ev in _events(path) if isinstance(ev, RowsEvent))
+
+
 # ---------------------------------------------------------------- TABLE_MAP cache
 
 BODY = table_map(7, [T.LONG, T.VARCHAR], bytes([80, 0]), 0b10, tlv(4, names("id", "name")))
@@ -126,36 +131,18 @@ def _generic(buf, pos, plan):
     return R._read_image(buf, pos, R._Plan(plan))  # a _Plan without .read: the generic loop
 
 
-@pytest.mark.parametrize("path", [p for p in _fixture_files() if "mariadb" in p or "sakila" in p
-                                  or "connector" in p][:40])
-def test_compiled_reader_equals_generic_loop_on_fixtures(path):
-    rng = random.Random(path)
-    checked = 0
-    for ev in _events(path):
-        if not isinstance(ev, RowsEvent) or ev.table is None or ev.version == 0 or not ev.rows:
-            continue
-        for plan in list(ev.table.plan_cache.values()):
-            read = R._compile_image_reader(plan)
-            # every image of this plan in the event: random starts, truncations, garbage
-            for _ in range(20):
-                n = rng.randrange(1, 64)
-                buf = bytes(rng.getrandbits(8) for _ in range(n))
-                pos = rng.randrange(0, 3)
-                try:
-                    want = _generic(buf, pos, plan)
-                except Exception as exc:  # noqa: BLE001
-                    want = (type(exc), str(exc))
-                try:
-                    got = read(buf, pos)
-                except Exception as exc:  # noqa: BLE001
-                    got = (type(exc), str(exc))
-                assert repr(got) == repr(want)
-                checked += 1
-
-    # fixtures without rows events check nothing; that is fine
+def _outcome(read, buf, pos, *plan):
+    """``read(buf, pos, *plan)``'s result, or its exception as (type, message): the compiled
+    reader and the generic loop must agree on both."""
+    try:
+        return read(buf, pos, *plan)
+    except Exception as exc:  # noqa: BLE001
+        return (type(exc), str(exc))
 
 
-def test_compiled_reader_types_and_nulls():
+def _nine_column_reader():
+    """A TABLE_MAP of nine nullable columns a..i (utf8mb4 default charset) whose decoders the
+    compiled reader inlines, its full-image plan and that plan's compiled reader."""
     c = ctx()
     types = [T.LONGLONG, T.VARCHAR, T.VARCHAR, T.DATETIME2, T.NEWDECIMAL, T.TINY, T.DATETIME2,
              T.TIMESTAMP, T.DATETIME]
@@ -164,7 +151,34 @@ def test_compiled_reader_types_and_nulls():
                      + tlv(2, b"\x2d"))
     tm = decode_table_map(hdr(19), memoryview(body), c)
     plan = R._plan(tm, b"\xff\x01", False)
-    read = R._compile_image_reader(plan)
+    return tm, plan, R._compile_image_reader(plan)
+
+
+@pytest.mark.parametrize("path", [p for p in _fixture_files() if "mariadb" in p or "sakila" in p
+                                  or "connector" in p][:40])
+def test_compiled_reader_equals_generic_loop_on_fixtures(path):
+    rng = random.Random(path)
+    checked = 0
+    for ev in _rows_events(path):
+        if ev.table is None or ev.version == 0 or not ev.rows:
+            continue
+        for plan in list(ev.table.plan_cache.values()):
+            read = R._compile_image_reader(plan)
+            # every image of this plan in the event: random starts, truncations, garbage
+            for _ in range(20):
+                n = rng.randrange(1, 64)
+                buf = bytes(rng.getrandbits(8) for _ in range(n))
+                pos = rng.randrange(0, 3)
+                want = _outcome(_generic, buf, pos, plan)
+                got = _outcome(read, buf, pos)
+                assert repr(got) == repr(want)
+                checked += 1
+
+    # fixtures without rows events check nothing; that is fine
+
+
+def test_compiled_reader_types_and_nulls():
+    tm, plan, read = _nine_column_reader()
     # the inlined decoders are all exercised
     assert [getattr(d, "inline", (None,))[0] for d in tm.decoders] == [
         None, "utf8", "utf8", "datetime2", None, None, "datetime2", "timestamp_old", "datetime_old"]
@@ -178,14 +192,8 @@ def test_compiled_reader_types_and_nulls():
         if rng.random() < 0.3 and n > 70:  # a valid old DATETIME at the end
             buf = buf[:-8] + (20240102030405).to_bytes(8, "little")
         for pos in (0, 1):
-            try:
-                want = _generic(buf, pos, plan)
-            except Exception as exc:  # noqa: BLE001
-                want = (type(exc), str(exc))
-            try:
-                got = read(buf, pos)
-            except Exception as exc:  # noqa: BLE001
-                got = (type(exc), str(exc))
+            want = _outcome(_generic, buf, pos, plan)
+            got = _outcome(read, buf, pos)
             assert repr(got) == repr(want)
 
 
@@ -193,9 +201,7 @@ def test_compiled_reader_types_and_nulls():
 
 @pytest.mark.parametrize("path", _fixture_files())
 def test_render_row_json_text_matches_both_renderers(path):
-    for ev in _events(path):
-        if not isinstance(ev, RowsEvent):
-            continue
+    for ev in _rows_events(path):
         by_name = ev.columns_by_name()
         for change in ev.rows:
             for image in (change.before, change.after):
@@ -222,9 +228,7 @@ def test_render_row_json_text_values():
 def test_records_rows_event_parts_equal_the_generic_path(path):
     from spark_jobs.records import _dumps, row_images, rows_event_parts
 
-    for ev in _events(path):
-        if not isinstance(ev, RowsEvent):
-            continue
+    for ev in _rows_events(path):
         fields = ev.fields()
         head, fields_json, images = rows_event_parts(ev)
         assert fields_json == _dumps(fields)
@@ -242,11 +246,11 @@ def test_hot_plans_are_compiled_and_decode_the_same():
         if "sakila" not in path:
             continue
         _native.use_native(False)  # the pure-Python decoder's compiled readers (not native/)
-        a = [ev for ev in _events(path) if isinstance(ev, RowsEvent)]
+        a = list(_rows_events(path))
         old = R._COMPILE_AFTER_ROWS
         try:
             R._COMPILE_AFTER_ROWS = 10 ** 12  # never compile: the generic loop only
-            b = [ev for ev in _events(path) if isinstance(ev, RowsEvent)]
+            b = list(_rows_events(path))
         finally:
             R._COMPILE_AFTER_ROWS = old
             _native.use_native(None)
@@ -257,15 +261,7 @@ def test_hot_plans_are_compiled_and_decode_the_same():
 
 
 def test_compiled_reader_on_a_valid_image_and_every_truncation():
-    c = ctx()
-    types = [T.LONGLONG, T.VARCHAR, T.VARCHAR, T.DATETIME2, T.NEWDECIMAL, T.TINY, T.DATETIME2,
-             T.TIMESTAMP, T.DATETIME]
-    metas = (bytes([80, 0]) + (1000).to_bytes(2, "little") + bytes([6]) + bytes([12, 2]) + bytes([0]))
-    body = table_map(9, types, metas, 0x1FF, tlv(4, names("a", "b", "c", "d", "e", "f", "g", "h", "i"))
-                     + tlv(2, b"\x2d"))
-    tm = decode_table_map(hdr(19), memoryview(body), c)
-    plan = R._plan(tm, b"\xff\x01", False)
-    read = R._compile_image_reader(plan)
+    tm, plan, read = _nine_column_reader()
     ymd = ((2024 * 13 + 1) << 5) | 2
     dt2 = (((ymd << 17) | (3 << 12) | (4 << 6) | 5) + 0x8000000000).to_bytes(5, "big")
     image = (b"\x00\x00" + (7).to_bytes(8, "little") + b"\x01a" + b"\x02\x00\xc3\xa9"
@@ -279,12 +275,6 @@ def test_compiled_reader_on_a_valid_image_and_every_truncation():
     assert str(row["i"]) == "2024-01-02 03:04:05"
     bad_dt = image[:-8] + (20241302030405).to_bytes(8, "little")  # month 13: impossible
     for buf in [image[:k] for k in range(len(image))] + [bad_dt, image[:3] + b"\xff" + image[4:]]:
-        try:
-            want = _generic(buf, 0, plan)
-        except Exception as exc:  # noqa: BLE001
-            want = (type(exc), str(exc))
-        try:
-            got = read(buf, 0)
-        except Exception as exc:  # noqa: BLE001
-            got = (type(exc), str(exc))
+        want = _outcome(_generic, buf, 0, plan)
+        got = _outcome(read, buf, 0)
         assert repr(got) == repr(want)

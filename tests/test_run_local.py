@@ -12,16 +12,13 @@ import pytest
 
 from binlake.config import BinlakeConfig
 from orchestration.run_local import PipelineRunError, check_params, run_pipeline
-from tests._chain_util import MARIADB_FILES, read_fixture
+from tests._chain_util import write_mariadb_chain
 from tests.conftest import make_test_config
 
 
 @pytest.fixture()
 def config_file(tmp_path: Path) -> Path:
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    for name in MARIADB_FILES:
-        (archive / name).write_bytes(read_fixture(name))
+    archive = write_mariadb_chain(tmp_path / "archive")
     jars = os.environ.get("BINLAKE_JARS_DIR", str(Path(__file__).resolve().parent.parent / ".jars"))
     path = tmp_path / "binlake.toml"
     path.write_text(f'[pipeline]\nwarehouse = "{tmp_path / "wh"}"\nstate_dir = "{tmp_path / "state"}"\n'

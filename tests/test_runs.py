@@ -37,16 +37,13 @@ from binlake.step_results import (
     ReconcileResult,
     to_doc,
 )
-from tests._chain_util import MARIADB_FILES, read_fixture
+from tests._chain_util import MARIADB_FILES, read_fixture, write_mariadb_chain
 from tests.conftest import make_test_config
 
 
 @pytest.fixture()
 def cfg(tmp_path: Path) -> BinlakeConfig:
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    for name in MARIADB_FILES:
-        (archive / name).write_bytes(read_fixture(name))
+    archive = write_mariadb_chain(tmp_path / "archive")
     return make_test_config(tmp_path, "http://127.0.0.1:9", sources=[
         {"name": "chain", "uri": str(archive)}, {"name": "other", "uri": str(tmp_path / "other")}])
 

@@ -22,7 +22,7 @@ from binlake.runs import ChainBrokenError, DataCheckError, discover, get_result,
 from binlake.step_results import DecodeResult, ReconcileResult
 from binlake.tables import table_location
 from spark_jobs import steps
-from tests._chain_util import MARIADB_FILES, make_open, read_fixture
+from tests._chain_util import MARIADB_FILES, make_open, read_fixture, write_mariadb_chain
 from tests.conftest import make_test_config
 
 A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -36,10 +36,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> BinlakeConfig:
         raise AssertionError("a Spark session was started")
 
     monkeypatch.setattr(spark_jobs.session, "build_spark_session", no_spark)
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    for name in MARIADB_FILES:
-        (archive / name).write_bytes(read_fixture(name))
+    archive = write_mariadb_chain(tmp_path / "archive")
     (tmp_path / "quiet").mkdir()
     return make_test_config(tmp_path, "http://127.0.0.1:9", sources=[
         {"name": "chain", "uri": str(archive)}, {"name": "quiet", "uri": str(tmp_path / "quiet")}])

@@ -79,6 +79,8 @@ _U32 = struct.Struct("<I").unpack_from
 _I64 = struct.Struct("<q").unpack_from
 _U64 = struct.Struct("<Q").unpack_from
 _F64 = struct.Struct("<d").unpack_from
+#: the fixed-size scalars: value type -> its little-endian unpacker
+_NUMBERS = {INT16: _I16, UINT16: _U16, INT32: _I32, UINT32: _U32, INT64: _I64, UINT64: _U64, DOUBLE: _F64}
 
 
 def _varlen(buf, pos: int, end: int) -> tuple[int, int]:
@@ -147,36 +149,24 @@ def _scalar(t: int, buf, pos: int, end: int, budget: list[int] | None = None) ->
         if v == _LIT_FALSE:
             return False
         raise JsonDecodeError(f"bad literal {v}")
-    if t == INT16:
-        return _I16(buf, pos)[0]
-    if t == UINT16:
-        return _U16(buf, pos)[0]
-    if t == INT32:
-        return _I32(buf, pos)[0]
-    if t == UINT32:
-        return _U32(buf, pos)[0]
-    if t == INT64:
-        return _I64(buf, pos)[0]
-    if t == UINT64:
-        return _U64(buf, pos)[0]
-    if t == DOUBLE:
-        return _F64(buf, pos)[0]
+    unpack = _NUMBERS.get(t)
+    if unpack is not None:
+        return unpack(buf, pos)[0]
     if t == STRING:
-        n, p = _varlen(buf, pos, end)
-        if p + n > end:
-            raise JsonDecodeError("string runs past the end")
-        if budget is not None:
-            _charge(budget, n)
-        return bytes(buf[p:p + n]).decode("utf-8", errors="surrogateescape")
+        return _sized(buf, pos, end, budget, "string").decode("utf-8", errors="surrogateescape")
     if t == OPAQUE:
-        ft = buf[pos]
-        n, p = _varlen(buf, pos + 1, end)
-        if p + n > end:
-            raise JsonDecodeError("opaque value runs past the end")
-        if budget is not None:
-            _charge(budget, n)
-        return _opaque(ft, bytes(buf[p:p + n]))
+        return _opaque(buf[pos], _sized(buf, pos + 1, end, budget, "opaque value"))
     raise JsonDecodeError(f"unknown JSON value type 0x{t:02x}")
+
+
+def _sized(buf, pos: int, end: int, budget: list[int] | None, what: str) -> bytes:
+    """The bytes of a length-prefixed value (string, opaque) at ``pos``, charged to ``budget``."""
+    n, p = _varlen(buf, pos, end)
+    if p + n > end:
+        raise JsonDecodeError(f"{what} runs past the end")
+    if budget is not None:
+        _charge(budget, n)
+    return bytes(buf[p:p + n])
 
 
 def _charge(budget: list[int], n: int) -> None:

@@ -613,25 +613,22 @@ def _decode_rows(data, pos, tm, kind, t, bm_before, bm_after):
         return _decode_partial_json_updates(data, pos, tm, bm_before, bm_after)
     rows: list[Any] = []
     end = len(data)
-    if kind == WRITE:
+    if kind == WRITE or kind == DELETE:
+        # one image per row (the after image of a WRITE, the before image of a DELETE); the
+        # two loops stay apart so that no row pays for the choice
         plan = _plan(tm, bm_before, False)
         if not plan and pos < end:
             raise _no_progress(kind)
         read = _reader(plan)
         append = rows.append
-        while pos < end:
-            after, pos = read(data, pos)
-            append(_new_row_change(None, after))
-        plan.rows += len(rows)
-    elif kind == DELETE:
-        plan = _plan(tm, bm_before, False)
-        if not plan and pos < end:
-            raise _no_progress(kind)
-        read = _reader(plan)
-        append = rows.append
-        while pos < end:
-            before, pos = read(data, pos)
-            append(_new_row_change(before, None))
+        if kind == WRITE:
+            while pos < end:
+                after, pos = read(data, pos)
+                append(_new_row_change(None, after))
+        else:
+            while pos < end:
+                before, pos = read(data, pos)
+                append(_new_row_change(before, None))
         plan.rows += len(rows)
     else:
         plan_b = _plan(tm, bm_before, False)

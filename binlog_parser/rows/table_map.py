@@ -434,6 +434,16 @@ def _fill_from_user_schema(spec, bt: int, real: int, ctx, name: str, name_from: 
     return name, name_from, unsigned, collation
 
 
+#: optional metadata given per column of one type (one entry per such column, in column order):
+#: type -> (TABLE_MAP metadata key, ColumnInfo field it fills)
+_PER_TYPE_METADATA: dict[int, tuple[str, str]] = {
+    T.ENUM: ("enum_str_values", "enum_values"),
+    T.SET: ("set_str_values", "set_values"),
+    T.GEOMETRY: ("geometry_types", "geometry_type"),
+    T.VECTOR: ("vector_dimensions", "vector_dimensions"),
+}
+
+
 def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[ColumnInfo]:
     charset_pairs = kw.pop("_charset_pairs", {})
     es_pairs = kw.pop("_enum_set_charset_pairs", {})
@@ -445,15 +455,12 @@ def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[Co
     signedness = kw.get("signedness")
     col_charsets = kw.get("column_charsets")
     es_col_charsets = kw.get("enum_set_column_charsets")
-    enum_vals = kw.get("enum_str_values")
-    set_vals = kw.get("set_str_values")
-    geo_types = kw.get("geometry_types")
     visibility = kw.get("column_visibility")
-    vec_dims = kw.get("vector_dimensions")
     pk = dict(kw.get("primary_key") or ())
 
     cols = []
-    i_num = i_char = i_es = i_enum = i_set = i_geo = i_vec = 0
+    i_num = i_char = i_es = 0
+    seen = dict.fromkeys(_PER_TYPE_METADATA, 0)  # columns of each of those types so far
     for i in range(ncols):
         bt = types[i]
         meta = metas[i]
@@ -478,22 +485,13 @@ def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[Co
             elif "enum_set_default_charset" in kw:
                 collation = es_pairs.get(i_es, kw["enum_set_default_charset"])
             i_es += 1
-        if real == T.ENUM:
-            if enum_vals is not None and i_enum < len(enum_vals):
-                extra["enum_values"] = enum_vals[i_enum]
-            i_enum += 1
-        elif real == T.SET:
-            if set_vals is not None and i_set < len(set_vals):
-                extra["set_values"] = set_vals[i_set]
-            i_set += 1
-        elif real == T.GEOMETRY:
-            if geo_types is not None and i_geo < len(geo_types):
-                extra["geometry_type"] = geo_types[i_geo]
-            i_geo += 1
-        elif real == T.VECTOR:
-            if vec_dims is not None and i_vec < len(vec_dims):
-                extra["vector_dimensions"] = vec_dims[i_vec]
-            i_vec += 1
+        per_type = _PER_TYPE_METADATA.get(real)
+        if per_type is not None:
+            key, attr = per_type
+            values, k = kw.get(key), seen[real]
+            if values is not None and k < len(values):
+                extra[attr] = values[k]
+            seen[real] = k + 1
         if real in (T.BIT, T.GEOMETRY) and collation is None:
             collation = BINARY_COLLATION if real == T.GEOMETRY else None
 

@@ -398,20 +398,13 @@ class RowsEncoder:
         """NULL bitmap over the present columns, then the non-NULL values."""
         nulls = 0
         parts = []
-        if isinstance(row, dict):
-            for k, (_i, name, enc) in enumerate(plan):
-                v = row[name]
-                if v is None:
-                    nulls |= 1 << k
-                else:
-                    parts.append(enc(v))
-        else:
-            for k, (i, _name, enc) in enumerate(plan):
-                v = row[i]
-                if v is None:
-                    nulls |= 1 << k
-                else:
-                    parts.append(enc(v))
+        by_name = isinstance(row, dict)  # a dict row is keyed by column name, a sequence by index
+        for k, (i, name, enc) in enumerate(plan):
+            v = row[name if by_name else i]
+            if v is None:
+                nulls |= 1 << k
+            else:
+                parts.append(enc(v))
         nb = (len(plan) + 7) >> 3
         return nulls.to_bytes(nb, "little") + b"".join(parts)
 
