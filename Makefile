@@ -72,26 +72,26 @@ setup-system:
 	apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	echo "[setup] system packages installed"
 
-# Optional compiled rows decoder (native/: Rust + PyO3, see docs/architecture.md), built in place
+# Optional compiled decoder: framing loop + rows (native/: Rust + PyO3, see docs/architecture.md), built in place
 # as binlog_parser/_native_ext<EXT_SUFFIX> so the editable install (and any worktree) imports
 # its own build. Stamp keyed on the crate's sources + Cargo.lock + the interpreter's EXT_SUFFIX.
 # Never fails: without cargo (or when the build fails) the pure-Python decoder is used.
 setup-native:
 	@if ! command -v cargo >/dev/null; then \
-		echo "[setup] cargo not found: the pure-Python rows decoder is used (install Rust for the compiled one)"; exit 0; fi; \
+		echo "[setup] cargo not found: the pure-Python decoder is used (install Rust for the compiled one)"; exit 0; fi; \
 	[ -x "$(VPY)" ] || { echo "[setup] no $(VENV) yet: run make setup" >&2; exit 0; }; \
 	suffix="$$($(VPY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"; \
 	want="$$( { cat native/Cargo.toml native/Cargo.lock native/src/*.rs; echo "$$suffix"; } | sha256sum | cut -c1-16)"; \
 	so="binlog_parser/_native_ext$$suffix"; stamp="native/target/.binlake-native-$$want"; \
-	if [ -f "$$stamp" ] && [ -f "$$so" ]; then echo "[setup] compiled rows decoder up to date ($$so)"; exit 0; fi; \
-	echo "[setup] building the compiled rows decoder with cargo (first run: about a minute)"; \
+	if [ -f "$$stamp" ] && [ -f "$$so" ]; then echo "[setup] compiled decoder up to date ($$so)"; exit 0; fi; \
+	echo "[setup] building the compiled decoder (framing + rows) with cargo (first run: about a minute)"; \
 	if PYO3_PYTHON="$(CURDIR)/$(VPY)" cargo build --release --locked --quiet --manifest-path native/Cargo.toml; then \
 		lib=native/target/release/lib_native_ext.so; [ -f "$$lib" ] || lib=native/target/release/lib_native_ext.dylib; \
 		cp "$$lib" "$$so.tmp" && mv "$$so.tmp" "$$so"; \
 		rm -f native/target/.binlake-native-*; touch "$$stamp"; \
-		echo "[setup] compiled rows decoder ready ($$so)"; \
+		echo "[setup] compiled decoder ready ($$so)"; \
 	else \
-		echo "[setup] WARNING: building native/ failed: the pure-Python rows decoder is used" >&2; fi
+		echo "[setup] WARNING: building native/ failed: the pure-Python decoder is used" >&2; fi
 
 demo: setup
 	$(VPY) -m binlake.testing.demo
