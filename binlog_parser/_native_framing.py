@@ -9,7 +9,8 @@ expand, ``stop_position``, a decoder that fails. The Python loop then frames tha
 (asks for data, raises the exact error, applies the FORMAT_DESCRIPTION...) and asks for the
 compiled loop again. Bodies are decoded by the framer's ``dispatch`` as in Python; GTID, XID,
 QUERY, known rows events and TABLE_MAPs found in ``DecodeContext.table_map_cache`` are decoded
-in the extension when ``dispatch`` holds the standard decoder for them.
+in the extension when ``dispatch`` holds the standard decoder for them, and events whose decoder
+is ``decode_header_only`` (``scan_headers``) are built there without calling Python.
 
 Used when the extension is built and switched on (``BINLAKE_NATIVE``,
 ``binlog_parser.rows._native.use_native``); see docs/native.md.
@@ -22,6 +23,7 @@ from typing import Any
 from binlog_parser._native_loader import active_extension
 from binlog_parser.decoders.control import decode_xid
 from binlog_parser.decoders.gtid_events import decode_gtid
+from binlog_parser.decoders.header_only import HeaderOnlyEvent, decode_header_only
 from binlog_parser.decoders.statement import decode_query
 from binlog_parser.events import GtidEvent, QueryEvent, UnknownEvent, XidEvent
 from binlog_parser.header import EventHeader
@@ -41,8 +43,9 @@ def event_types() -> Any | None:
     if key not in _built:
         try:
             _built[key] = module.EventTypes(
-                (EventHeader, GtidEvent, XidEvent, QueryEvent, RowsEvent, TableMapEvent),
-                (decode_gtid, decode_xid, decode_query, decode_rows_event, decode_table_map),
+                (EventHeader, GtidEvent, XidEvent, QueryEvent, RowsEvent, TableMapEvent, HeaderOnlyEvent),
+                (decode_gtid, decode_xid, decode_query, decode_rows_event, decode_table_map,
+                 decode_header_only),
                 UnknownEvent.from_body)
         except (TypeError, ValueError):  # a slot layout it does not know: the Python loop
             _built[key] = None

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO, Union, cast
 
 from binlog_parser.constants import EventType
 from binlog_parser.context import DecodeContext, Decoder
-from binlog_parser.decoders import CORE_DECODERS
+from binlog_parser.decoders.header_only import HEADER_ONLY_DISPATCH
 from binlog_parser.dispatch import build_dispatch
 from binlog_parser.errors import NotABinlogError
 from binlog_parser.events import Event
@@ -305,22 +304,6 @@ def scan_headers(source: Source, *, file_name: str | None = None,
     reader = BinlogReader(source, file_name=file_name, verify_checksum=verify_checksum,
                           start_position=start_position, stop_position=stop_position,
                           max_event_size=max_event_size, expand_payloads=False,
-                          dispatch=_HEADER_ONLY_DISPATCH)
+                          dispatch=HEADER_ONLY_DISPATCH)
     for event in reader:
         yield event.header
-
-
-@dataclass(frozen=True, slots=True)
-class _HeaderEvent(Event):
-    pass
-
-
-def _header_only(header: EventHeader, body: memoryview, ctx: DecodeContext) -> Event:
-    return _HeaderEvent(header)
-
-
-# Every code a header byte can hold, built once (a plain dict: its .get is not a Python call
-# per event); FORMAT_DESCRIPTION / START_V3 are decoded (they define the framing).
-_HEADER_ONLY_DISPATCH: dict[int, Decoder] = {code: _header_only for code in range(256)}
-_HEADER_ONLY_DISPATCH[_FDE] = CORE_DECODERS[_FDE]
-_HEADER_ONLY_DISPATCH[_START_V3] = CORE_DECODERS[_START_V3]

@@ -186,12 +186,13 @@ class _DispatchWithDefault(dict):  # type: ignore[type-arg]
     {"max_event_size": 2 ** 70}, {"max_event_size": 300}, {"dispatch": "subclass"}, {"dispatch": "scan"},
 ], ids=repr)
 def test_unusual_reader_arguments_frame_identically(kw: dict[str, Any]) -> None:
-    from binlog_parser.reader import _HEADER_ONLY_DISPATCH, build_dispatch
+    from binlog_parser.decoders.header_only import HEADER_ONLY_DISPATCH
+    from binlog_parser.reader import build_dispatch
 
     if kw.get("dispatch") == "subclass":
         kw = {"dispatch": _DispatchWithDefault(build_dispatch())}
     elif kw.get("dispatch") == "scan":
-        kw = {"dispatch": _HEADER_ONLY_DISPATCH}
+        kw = {"dispatch": HEADER_ONLY_DISPATCH}
     path = next(p for p in FILES if p.name.endswith("mysql-bin.checksum-crc32"))
     _same(str(path), **kw)
 

@@ -49,27 +49,30 @@ pub struct EventTypes {
     pub(crate) query: SlotLayout,
     rows_event: SlotsConstructor,
     table_map: SlotLayout,
+    header_only: SlotLayout,
     unknown: Py<PyAny>,
     dec_gtid: Py<PyAny>,
     dec_xid: Py<PyAny>,
     dec_query: Py<PyAny>,
     dec_rows: Py<PyAny>,
     dec_table_map: Py<PyAny>,
+    dec_header_only: Py<PyAny>,
 }
 
 #[pymethods]
 impl EventTypes {
-    /// `classes`: `EventHeader`, `GtidEvent`, `XidEvent`, `QueryEvent`, `RowsEvent` and
-    /// `TableMapEvent`; `decoders`: the standard `decode_gtid`, `decode_xid`, `decode_query`,
-    /// `decode_rows_event` and `decode_table_map`; `unknown`: `UnknownEvent.from_body`.
+    /// `classes`: `EventHeader`, `GtidEvent`, `XidEvent`, `QueryEvent`, `RowsEvent`,
+    /// `TableMapEvent` and `HeaderOnlyEvent`; `decoders`: the standard `decode_gtid`,
+    /// `decode_xid`, `decode_query`, `decode_rows_event`, `decode_table_map` and
+    /// `decode_header_only` (`scan_headers`' dispatch); `unknown`: `UnknownEvent.from_body`.
     #[new]
     fn new(
         py: Python<'_>,
-        classes: (Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>),
-        decoders: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
+        classes: (Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>),
+        decoders: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
         unknown: Py<PyAny>,
     ) -> PyResult<Self> {
-        let (header, gtid, xid, query, rows_event, table_map) = classes;
+        let (header, gtid, xid, query, rows_event, table_map, header_only) = classes;
         let n_fields = |cls: &Bound<'_, PyType>| -> PyResult<usize> {
             py.import("dataclasses")?.call_method1("fields", (cls,))?.len()
         };
@@ -81,12 +84,14 @@ impl EventTypes {
             query: SlotLayout::new(py, &query, 9)?,
             rows_event: SlotsConstructor { layout: SlotLayout::new(py, &rows_event, n_rows)? },
             table_map: SlotLayout::new(py, &table_map, n_fields(&table_map)?)?,
+            header_only: SlotLayout::new(py, &header_only, 1)?,
             unknown,
             dec_gtid: decoders.0,
             dec_xid: decoders.1,
             dec_query: decoders.2,
             dec_rows: decoders.3,
             dec_table_map: decoders.4,
+            dec_header_only: decoders.5,
         })
     }
 
@@ -299,6 +304,12 @@ impl Frames {
                 Some(Bound::from_borrowed_ptr(py, d))
             }
         };
+        if let Some(dec) = &decoder {
+            if dec.as_ptr() == types.dec_header_only.as_ptr() {
+                // `decode_header_only` (`scan_headers`): the body is not looked at
+                return Ok(Some(types.header_only.make(py, [header.clone()])?));
+            }
+        }
         let ctx = self.ctx.bind(py);
         let body = &self.bytes()[f.body.clone()];
         if let Some(dec) = &decoder {

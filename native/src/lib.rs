@@ -48,8 +48,9 @@ const C_UTF8: u32 = 1;
 const C_PAD: u32 = 2;
 
 /// The interface version the Python bridge checks before using this module (2: the compiled
-/// framing loop, `EventTypes` / `Frames`).
-const ABI: u32 = 2;
+/// framing loop, `EventTypes` / `Frames`; 3: `EventTypes` also takes `HeaderOnlyEvent` and
+/// `decode_header_only`, the header-only scan).
+const ABI: u32 = 3;
 
 mod events;
 mod framing;
