@@ -23,7 +23,7 @@ from binlog_parser.errors import NotABinlogError
 from binlog_parser.events import Event
 from binlog_parser.feeding import DEFAULT_CHUNK_SIZE, StreamFeeder, stream_extent
 from binlog_parser.files import open_binlog_file
-from binlog_parser.framing import ON_ERROR_RAISE, ON_ERROR_RESYNC, EventFramer, NeedData, SkippedBytes
+from binlog_parser.framing import ON_ERROR_RAISE, ON_ERROR_RESYNC, EventFramer, SkippedBytes
 from binlog_parser.header import EventHeader
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE
 from binlog_parser.server_version import fde_has_checksum_alg, server_version_split
@@ -123,14 +123,14 @@ class BinlogReader:
         #: every FORMAT_DESCRIPTION seen, in order
         self.format_descriptions: list[Event] = []
 
-    def _framer(self, first: int, total: int | None) -> EventFramer:
+    def _framer(self, first: int, total: int | None, feeder: StreamFeeder | None = None) -> EventFramer:
         framer = EventFramer(
             self.context, self.dispatch, expect_magic=self._given_context is None,
             first_position=first, file_name=self.file_name, total_size=total,
             verify_checksum=self.verify_checksum, lenient=self.lenient,
             start_position=self.start_position, stop_position=self.stop_position,
             max_event_size=self.max_event_size, expand_payloads=self.expand_payloads,
-            max_payload_size=self.max_payload_size, on_error=self.on_error)
+            max_payload_size=self.max_payload_size, on_error=self.on_error, feeder=feeder)
         self.format_descriptions = framer.format_descriptions
         self._framing = framer
         return framer
@@ -178,13 +178,15 @@ class BinlogReader:
         return cast(Iterator[Event | SkippedBytes], framer.records())
 
     def _iter_path(self, path: str | os.PathLike[str]) -> Iterator[Event | SkippedBytes]:
+        """The file is opened at the first ``next()`` and closed at the end, on an error or
+        when the iterator is closed; the framer reads it through its feeder (pull mode)."""
         first = 0
         if self._given_context is not None:
             first = self.start_position if self.start_position is not None else 4
         stream, total = open_binlog_file(path, first)
         try:
             feeder = StreamFeeder(stream, position=first, chunk=self.chunk_size)
-            yield from self._drive(self._framer(first, total), feeder)
+            yield from self._pulled(self._framer(first, total, feeder))
         finally:
             stream.close()
 
@@ -197,17 +199,16 @@ class BinlogReader:
             first = self._first_position(base)
         total = base + (end - here) if end is not None and here is not None else None
         feeder = StreamFeeder(src, position=base, chunk=self.chunk_size)
-        yield from self._drive(self._framer(first, total), feeder)
+        yield from self._pulled(self._framer(first, total, feeder))
 
     @staticmethod
-    def _drive(framer: EventFramer, feeder: StreamFeeder) -> Iterator[Event | SkippedBytes]:
-        """Pass the core's events on and answer its data requests from ``feeder``."""
-        supply = feeder.supply
-        for item in framer.records():
-            if isinstance(item, NeedData):
-                supply(framer, item.offset, item.size)
-            else:
-                yield item
+    def _pulled(framer: EventFramer) -> Iterator[Event | SkippedBytes]:
+        """The records of a framer in pull mode (it has a feeder): it answers its own data
+        requests, so no :class:`~binlog_parser.framing.NeedData` comes out and the reader's
+        generator passes its events on with ``yield from``, with no Python code per event (a
+        second generator that filtered the requests out cost 0.08 of a native OLTP decode's
+        0.93 CPU-s)."""
+        return cast(Iterator[Event | SkippedBytes], framer.records())
 
 # ---------------------------------------------------------------------------
 # Functional API
