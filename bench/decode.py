@@ -11,7 +11,10 @@ Decoders (each run in its own process):
   Python (``BINLAKE_NATIVE=0``).
 * ``binlake full (native)``  the same with the compiled rows decoder (``native/``, built by
   ``make setup-native``); "extension not built" when it is missing.
-* ``binlake scan``   ``binlog_parser.scan_headers``: framing + CRC32 only (no bodies).
+* ``binlake scan``   ``binlog_parser.scan_headers``: framing only (no bodies, no CRC32 check, as
+  the ingest plans file splits), pure Python.
+* ``binlake scan (native)``  the same with the compiled framing loop, which builds the headers
+  without calling Python per event: what the ingest's driver runs when the extension is built.
 * ``python-mysql-replication``  its event classes over file bytes (``bench/peers/pymysqlrepl.py``),
   rows fully decoded.
 * ``mariadb-binlog -vv``  Debian's C decoder, output to /dev/null (it cannot read MySQL JSON /
@@ -79,12 +82,12 @@ def _cpu_seconds() -> float:
 
 def _worker(kind: str, files: list[str], repeat: int = 1) -> dict:
     native = None
-    if kind in ("binlake-full", "binlake-full-native"):
+    if kind in ("binlake-full", "binlake-full-native", "binlake-scan-native"):
         from binlog_parser import read_events
         from binlog_parser.errors import BinlogError
         from binlog_parser.rows import _native
 
-        native = _native.use_native(kind == "binlake-full-native")
+        native = _native.use_native(kind.endswith("-native"))
     t0, c0 = time.perf_counter(), _cpu_seconds()
     events = rows = errors = 0
     if kind in ("binlake-full", "binlake-full-native"):
@@ -97,7 +100,7 @@ def _worker(kind: str, files: list[str], repeat: int = 1) -> dict:
                         rows += len(r)
             except BinlogError:
                 errors += 1
-    elif kind == "binlake-scan":
+    elif kind in ("binlake-scan", "binlake-scan-native"):
         from binlog_parser import scan_headers
         from binlog_parser.errors import BinlogError
 
@@ -264,7 +267,9 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float,
 
 
 _PY_WORKERS = {"binlake full": "binlake-full", "binlake full (native)": "binlake-full-native",
-               "binlake scan": "binlake-scan", "python-mysql-replication": "pymysqlrepl"}
+               "binlake scan": "binlake-scan", "binlake scan (native)": "binlake-scan-native",
+               "python-mysql-replication": "pymysqlrepl"}
+_NATIVE_ROWS = ("binlake full (native)", "binlake scan (native)")
 
 
 def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
@@ -277,7 +282,7 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
             res.repeat = repeat
             # the pure row is pure everywhere: BINLAKE_NATIVE=0 also keeps the compiled slots
             # constructors (binlog_parser._fast) out
-            env = dict(os.environ, BINLAKE_NATIVE="1" if dec == "binlake full (native)" else "0")
+            env = dict(os.environ, BINLAKE_NATIVE="1" if dec in _NATIVE_ROWS else "0")
             rc, so, se, wall, rss = _run_rss([PY, str(Path(__file__).resolve()), "--worker", _PY_WORKERS[dec],
                                              "--repeat", str(repeat), *files],
                                             devnull_stdout=False, timeout=timeout, env=env)
@@ -288,7 +293,7 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
                 rss = d.get("rss_mb") or rss  # exact, read by the worker itself at the end
                 if d["errors"]:
                     res.note = f"{d['errors']} error(s)"
-                if dec == "binlake full (native)" and not d.get("native"):
+                if dec in _NATIVE_ROWS and not d.get("native"):
                     res.note = "extension not built: pure Python (make setup-native)"
             else:
                 res.note = "timeout" if rc == -9 else f"failed: {se.strip().splitlines()[-1:]}"
@@ -428,8 +433,8 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, {platform.system()}"
 
 
-DECODERS = ["binlake full", "binlake full (native)", "binlake scan", "python-mysql-replication", "mariadb-binlog -vv",
-            "go-mysql", "mysql-binlog-connector-java"]
+DECODERS = ["binlake full", "binlake full (native)", "binlake scan", "binlake scan (native)",
+            "python-mysql-replication", "mariadb-binlog -vv", "go-mysql", "mysql-binlog-connector-java"]
 
 
 def _ensure_venv() -> None:
@@ -442,6 +447,17 @@ def _ensure_venv() -> None:
         if venv_py.exists() and Path(sys.executable).resolve() != venv_py.resolve():
             os.execv(str(venv_py), [str(venv_py), str(Path(__file__).resolve()), *sys.argv[1:]])
         raise
+
+
+def _print_ratios(name: str, by: dict[str, Result]) -> None:
+    """MB per CPU-second of one corpus: native against pure, and the native header scan (the
+    ingest's split planning) against the native full decode."""
+    for label, num, den in (("native/pure", "binlake full (native)", "binlake full"),
+                            ("native scan/full", "binlake scan (native)", "binlake full (native)")):
+        a, b = by.get(num), by.get(den)
+        if a and b and a.mb_per_cpu_s and b.mb_per_cpu_s:
+            print(f"{label} MB per CPU-second, {name}: {a.mb_per_cpu_s:.1f} / {b.mb_per_cpu_s:.1f} "
+                  f"= {a.mb_per_cpu_s / b.mb_per_cpu_s:.2f}x")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -510,11 +526,7 @@ def main(argv: list[str] | None = None) -> int:
         return sum(r.nbytes * r.repeat for r in rs), sum(r.seconds for r in rs)  # type: ignore[misc]
 
     for name, _files in corpora:
-        by = {r.decoder: r for r in results if r.corpus == name}
-        pure, nat = by.get("binlake full"), by.get("binlake full (native)")
-        if pure and nat and pure.mb_per_cpu_s and nat.mb_per_cpu_s:
-            print(f"native/pure MB per CPU-second, {name}: {nat.mb_per_cpu_s:.1f} / {pure.mb_per_cpu_s:.1f} "
-                  f"= {nat.mb_per_cpu_s / pure.mb_per_cpu_s:.2f}x")
+        _print_ratios(name, {r.decoder: r for r in results if r.corpus == name})
     ours, theirs = total("binlake full"), total("python-mysql-replication")
     if ours and theirs:
         ratio = (ours[0] / ours[1]) / (theirs[0] / theirs[1])
