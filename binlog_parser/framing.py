@@ -148,6 +148,11 @@ class EventFramer:
     (the path and stream readers). Its events then reach the consumer through one generator
     less, which on small-event binlogs is a sixth of the native decode. The framer itself still
     never reads: the feeder does.
+
+    ``headers_only``: yield each event's :class:`~binlog_parser.header.EventHeader` in place of
+    the event (bodies are still decoded by ``dispatch``, and their errors raised): what
+    :func:`binlog_parser.reader.scan_headers` wants, with no wrapper object to build and unwrap
+    per event (a fifth of a compiled header scan).
     """
 
     def __init__(
@@ -169,6 +174,7 @@ class EventFramer:
         payload_pos: int | None = None,
         on_error: str = ON_ERROR_RAISE,
         feeder: StreamFeeder | None = None,
+        headers_only: bool = False,
     ) -> None:
         if on_error not in (ON_ERROR_RAISE, ON_ERROR_RESYNC):
             raise ValueError(f"on_error must be {ON_ERROR_RAISE!r} or {ON_ERROR_RESYNC!r}, not {on_error!r}")
@@ -187,6 +193,7 @@ class EventFramer:
         self._payload_pos = payload_pos
         self._expect_magic = expect_magic
         self._feeder = feeder
+        self.headers_only = headers_only
         #: offset of the next event to frame (after the end: where it stopped)
         self.position: int = first_position
         #: every FORMAT_DESCRIPTION seen, in order
@@ -319,7 +326,7 @@ class EventFramer:
         ctx = self.context
         start, stop = self.start_position, self.stop_position
         get, header_of, checksum_of, dispatch = self._get, self._header, self._checksum, self.dispatch
-        payload_pos = self._payload_pos
+        payload_pos, headers_only = self._payload_pos, self.headers_only
         verify = self.verify_checksum
         jumped = not self._expect_magic
         while True:
@@ -382,7 +389,7 @@ class EventFramer:
                 self._apply_fde(event, pos)
             del raw
             if start is None or pos >= start:
-                yield event
+                yield header if headers_only else event
                 if type_code == _PAYLOAD and self.expand_payloads:
                     yield from self._expand_guarded(event, pos, next_pos)
             pos = next_pos
@@ -401,7 +408,7 @@ class EventFramer:
             return None
         return native.frames(self, self._mv, self._buf_pos, pos, ctx, self.dispatch, self.stop_position,
                              self.total_size, self.verify_checksum, min(self.max_event_size, _NO_LIMIT),
-                             self.expand_payloads, self._payload_pos)
+                             self.expand_payloads, self._payload_pos, self.headers_only)
 
     def _start(self, pos: int) -> Generator[NeedData, None, int]:
         """Check the magic and detect the binlog version; the generator's value: first event."""
@@ -711,7 +718,8 @@ class EventFramer:
         inner = EventFramer(inner_ctx, self.dispatch, expect_magic=False, first_position=0,
                             file_name=self.file_name, verify_checksum=False, start_position=0,
                             max_event_size=max(19, min(self.max_event_size, limit)),
-                            expand_payloads=False, payload_pos=event.header.pos, feeder=feeder)
+                            expand_payloads=False, payload_pos=event.header.pos, feeder=feeder,
+                            headers_only=self.headers_only)
         if isinstance(readable, bytes):
             inner.receive_data(readable, 0)
             inner.receive_eof()

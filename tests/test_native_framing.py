@@ -11,9 +11,12 @@ Skipped when the extension is not built (``make setup-native``; ``make test`` bu
 
 from __future__ import annotations
 
+import inspect
 import io
 import struct
+import sys
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,8 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from binlog_parser import _native_framing
+from binlog_parser.decoders.header_only import HEADER_ONLY_DISPATCH
 from binlog_parser.errors import BinlogError
 from binlog_parser.framing import EventFramer, SkippedBytes
+from binlog_parser.header import EventHeader
 from binlog_parser.reader import BinlogReader, scan_headers
 from binlog_parser.rows import _native
 from binlog_parser.rows.rows_event import RowsEvent
@@ -89,14 +94,17 @@ def _item(item: Any) -> Any:
 
 
 def _outcome(source: Any, enabled: bool, **kw: Any) -> tuple[list[Any], Any, int]:
-    """(items, the error or None, the reader's final position) on one path."""
+    """(items, the error or None, the reader's final position) on one path. ``headers_only``:
+    the framer hands out each event's header in place of the event, as for ``scan_headers``."""
     if isinstance(source, bytes) and kw.pop("as_stream", False):
         source = io.BytesIO(source)
     schemas, schemas_at = kw.pop("schemas", None), kw.pop("schemas_at", 0)
+    headers_only = kw.pop("headers_only", False)
     items: list[Any] = []
     err = None
     with _native_on(enabled):
         reader = BinlogReader(source, **kw)
+        reader._headers_only = headers_only
         try:
             for x in reader.records():
                 if len(items) == schemas_at:  # user column names, from this event on
@@ -135,25 +143,75 @@ def test_fixture_files_frame_identically(path: Path, mode: str) -> None:
     _same(source, **kw)
 
 
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[-40:])
+def test_fixture_files_scan_identically(path: Path, mode: str) -> None:
+    """scan_headers' framing (``decode_header_only`` everywhere but FORMAT_DESCRIPTION /
+    START_V3, payloads not expanded, each event's header handed out in place of the event) in
+    every reader mode: CRC32 checked or not, lenient, resynchronising."""
+    kw = dict(MODES[mode])
+    source: Any = path.read_bytes() if kw.pop("as_bytes", False) else str(path)
+    items, _, _ = _same(source, **{**kw, **SCAN})
+    assert all(isinstance(x, (EventHeader, tuple)) for x in items)  # headers, or skips
+
+
+#: the reader scan_headers runs
+SCAN = {"dispatch": HEADER_ONLY_DISPATCH, "expand_payloads": False, "headers_only": True}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("path", DAMAGE_BASES, ids=lambda p: p.name[-40:])
+def test_headers_of_decoded_events_are_identical(path: Path, mode: str) -> None:
+    """``headers_only`` with the standard decoders: every body decoded (its errors raised), the
+    headers handed out, those of the events inside TRANSACTION_PAYLOADs too."""
+    kw = dict(MODES[mode])
+    source: Any = path.read_bytes() if kw.pop("as_bytes", False) else str(path)
+    items, _, _ = _same(source, headers_only=True, **kw)
+    assert all(isinstance(x, (EventHeader, tuple)) for x in items)
+    full, _, _ = _same(source, **kw)
+    assert items == [_header_of(x) for x in full]
+
+
+def _header_of(item: Any) -> Any:
+    """The header of one of :func:`_item`'s values (a skip stays a skip)."""
+    if isinstance(item, tuple):
+        return item if item[0] == "skip" else item[1] if item[0] == "rows" else item[0].header
+    return item.header
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[-40:])
 def test_header_scans_and_positions_are_identical(path: Path) -> None:
     """scan_headers (its own dispatch: every body decoder replaced) with and without CRC32
-    checks, and decoding between start / stop positions taken from the file's events."""
+    checks, and scanning and decoding between start / stop positions taken from the file's
+    events."""
     for verify in (False, True):
-        got = []
-        for enabled in (False, True):
-            with _native_on(enabled):
-                try:
-                    got.append((list(scan_headers(str(path), verify_checksum=verify)), None))
-                except BinlogError as exc:
-                    got.append(([], _error(exc)))
-        assert got[0] == got[1]
-    positions = [h.pos for h in got[0][0]]
+        headers, _ = _same_scan(str(path), verify_checksum=verify)
+    positions = [h.pos for h in headers]
     if len(positions) < 3:
         return
     third, half = positions[len(positions) // 3], positions[len(positions) // 2]
     for start, stop in ((third, None), (None, half), (positions[1], positions[-1]), (third + 1, None)):
         _same(str(path), start_position=start, stop_position=stop)
+        _same_scan(str(path), start_position=start, stop_position=stop)
+
+
+def _same_scan(source: Any, **kw: Any) -> tuple[list[Any], Any]:
+    """``scan_headers(source, **kw)`` on both paths: the same headers, then the same error
+    (``as_stream``: the bytes read as a stream, as the ingest reads an object)."""
+    as_stream = kw.pop("as_stream", False)
+    got = []
+    for enabled in (False, True):
+        headers: list[Any] = []
+        err = None
+        with _native_on(enabled):
+            try:
+                for h in scan_headers(io.BytesIO(source) if as_stream else source, **kw):
+                    headers.append(h)
+            except BinlogError as exc:
+                err = _error(exc)
+        got.append((headers, err))
+    assert got[1] == got[0]
+    return got[0]
 
 
 def test_the_compiled_loop_frames_almost_every_event(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,6 +232,34 @@ def test_the_compiled_loop_frames_almost_every_event(monkeypatch: pytest.MonkeyP
     assert len(calls) <= 5
 
 
+def test_the_compiled_loop_scans_without_calling_python() -> None:
+    """scan_headers with the extension calls no Python function per event: on sakila (1,462
+    events read in 1 MiB chunks), only the events the Python loop frames (the
+    FORMAT_DESCRIPTION, the one across the chunk boundary) call ``decode_header_only``. Per
+    event, only the generators that pass the headers on are resumed (``yield from``: the
+    reader's, the framer's and scan_headers' own)."""
+    path = next(p for p in FILES if p.name.endswith("mysql-bin.sakila"))
+    calls: Counter[str] = Counter()
+    resumed: Counter[str] = Counter()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            generator = frame.f_code.co_flags & inspect.CO_GENERATOR
+            (resumed if generator else calls)[frame.f_code.co_qualname] += 1
+
+    with _native_on(True):
+        sys.setprofile(profile)
+        try:
+            headers = list(scan_headers(str(path)))
+        finally:
+            sys.setprofile(None)
+    assert len(headers) > 1400
+    assert calls["decode_header_only"] <= 2
+    assert max(calls.values()) < 30, calls.most_common(5)
+    assert {name for name, n in resumed.items() if n > 30} == {
+        "scan_headers", "BinlogReader._iter_path", "EventFramer._run"}
+
+
 class _DispatchWithDefault(dict):  # type: ignore[type-arg]
     """A dispatch table that is not a plain dict (the compiled loop leaves it to Python)."""
 
@@ -186,7 +272,6 @@ class _DispatchWithDefault(dict):  # type: ignore[type-arg]
     {"max_event_size": 2 ** 70}, {"max_event_size": 300}, {"dispatch": "subclass"}, {"dispatch": "scan"},
 ], ids=repr)
 def test_unusual_reader_arguments_frame_identically(kw: dict[str, Any]) -> None:
-    from binlog_parser.decoders.header_only import HEADER_ONLY_DISPATCH
     from binlog_parser.reader import build_dispatch
 
     if kw.get("dispatch") == "subclass":
@@ -222,6 +307,8 @@ def test_damaged_files_give_the_same_events_and_errors(path: Path, data: st.Data
     kw = data.draw(st.sampled_from([{}, {"verify_checksum": False}, {"lenient": True},
                                     {"on_error": "resync"}, {"as_stream": True, "chunk_size": 700}]))
     _same(raw, **kw)
+    _same(raw, **{**kw, **SCAN})
+    _same_scan(raw, verify_checksum=data.draw(st.booleans()), as_stream=data.draw(st.booleans()))
 
 
 # ------------------------------------------------------------------ GTID / QUERY / XID bodies

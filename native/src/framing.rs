@@ -18,6 +18,10 @@
 //! it asks for a new iterator. Body decoders are the framer's `dispatch` entries, called as
 //! the Python loop calls them; GTID, XID and QUERY (`events.rs`) and known rows events are
 //! decoded here when `dispatch` holds the standard decoder for them.
+//!
+//! `scan_headers` (the ingest plans file splits with it) runs no Python per event: its
+//! dispatch's `decode_header_only` is recognised (the `HeaderOnlyEvent` is built here, the
+//! body never looked at), and with the framer's `headers_only` the header itself is handed out.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -98,7 +102,7 @@ impl EventTypes {
     /// The events of `framer`'s buffer (`mv`, holding file bytes from `base`) from `pos` on,
     /// framed with `ctx`'s layout; see the module docs for where it stops.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos))]
+    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos, headers))]
     fn frames(
         slf: Py<Self>,
         py: Python<'_>,
@@ -114,6 +118,7 @@ impl EventTypes {
         max_event_size: Bound<'_, PyAny>,
         expand: Bound<'_, PyAny>,
         payload_pos: Py<PyAny>,
+        headers: Bound<'_, PyAny>,
     ) -> Option<Frames> {
         // anything unexpected (a buffer it cannot read in place, a value that is not a
         // non-negative int, a dispatch table that is not a plain dict): None, and the Python
@@ -126,7 +131,7 @@ impl EventTypes {
         let limit = |v: &Bound<'_, PyAny>| if v.is_none() { Some(u64::MAX) } else { int(v) };
         let (stop, total, max_event_size) = (limit(&stop)?, limit(&total)?, int(&max_event_size)?);
         let (base, pos) = (int(&base)?, int(&pos)?);
-        let (verify, expand) = (verify.is_truthy().ok()?, expand.is_truthy().ok()?);
+        let (verify, expand, headers) = (verify.is_truthy().ok()?, expand.is_truthy().ok()?, headers.is_truthy().ok()?);
         let dispatch = dispatch.cast_into_exact::<PyDict>().ok()?;
         let data = PyBuffer::get(&mv).ok()?;
         if !data.is_c_contiguous() {
@@ -148,6 +153,7 @@ impl EventTypes {
             max_event_size,
             expand,
             payload_pos,
+            headers,
             dispatch: dispatch.unbind(),
             ctx: ctx.unbind(),
         })
@@ -174,6 +180,8 @@ pub struct Frames {
     max_event_size: u64,
     expand: bool,
     payload_pos: Py<PyAny>,
+    /// `EventFramer.headers_only`: hand out each event's header in place of the event
+    headers: bool,
     dispatch: Py<PyDict>,
     ctx: Py<PyAny>,
 }
@@ -279,7 +287,7 @@ impl Frames {
         let Some(event) = self.decode(py, types, &header, &f)? else { return Ok(None) };
         self.framer.bind(py).setattr(pyo3::intern!(py, "position"), pos_obj)?;
         self.pos = pos + f.size;
-        Ok(Some(event))
+        Ok(Some(if self.headers { header } else { event }))
     }
 
     /// The event's body decoded as `dispatch` says, or None: let the Python loop decode it.
@@ -306,8 +314,9 @@ impl Frames {
         };
         if let Some(dec) = &decoder {
             if dec.as_ptr() == types.dec_header_only.as_ptr() {
-                // `decode_header_only` (`scan_headers`): the body is not looked at
-                return Ok(Some(types.header_only.make(py, [header.clone()])?));
+                // `decode_header_only` (`scan_headers`): the body is not looked at, and with
+                // `headers` the event is not even built (its header is what is handed out)
+                return Ok(Some(if self.headers { header.clone() } else { types.header_only.make(py, [header.clone()])? }));
             }
         }
         let ctx = self.ctx.bind(py);
