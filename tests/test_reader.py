@@ -407,3 +407,87 @@ def test_resync_reports_only_skips_at_or_after_start_position() -> None:
     assert after == []
     (skip,) = [r for r in read_records(bad, start_position=pos) if isinstance(r, SkippedBytes)]
     assert (skip.start, skip.end) == (pos, next_pos)
+
+
+# -- pull mode: the path and stream readers let the framer answer its own data requests --------
+
+
+class _Recording(io.RawIOBase):
+    """A non-seekable stream that records every read size (and whether it was closed)."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self._d, self._p, self._piece, self.reads = data, 0, piece, []  # type: ignore[var-annotated]
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        self.reads.append(n)
+        out = self._d[self._p:self._p + min(n, self._piece)]
+        self._p += len(out)
+        return out
+
+
+@pytest.mark.parametrize("kw", [{}, {"start_position": "third"}, {"stop_position": "third"},
+                                {"on_error": "resync"}], ids=repr)
+def test_pull_mode_reads_and_frames_as_a_driven_framer(kw: dict[str, Any]) -> None:
+    """EventFramer(feeder=...) answers each data request from the feeder itself: the same events
+    and final position as a framer driven by hand (NeedData -> feeder.supply), from the same
+    reads of the stream (chunks, gaps read and dropped), and no NeedData comes out."""
+    from binlog_parser.context import DecodeContext
+    from binlog_parser.dispatch import build_dispatch
+    from binlog_parser.feeding import StreamFeeder
+    from binlog_parser.framing import EventFramer, NeedData
+
+    data = _sample().bytes()
+    third = list(read_events(data))[3].header.pos
+    kw = {k: third if v == "third" else v for k, v in kw.items()}
+    runs = []
+    for pull in (False, True):
+        stream = _Recording(data, 7)
+        feeder = StreamFeeder(stream, position=0, chunk=40)
+        framer = EventFramer(DecodeContext(), build_dispatch(), expect_magic=True, first_position=0,
+                             total_size=len(data), feeder=feeder if pull else None, **kw)
+        items = []
+        for item in framer.records():
+            if isinstance(item, NeedData):
+                assert not pull
+                feeder.supply(framer, item.offset, item.size)
+            else:
+                items.append(item)
+        runs.append((items, framer.position, stream.reads))
+    assert runs[1] == runs[0]
+    assert len(runs[0][0]) >= 3 and len(runs[0][2]) > 10
+
+
+def test_path_readers_open_the_file_lazily_and_close_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Flattened into one generator, the path reader still opens the file at the first next()
+    (a missing file raises there, not when the iterator is made) and closes it at the end,
+    on an error, and when the iterator is closed early."""
+    from binlog_parser import reader as reader_mod
+
+    missing = tmp_path / "missing"
+    for make in (read_events, scan_headers, read_records):
+        it = make(missing)
+        with pytest.raises(FileNotFoundError):
+            next(it)
+    opened: list[Any] = []
+    real_open = reader_mod.open_binlog_file
+
+    def recording_open(path: Any, position: int = 0) -> Any:
+        stream, size = real_open(path, position)
+        opened.append(stream)
+        return stream, size
+
+    monkeypatch.setattr(reader_mod, "open_binlog_file", recording_open)
+    good = tmp_path / "good"
+    good.write_bytes(_sample().bytes())
+    bad = tmp_path / "bad"
+    bad.write_bytes(_sample().bytes()[:-3])
+    assert len(list(read_events(good))) == 7 and len(list(scan_headers(good))) == 7
+    with pytest.raises(TruncatedEventError):
+        list(read_events(bad))
+    it = read_events(good)
+    next(it)
+    it.close()  # type: ignore[attr-defined]
+    assert len(opened) == 4 and all(s.closed for s in opened)
