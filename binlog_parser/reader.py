@@ -3,7 +3,8 @@
 A thin driver of the sans-I/O core :class:`binlog_parser.framing.EventFramer`: it resolves
 the source (bytes are handed over whole and zero-copy; a stream is read forward in chunks by
 :class:`binlog_parser.feeding.StreamFeeder`; a path is opened by
-:func:`binlog_parser.files.open_binlog_file`) and answers the core's data requests.
+:func:`binlog_parser.files.open_binlog_file`) and hands the core the feeder that answers its
+data requests (pull mode: no per-event Python code between the core and the consumer).
 
 Memory is bounded: a stream is read in chunks and only the bytes of the current event
 (plus one chunk) are held. Event sizes are checked before anything is allocated.
@@ -208,9 +209,9 @@ class BinlogReader:
     def _pulled(framer: EventFramer) -> Iterator[Event | SkippedBytes]:
         """The records of a framer in pull mode (it has a feeder): it answers its own data
         requests, so no :class:`~binlog_parser.framing.NeedData` comes out and the reader's
-        generator passes its events on with ``yield from``, with no Python code per event (a
-        second generator that filtered the requests out cost 0.08 of a native OLTP decode's
-        0.93 CPU-s)."""
+        generator passes its events on with ``yield from``, with no Python code per event (the
+        generator that filtered the requests out cost 0.08 of the 0.96 CPU-s of a compiled
+        decode of a 64 MiB OLTP file)."""
         return cast(Iterator[Event | SkippedBytes], framer.records())
 
 # ---------------------------------------------------------------------------
