@@ -446,3 +446,18 @@ def test_a_retried_task_writes_the_same_parts_again(archive: dict[str, Any], tmp
                               for kind in ("events", "transactions", "row_changes", "statements")}
     assert [(f["file"], f["row_counts"]["events"]) for f in first["facts"]] == [
         (p["file"], sum(1 for k, _ in decode_file(p["uri"], source="maria") if k == "events")) for p in pieces]
+
+
+def test_an_unreadable_object_is_one_quarantine_row_and_failed_facts(tmp_path: Path) -> None:
+    """decode_piece on an object that is gone (executor side, no Spark): a ``file`` quarantine row
+    naming the error, and facts that mark the read as failed (the file's status is ``failed``)."""
+    gone = {"source": "s", "file": "binlog.000007", "uri": str(tmp_path / "binlog.000007"), "size": 500,
+            "etag": "e", "start": 0, "end": 500, "range_index": 0, "n_ranges": 1}
+    (kind, batch), (facts_kind, facts) = ingest_mod.decode_piece(gone, s3=None, keep_raw=False, run_id="r")
+    assert (kind, facts_kind) == ("quarantine", "file_facts")
+    (row,) = batch.to_pylist()
+    assert {k: row[k] for k in ("source", "file", "file_seq", "pos", "scope", "error_class", "range_start",
+                                "range_end", "raw_head", "run_id")} == {
+        "source": "s", "file": "binlog.000007", "file_seq": 7, "pos": 0, "scope": "file",
+        "error_class": "ObjectNotFound", "range_start": 0, "range_end": None, "raw_head": None, "run_id": "r"}
+    assert facts["read_failed"] and facts["quarantined"] == 1 and facts["events"] == 0
