@@ -377,8 +377,6 @@ class RangeDecoder:
         facts["last_event_time"] = _datetime(self._last_us)
         yield "file_facts", facts
 
-    __iter__ = batches
-
     def _full_batches(self) -> Iterator[tuple[str, Any]]:
         """Batches of the buffers holding ``batch_rows`` rows or more (row changes only when
         none waits for its transaction's commit time)."""
