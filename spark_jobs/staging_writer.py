@@ -27,19 +27,23 @@ PART_BYTES = 32 << 20
 #: rows gathered before they are written as one Parquet row group
 GROUP_ROWS = 64 * 1024
 
-_STORES: dict[tuple[str, str], ObjectStore] = {}
+_S3_CLIENTS: dict[str, Any] = {}
 
 
 def staging_store(folder: str, s3: Mapping[str, Any] | None) -> ObjectStore:
-    """The object store of a run's staging folder, one per process (an S3 client is costly)."""
-    from binlake.config import S3Settings
-    from binlake.storage import open_object_store
+    """The object store of a run's staging folder; on S3 with one client per process and
+    settings (a boto3 client is costly, and a Python worker serves many tasks and runs)."""
+    from binlake.config import S3Settings, is_s3_uri
+    from binlake.storage import LocalObjectStore, S3ObjectStore, make_s3_client
 
-    key = (folder, json.dumps(s3 or {}, sort_keys=True))
-    store = _STORES.get(key)
-    if store is None:
-        store = _STORES[key] = open_object_store(folder.rstrip("/") + "/", S3Settings(**(s3 or {})))
-    return store
+    if not is_s3_uri(folder):
+        return LocalObjectStore(folder)
+    settings = S3Settings(**(s3 or {}))
+    key = json.dumps(s3 or {}, sort_keys=True)
+    client = _S3_CLIENTS.get(key)
+    if client is None:
+        client = _S3_CLIENTS[key] = make_s3_client(settings)
+    return S3ObjectStore(folder.rstrip("/") + "/", settings, client=client)
 
 
 class PartWriter:
