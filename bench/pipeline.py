@@ -13,12 +13,12 @@ when it is not already in the workdir and measures it in the same command:
    only copies the files' bytes into a Delta table, ``binaryFile`` -> Delta: the ceiling), then
    ``spark_jobs.ingest.run_ingest`` (decode on the executors, every bronze / silver / meta table).
    Each is measured as wall time and CPU-seconds of the whole process tree (this driver, its JVM
-   and every Python worker, including workers that exited: see :func:`tree_cpu_seconds`).
+   and every Python worker, including workers that exited: see :class:`TreeCpu`).
    Then the gold step (``spark_jobs.gold.run_gold``: schema history, the ordered replay of the
    archive's table, its typed gold table, meta.gold_status) on the large archive, measured alike.
-3. The split of the ingest's CPU: decode (``binlog_parser`` alone) and build (records and Arrow
-   batches, the executors' whole decode step minus the decode) are measured in this process on the
-   archive's first file and scaled by bytes; write (staging, Delta, Spark) is the rest.
+3. The split of the ingest's CPU: decode (``binlog_parser`` alone) and build (records, Arrow
+   batches and the staged Parquet parts: the executors' whole task minus the decode) are measured
+   in this process on the archive's first file and scaled by bytes; write (Delta, Spark) is the rest.
 
 Prints the table and the machine's load; the last line reads ``ratio ingest/copy CPU: N.NN``;
 ``results.json`` in the workdir holds the figures.
@@ -148,21 +148,57 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def tree_cpu_seconds() -> float:
+class TreeCpu:
     """User + system CPU-seconds of this process and all its descendants (the driver JVM, the
-    Python daemon and workers), including the descendants that already exited and were waited
-    for (``children_user`` / ``children_system`` of their parent)."""
-    import psutil
+    Python daemon and workers) over a job, each process sampled every ``interval`` seconds.
 
-    me = psutil.Process()
-    total = 0.0
-    for p in [me, *me.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            pass
-    return total
+    Why sampling: a descendant that exits during the job keeps the CPU it had at its last sample,
+    while its parent's ``children_user`` / ``children_system`` need not ever hold it (the Python
+    workers of ``mapInArrow`` exited uncounted: reading the tree at the start and the end alone
+    missed a third of the old ingest's CPU). The sampler thread's own CPU is left out."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        import threading
+
+        self.interval = interval
+        self._cpu: dict[int, list[float]] = {}  # pid -> [CPU at the start (0 if born since), last seen]
+        self._procs: dict[int, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._sampler_cpu = 0.0
+
+    def _sample(self, first: bool = False) -> None:
+        import psutil
+
+        me = psutil.Process()
+        for p in [me, *me.children(recursive=True)]:
+            proc = self._procs.setdefault(p.pid, p)
+            try:
+                t = proc.cpu_times()
+            except psutil.Error:
+                continue
+            cpu = t.user + t.system
+            seen = self._cpu.setdefault(p.pid, [cpu if first else 0.0, cpu])
+            seen[1] = cpu
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+        self._sampler_cpu = time.thread_time()
+
+    def __enter__(self) -> TreeCpu:
+        self._sample(first=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    @property
+    def seconds(self) -> float:
+        return sum(last - start for start, last in self._cpu.values()) - self._sampler_cpu
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,9 +213,11 @@ class Measured:
 
 
 def measure(name: str, mb: float, job: Callable[[], int | None]) -> Measured:
-    cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
-    tasks = job()
-    return Measured(name, time.perf_counter() - t0, tree_cpu_seconds() - cpu0, mb, tasks)
+    with TreeCpu() as cpu:
+        t0 = time.perf_counter()
+        tasks = job()
+        wall = time.perf_counter() - t0
+    return Measured(name, wall, cpu.seconds, mb, tasks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,13 +229,11 @@ class DecodeSplit:
     decode_build_s_per_byte: float
 
 
-def decode_split(path: Path) -> DecodeSplit:
+def decode_split(path: Path, work: Path) -> DecodeSplit:
     """Measured in this process on one file: ``binlog_parser`` alone, then the ingest's executor
-    function (decode + records + Arrow batches) on the same bytes."""
-    import pyarrow as pa
-
+    task (decode + records + Arrow batches + Parquet parts) on the same bytes."""
     from binlog_parser import read_events
-    from spark_jobs.ingest import make_decoder
+    from spark_jobs.ingest import TaskSettings, decode_task
 
     size = path.stat().st_size
     c0 = time.process_time()
@@ -206,12 +242,11 @@ def decode_split(path: Path) -> DecodeSplit:
     decode = time.process_time() - c0
     piece = {"source": "bench", "file": path.name, "uri": str(path), "size": size, "etag": None,
              "start": 0, "end": size, "range_index": 0, "n_ranges": 1}
-    tasks = pa.RecordBatch.from_pydict({"task_id": pa.array([0], pa.int32()),
-                                        "spec": pa.array([json.dumps([piece])])})
+    staging = work / "split-staging"
     c0 = time.process_time()
-    for _batch in make_decoder(None, False, "bench")(iter([tasks])):
-        pass
+    decode_task((0, [piece]), TaskSettings(str(staging), None, False, "bench"))
     whole = time.process_time() - c0
+    shutil.rmtree(staging, ignore_errors=True)
     return DecodeSplit(path.name, decode / size, whole / size)
 
 
@@ -283,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.workdir)
     paths = generate(work / "archive" / f"bench-{args.size}-{args.files}", args.size, args.files)
     small = generate(work / "archive" / f"small-{args.small}", args.small, 4) if args.small else []
-    split = decode_split(paths[0])
+    split = decode_split(paths[0], work)
     load_start = os.getloadavg()
     spark, cfg = _session(args, work, [("bench", paths[0].parent)])
     _warm_up(spark, cfg, args, small or paths)
@@ -329,8 +364,8 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
     lines += [f"split of the ingest's {ingest.cpu_s:.1f} CPU-s (decode and build measured in-process on "
               f"{split.sample}, scaled by bytes):",
               f"  decode (binlog_parser)           {decode:8.1f} CPU-s  {nbytes / 1e6 / decode:7.2f} MB/CPU-s",
-              f"  build (records + Arrow batches)  {build:8.1f} CPU-s",
-              f"  write (staging, Delta, Spark)    {ingest.cpu_s - decode - build:8.1f} CPU-s (the rest)",
+              f"  build (records, Arrow, Parquet)  {build:8.1f} CPU-s",
+              f"  write (Delta, Spark)             {ingest.cpu_s - decode - build:8.1f} CPU-s (the rest)",
               f"ratio ingest/copy wall: {ingest.wall_s / copy.wall_s:.2f}",
               f"ratio ingest/copy CPU: {ingest.cpu_s / copy.cpu_s:.2f}"]
     return "\n".join(lines)

@@ -1,9 +1,12 @@
-"""Stale ingest staging: ``<warehouse>/_staging/ingest-<run id>/`` left behind by dead runs.
+"""Ingest staging: where a run stages its decoded rows, and removing what dead runs left behind.
 
-The ingest job stages its decoded rows as Parquet under ``_staging/ingest-<run id>/`` and
-deletes that folder after its Delta writes. A run killed in between (during its Delta writes)
-leaves the folder; re-run with the same run id it is overwritten and then deleted, but the next
-scheduled run has a new run id and nothing would ever remove it. :func:`clean_stale_staging`
+The ingest job's executors stage each table's decoded rows as Parquet part files under
+``<warehouse>/_staging/ingest-<run id>/<kind>/part-<task>-<n>.parquet`` (:func:`staging_folder`,
+:func:`part_name`); the driver writes the Delta tables from them and deletes that folder after
+its Delta writes. A run killed in between (during its Delta writes) leaves the folder; re-run
+with the same run id its parts are overwritten (the driver reads only the parts its tasks
+reported) and the folder deleted, but the next scheduled run has a new run id and nothing would
+ever remove it. :func:`clean_stale_staging`
 runs at the start of each ingest and removes the staging folders of other runs that have not
 changed for ``older_than`` seconds.
 
@@ -29,6 +32,17 @@ log = logging.getLogger(__name__)
 
 STAGING_DIR = "_staging"
 RUN_PREFIX = "ingest-"
+
+
+def staging_folder(warehouse: str, run_id: str) -> str:
+    """The staging folder of one ingest run (a local path or an object-store URI, as the warehouse)."""
+    return f"{warehouse.rstrip('/')}/{STAGING_DIR}/{RUN_PREFIX}{run_id}"
+
+
+def part_name(kind: str, task: int, n: int) -> str:
+    """The ``n``-th part file of table ``kind`` written by ingest task ``task``, relative to the
+    run's staging folder. Deterministic: a retried Spark task overwrites its own parts."""
+    return f"{kind}/part-{task:05d}-{n:04d}.parquet"
 
 
 @dataclass(frozen=True)

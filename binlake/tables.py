@@ -97,7 +97,9 @@ BRONZE_EVENTS = TableSpec(
                'pos of the event that opened the enclosing transaction (joins silver.transactions.start_pos)'),
         Column('db', STRING, True, 'database of a QUERY / TABLE_MAP / rows event'),
         Column('table_name', STRING, True, 'table of a TABLE_MAP / rows event'),
-        Column('fields', STRING, True, "the event's own decoded fields as JSON (event.fields())"),
+        Column('fields', STRING, True,
+               "the event's own decoded fields as JSON (event.fields()); for a rows event without "
+               "its row images: row_count and row_images = 'silver.row_changes' in place of rows"),
         Column('raw', BINARY, True, 'raw event bytes (only when ingest keep_raw is on)'),
         Column('event_date', DATE, True, 'UTC date of event_time (partition column)'),
     ),

@@ -1,13 +1,14 @@
 """The decode job: archived binlog objects -> bronze / silver / meta Delta tables.
 
 Driver: plans tasks from the object list (never reads file bodies), runs one Spark job that
-decodes on the executors (``mapInArrow`` over a small task DataFrame, one task per
-partition), stages the decoded rows once as Parquet, then replaces each table's rows of the
-ingested files with one Delta overwrite per table (``replaceWhere`` on source + file).
+decodes on the executors (one task per partition of a small task RDD) and collects only the
+per-range facts, then replaces each table's rows of the ingested files with one Delta overwrite
+per table (``replaceWhere`` on source + file), read from that table's staged Parquet parts.
 
-Executors: open the object store from a plain-dict config (never a driver-side client),
-read their byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
-``spark_jobs.records`` and stream Arrow batches of at most ``batch_rows`` rows.
+Executors: open the object store from plain settings (never a driver-side client), read their
+byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
+``spark_jobs.records`` into Arrow batches of about ``batch_rows`` rows per table, and write them
+as Parquet parts under the run's staging folder (``spark_jobs.staging_writer``).
 
 Large files (> ``split_threshold`` bytes) are first scanned header-only on an executor and
 cut at transaction starts into ranges of about ``split_target`` bytes; small files are packed
@@ -23,6 +24,7 @@ decoding is deterministic, so a re-run leaves every table with identical rows.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -186,72 +188,31 @@ def scan_split_points(uri: str, size: int, target: int, s3: Mapping[str, Any] | 
 
 
 # ---------------------------------------------------------------------------------------
-# Executor side: decode tasks into Arrow batches
+# Executor side: decode tasks into staged Parquet parts
 # ---------------------------------------------------------------------------------------
 
 STAGE_KINDS = ("events", "quarantine", "transactions", "row_changes", "statements")
 
 
-def _loose(dt: Any) -> Any:
-    """A copy of a Spark type with every field nullable and no metadata (for staging)."""
-    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
-
-    if isinstance(dt, StructType):
-        return StructType([StructField(f.name, _loose(f.dataType), True) for f in dt.fields])
-    if isinstance(dt, ArrayType):
-        return ArrayType(_loose(dt.elementType), True)
-    if isinstance(dt, MapType):
-        return MapType(_loose(dt.keyType), _loose(dt.valueType), True)
-    return dt
-
-
-def staging_schema() -> Any:
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
-    fields = [StructField("kind", StringType(), False), StructField("task_id", IntegerType(), True)]
-    for kind in STAGE_KINDS:
-        fields.append(StructField(kind, _loose(spec(KIND_TO_TABLE[kind]).schema), True))
-    fields.append(StructField("facts", StringType(), True))
-    return StructType(fields)
-
-
-class _BatchMaker:
-    def __init__(self) -> None:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        self.pa = pa
-        self.schema = to_arrow_schema(staging_schema(), timezone="UTC")
-        self.struct_types = {k: self.schema.field(k).type for k in STAGE_KINDS}
-
-    def batch(self, kind: str, task_id: int, rows: list[dict[str, Any]]) -> Any:
-        pa = self.pa
-        n = len(rows)
-        cols = [pa.array([kind] * n, pa.string()), pa.array([task_id] * n, pa.int32())]
-        for k in STAGE_KINDS:
-            t = self.struct_types[k]
-            if k == kind:
-                cols.append(pa.array(rows, type=t))
-            else:
-                cols.append(pa.nulls(n, type=t))
-        if kind == "facts":
-            cols.append(pa.array([json.dumps(r, default=str) for r in rows], pa.string()))
-        else:
-            cols.append(pa.nulls(n, type=pa.string()))
-        return pa.RecordBatch.from_arrays(cols, schema=self.schema)
-
-
-def _facts_for_failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -> Iterator[tuple[str, dict]]:
+def _failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -> Iterator[tuple[str, Any]]:
+    """An unreadable piece: one ``file`` / ``range`` quarantine row and facts marking the failure."""
     from binlake.reconciliation import split_series
+    from spark_jobs.columns import TableColumns
 
     file_seq = split_series(piece["file"])[1]
-    yield "quarantine", {
-        "source": piece["source"], "file": piece["file"], "file_seq": file_seq, "pos": piece["start"],
-        "scope": "file" if piece["start"] == 0 else "range", "type_code": None, "event_type": None,
-        "error_class": type(exc).__name__, "error_message": str(exc) or repr(exc),
-        "range_start": piece["start"], "range_end": piece["end"] if piece["end"] < piece["size"] else None,
-        "raw_head": None, "run_id": run_id,
-    }
+    quarantine = TableColumns("bronze.quarantine", {"source": piece["source"], "file": piece["file"],
+                                                    "file_seq": file_seq, "run_id": run_id})
+    q = quarantine.add
+    q.pos(piece["start"])
+    q.scope("file" if piece["start"] == 0 else "range")
+    q.type_code(None)
+    q.event_type(None)
+    q.error_class(type(exc).__name__)
+    q.error_message(str(exc) or repr(exc))
+    q.range_start(piece["start"])
+    q.range_end(piece["end"] if piece["end"] < piece["size"] else None)
+    q.raw_head(None)
+    yield "quarantine", quarantine.take_batch()
     yield "file_facts", {
         "source": piece["source"], "file": piece["file"], "file_seq": file_seq, "uri": piece["uri"],
         "range_index": piece["range_index"], "range_start": piece["start"], "range_end": piece["end"],
@@ -265,8 +226,9 @@ def _facts_for_failure(piece: Mapping[str, Any], exc: BaseException, run_id: str
 
 
 def decode_piece(piece: Mapping[str, Any], *, s3: Mapping[str, Any] | None, keep_raw: bool,
-                 run_id: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Decode one byte range of one object (executor side); never raises."""
+                 run_id: str | None, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[tuple[str, Any]]:
+    """Decode one byte range of one object (executor side) into ``(kind, RecordBatch)`` pairs,
+    then ``("file_facts", facts)``; never raises."""
     try:
         data = read_bytes(piece["uri"], piece["start"], piece["end"], s3)
         ctx = None
@@ -274,54 +236,47 @@ def decode_piece(piece: Mapping[str, Any], *, s3: Mapping[str, Any] | None, keep
             head = read_bytes(piece["uri"], 0, min(HEAD_BYTES, piece["size"]), s3)
             ctx = records.context_from_head(head, piece["file"])
     except Exception as exc:  # noqa: BLE001 - unreadable object / head: quarantined, run goes on
-        yield from _facts_for_failure(piece, exc, run_id)
+        yield from _failure(piece, exc, run_id)
         return
-    yield from records.decode_range(
+    yield from records.RangeDecoder(
         data, source=piece["source"], file=piece["file"], uri=piece["uri"],
         range_start=piece["start"], range_index=piece["range_index"], file_size=piece["size"],
-        context=ctx, keep_raw=keep_raw, run_id=run_id)
+        context=ctx, keep_raw=keep_raw, run_id=run_id, batch_rows=batch_rows).batches()
 
 
-def make_decoder(s3: Mapping[str, Any] | None, keep_raw: bool, run_id: str | None,
-                 batch_rows: int = DEFAULT_BATCH_ROWS):
-    """The mapInArrow function: task batches in, staged row batches out (bounded memory)."""
+@dataclass(frozen=True)
+class TaskSettings:
+    """What an ingest task needs, as plain values (executors are other processes: settings
+    travel, objects do not)."""
 
-    def decode_tasks(batches: Iterator[Any]) -> Iterator[Any]:
-        maker = _BatchMaker()
-        for batch in batches:
-            ids = batch.column("task_id").to_pylist()
-            specs = batch.column("spec").to_pylist()
-            for task_id, spec_json in zip(ids, specs):
-                yield from _decode_task(maker, task_id, json.loads(spec_json), s3=s3, keep_raw=keep_raw,
-                                        run_id=run_id, batch_rows=batch_rows)
-
-    return decode_tasks
+    staging: str  # the run's staging folder (local path or s3:// URI)
+    s3: Mapping[str, Any] | None
+    keep_raw: bool
+    run_id: str | None
+    batch_rows: int = DEFAULT_BATCH_ROWS
 
 
-def _decode_task(maker: _BatchMaker, task_id: int, pieces: list[dict[str, Any]], *,
-                 s3: Mapping[str, Any] | None, keep_raw: bool, run_id: str | None,
-                 batch_rows: int) -> Iterator[Any]:
-    """One task's pieces as Arrow batches of one kind each. Each piece's facts row (the last
-    thing :func:`decode_piece` yields) carries the piece's row count per kind in ``row_counts``:
-    the driver gets the per-file counts with the facts, never by scanning the staged rows again."""
-    buffers: dict[str, list[dict[str, Any]]] = {k: [] for k in STAGE_KINDS + ("facts",)}
+def decode_task(task: tuple[int, list[dict[str, Any]]], settings: TaskSettings) -> dict[str, Any]:
+    """One ingest task (executor side): decode its pieces and stage each table's rows as Parquet
+    parts; return ``{"facts": [...], "parts": {kind: [names]}}``. Each piece's facts row carries
+    the piece's row count per kind in ``row_counts``: the driver gets the per-file counts with the
+    facts, never by scanning the staged rows again."""
+    from spark_jobs.staging_writer import TaskStaging, staging_store
+
+    task_id, pieces = task
+    staging = TaskStaging(staging_store(settings.staging, settings.s3), task_id)
+    facts = []
     for piece in pieces:
         counts = dict.fromkeys(STAGE_KINDS, 0)
-        for kind, row in decode_piece(piece, s3=s3, keep_raw=keep_raw, run_id=run_id):
+        for kind, item in decode_piece(piece, s3=settings.s3, keep_raw=settings.keep_raw,
+                                       run_id=settings.run_id, batch_rows=settings.batch_rows):
             if kind == "file_facts":
-                row = dict(row, size=piece["size"], etag=piece.get("etag"), n_ranges=piece["n_ranges"],
-                           row_counts=dict(counts))
-                kind = "facts"
+                facts.append(dict(item, size=piece["size"], etag=piece.get("etag"), n_ranges=piece["n_ranges"],
+                                  row_counts=counts))
             else:
-                counts[kind] += 1
-            buf = buffers[kind]
-            buf.append(row)
-            if len(buf) >= batch_rows:
-                yield maker.batch(kind, task_id, buf)
-                buffers[kind] = []
-    for kind, buf in buffers.items():
-        if buf:
-            yield maker.batch(kind, task_id, buf)
+                counts[kind] += item.num_rows
+                staging.write(kind, item)
+    return {"facts": facts, "parts": staging.close()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -535,9 +490,11 @@ class IngestOptions:
 
 @dataclass(frozen=True)
 class StagedRun:
-    """What the decode step left: the staging folder and the per-range facts, by file."""
+    """What the decode step left: the staging folder (as Spark names it), each table's parts in
+    it, and the per-range facts and row counts, by file."""
 
     path: str
+    parts: Mapping[str, list[str]]
     facts: Mapping[tuple[str, str], list[dict[str, Any]]]
     counts: Mapping[tuple[str, str], Mapping[str, int]]
 
@@ -643,33 +600,39 @@ def _plan(spark: Any, objects: Sequence[BinlogObject], opts: IngestOptions, s3: 
 
 def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]], opts: IngestOptions,
                        result: IngestResult) -> StagedRun:
-    """Decode every task once on the executors into staging Parquet; collect the per-range facts."""
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
+    """Decode every task once on the executors, which stage each table's rows as Parquet parts;
+    collect only the per-range facts and the part names."""
     from binlake.config import to_spark_uri
+    from binlake.staging import staging_folder
 
-    task_schema = StructType([StructField("task_id", IntegerType(), False),
-                              StructField("spec", StringType(), False)])
-    task_rdd = spark.sparkContext.parallelize([(i, json.dumps(t)) for i, t in enumerate(tasks)], len(tasks))
-    decoder = make_decoder(dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows)
-    decoded = spark.createDataFrame(task_rdd, task_schema).mapInArrow(decoder, staging_schema())
-    staging = to_spark_uri(config.warehouse).rstrip("/") + f"/_staging/ingest-{result.run_id}"
+    folder = staging_folder(config.warehouse, result.run_id)
+    settings = TaskSettings(folder, dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows)
     t1 = time.time()
-    # no partitionBy("kind"): it would make Spark sort each task's whole output before writing;
-    # each table's read below selects its kind and only its own struct column (nested pruning)
-    decoded.write.mode("overwrite").parquet(staging)
+    done = (spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
+            .map(functools.partial(decode_task, settings=settings)).collect())
     result.decode_seconds = time.time() - t1
-    staged = spark.read.parquet(staging)
+    parts: dict[str, list[str]] = {k: [] for k in STAGE_KINDS}
     by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
     counts: dict[tuple[str, str], dict[str, int]] = {}
-    for r in staged.where("kind = 'facts'").select("facts").collect():
-        fact = json.loads(r["facts"])
-        key = (fact["source"], fact["file"])
-        by_file.setdefault(key, []).append(fact)
-        file_counts = counts.setdefault(key, dict.fromkeys(STAGE_KINDS, 0))
-        for kind, n in fact.pop("row_counts").items():
-            file_counts[kind] += n
-    return StagedRun(staging, by_file, counts)
+    for task in done:
+        for kind, names in task["parts"].items():
+            parts[kind].extend(names)
+        for fact in task["facts"]:
+            key = (fact["source"], fact["file"])
+            by_file.setdefault(key, []).append(fact)
+            file_counts = counts.setdefault(key, dict.fromkeys(STAGE_KINDS, 0))
+            for kind, n in fact.pop("row_counts").items():
+                file_counts[kind] += n
+    return StagedRun(to_spark_uri(folder), parts, by_file, counts)
+
+
+def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
+    """One table's staged rows (its parts, read with the table's schema: no schema inference)."""
+    ts = spec(KIND_TO_TABLE[kind])
+    names = staged.parts.get(kind) or []
+    if not names:  # no rows: still written, it replaces the files' earlier rows
+        return spark.createDataFrame([], ts.schema)
+    return spark.read.schema(ts.schema).parquet(*[f"{staged.path}/{n}" for n in names])
 
 
 def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
@@ -679,11 +642,10 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     predicate = files_predicate((o.source, o.file) for o in objects)
     # one Delta transaction id per (run, file set): a retried run skips what it already wrote
     txn_app = f"binlake-ingest:{result.run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
-    staged_df = spark.read.parquet(staged.path)
 
     def write_kind(kind: str) -> None:
         ts = spec(KIND_TO_TABLE[kind])
-        df = staged_df.where(f"kind = '{kind}'").select(f"`{kind}`.*").select(*ts.column_names)
+        df = _staged_df(spark, staged, kind)
         write_replace(df, table_path(config, ts.name), predicate, s3=config.s3, run_id=result.run_id,
                       job="ingest", txn_app=txn_app, extra_meta={"files": len(objects)})
 
@@ -732,10 +694,7 @@ def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,
                     o.file, len(skipped), ", ".join(f"{a}-{b}" for a, b in skipped[:10]))
     merged = None
     if parts and status != "failed":
-        merged = records.merge_file_facts(
-            [dict(p, first_event_time=_parse_ts(p.get("first_event_time")),
-                  last_event_time=_parse_ts(p.get("last_event_time"))) for p in parts],
-            size=o.size, etag=o.etag, ranges=parts[0].get("n_ranges"))
+        merged = records.merge_file_facts(parts, size=o.size, etag=o.etag, ranges=parts[0].get("n_ranges"))
         merged["uri"] = o.uri
     ingested = {
         "source": o.source, "file": o.file, "file_seq": records.split_series(o.file)[1],
@@ -746,14 +705,6 @@ def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,
         "quarantined": c.get("quarantine", 0),
     }
     return FileOutcome(status, merged, ingested)
-
-
-def _parse_ts(value: Any) -> Any:
-    import datetime as dt
-
-    if value is None or isinstance(value, dt.datetime):
-        return value
-    return dt.datetime.fromisoformat(str(value))
 
 
 def _rows_df(spark: Any, name: str, rows: list[dict[str, Any]]) -> Any:

@@ -1,11 +1,14 @@
-"""Decode one binlog object (or a byte range of it) into table rows. Pure Python, no Spark.
+"""Decode one binlog object (or a byte range of it) into the ingest tables' rows, column by column.
 
 This runs on the executors. Input: the bytes of one range of one file (plus, for a range
 that does not start at offset 0, the file's :class:`~binlog_parser.context.DecodeContext`
-from its FORMAT_DESCRIPTION). Output: a stream of ``(kind, row)`` pairs where ``kind`` is one
-of :data:`KINDS` and ``row`` a dict with exactly the columns of the matching table in
-``spark_jobs.schemas`` (``file_facts`` rows are partial per-range facts that
-:func:`merge_file_facts` folds into one ``meta.binlog_files`` row on the driver).
+from its FORMAT_DESCRIPTION). Output (:meth:`RangeDecoder.batches`): ``(kind, batch)`` pairs
+where ``kind`` is one of :data:`KINDS` and ``batch`` a ``pyarrow.RecordBatch`` in the schema of
+the matching table in ``spark_jobs.schemas``, then one ``("file_facts", dict)``: the partial
+per-range facts that :func:`merge_file_facts` folds into one ``meta.binlog_files`` row on the
+driver. Values go straight into per-table column buffers (:mod:`spark_jobs.columns`), never
+through a dict per row: that is what ingest spends its CPU on (issue 13). :func:`decode_range`
+and :func:`decode_file` give the same rows as dicts, for tests and tools.
 
 Rules:
 
@@ -16,7 +19,10 @@ Rules:
 * CRC mismatches are decoded anyway (``checksum = 'bad'``);
 * transactions are assembled as the events stream by (GTID / BEGIN ... XID / COMMIT / DDL);
   row changes are buffered per transaction (to carry its commit time) up to
-  ``max_buffered_rows``, then flushed with the best time known so far.
+  ``max_buffered_rows``, then flushed with the best time known so far;
+* a row image is rendered once per representation ``silver.row_changes`` stores (MySQL text
+  for the maps, typed JSON); ``bronze.events.fields`` of a rows event does not repeat them: it
+  has ``row_count`` and ``row_images`` (:data:`ROW_IMAGES_TABLE`) instead of ``rows``.
 """
 
 from __future__ import annotations
@@ -25,9 +31,8 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
 from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 from binlog_parser.constants import EventType, event_type_name
@@ -36,8 +41,11 @@ from binlog_parser.errors import BinlogError, TruncatedEventError
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
 from binlog_parser.rows.render import render_row_text
+from spark_jobs.columns import TableColumns
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
+#: where the row images of a rows event are (``bronze.events.fields`` points there)
+ROW_IMAGES_TABLE = "silver.row_changes"
 
 _T = EventType
 _GTID_TYPES = {int(_T.GTID), int(_T.ANONYMOUS_GTID), int(_T.GTID_TAGGED)}
@@ -71,6 +79,7 @@ _DCL_WORDS = {"GRANT", "REVOKE"}
 _LEADING_COMMENT = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*|#[^\n]*\n\s*)*", re.S)
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MAX_TS = 253402300799  # 9999-12-31T23:59:59
+_MAX_US = _MAX_TS * 1_000_000
 
 
 def statement_kind(sql: str | None) -> str:
@@ -94,29 +103,25 @@ def statement_kind(sql: str | None) -> str:
     return "OTHER"
 
 
-_TS_MEMO: tuple[Any, Any] = (None, None)  # (seconds, datetime) of the last _ts call
+# Timestamps travel as integer microseconds since the epoch (spark_jobs.columns): no datetime
+# object per event.
 
-
-def _ts(seconds: int | None) -> _dt.datetime | None:
-    global _TS_MEMO
-    memo = _TS_MEMO  # events of one second come in runs: one datetime per run
-    if memo[0] == seconds and seconds is not None:
-        return memo[1]
+def _us(seconds: int | None) -> int | None:
+    """A header timestamp (seconds) in microseconds; None outside what a TIMESTAMP holds."""
     if seconds is None or seconds < 0 or seconds > _MAX_TS:
         return None
-    ts = _EPOCH + _dt.timedelta(seconds=seconds)
-    _TS_MEMO = (seconds, ts)
-    return ts
+    return seconds * 1_000_000
 
 
-def _ts_us(micros: int | None) -> _dt.datetime | None:
-    if not micros or micros < 0 or micros > _MAX_TS * 1_000_000:
+def _valid_us(micros: int | None) -> int | None:
+    """A GTID event's commit timestamp (microseconds); None when absent (0) or out of range."""
+    if not micros or micros < 0 or micros > _MAX_US:
         return None
-    return _EPOCH + _dt.timedelta(microseconds=micros)
+    return micros
 
 
-def _date(ts: _dt.datetime | None) -> _dt.date | None:
-    return ts.date() if ts is not None else None
+def _datetime(micros: int | None) -> _dt.datetime | None:
+    return None if micros is None else _EPOCH + _dt.timedelta(microseconds=micros)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
@@ -143,31 +148,35 @@ def flavor_of(server_version: str | None) -> str:
     return MARIADB if server_version and "mariadb" in server_version.lower() else MYSQL
 
 
+
 # ---------------------------------------------------------------------------------------
 # Row images
 # ---------------------------------------------------------------------------------------
 
+#: one row image of a rows event: (before text map, after text map, before JSON, after JSON)
+Image = tuple[dict[str, str | None] | None, dict[str, str | None] | None, str | None, str | None]
 
-def _image_text_map(image: Any) -> list[tuple[str, str | None]] | None:
-    """An image (column -> value) as (name, MySQL text) pairs for a map<string,string>."""
+
+def _image_text_map(image: Any) -> dict[str, str | None] | None:
+    """An image (column -> value) as column -> MySQL text, for a map<string,string>."""
     if image is None:
         return None
-    out: list[tuple[str, str | None]] = []
+    out: dict[str, str | None] = {}
     for name, value in image.items():
         if value is None:
-            out.append((str(name), None))
+            out[str(name)] = None
         elif isinstance(value, str):
-            out.append((str(name), value))
+            out[str(name)] = value
         elif isinstance(value, bool):
-            out.append((str(name), "1" if value else "0"))
+            out[str(name)] = "1" if value else "0"
         elif isinstance(value, (int, float)):
-            out.append((str(name), str(value)))
+            out[str(name)] = str(value)
         else:
-            out.append((str(name), _dumps(value)))
+            out[str(name)] = _dumps(value)
     return out
 
 
-def row_images(event: Any, fields: dict[str, Any]) -> Iterator[tuple[Any, Any, Any, Any]]:
+def row_images(event: Any, fields: dict[str, Any]) -> Iterator[Image]:
     """Yield ``(before_map, after_map, before_json, after_json)`` per row of a rows event.
 
     Maps carry each value as MySQL prints it (``render_row_text`` of the rows decoder over
@@ -181,9 +190,7 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[tuple[Any, Any, A
         cols = getattr(table, "columns", None) or ()
         by_name = {c.name: c for c in cols}
         for change, row in zip(typed, rendered):
-            b = render_row_text(change.before, by_name)
-            a = render_row_text(change.after, by_name)
-            yield (None if b is None else list(b.items()), None if a is None else list(a.items()),
+            yield (render_row_text(change.before, by_name), render_row_text(change.after, by_name),
                    None if row.get("before") is None else _dumps(row.get("before")),
                    None if row.get("after") is None else _dumps(row.get("after")))
         return
@@ -195,33 +202,31 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[tuple[Any, Any, A
                None if after is None else _dumps(after))
 
 
-def rows_event_parts(event: Any) -> tuple[dict[str, Any], str, list[tuple[Any, Any, Any, Any]]]:
-    """A typed rows event rendered once: ``(head, fields_json, images)``.
+def rows_event_parts(event: Any) -> tuple[dict[str, Any], list[Image]]:
+    """A typed rows event rendered once: ``(head, images)``.
 
-    ``head`` is ``event.fields()`` without ``rows``; ``fields_json`` is exactly
-    ``_dumps(event.fields())`` (bronze ``fields``); ``images`` are the ``row_images`` tuples
-    ``(before_map, after_map, before_json, after_json)`` (silver). Each image is rendered
-    (``render_row_json_text``: typed JSON and MySQL text in one pass) and JSON-encoded once;
-    the bronze ``rows`` array is assembled from the same JSON strings.
+    ``head`` is ``event.fields()`` without ``rows``; ``images`` are the :func:`row_images`
+    tuples, each image rendered once for both representations (``render_row_json_text``:
+    typed JSON and MySQL text in one pass) and JSON-encoded once.
     """
     from binlog_parser.rows.render import render_row_json_text
 
     head = event.fields_head()
     by_name = event.columns_by_name()
     enc = _dumps
-    images = []
-    parts = []
+    images: list[Image] = []
+    append = images.append
     for change in event.rows:
         bj, bt = render_row_json_text(change.before, by_name)
         aj, at = render_row_json_text(change.after, by_name)
-        b_json = None if bj is None else enc(bj)
-        a_json = None if aj is None else enc(aj)
-        images.append((None if bt is None else list(bt.items()),
-                       None if at is None else list(at.items()), b_json, a_json))
-        parts.append(f'{{"before":{b_json or "null"},"after":{a_json or "null"}}}')
-    head_json = enc(head)
-    fields_json = head_json[:-1] + ',"rows":[' + ",".join(parts) + "]}"
-    return head, fields_json, images
+        append((bt, at, None if bj is None else enc(bj), None if aj is None else enc(aj)))
+    return head, images
+
+
+def rows_fields_json(head: dict[str, Any], rows: int) -> str:
+    """``bronze.events.fields`` of a rows event: its fields without the row images, which
+    ``silver.row_changes`` holds (same source, file, pos, payload_index), and their count."""
+    return _dumps(dict(head, row_count=rows, row_images=ROW_IMAGES_TABLE))
 
 
 # ---------------------------------------------------------------------------------------
@@ -230,32 +235,50 @@ def rows_event_parts(event: Any) -> tuple[dict[str, Any], str, list[tuple[Any, A
 
 
 class _Trx:
-    __slots__ = ("row", "statements", "tables", "row_changes", "pending_rows", "has_ddl", "has_dml",
-                 "commit_us", "began_with_begin", "events", "substantive")
+    """An open transaction: its ``silver.transactions`` values so far, and its row changes not
+    yet flushed (``pending_times``: the event time of each rows event waiting for the commit time)."""
 
-    def __init__(self, row: dict[str, Any], began_with_begin: bool) -> None:
-        self.row = row
+    __slots__ = ("start_pos", "begin_us", "server_id", "gtid", "gtid_kind", "uuid", "tag", "gno",
+                 "mariadb_domain_id", "mariadb_server_id", "mariadb_seq_no", "last_committed",
+                 "sequence_number", "transaction_length", "original_server_version",
+                 "immediate_server_version", "original_commit_us", "immediate_commit_us", "xid",
+                 "statements", "tables", "row_changes", "pending_rows", "pending_times", "has_ddl",
+                 "has_dml", "commit_us", "began_with_begin", "events", "substantive")
+
+    def __init__(self, start_pos: int, begin_us: int | None, server_id: int | None) -> None:
+        self.start_pos = start_pos
+        self.begin_us = begin_us
+        self.server_id = server_id
+        self.gtid: str | None = None
+        self.gtid_kind = "NONE"
+        self.uuid = self.tag = None
+        self.gno = self.mariadb_domain_id = self.mariadb_server_id = self.mariadb_seq_no = None
+        self.last_committed = self.sequence_number = self.transaction_length = None
+        self.original_server_version = self.immediate_server_version = None
+        self.original_commit_us: int | None = None
+        self.immediate_commit_us: int | None = None
+        self.xid = None
         self.statements: list[str] = []
         self.tables: set[str] = set()
         self.row_changes = 0
-        self.pending_rows: list[dict[str, Any]] = []
+        self.pending_rows = 0
+        self.pending_times: list[int | None] = []
         self.has_ddl = False
         self.has_dml = False
         self.commit_us: int | None = None
-        self.began_with_begin = began_with_begin
+        self.began_with_begin = False
         self.events = 0
         self.substantive = False  # saw a statement, table map, row or XID
 
 
-@dataclass(frozen=True, slots=True)
-class _EventPlace:
+class _EventPlace(NamedTuple):
     """Where an event sits, as every row derived from it records it."""
 
     pos: int
     payload_index: int | None
     gtid: str | None
     trx_pos: int | None
-    event_time: Any
+    event_us: int | None
     db: str | None
     table: str | None
 
@@ -265,13 +288,15 @@ class RangeDecoder:
 
     ``context`` is required when ``range_start > 0`` (from :func:`read_format_description`
     on the file's head). ``file_size`` tells whether this range reaches the end of the file
-    (truncation is only reported at the real end of the file).
+    (truncation is only reported at the real end of the file). :meth:`batches` yields batches
+    of about ``batch_rows`` rows (row changes of one transaction are only cut past
+    ``max_buffered_rows``).
     """
 
     def __init__(self, data: bytes | memoryview, *, source: str, file: str, uri: str | None = None,
                  range_start: int = 0, range_index: int = 0, file_size: int | None = None,
                  context: DecodeContext | None = None, keep_raw: bool = False,
-                 run_id: str | None = None, max_buffered_rows: int = 20000) -> None:
+                 run_id: str | None = None, max_buffered_rows: int = 20000, batch_rows: int = 4096) -> None:
         self.data = data
         self.source = source
         self.file = file
@@ -286,6 +311,7 @@ class RangeDecoder:
         self.keep_raw = keep_raw
         self.run_id = run_id
         self.max_buffered_rows = max_buffered_rows
+        self.batch_rows = batch_rows
         # per-range facts
         self.flavor: str | None = flavor_of(context.server_version) if context else None
         self.facts: dict[str, Any] = {
@@ -302,6 +328,8 @@ class RangeDecoder:
             "skipped_ranges": [],  # [start, end) of bytes stepped over (not a meta column: the run summary's)
             "sha1": hashlib.sha1(data).hexdigest(),
         }
+        self._first_us: int | None = None
+        self._last_us: int | None = None
         self._gtids: GtidIntervalsBuilder | None = None
         self._trx: _Trx | None = None
         self._payload_index: int | None = None
@@ -310,18 +338,52 @@ class RangeDecoder:
         self._pos = range_start
         # table_id -> (columns, fields, fields JSON) of the last TABLE_MAP seen for it
         self._table_map_json: dict[Any, tuple[Any, dict[str, Any], str]] = {}
+        self._init_columns()
+
+    def _init_columns(self) -> None:
+        """One column buffer per table; a rows event's columns are appended once for its rows."""
+        same = {"source": self.source, "file": self.file, "file_seq": self.file_seq}
+        self.tables: dict[str, TableColumns] = {
+            "events": TableColumns("bronze.events", same),
+            "quarantine": TableColumns("bronze.quarantine", dict(same, run_id=self.run_id)),
+            "transactions": TableColumns("silver.transactions", same),
+            "row_changes": TableColumns(
+                "silver.row_changes", same, map_columns=("before", "after"),
+                group_columns=("pos", "payload_index", "gtid", "trx_pos", "commit_time", "event_time",
+                               "server_id", "db", "table_name", "operation", "event_type")),
+            "statements": TableColumns("silver.statements", same),
+        }
+        t = self.tables
+        self._ev, self._q, self._tx = t["events"].add, t["quarantine"].add, t["transactions"].add
+        self._rc, self._st = t["row_changes"].add, t["statements"].add
+        self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
 
     # -- public ---------------------------------------------------------------------------
-    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def batches(self) -> Iterator[tuple[str, Any]]:
+        """``(kind, RecordBatch)`` pairs as the buffers fill, the rest at the end, then
+        ``("file_facts", facts)``."""
         yield from self._decode()
-        yield from self._close_trx(None, cut=True, at_end=True)
+        self._close_trx(None, cut=True, at_end=True)
+        for kind, cols in self.tables.items():
+            if len(cols):
+                yield kind, cols.take_batch()
         facts = self.facts
         builder = self._builder()
         facts["flavor"] = self.flavor or MYSQL
         facts["contained_gtids"] = str(builder.build())
         facts["duplicate_gtids"] = str(builder.build_duplicates())
         facts["decoded_bytes"] = self._pos - self.range_start
+        facts["first_event_time"] = _datetime(self._first_us)
+        facts["last_event_time"] = _datetime(self._last_us)
         yield "file_facts", facts
+
+    def _full_batches(self) -> Iterator[tuple[str, Any]]:
+        """Batches of the buffers holding ``batch_rows`` rows or more (row changes only when
+        none waits for its transaction's commit time)."""
+        pending = self._trx is not None and self._trx.pending_times
+        for kind, cols in self.tables.items():
+            if len(cols) >= self.batch_rows and not (pending and kind == "row_changes"):
+                yield kind, cols.take_batch()
 
     # -- helpers --------------------------------------------------------------------------
     def _builder(self) -> GtidIntervalsBuilder:
@@ -340,36 +402,39 @@ class RangeDecoder:
                             start_position=start if start is not None else max(self.range_start, 4),
                             on_error=ON_ERROR_RESYNC)
 
-    def _quarantine(self, exc: BaseException, scope: str, pos: int | None,
-                    type_code: int | None) -> dict[str, Any]:
+    def _quarantine(self, exc: BaseException, scope: str, pos: int | None, type_code: int | None,
+                    skip: SkippedBytes | None = None) -> None:
+        """A quarantine row. For a skipped byte range (``skip``): scope ``event`` when exactly the
+        bad event was stepped over (its own size), ``skipped`` otherwise; ``range_start`` /
+        ``range_end`` are the skipped bytes and ``raw_head`` their first bytes (at most 64 KiB)."""
         self.facts["quarantined"] += 1
-        head = None
-        if pos is not None and self.range_start <= pos < self.range_end:
-            off = pos - self.range_start
-            head = bytes(self.data[off:off + 256])
-        return {
-            "source": self.source, "file": self.file, "file_seq": self.file_seq, "pos": pos,
-            "scope": scope, "type_code": type_code,
-            "event_type": event_type_name(type_code) if type_code is not None else None,
-            "error_class": type(exc).__name__,
-            "error_message": getattr(exc, "message", None) or str(exc),
-            "range_start": self.range_start,
-            "range_end": None if self.is_last_range else self.range_end,
-            "raw_head": head, "run_id": self.run_id,
-        }
+        message = getattr(exc, "message", None) or str(exc)
+        if skip is None:
+            head = None
+            if pos is not None and self.range_start <= pos < self.range_end:
+                off = pos - self.range_start
+                head = bytes(self.data[off:off + 256])
+            start, end = self.range_start, (None if self.is_last_range else self.range_end)
+        else:
+            message = (f"{message} (skipped bytes {skip.start}-{skip.end}, {skip.size} bytes; "
+                       f"next event found by {skip.found_by.replace('_', ' ')})")
+            head, start, end = skip.head, skip.start, skip.end
+            self.facts["skipped_ranges"].append([skip.start, skip.end])
+        q = self._q
+        q.pos(pos)
+        q.scope(scope)
+        q.type_code(type_code)
+        q.event_type(event_type_name(type_code) if type_code is not None else None)
+        q.error_class(type(exc).__name__)
+        q.error_message(message)
+        q.range_start(start)
+        q.range_end(end)
+        q.raw_head(head)
 
-    def _quarantine_skip(self, skip: SkippedBytes) -> dict[str, Any]:
-        """A skipped byte range as a quarantine row: scope ``event`` when exactly the bad event
-        was stepped over (its own size), ``skipped`` otherwise; ``range_start``/``range_end``
-        are the skipped bytes and ``raw_head`` their first bytes (at most 64 KiB)."""
+    def _quarantine_skip(self, skip: SkippedBytes) -> None:
         exc = skip.error
-        row = self._quarantine(exc, "event" if skip.found_by == "event_size" else "skipped",
-                               skip.start, exc.type_code)
-        row["error_message"] = (f"{row['error_message']} (skipped bytes {skip.start}-{skip.end}, "
-                                f"{skip.size} bytes; next event found by {skip.found_by.replace('_', ' ')})")
-        row.update(range_start=skip.start, range_end=skip.end, raw_head=skip.head)
-        self.facts["skipped_ranges"].append([skip.start, skip.end])
-        return row
+        self._quarantine(exc, "event" if skip.found_by == "event_size" else "skipped", skip.start,
+                         exc.type_code, skip)
 
     def _event_size_at(self, pos: int) -> int | None:
         off = pos - self.range_start
@@ -378,65 +443,79 @@ class RangeDecoder:
         size = int.from_bytes(self.data[off + 9:off + 13], "little")
         return size if size >= 13 else None
 
-    def _decode(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _decode(self) -> Iterator[tuple[str, Any]]:
         context = self.context
         start: int | None = None
+        limit, ev_rows, rc_rows = self.batch_rows, self._ev_rows, self._rc_rows
         while True:
             reader = self._reader(start, context)
             try:
                 for item in reader.records():
                     if item.__class__ is SkippedBytes:
                         assert isinstance(item, SkippedBytes)
-                        yield "quarantine", self._quarantine_skip(item)
+                        self._quarantine_skip(item)
                     else:
-                        yield from self._on_event(item)
+                        self._on_event(item)
+                    if len(ev_rows) >= limit or len(rc_rows) >= limit:
+                        yield from self._full_batches()
                 self._pos = max(self._pos, reader.position)
                 return
             except TruncatedEventError as exc:
                 self._pos = max(self._pos, reader.position)
                 if self.is_last_range:
                     self.facts["truncated"] = True
-                    yield "quarantine", self._quarantine(exc, "tail", exc.offset, exc.type_code)
+                    self._quarantine(exc, "tail", exc.offset, exc.type_code)
                 else:
-                    yield "quarantine", self._quarantine(exc, "range", exc.offset, exc.type_code)
+                    self._quarantine(exc, "range", exc.offset, exc.type_code)
                 return
             except BinlogError as exc:
-                pos = exc.offset if exc.offset is not None else reader.position
-                size = self._event_size_at(pos) if pos is not None else None
-                context = reader.context
-                if self.flavor is None and context.server_version:
-                    self.flavor = flavor_of(context.server_version)
-                if (pos is None or size is None or pos + size > self.range_end
-                        or not reader.format_descriptions and self.context is None):
-                    yield "quarantine", self._quarantine(exc, "range", pos, exc.type_code)
-                    self._pos = max(self._pos, reader.position)
+                start = self._after_bad_event(exc, reader)
+                if start is None:
                     return
-                yield "quarantine", self._quarantine(exc, "event", pos, exc.type_code)
-                start = pos + size
-                self._pos = start
+                context = reader.context
             except Exception as exc:  # a decoder bug: keep it, never crash the task
                 pos = reader.position
-                yield "quarantine", self._quarantine(exc, "range", pos, None)
+                self._quarantine(exc, "range", pos, None)
                 self._pos = max(self._pos, pos)
                 return
 
+    def _after_bad_event(self, exc: BinlogError, reader: BinlogReader) -> int | None:
+        """Quarantine an event that failed to decode; where to go on (None: the range ends)."""
+        pos = exc.offset if exc.offset is not None else reader.position
+        size = self._event_size_at(pos) if pos is not None else None
+        context = reader.context
+        if self.flavor is None and context.server_version:
+            self.flavor = flavor_of(context.server_version)
+        if (pos is None or size is None or pos + size > self.range_end
+                or not reader.format_descriptions and self.context is None):
+            self._quarantine(exc, "range", pos, exc.type_code)
+            self._pos = max(self._pos, reader.position)
+            return None
+        self._quarantine(exc, "event", pos, exc.type_code)
+        self._pos = pos + size
+        return pos + size
+
     # -- per event ------------------------------------------------------------------------
-    def _on_event(self, event: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _on_event(self, event: Any) -> None:
         h = event.header
         tc = h.type_code
         self.facts["events"] += 1
         embedded = h.payload_pos is not None
         pos, payload_index, payload_offset = self._locate(h, tc, embedded)
-        event_time = _ts(h.timestamp)
-        self._note_event_time(event_time)
-        fields, fields_json, images = yield from self._event_fields(event, tc, pos)
+        event_us = _us(h.timestamp)
+        if event_us is not None:
+            if self._first_us is None or event_us < self._first_us:
+                self._first_us = event_us
+            if self._last_us is None or event_us > self._last_us:
+                self._last_us = event_us
+        fields, fields_json, images = self._event_fields(event, tc, pos)
         self._note_file_facts(event, h, tc, embedded)
-        yield from self._track_transaction(event, h, tc)
+        self._track_transaction(event, h, tc)
         trx = self._trx
-        gtid = trx.row["gtid"] if trx is not None else None
-        if trx is not None and gtid is None and trx.row["gtid_kind"] == "ANONYMOUS":
+        gtid = trx.gtid if trx is not None else None
+        if trx is not None and gtid is None and trx.gtid_kind == "ANONYMOUS":
             gtid = "ANONYMOUS"
-        trx_pos = trx.row["start_pos"] if trx is not None else None
+        trx_pos = trx.start_pos if trx is not None else None
         db = getattr(event, "schema", None) if tc in _QUERY_TYPES or tc == _TABLE_MAP or tc in _ROWS_TYPES else None
         table = None
         if tc == _TABLE_MAP or tc in _ROWS_TYPES:
@@ -444,37 +523,51 @@ class RangeDecoder:
             table = fields.get("table")
         if fields_json is None:
             fields_json = self._fields_json(event, tc, fields)
-        raw = None
-        if self.keep_raw and not embedded:
-            off = h.pos - self.range_start
-            raw = bytes(self.data[off:off + h.event_size])
-        yield "events", {
-            "source": self.source, "file": self.file, "file_seq": self.file_seq,
-            "pos": pos, "payload_index": payload_index, "payload_offset": payload_offset,
-            "next_pos": h.next_pos, "type_code": tc, "event_type": event.name,
-            "event_time": event_time, "server_id": h.server_id, "event_size": h.event_size,
-            "log_pos": h.log_pos, "flags": h.flags,
-            "checksum": "none" if h.checksum_ok is None else ("ok" if h.checksum_ok else "bad"),
-            "gtid": gtid, "trx_pos": trx_pos, "db": db or None, "table_name": table,
-            "fields": fields_json, "raw": raw, "event_date": _date(event_time),
-        }
-        at = _EventPlace(pos, payload_index, gtid, trx_pos, event_time, db, table)
+        at = _EventPlace(pos, payload_index, gtid, trx_pos, event_us, db, table)
+        self._append_event(event, h, at, payload_offset, fields_json, embedded)
         if tc in _QUERY_TYPES:
-            yield from self._on_query(event, h, fields, at)
+            self._on_query(event, h, fields, at)
         elif tc in _ANNOTATION_TYPES:
             if trx is not None:
                 text = getattr(event, "query", None)
                 if text:
                     trx.statements.append(text)
         elif tc in _ROWS_TYPES:
-            yield from self._on_rows(event, h, fields, images, at)
+            self._on_rows(event, h, images or [], at)
         elif tc == _XID:
             if trx is not None:
-                trx.row["xid"] = getattr(event, "xid", None)
-                yield from self._close_trx(h, cut=False, end_event="XID")
+                trx.xid = getattr(event, "xid", None)
+                self._close_trx(h, cut=False, end_event="XID")
         elif tc == _XA_PREPARE:
             if trx is not None:
-                yield from self._close_trx(h, cut=False, end_event="XA_PREPARE")
+                self._close_trx(h, cut=False, end_event="XA_PREPARE")
+
+    def _append_event(self, event: Any, h: Any, at: _EventPlace, payload_offset: int | None,
+                      fields_json: str, embedded: bool) -> None:
+        """The event's ``bronze.events`` row."""
+        raw = None
+        if self.keep_raw and not embedded:
+            off = h.pos - self.range_start
+            raw = bytes(self.data[off:off + h.event_size])
+        e = self._ev
+        e.pos(at.pos)
+        e.payload_index(at.payload_index)
+        e.payload_offset(payload_offset)
+        e.next_pos(h.next_pos)
+        e.type_code(h.type_code)
+        e.event_type(event.name)
+        e.event_time(at.event_us)
+        e.server_id(h.server_id)
+        e.event_size(h.event_size)
+        e.log_pos(h.log_pos)
+        e.flags(h.flags)
+        e.checksum("none" if h.checksum_ok is None else ("ok" if h.checksum_ok else "bad"))
+        e.gtid(at.gtid)
+        e.trx_pos(at.trx_pos)
+        e.db(at.db or None)
+        e.table_name(at.table)
+        e.fields(fields_json)
+        e.raw(raw)
 
     def _locate(self, h: Any, tc: int, embedded: bool) -> tuple[int, int | None, int | None]:
         """(pos, payload_index, payload_offset) of an event; events inside a TRANSACTION_PAYLOAD
@@ -493,40 +586,41 @@ class RangeDecoder:
             self._payload_end = h.next_pos
         return h.pos, None, None
 
-    def _note_event_time(self, event_time: Any) -> None:
-        facts = self.facts
-        if event_time is not None:
-            if facts["first_event_time"] is None or event_time < facts["first_event_time"]:
-                facts["first_event_time"] = event_time
-            if facts["last_event_time"] is None or event_time > facts["last_event_time"]:
-                facts["last_event_time"] = event_time
-
-    def _event_fields(self, event: Any, tc: int, pos: int) -> Generator[
-            tuple[str, dict[str, Any]], None, tuple[dict[str, Any], str | None, list[Any] | None]]:
-        """(fields, their JSON when already encoded, row images): quarantines a rendering failure."""
-        fields_json: str | None = None
-        images: list[tuple[Any, Any, Any, Any]] | None = None
-        fields: dict[str, Any] | None = None
-        if tc in _ROWS_TYPES and hasattr(event, "fields_head"):
-            try:  # typed rows: each image rendered and JSON-encoded once (bronze + silver)
-                fields, fields_json, images = rows_event_parts(event)
-            except Exception:  # the generic path below keeps (and quarantines) any failure
-                fields = fields_json = images = None
-        elif tc == _TABLE_MAP:
+    def _event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image] | None]:
+        """(fields, their bronze JSON when already encoded, row images of a rows event)."""
+        if tc in _ROWS_TYPES:
+            return self._rows_event_fields(event, tc, pos)
+        if tc == _TABLE_MAP:
             # repeated TABLE_MAPs share their decoded columns (the parser's TABLE_MAP cache):
             # same columns object, same fields
             cols = getattr(event, "columns", None)
             hit = self._table_map_json.get(getattr(event, "table_id", None))
             if hit is not None and cols is not None and hit[0] is cols:
-                fields, fields_json = hit[1], hit[2]
-        if fields is None:
-            try:
-                fields = event.fields()
-            except Exception as exc:  # rendering bug: keep the event, quarantine the fields
-                fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
-                yield "quarantine", self._quarantine(exc, "event", pos, tc)
-        assert fields is not None
-        return fields, fields_json, images
+                return hit[1], hit[2], None
+        return self._fields(event, tc, pos), None, None
+
+    def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image]]:
+        """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and images."""
+        if hasattr(event, "fields_head"):
+            try:  # typed rows: each image rendered and JSON-encoded once
+                head, images = rows_event_parts(event)
+                return head, rows_fields_json(head, len(images)), images
+            except Exception:  # the generic path below keeps (and quarantines) any failure
+                pass
+        fields = self._fields(event, tc, pos)
+        images = list(row_images(event, fields))
+        if "rows" not in fields:  # fields() failed: nothing in silver.row_changes either
+            return fields, None, images
+        head = {k: v for k, v in fields.items() if k != "rows"}
+        return fields, rows_fields_json(head, len(images)), images
+
+    def _fields(self, event: Any, tc: int, pos: int) -> dict[str, Any]:
+        """``event.fields()``; a rendering failure is quarantined and the event kept."""
+        try:
+            return event.fields()
+        except Exception as exc:  # rendering bug: keep the event, quarantine the fields
+            self._quarantine(exc, "event", pos, tc)
+            return {"_fields_error": f"{type(exc).__name__}: {exc}"}
 
     def _fields_json(self, event: Any, tc: int, fields: dict[str, Any]) -> str:
         """The fields as JSON; a TABLE_MAP's are kept for its repeats (same columns object)."""
@@ -567,17 +661,18 @@ class RangeDecoder:
             facts["closing_event"] = "STOP"
             facts["next_file"] = None
 
-    def _track_transaction(self, event: Any, h: Any, tc: int) -> Iterator[tuple[str, dict[str, Any]]]:
+
+    def _track_transaction(self, event: Any, h: Any, tc: int) -> None:
         """Open / close the transaction around this event and count it in."""
         if tc in _TRX_START_TYPES:
-            yield from self._close_trx(None, cut=True)
+            self._close_trx(None, cut=True)
             self._open_trx(event, h)
         elif tc in _QUERY_TYPES:
             sql = getattr(event, "query", None) or ""
             word = sql.strip().upper()
             if word == "BEGIN" or word.startswith("XA START") or word.startswith("XA BEGIN"):
                 if self._trx is None or self._trx.began_with_begin or self._trx.substantive:
-                    yield from self._close_trx(None, cut=True)
+                    self._close_trx(None, cut=True)
                     self._open_trx(None, h)
                 assert self._trx is not None
                 self._trx.began_with_begin = True
@@ -591,178 +686,211 @@ class RangeDecoder:
                 is_begin = tc in _QUERY_TYPES and (getattr(event, "query", "") or "").strip().upper() == "BEGIN"
                 trx.substantive = trx.substantive or not is_begin
 
-    def _on_query(self, event: Any, h: Any, fields: dict[str, Any], at: _EventPlace) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _on_query(self, event: Any, h: Any, fields: dict[str, Any], at: _EventPlace) -> None:
         """A statement row, and the statement's part in its transaction (a standalone one closes it)."""
-        pos, payload_index, gtid, trx_pos, event_time = at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_time
-        event_name = event.name
         trx = self._trx
         sql = getattr(event, "query", None) or ""
         word = sql.strip().upper()
-        if word not in ("BEGIN", "COMMIT"):
-            kind = statement_kind(sql)
-            yield "statements", {
-                "source": self.source, "file": self.file, "file_seq": self.file_seq,
-                "pos": pos, "payload_index": payload_index, "gtid": gtid, "trx_pos": trx_pos,
-                "event_time": event_time, "server_id": h.server_id,
-                "db": getattr(event, "schema", None) or None, "sql": sql, "kind": kind,
-                "thread_id": getattr(event, "thread_id", None),
-                "exec_time": getattr(event, "exec_time", None),
-                "error_code": getattr(event, "error_code", None),
-                "status_vars": _dumps(fields.get("status_vars")) if fields.get("status_vars") is not None else None,
-                "event_type": event_name, "event_date": _date(event_time),
-            }
-        if trx is not None:
-            if word in ("COMMIT", "ROLLBACK"):
-                yield from self._close_trx(h, cut=False, end_event="ROLLBACK" if word == "ROLLBACK" else "COMMIT")
-            elif word not in ("BEGIN", "COMMIT"):
-                kind = statement_kind(sql)
-                trx.statements.append(sql)
-                if kind == "DDL" or kind == "DCL":
-                    trx.has_ddl = True
-                elif kind == "DML":
-                    trx.has_dml = True
-                if not trx.began_with_begin:
-                    # a standalone statement (DDL, or a GTID + single statement): it closes
-                    yield from self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
+        if word in ("BEGIN", "COMMIT"):
+            if trx is not None and word == "COMMIT":
+                self._close_trx(h, cut=False, end_event="COMMIT")
+            return
+        kind = statement_kind(sql)
+        s = self._st
+        s.pos(at.pos)
+        s.payload_index(at.payload_index)
+        s.gtid(at.gtid)
+        s.trx_pos(at.trx_pos)
+        s.event_time(at.event_us)
+        s.server_id(h.server_id)
+        s.db(getattr(event, "schema", None) or None)
+        s.sql(sql)
+        s.kind(kind)
+        s.thread_id(getattr(event, "thread_id", None))
+        s.exec_time(getattr(event, "exec_time", None))
+        s.error_code(getattr(event, "error_code", None))
+        s.status_vars(_dumps(fields["status_vars"]) if fields.get("status_vars") is not None else None)
+        s.event_type(event.name)
+        if trx is None:
+            return
+        if word == "ROLLBACK":
+            self._close_trx(h, cut=False, end_event="ROLLBACK")
+            return
+        trx.statements.append(sql)
+        if kind == "DDL" or kind == "DCL":
+            trx.has_ddl = True
+        elif kind == "DML":
+            trx.has_dml = True
+        if not trx.began_with_begin:
+            # a standalone statement (DDL, or a GTID + single statement): it closes
+            self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
 
-    def _on_rows(self, event: Any, h: Any, fields: dict[str, Any], images: list[Any] | None,
-                 at: _EventPlace) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The row images of a rows event, buffered in its transaction (flushed past the limit)."""
-        pos, payload_index, gtid, trx_pos, event_time = at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_time
-        db, table, tc, event_name = at.db, at.table, h.type_code, event.name
+    def _on_rows(self, event: Any, h: Any, images: list[Image], at: _EventPlace) -> None:
+        """The row images of a rows event, held in its transaction until the commit time is
+        known (flushed early past ``max_buffered_rows``)."""
         trx = self._trx
         if trx is None:
             self._open_trx(None, h)
             trx = self._trx
             assert trx is not None
             trx.events += 1
-        op = "insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete")
+        tc = h.type_code
         trx.has_dml = True
-        if db or table:
-            trx.tables.add(f"{db}.{table}")
-        if images is None:
-            images = list(row_images(event, fields))
-        source, file, file_seq, server_id = self.source, self.file, self.file_seq, h.server_id
-        db_s, table_s = db or "", table or ""
-        append = trx.pending_rows.append
+        if at.db or at.table:
+            trx.tables.add(f"{at.db}.{at.table}")
+        r = self._rc  # the event's columns once, its rows' columns per row
+        r.pos(at.pos)
+        r.payload_index(at.payload_index)
+        r.gtid(at.gtid)
+        r.trx_pos(at.trx_pos)
+        r.event_time(at.event_us)
+        r.server_id(h.server_id)
+        r.db(at.db or "")
+        r.table_name(at.table or "")
+        r.operation("insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete"))
+        r.event_type(event.name)
+        row_index, before, after, before_json, after_json = (
+            r.row_index, r.before, r.after, r.before_json, r.after_json)
         for i, (b_map, a_map, b_json, a_json) in enumerate(images):
-            append({
-                "source": source, "file": file, "file_seq": file_seq,
-                "pos": pos, "payload_index": payload_index, "row_index": i,
-                "gtid": gtid, "trx_pos": trx_pos, "commit_time": None, "event_time": event_time,
-                "server_id": server_id, "db": db_s, "table_name": table_s,
-                "operation": op, "before": b_map, "after": a_map,
-                "before_json": b_json, "after_json": a_json, "event_type": event_name,
-                "commit_date": None,
-            })
+            row_index(i)
+            before(b_map)
+            after(a_map)
+            before_json(b_json)
+            after_json(a_json)
+        self.tables["row_changes"].end_group(len(images))
+        trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end
         trx.row_changes += len(images)
-        if len(trx.pending_rows) >= self.max_buffered_rows:
-            yield from self._flush_rows(trx, None)
+        trx.pending_rows += len(images)
+        if trx.pending_rows >= self.max_buffered_rows:
+            self._flush_rows(trx, None)
 
     def _open_trx(self, event: Any, h: Any) -> None:
         pos = h.payload_pos if h.payload_pos is not None else h.pos
         tc = h.type_code
-        row: dict[str, Any] = {
-            "source": self.source, "file": self.file, "file_seq": self.file_seq,
-            "start_pos": pos, "end_pos": None, "gtid": None, "gtid_kind": "NONE",
-            "uuid": None, "tag": None, "gno": None,
-            "mariadb_domain_id": None, "mariadb_server_id": None, "mariadb_seq_no": None,
-            "last_committed": None, "sequence_number": None,
-            "begin_time": _ts(h.timestamp), "commit_time": None,
-            "original_commit_time": None, "immediate_commit_time": None,
-            "original_server_version": None, "immediate_server_version": None,
-            "transaction_length": None, "server_id": h.server_id, "xid": None,
-            "events": 0, "row_changes": 0, "statements": [], "tables": [], "kind": "EMPTY",
-            "end_event": None, "complete": False, "commit_date": None,
-        }
-        trx = _Trx(row, began_with_begin=False)
-        facts = self.facts
+        trx = _Trx(pos, _us(h.timestamp), h.server_id)
         if event is not None and tc in _GTID_TYPES:
             anonymous = tc == int(_T.ANONYMOUS_GTID)
             tag = getattr(event, "tag", None) or None
-            row["gtid_kind"] = "ANONYMOUS" if anonymous else ("TAGGED" if tag else "GTID")
+            trx.gtid_kind = "ANONYMOUS" if anonymous else ("TAGGED" if tag else "GTID")
             if not anonymous:
-                row["gtid"] = getattr(event, "gtid", None)
-                row["uuid"] = getattr(event, "uuid", None)
-                row["tag"] = tag
-                row["gno"] = getattr(event, "gno", None)
+                trx.gtid = getattr(event, "gtid", None)
+                trx.uuid = getattr(event, "uuid", None)
+                trx.tag = tag
+                trx.gno = getattr(event, "gno", None)
             for f in ("last_committed", "sequence_number", "transaction_length",
                       "original_server_version", "immediate_server_version"):
-                row[f] = getattr(event, f, None)
+                setattr(trx, f, getattr(event, f, None))
             imm = getattr(event, "immediate_commit_timestamp", None)
             orig = getattr(event, "original_commit_timestamp", None)
-            row["immediate_commit_time"] = _ts_us(imm)
-            row["original_commit_time"] = _ts_us(orig if orig is not None else imm)
+            trx.immediate_commit_us = _valid_us(imm)
+            trx.original_commit_us = _valid_us(orig if orig is not None else imm)
             trx.commit_us = imm
         elif event is not None and tc == _MARIA_GTID:
             self.flavor = MARIADB
-            row["gtid_kind"] = "MARIADB"
-            row["gtid"] = getattr(event, "gtid", None)
-            row["mariadb_domain_id"] = getattr(event, "domain_id", None)
-            row["mariadb_server_id"] = h.server_id
-            row["mariadb_seq_no"] = getattr(event, "seq_no", None)
-            row["sequence_number"] = getattr(event, "commit_id", None)
+            trx.gtid_kind = "MARIADB"
+            trx.gtid = getattr(event, "gtid", None)
+            trx.mariadb_domain_id = getattr(event, "domain_id", None)
+            trx.mariadb_server_id = h.server_id
+            trx.mariadb_seq_no = getattr(event, "seq_no", None)
+            trx.sequence_number = getattr(event, "commit_id", None)
             standalone = getattr(event, "standalone", None)
             if standalone is None:
                 standalone = bool((getattr(event, "flags2", None) or getattr(event, "flags", 0) or 0) & 1)
             trx.began_with_begin = not standalone
-        if row["gtid"] is not None:
+        if trx.gtid is not None:
+            facts = self.facts
             if facts["first_gtid"] is None:
-                facts["first_gtid"] = row["gtid"]
-            facts["last_gtid"] = row["gtid"]
+                facts["first_gtid"] = trx.gtid
+            facts["last_gtid"] = trx.gtid
         self._trx = trx
 
-    def _flush_rows(self, trx: _Trx, commit_time: _dt.datetime | None) -> Iterator[tuple[str, dict[str, Any]]]:
-        for r in trx.pending_rows:
-            ct = commit_time or r["event_time"]
-            r["commit_time"] = ct
-            r["commit_date"] = _date(ct)
-            yield "row_changes", r
-        trx.pending_rows = []
+    def _flush_rows(self, trx: _Trx, commit_us: int | None) -> None:
+        """Give the transaction's waiting row changes their commit time (their rows event's own
+        time when the commit time is not known)."""
+        commit_time = self._rc.commit_time
+        for event_us in trx.pending_times:
+            commit_time(commit_us if commit_us is not None else event_us)
+        trx.pending_times = []
+        trx.pending_rows = 0
 
-    def _close_trx(self, h: Any, *, cut: bool, end_event: str | None = None,
-                   at_end: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _close_trx(self, h: Any, *, cut: bool, end_event: str | None = None, at_end: bool = False) -> None:
         trx = self._trx
         if trx is None:
             return
         self._trx = None
-        row = trx.row
         # The archive holds a GTID once its transaction is in the file; one still open when
         # the data ends (truncated tail, snapshot of an active file) is not in the archive.
         if not (cut and at_end):
-            if row["gno"] and row["uuid"]:
-                self._builder().add(row["uuid"], row["gno"], row["tag"] or "")
-            elif row["mariadb_seq_no"] is not None:
-                self._builder().add(str(row["mariadb_domain_id"]), row["mariadb_seq_no"])
+            if trx.gno and trx.uuid:
+                self._builder().add(trx.uuid, trx.gno, trx.tag or "")
+            elif trx.mariadb_seq_no is not None:
+                self._builder().add(str(trx.mariadb_domain_id), trx.mariadb_seq_no)
+        commit_us: int | None = None
         if h is not None:
             # a closing event inside a TRANSACTION_PAYLOAD: the transaction ends with the payload
-            row["end_pos"] = self._payload_end if h.payload_pos is not None else h.next_pos
-            row["commit_time"] = _ts(h.timestamp)
+            end_pos = self._payload_end if h.payload_pos is not None else h.next_pos
+            commit_us = _us(h.timestamp)
         else:
-            row["end_pos"] = self._pos if self._pos > row["start_pos"] else None
-        row["end_event"] = None if cut else end_event
-        row["complete"] = not cut
-        commit_time = _ts_us(trx.commit_us) or row["commit_time"]
-        row["events"] = trx.events
-        row["row_changes"] = trx.row_changes
-        row["statements"] = trx.statements
-        row["tables"] = sorted(trx.tables)
-        row["kind"] = ("MIXED" if trx.has_ddl and trx.has_dml else "DDL" if trx.has_ddl
-                       else "DML" if trx.has_dml else "EMPTY")
-        row["commit_date"] = _date(row["commit_time"] or row["begin_time"])
+            end_pos = self._pos if self._pos > trx.start_pos else None
         self.facts["transactions"] += 1
-        yield from self._flush_rows(trx, commit_time)
-        yield "transactions", row
+        trx_commit_us = _valid_us(trx.commit_us)
+        self._flush_rows(trx, trx_commit_us if trx_commit_us is not None else commit_us)
+        self._append_transaction(trx, end_pos, commit_us, None if cut else end_event, not cut)
+
+    def _append_transaction(self, trx: _Trx, end_pos: int | None, commit_us: int | None,
+                            end_event: str | None, complete: bool) -> None:
+        t = self._tx
+        t.start_pos(trx.start_pos)
+        t.end_pos(end_pos)
+        t.gtid(trx.gtid)
+        t.gtid_kind(trx.gtid_kind)
+        t.uuid(trx.uuid)
+        t.tag(trx.tag)
+        t.gno(trx.gno)
+        t.mariadb_domain_id(trx.mariadb_domain_id)
+        t.mariadb_server_id(trx.mariadb_server_id)
+        t.mariadb_seq_no(trx.mariadb_seq_no)
+        t.last_committed(trx.last_committed)
+        t.sequence_number(trx.sequence_number)
+        t.begin_time(trx.begin_us)
+        t.commit_time(commit_us)
+        t.original_commit_time(trx.original_commit_us)
+        t.immediate_commit_time(trx.immediate_commit_us)
+        t.original_server_version(trx.original_server_version)
+        t.immediate_server_version(trx.immediate_server_version)
+        t.transaction_length(trx.transaction_length)
+        t.server_id(trx.server_id)
+        t.xid(trx.xid)
+        t.events(trx.events)
+        t.row_changes(trx.row_changes)
+        t.statements(trx.statements)
+        t.tables(sorted(trx.tables))
+        t.kind("MIXED" if trx.has_ddl and trx.has_dml else "DDL" if trx.has_ddl
+               else "DML" if trx.has_dml else "EMPTY")
+        t.end_event(end_event)
+        t.complete(complete)
+
+
+def rows_of(batches: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(kind, row dict)`` pairs of :meth:`RangeDecoder.batches` (the facts pass as they are)."""
+    for kind, item in batches:
+        if kind == "file_facts":
+            yield kind, item
+        else:
+            for row in item.to_pylist():
+                yield kind, row
 
 
 def decode_range(data: bytes | memoryview, **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Functional form of :class:`RangeDecoder`."""
-    return iter(RangeDecoder(data, **kwargs))
+    """The rows of a range as ``(kind, row dict)`` pairs (tests and tools; the ingest job
+    takes :meth:`RangeDecoder.batches`)."""
+    return rows_of(RangeDecoder(data, **kwargs).batches())
 
 
 def decode_file(path_or_bytes: Any, *, source: str, file: str | None = None,
                 **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Decode a whole local file (path) or bytes: a convenience for tests and tools."""
+    """Decode a whole local file (path) or bytes into ``(kind, row dict)`` pairs: a convenience
+    for tests and tools."""
     data: bytes | memoryview
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = bytes(path_or_bytes) if isinstance(path_or_bytes, bytearray) else path_or_bytes

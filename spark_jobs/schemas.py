@@ -2,14 +2,16 @@
 
 The registry declares every column once (name, Spark SQL type name, nullability, comment); this
 module turns a table into the ``StructType`` the jobs write with (column comments included) and
-names the tables each job writes. ``records.py`` builds plain dicts with exactly these column
-names (its tests check that). Importing this module needs pyspark but never starts Spark.
+names the tables each job writes. ``records.py`` builds Arrow batches with the same columns
+(:meth:`TableSpec.arrow_schema`; its tests check that). Importing this module needs pyspark but
+never starts Spark.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,
@@ -42,6 +44,22 @@ SPARK_TYPES: dict[str, DataType] = {
     tables.STRING_ARRAY: ArrayType(StringType(), containsNull=False),
     tables.STRING_MAP: MapType(StringType(), StringType(), valueContainsNull=True),
 }
+
+
+def arrow_type(type_name: str) -> Any:
+    """The Arrow type of a registry type name: what the executors stage (TIMESTAMP is UTC
+    microseconds, as Spark's Arrow conversion has it)."""
+    import pyarrow as pa
+
+    if type_name == tables.STRING_ARRAY:
+        return pa.list_(pa.field("element", pa.string(), nullable=False))
+    if type_name == tables.STRING_MAP:
+        return pa.map_(pa.string(), pa.string())
+    return {
+        tables.STRING: pa.string(), tables.BIGINT: pa.int64(), tables.INT: pa.int32(),
+        tables.BOOLEAN: pa.bool_(), tables.TIMESTAMP: pa.timestamp("us", tz="UTC"),
+        tables.DATE: pa.date32(), tables.BINARY: pa.binary(),
+    }[type_name]
 
 
 def struct_field(column: Column) -> StructField:
@@ -79,6 +97,14 @@ class TableSpec:
     @cached_property
     def schema(self) -> StructType:
         return StructType([struct_field(c) for c in self.table.columns])
+
+    @cached_property
+    def arrow_schema(self) -> Any:
+        """The columns as a pyarrow schema, every field nullable: staged rows are checked
+        against NOT NULL by Delta when they are written, as Spark-built rows are."""
+        import pyarrow as pa
+
+        return pa.schema([pa.field(c.name, arrow_type(c.type)) for c in self.table.columns])
 
 
 BRONZE_EVENTS = TableSpec(tables.BRONZE_EVENTS)

@@ -254,3 +254,49 @@ def test_a_lying_event_size_is_skipped_to_the_next_header_found():
     assert f"skipped bytes {pos}-{next_pos}" in q["error_message"] and "found by scan" in q["error_message"]
     assert out["events"] == [e for e in full["events"] if e["pos"] != pos]
     assert out["row_changes"] == full["row_changes"]
+
+
+def test_rows_event_fields_point_at_row_changes_instead_of_repeating_them():
+    """bronze.events.fields of a rows event: its fields without ``rows``, plus ``row_count`` and
+    ``row_images``; the images are in silver.row_changes under the event's key."""
+    from binlog_parser.reader import read_events
+
+    out = collect(decode_file(MARIA / "binlog.000002", source="maria"))
+    heads = {e.header.pos: {k: v for k, v in e.fields().items() if k != "rows"} | {"rows": len(e.fields()["rows"])}
+             for e in read_events(str(MARIA / "binlog.000002")) if hasattr(e, "fields_head")}
+    per_event = collections.Counter((r["pos"], r["payload_index"]) for r in out["row_changes"])
+    rows_events = [e for e in out["events"] if e["pos"] in heads]
+    assert len(rows_events) == len(heads) == len(per_event) > 3
+    for e in rows_events:
+        fields = json.loads(e["fields"])
+        want = dict(heads[e["pos"]])
+        assert fields.pop("row_images") == "silver.row_changes"
+        assert fields.pop("row_count") == want.pop("rows") == per_event[(e["pos"], e["payload_index"])]
+        assert fields == json.loads(json.dumps(want))
+    # every other event keeps its whole fields()
+    tm = next(e for e in out["events"] if e["event_type"] == "TABLE_MAP")
+    assert json.loads(tm["fields"])["columns"] and "row_count" not in tm["fields"]
+
+
+def test_batches_are_cut_at_batch_rows_in_each_tables_schema():
+    """Small batches give the same rows as one batch per table; a transaction's row changes wait
+    for its commit time (never cut before it, unless max_buffered_rows)."""
+    import pyarrow as pa
+
+    from spark_jobs.records import RangeDecoder, rows_of
+
+    data = (BB / "test-data__binlogs__transaction_compression.000001").read_bytes()
+    whole = collect(decode_file(data, source="s", file="binlog.000001"))
+    batches = list(RangeDecoder(data, source="s", file="binlog.000001", file_size=len(data), batch_rows=3).batches())
+    assert batches[-1][0] == "file_facts"
+    sizes = collections.defaultdict(list)
+    for kind, b in batches[:-1]:
+        assert isinstance(b, pa.RecordBatch) and b.schema == spec(KIND_TO_TABLE[kind]).arrow_schema
+        sizes[kind].append(b.num_rows)
+    assert len(sizes["events"]) > 2 and all(n == 3 for n in sizes["events"][:-1])
+    assert collect(rows_of(batches)) == whole
+    # a 1-row buffer cap flushes each rows event with its own time: same rows, other commit_time
+    early = collect(decode_file(data, source="s", file="binlog.000001", max_buffered_rows=1, batch_rows=1))
+    assert [{**r, "commit_time": None, "commit_date": None} for r in early["row_changes"]] == [
+        {**r, "commit_time": None, "commit_date": None} for r in whole["row_changes"]]
+    assert [r["commit_time"] for r in early["row_changes"]] == [r["event_time"] for r in early["row_changes"]]

@@ -6,7 +6,7 @@
 - compiled row-image readers (``rows_event._compile_image_reader``) == the generic loop, NULLs,
   short images and all;
 - ``render_row_json_text`` == (``render_row``, ``render_row_text``);
-- ``spark_jobs.records.rows_event_parts``: bronze ``fields`` JSON == ``_dumps(event.fields())``.
+- ``spark_jobs.records.rows_event_parts`` == ``row_images`` over ``event.fields()`` (head, text maps, typed JSON).
 """
 
 from __future__ import annotations
@@ -230,10 +230,13 @@ def test_records_rows_event_parts_equal_the_generic_path(path):
 
     for ev in _rows_events(path):
         fields = ev.fields()
-        head, fields_json, images = rows_event_parts(ev)
-        assert fields_json == _dumps(fields)
+        head, images = rows_event_parts(ev)
         assert head == {k: v for k, v in fields.items() if k != "rows"}
         assert images == list(row_images(ev, fields))
+        # the typed JSON of each image is exactly fields()'s
+        assert [(b, a) for _, _, b, a in images] == [
+            (None if r["before"] is None else _dumps(r["before"]), None if r["after"] is None else _dumps(r["after"]))
+            for r in fields["rows"]]
 
 
 def test_hot_plans_are_compiled_and_decode_the_same():

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.staging import StaleStaging, clean_stale_staging, default_stale_after
+from binlake.staging import StaleStaging, clean_stale_staging, default_stale_after, part_name, staging_folder
 
 HOUR = 3600.0
 
 
 def _stage(warehouse: Path, run_id: str, age: float) -> Path:
-    """A staging folder as Spark writes it (kind partitions, part files, _SUCCESS), ``age`` s old."""
-    folder = warehouse / "_staging" / f"ingest-{run_id}"
-    files = [folder / "kind=events" / "part-00000.parquet", folder / "kind=quarantine" / "part-00000.parquet",
-             folder / "_SUCCESS"]
+    """A staging folder as the ingest tasks write it (a folder of parts per table), ``age`` s old."""
+    folder = Path(staging_folder(str(warehouse), run_id))
+    files = [folder / part_name("events", 0, 0), folder / part_name("quarantine", 0, 0),
+             folder / part_name("events", 1, 0)]
     when = time.time() - age
     for f in files:
         f.parent.mkdir(parents=True, exist_ok=True)
@@ -53,6 +53,13 @@ def test_threshold_follows_the_lease_lifetime(tmp_path: Path, monkeypatch: pytes
     assert (wh / "_staging" / "ingest-r1").is_dir()  # dry run
     assert [r.run_id for r in clean_stale_staging(str(wh), None, keep_run=None)] == ["r1"]
     assert not (wh / "_staging" / "ingest-r1").exists()
+
+
+def test_staging_layout() -> None:
+    """The layout the executors write and this module cleans: one folder per run, one per table."""
+    assert staging_folder("s3a://lake/wh/", "r-1") == "s3a://lake/wh/_staging/ingest-r-1"
+    assert staging_folder("/data/wh", "r-1") == "/data/wh/_staging/ingest-r-1"
+    assert part_name("row_changes", 3, 12) == "row_changes/part-00003-0012.parquet"
 
 
 def test_no_staging_folder_at_all(tmp_path: Path) -> None:

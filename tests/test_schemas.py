@@ -1,0 +1,31 @@
+"""spark_jobs.schemas: the Spark and Arrow views of the registry's tables agree."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from binlake import tables
+from spark_jobs.schemas import ALL_TABLES, GOLD_TABLES, INGEST_TABLES, KIND_TO_TABLE, spec
+
+
+@pytest.mark.parametrize("name", INGEST_TABLES)
+def test_arrow_schema_is_sparks_arrow_conversion_all_nullable(name: str) -> None:
+    """What the executors stage is what Spark itself would hand to Arrow for the table, every
+    field nullable (NOT NULL is Delta's check when the rows are written)."""
+    ts = spec(name)
+    sparks = to_arrow_schema(ts.schema, timezone="UTC")
+    ours = ts.arrow_schema
+    assert ours.names == ts.column_names == sparks.names
+    for mine, theirs in zip(ours, sparks):
+        assert mine.nullable and mine.type.equals(theirs.type), mine.name
+
+
+def test_every_registry_type_has_a_spark_and_an_arrow_type() -> None:
+    from spark_jobs.schemas import SPARK_TYPES, arrow_type
+
+    names = {c.type for t in (*ALL_TABLES.values(), *GOLD_TABLES.values()) for c in t.table.columns}
+    assert names <= set(SPARK_TYPES)
+    assert str(arrow_type(tables.TIMESTAMP)) == "timestamp[us, tz=UTC]" and arrow_type(tables.INT) == pa.int32()
+    assert set(KIND_TO_TABLE.values()) <= set(INGEST_TABLES)
