@@ -149,6 +149,56 @@ class TableReplayer:
         except ConversionError as exc:
             self.report.warnings[f"row change not applied: {exc}"] += 1
 
+    def resume(self, context: Iterable[StreamItem], rows: Iterable[Sequence[Any]]) -> None:
+        """Start where an earlier replay of the table stopped, holding ``rows`` (its current rows as
+        the gold table holds them, in :attr:`output_columns` order): the incremental path.
+
+        ``context`` is the last TABLE_MAP that replay saw; it and every schema version are passed
+        through as that replay did (it applied every version at its end), then the report is reset,
+        because that replay counted their warnings already. Each row re-opens its current SCD2
+        version (values and start = the row's last change), exactly as that replay left it open.
+        Raises :class:`ConversionError` when the state is not one a replay could hold (a TABLE_MAP
+        of another shape than the gold table's): the caller replays the table in full instead.
+        """
+        for item in context:
+            self.feed(item)
+        self._advance_schema(None)
+        if self._schema != self.final:
+            raise ConversionError("the last TABLE_MAP before the new changes has another shape than the gold table")
+        self.report = ReplayReport()
+        names = [c.name for c in self.final.columns]
+        width = len(names)
+        for held in rows:
+            values = dict(zip(names, held[:width]))
+            meta = tuple(held[width:width + len(META_COLUMNS)])
+            self._by_key[self._key(values)] = row = _Row(values, meta)
+            self._open(row, meta)
+
+    def keys_touched_by(self, item: StreamItem) -> list[tuple[Any, ...]]:
+        """Every key :meth:`feed` may read or write for ``item`` (a superset), from its images alone.
+
+        ``_apply`` looks a row up by the before image's key and stores the result under the key of
+        (the row found, or the DDL defaults) with the after image on top; the row found has the
+        before image's key, so both candidates are computable without the state. Why: the Spark job
+        fetches just these keys' rows from the gold table before an incremental replay, and a key
+        outside this set is neither read nor changed by the replay.
+        """
+        if item.kind != "row" or (self.snapshot is not None and self.snapshot.contains(item.gtid)):
+            return []
+        self._advance_schema(item.at)
+        keys: list[tuple[Any, ...]] = []
+        try:
+            before, after = self._image(item.before_json), self._image(item.after_json)
+            if before is not None:
+                keys.append(self._key(before))
+            if after is not None:
+                bases = [] if before is None else [before]
+                bases.append({c.name: default_value(c) for c in (self._schema.columns if self._schema else ())})
+                keys.extend(self._key({**base, **after}) for base in bases)
+        except ConversionError:
+            pass  # feed() fails on the same conversion before it touches any row
+        return keys
+
     def seed(self, seed: SeedTable) -> None:
         """Start from a snapshot's rows (before any archived change): the schema the seed's
         CREATE TABLE gave (versions before the archive) converts them."""
@@ -312,6 +362,10 @@ class TableReplayer:
             end = v.end or (None,) * len(META_COLUMNS)
             yield (*(v.values.get(n) for n in names), *v.start[:3], v.start[3], *v.start[4:],
                    end[3], end[2], *end[4:], v.ended_by, v.end is None)
+
+    def held_keys(self) -> set[tuple[Any, ...]]:
+        """The keys of the rows held now."""
+        return set(self._by_key)
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
         """The current rows in :attr:`output_columns` order (columns of the final schema)."""
