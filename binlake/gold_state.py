@@ -111,6 +111,8 @@ class TableReplayer:
         self._schema_from_map = False
         self._table_map: list[dict[str, Any]] | None = None
         self._by_key: dict[tuple[Any, ...], _Row] = {}
+        #: when a set: every key a change removed or stored is added (the incremental path MERGEs them)
+        self.touched: set[tuple[Any, ...]] | None = None
 
     @property
     def key_columns(self) -> tuple[str, ...]:
@@ -187,13 +189,15 @@ class TableReplayer:
             return []
         self._advance_schema(item.at)
         keys: list[tuple[Any, ...]] = []
-        try:
-            before, after = self._image(item.before_json), self._image(item.after_json)
+        names = self.key_columns
+        try:  # only the key columns are converted: cheap, and a superset all the same
+            before, after = self._image(item.before_json, names), self._image(item.after_json, names)
             if before is not None:
                 keys.append(self._key(before))
             if after is not None:
                 bases = [] if before is None else [before]
-                bases.append({c.name: default_value(c) for c in (self._schema.columns if self._schema else ())})
+                columns = self._schema.columns if self._schema else ()
+                bases.append({c.name: default_value(c) for c in columns if c.name in names})
                 keys.extend(self._key({**base, **after}) for base in bases)
         except ConversionError:
             pass  # feed() fails on the same conversion before it touches any row
@@ -270,8 +274,9 @@ class TableReplayer:
             self._by_key[self._key(row.values)] = row
 
     # -- row changes -------------------------------------------------------------------------
-    def _image(self, text: str | None) -> dict[str, Any] | None:
-        """A silver JSON image as ``{schema column name: gold value}`` (carried columns only)."""
+    def _image(self, text: str | None, only: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+        """A silver JSON image as ``{schema column name: gold value}`` (carried columns only; of
+        them, the ``only`` columns when given)."""
         if text is None:
             return None
         raw = json.loads(text)
@@ -284,7 +289,7 @@ class TableReplayer:
         out: dict[str, Any] = {}
         for tm_column, column in zip(table_map, schema.columns):
             name = str(tm_column["name"])
-            if name in raw:
+            if name in raw and (only is None or column.name in only):
                 rendering: Rendering = rendering_of(tm_column)
                 out[column.name] = convert_value(raw[name], column, rendering)
         return out
@@ -321,6 +326,8 @@ class TableReplayer:
             self.report.warnings["update/delete of a row gold did not hold"] += 1
             return None
         self._close(row.versions, meta, str(meta[1]), 1)
+        if self.touched is not None:
+            self.touched.add(key)
         if row.copies > 1:
             row.copies -= 1
             return _Row(dict(row.values), row.meta)
@@ -339,6 +346,8 @@ class TableReplayer:
             self._close(existing.versions, meta, "replaced", len(existing.versions))
         self._by_key[key] = row = _Row(values, meta)
         self._open(row, meta)
+        if self.touched is not None:
+            self.touched.add(key)
 
     # -- SCD2 history ------------------------------------------------------------------------
     def _open(self, row: _Row, meta: tuple[Any, ...]) -> None:

@@ -136,18 +136,16 @@ def _merge_partition(job: TableJob, held: Any) -> Any:
     ``("gone", key)`` for touched keys it no longer holds, its history versions and side facts."""
     def run(rows: Iterator[Any]) -> Iterator[tuple[str, Any]]:
         replayer, items = _resumed(job, rows, held.value)
-        touched = set(replayer.held_keys())
+        replayer.touched = set()
         fed, through = 0, job.through
         for item in items:
-            if item.kind == "row":
-                touched.update(replayer.keys_touched_by(item))
-                fed += 1
+            fed += item.kind == "row"
             replayer.feed(item)
             through = item.at
         replayer.feed_all(())
         for out in replayer.rows():
             yield "row", out
-        for key in touched - replayer.held_keys():
+        for key in replayer.touched - replayer.held_keys():
             yield "gone", key
         for version in replayer.history_rows():
             yield "history", version
@@ -165,16 +163,41 @@ def _null_safe_on(keys: Sequence[str], left: str, right: str) -> str:
     return " AND ".join(f"{left}.{sql_identifier(k)} <=> {right}.{sql_identifier(k)}" for k in keys)
 
 
-def fetch_rows(spark: Any, path: str, final: TableSchema, keys: Any) -> list[tuple[Any, ...]]:
-    """The gold table's rows of ``keys`` in the replayer's own values: TIMESTAMP read as
+#: key types whose min / max can be spelled as ``CAST('<text>' AS <type>)`` exactly
+_RANGE_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL", "STRING", "DATE")
+
+
+def key_range(keys: Any, alias: str) -> str:
+    """A predicate on the first key column of the target (``alias``): between the touched
+    ``keys``' least and greatest values. Not needed for correctness (every key the MERGE source
+    holds is among ``keys``) — it lets Delta skip, by their column statistics, the files that hold
+    none of the keys (the table's old rows, when the changes insert new keys); "true" when the
+    type or a NULL key rules it out."""
+    from pyspark.sql import functions as F
+
+    first = keys.schema.fields[0]
+    kind = first.dataType.simpleString().upper()
+    if not kind.startswith(_RANGE_TYPES):
+        return "true"
+    name = sql_identifier(first.name)
+    low, high, nulls = keys.agg(F.min(name), F.max(name), F.sum(F.col(name).isNull().cast("int"))).first()
+    if low is None or nulls:
+        return "true"
+    return (f"{alias}.{name} >= CAST({sql_string(str(low))} AS {kind}) AND "
+            f"{alias}.{name} <= CAST({sql_string(str(high))} AS {kind})")
+
+
+def fetch_rows(spark: Any, path: str, final: TableSchema, keys: Any, within: str = "true") -> list[tuple[Any, ...]]:
+    """The gold table's rows of ``keys`` (``within``: :func:`key_range` on alias ``t``, for file
+    skipping) in the replayer's own values: TIMESTAMP read as
     microseconds since the epoch and made aware UTC (PySpark would give naive local time, ambiguous
     in a DST fold), BINARY as ``bytes``; every other type reads back as the replay wrote it."""
     from pyspark.sql import functions as F
 
     names = [c.name for c in final.columns] + list(META_COLUMNS)
     stamps = {c.name for c in final.columns if spark_type(c) == "TIMESTAMP"} | {"_commit_time"}
-    gold = spark.read.format("delta").load(path)
-    touched = gold.alias("g").join(keys.alias("k"), F.expr(_null_safe_on(final.primary_key, "g", "k")), "left_semi")
+    gold = spark.read.format("delta").load(path).alias("t").where(F.expr(within))
+    touched = gold.join(keys.alias("k"), F.expr(_null_safe_on(final.primary_key, "t", "k")), "left_semi")
     exact = [F.unix_micros(F.col(sql_identifier(n))).alias(n) if n in stamps else F.col(sql_identifier(n))
              for n in names]
     positions = [i for i, n in enumerate(names) if n in stamps]
@@ -230,14 +253,14 @@ def merge_rows(spark: Any, target: Any, src: Any, on: str, columns: Sequence[str
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
 
 
-def _merge_history(spark: Any, out: Any, final: TableSchema, path: str, run_id: str) -> None:
+def _merge_history(spark: Any, out: Any, final: TableSchema, within: str, path: str, run_id: str) -> None:
     """The touched rows' versions into ``__history``: keyed by (primary key, where the version
     starts); versions are never deleted, an ended one is updated (its ``_valid_to*``)."""
     from delta.tables import DeltaTable
 
     df = spark.createDataFrame(out.filter(lambda kv: kv[0] == "history").map(lambda kv: kv[1]),
                                history_schema_ddl(final))
-    on = _null_safe_on([*final.primary_key, *HISTORY_START], "t", "s")
+    on = _null_safe_on([*final.primary_key, *HISTORY_START], "t", "s") + " AND " + within
     merge_rows(spark, DeltaTable.forPath(spark, path), df, on, df.columns, gone=False, run_id=run_id,
                job="gold-history")
 
@@ -270,15 +293,17 @@ def replay_new(spark: Any, cfg: Any, job: TableJob, names: tuple[str, str, str],
         keys = touched_keys(spark, stream, job)
         if isinstance(keys, str):
             return keys
-        held = fetch_rows(spark, path, job.final, keys)
+        within = key_range(keys, "t")
+        held = fetch_rows(spark, path, job.final, keys, within)
         bc = spark.sparkContext.broadcast(held)
         out = stream.rdd.mapPartitions(_merge_partition(job, bc)).cache()
         try:
             src = _merge_source(spark, out, job.final, source)
-            merge_rows(spark, DeltaTable.forPath(spark, path), src, _null_safe_on(job.final.primary_key, "t", "s"),
+            on = _null_safe_on(job.final.primary_key, "t", "s") + " AND " + within
+            merge_rows(spark, DeltaTable.forPath(spark, path), src, on,
                        [c for c in src.columns if c != GONE], gone=True, run_id=run_id, job="gold")
             if history_path is not None:
-                _merge_history(spark, out, job.final, history_path, run_id)
+                _merge_history(spark, out, job.final, within, history_path, run_id)
             side = out.filter(lambda kv: kv[0] == "side").map(lambda kv: kv[1]).collect()
         finally:
             out.unpersist()
@@ -305,7 +330,7 @@ def merge_union_part(spark: Any, union_path: str, gold_path: str, source: str, k
     src = (keys.alias("k").join(gold.alias("g"), F.expr(_null_safe_on(key, "k", "g")), "left")
            .select(*[F.col(f"k.{sql_identifier(n)}" if n in key else f"g.{sql_identifier(n)}").alias(n)
                      for n in names], F.col("g._source").isNull().alias(GONE)))
-    on = f"t._source = {sql_string(source)} AND " + _null_safe_on(key, "t", "s")
+    on = f"t._source = {sql_string(source)} AND " + _null_safe_on(key, "t", "s") + " AND " + key_range(keys, "t")
     merge_rows(spark, DeltaTable.forPath(spark, union_path), src, on, names, gone=True, run_id=run_id,
                job="gold-union")
 
