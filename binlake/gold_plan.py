@@ -10,7 +10,8 @@ full, and the status says why. The conditions (docs/gold.md, "Incremental replay
   before its status write fails this, so a committed MERGE is never applied twice;
 * silver's part at or before the replayed-through coordinates W is exactly what was replayed: its
   row count and order-free hash sum equal the status row's fingerprint (an older file backfilled or
-  a re-ingested file that changed breaks it), and the schema history and seed are unchanged;
+  a re-ingested file that changed breaks it; checked first, as the root cause when the backfilled
+  file brings DDL too), and the schema history and seed are unchanged;
 * no schema version lies after the first new change (no DDL in the new changes, none "older" than
   them), and the schema rows are converted with is the same (its digest; for a table without DDL,
   the best-informed TABLE_MAP may change with new files);
@@ -134,12 +135,12 @@ def replay_reason(state: ReplayState | None, inputs: TableInputs, versions: Sequ
     inexact = [c.name for c in final.columns if c.name in final.primary_key and spark_type(c) in INEXACT_KEY_TYPES]
     if inexact:
         return f"key column {', '.join(inexact)} is FLOAT (its float32 value read back from Delta is not the replay's)"
+    if inputs.old_fingerprint is None or _rows_part(inputs.old_fingerprint) != _rows_part(state.fingerprint):
+        return "changes at or before the last replayed one differ (an older file backfilled or a file re-ingested)"
     if _schema_part(state.fingerprint) != _schema_part(inputs.fingerprint):
         return "schema history or seed changed (DDL)"
     if state.schema_digest != schema_digest(final):
         return "the schema rows are converted with changed (best-informed TABLE_MAP)"
-    if inputs.old_fingerprint != state.fingerprint:
-        return "changes at or before the last replayed one differ (an older file backfilled or a file re-ingested)"
     if inputs.first_new is None:
         return "no new changes after the last replayed one"
     late = [v.version for v in versions if v.at > inputs.first_new]
@@ -161,6 +162,11 @@ def _moved(state: ReplayState, now: Versions, keep_history: bool) -> str | None:
         return (f"the __history table is at version {now.history}, its status row says {state.history_version} "
                 "(a run stopped after writing it?)")
     return None
+
+
+def _rows_part(fingerprint_text: str) -> str:
+    """The row changes' part of a fingerprint: count and hash sum."""
+    return ":".join(fingerprint_text.split(":", 2)[:2])
 
 
 def _schema_part(fingerprint_text: str) -> str:

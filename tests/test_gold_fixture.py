@@ -413,3 +413,65 @@ def test_one_file_a_night_is_incremental_and_equals_one_run(
     assert reasons["orders"] == "schema history or seed changed (DDL)"
     cells = assert_same_as_one_run(spark, cfg, gold["cfg"])
     print(f"one file a night == one run: {cells} cells (gold and __history tables)", file=sys.stderr)
+
+
+def _cut(path: Path, end: int, folder: Path) -> BinlogObject:
+    """``path``'s bytes up to ``end`` (an event boundary) as the same file name with another etag:
+    the archive object replaced by a shorter one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    target.write_bytes(path.read_bytes()[:end])
+    return BinlogObject(source=SOURCE, file=path.name, uri=str(target), size=end, etag=f"cut-{end}")
+
+
+class Killed(Exception):
+    """The run was stopped after its table writes, before its status write."""
+
+
+def test_fallbacks_and_a_killed_run_equal_one_run(
+        spark: Any, gold: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one warehouse (history kept): file 2 first, then file 1 backfilled (older than customer's
+    last replayed change: full); file 2 replaced by a copy cut after its DELETE rows event (the
+    changes at or before W differ: full) and then by the whole file again (it only grew: incremental,
+    1 new change) in a run killed after its table writes but before its status write; the re-run
+    finds customer's gold table a version ahead of its status row (full, never the MERGE twice);
+    file 3's ALTER TABLE (full for orders) and file 4. Every gold and __history table and the status
+    then equal the one in-order run's."""
+    import spark_jobs.gold as gold_job
+
+    root = tmp_path_factory.mktemp("gold-fallbacks")
+    objects = _copy_chain(root)
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history": True})
+
+    def night(objs: list[BinlogObject], run: str) -> dict[str, tuple[str, str | None]]:
+        run_ingest(spark, cfg, objs, f"{run}-ingest")
+        return {t.table: (t.replay, t.replay_reason) for t in run_gold(spark, cfg, SOURCE, run).tables}
+
+    older = "changes at or before the last replayed one differ (an older file backfilled or a file re-ingested)"
+    first = "no earlier replay of the table in meta.gold_status"
+    assert night([objects[1]], "late") == {"customer": ("full", first), "orders": ("full", first)}
+    assert night([objects[0]], "backfill") == {"customer": ("full", older), "orders": ("none", None)}
+    assert night([_cut(FIX / "binlog.000002", 72659, root / "cut")], "shrunk") == {"customer": ("full", older)}
+
+    seen: list[Any] = []
+
+    def killed(spark_: Any, cfg_: Any, source: str, results: list[Any], *args: Any, **kwargs: Any) -> None:
+        seen.extend(results)
+        raise Killed
+
+    monkeypatch.setattr(gold_job, "write_status", killed)
+    run_ingest(spark, cfg, [objects[1]], "grown-ingest")
+    with pytest.raises(Killed):
+        run_gold(spark, cfg, SOURCE, "grown")
+    monkeypatch.undo()
+    assert {t.table: (t.replay, t.replayed, t.write_mode) for t in seen} == {
+        "customer": ("incremental", 1, "merge"), "orders": ("full", 2, "merge")}
+    rerun = {t.table: (t.replay, t.replay_reason) for t in run_gold(spark, cfg, SOURCE, "grown-rerun").tables}
+    assert rerun["customer"][0] == "full" and "(a run stopped after writing it?)" in str(rerun["customer"][1])
+    assert rerun["orders"] == ("full", first)
+    ddl = "schema history or seed changed (DDL)"
+    assert night([objects[2]], "alter") == {"customer": ("none", None), "orders": ("full", ddl)}
+    night([objects[3]], "quiet")
+    cells = assert_same_as_one_run(spark, cfg, gold["cfg"])
+    print(f"backfill, shrunk / grown file, killed run, DDL == one run: {cells} cells", file=sys.stderr)
