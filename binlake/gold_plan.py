@@ -84,6 +84,7 @@ class ReplayState:
     changes: int = 0
     warnings: Mapping[str, int] | None = None
     last: tuple[Any, ...] | None = None
+    table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP then (JSON)
 
     @classmethod
     def from_status(cls, row: Mapping[str, Any], history: Mapping[str, Any] | None) -> ReplayState:
@@ -95,7 +96,8 @@ class ReplayState:
         return cls(get(row, "input_fingerprint"), coordinates_of(get(row, "replayed_through")),
                    get(row, "table_version"), get(row, "schema_digest"), get(history, "table_version"),
                    get(row, "changes") or 0, json.loads(row["warnings"]) if get(row, "warnings") else {},
-                   (row["last_file"], row["last_pos"], row["last_gtid"], row["last_commit_time"]))
+                   (row["last_file"], row["last_pos"], row["last_gtid"], row["last_commit_time"]),
+                   get(row, "table_map"))
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,12 @@ class Versions:
     history: int | None
 
 
+def old_part_unchanged(state: ReplayState, inputs: TableInputs | None) -> bool:
+    """The changes at or before the state's W are those it was replayed from (count and hash sum)."""
+    return (state.fingerprint is not None and inputs is not None and inputs.old_fingerprint is not None
+            and _rows_part(inputs.old_fingerprint) == _rows_part(state.fingerprint))
+
+
 def replay_reason(state: ReplayState | None, inputs: TableInputs, versions: Sequence[SchemaVersion],
                   final: TableSchema, now: Versions, *, keep_history: bool, force: bool = False) -> str | None:
     """None when the table can be brought up to date incrementally; else why it is replayed in full
@@ -135,7 +143,7 @@ def replay_reason(state: ReplayState | None, inputs: TableInputs, versions: Sequ
     inexact = [c.name for c in final.columns if c.name in final.primary_key and spark_type(c) in INEXACT_KEY_TYPES]
     if inexact:
         return f"key column {', '.join(inexact)} is FLOAT (its float32 value read back from Delta is not the replay's)"
-    if inputs.old_fingerprint is None or _rows_part(inputs.old_fingerprint) != _rows_part(state.fingerprint):
+    if not old_part_unchanged(state, inputs):
         return "changes at or before the last replayed one differ (an older file backfilled or a file re-ingested)"
     if _schema_part(state.fingerprint) != _schema_part(inputs.fingerprint):
         return "schema history or seed changed (DDL)"

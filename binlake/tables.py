@@ -386,6 +386,10 @@ META_GOLD_STATUS = TableSpec(
         Column("table_version", BIGINT, True, "Delta version of the table after the run (an incremental run "
                "requires it unchanged; NULL for a union part)"),
         Column("schema_digest", STRING, True, "digest of the schema its rows were converted with"),
+        Column("silver_version", BIGINT, True, "silver.row_changes version the run's fingerprints describe (the "
+               "next run aggregates only the files added since; NULL after an only_tables run)"),
+        Column("table_map", STRING, True, "a table without DDL: the best-informed TABLE_MAP its schema comes from "
+               "and where it was seen (JSON; the next run compares only newer TABLE_MAPs with it)"),
     ),
     key=("source", "gold_table"),
 )

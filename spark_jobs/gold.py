@@ -46,10 +46,10 @@ from binlake.gold_plan import (
     Versions,
     coordinates_of,
     coordinates_text,
+    old_part_unchanged,
     replay_reason,
     schema_digest,
 )
-from binlake.gold_plan import fingerprint as compose_fingerprint
 from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
 from binlake.gold_state import TableReplayer, best_table_map, final_schema
 from binlake.schema_history import (
@@ -64,16 +64,18 @@ from binlake.schema_history import (
 from binlake.sql_text import source_predicate, sql_identifier, sql_string
 from binlake.tables import gold_table_name
 from spark_jobs.gold_incremental import Outcome, TableJob, merge_union_part, replay_new, versions_after
+from spark_jobs.gold_inputs import input_fingerprints, previous_base
 from spark_jobs.gold_tables import (
     HISTORY_SUFFIX,
     coordinates,
+    coordinates_literal,
+    event_coordinates,
     gold_location,
     gold_schema_ddl,
     history_schema_ddl,
     is_delta,
     read_silver,
     sorted_stream,
-    stream_coordinates,
     stream_item,
     table_stream,
     table_version,
@@ -121,6 +123,7 @@ class GoldTableResult:
     history_version: int | None = None  # ... of its __history table
     schema_digest: str | None = None  # of the schema rows were converted with
     previous_fingerprint: str | None = None  # the table's fingerprint before an incremental run
+    table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
     touched: Any = field(default=None, compare=False, repr=False)  # incremental: the touched keys (DataFrame)
 
 
@@ -240,6 +243,7 @@ class TableTask:
     state: ReplayState | None = None  # what its status row says the gold table holds
     inputs: TableInputs | None = None  # its silver changes, split at the state's W
     force: bool = False
+    table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
 
 
 def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
@@ -281,18 +285,46 @@ def _write_history(spark: Any, out: Any, final: TableSchema, path: str, run_id: 
     return int(spark.read.format("delta").load(path).count())
 
 
-def _best_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> dict[str, Any] | None:
-    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) from bronze.events."""
+def _table_maps(spark: Any, cfg: Any, task: TableTask, after: Coordinates | None = None
+                ) -> list[tuple[Coordinates, dict[str, Any]]]:
+    """The table's distinct TABLE_MAPs (each where last seen) from bronze.events; only those after
+    ``after`` when given (Delta skips the older files' data by ``file_seq``)."""
     from pyspark.sql import functions as F
 
-    seen = (read_silver(spark, cfg, "bronze.events")
-            .where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table)
-                   & (F.col("event_type") == "TABLE_MAP"))
-            .groupBy("fields")
-            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at"))
-            .collect())
-    return best_table_map([(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]),
-                            json.loads(r["fields"])) for r in seen])
+    maps = (read_silver(spark, cfg, "bronze.events")
+            .where((F.col("source") == task.source) & (F.col("db") == task.db) & (F.col("table_name") == task.table)
+                   & (F.col("event_type") == "TABLE_MAP")))
+    if after is not None:
+        maps = maps.where(((F.col("file_seq") >= after.file_seq) | F.col("file_seq").isNull())
+                          & (event_coordinates() > coordinates_literal(after)))
+    seen = (maps.groupBy("fields")
+            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at")).collect())
+    return [(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]), json.loads(r["fields"])) for r in seen]
+
+
+def _best_table_map(spark: Any, cfg: Any, task: TableTask) -> tuple[dict[str, Any] | None, str | None]:
+    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) and, as JSON for its
+    status row, where it was seen. Why not always a scan of all its TABLE_MAPs: when the status row
+    holds the previous best and the changes up to W are unchanged, the best of all is the best of
+    that one and the TABLE_MAPs after W (``best_table_map`` compares maps of the latest one's width,
+    and a new width changes the schema anyway), so a night reads only its own TABLE_MAPs."""
+    state = task.state
+    prev = None if state is None or not state.table_map else json.loads(state.table_map)
+    if prev is not None and state is not None and state.through is not None and old_part_unchanged(state, task.inputs):
+        at = Coordinates(prev["at"][0], prev["at"][1], file=prev["at"][2])
+        candidates = [(at, prev["fields"]), *_table_maps(spark, cfg, task, state.through)]
+        widths = {len(fields.get("columns") or []) for _, fields in candidates}
+        if len(widths) == 1:
+            return _best_with_place(candidates)
+    return _best_with_place(_table_maps(spark, cfg, task))
+
+
+def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tuple[dict[str, Any] | None, str | None]:
+    best = best_table_map(candidates)
+    if best is None:
+        return None, None
+    at = max(c for c, fields in candidates if fields == best)
+    return best, json.dumps({"at": [at.file_seq, at.pos, at.file], "fields": best}, sort_keys=True)
 
 
 def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str) -> str:
@@ -364,7 +396,7 @@ def _full_replay(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | 
     gold_version, history_version = versions_after(cfg, path, history_path)
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows, changes,
                            mode, tuple(sorted(warnings.items())), last, task.fingerprint, history_rows, FULL, reason,
-                           fed, through, gold_version, history_version, schema_digest(final))
+                           fed, through, gold_version, history_version, schema_digest(final), table_map=task.table_map)
 
 
 def _incremental_result(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
@@ -382,7 +414,8 @@ def _incremental_result(spark: Any, cfg: Any, task: TableTask, paths: tuple[str,
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows,
                            state.changes + outcome.changes, "merge", tuple(sorted(warnings.items())), last,
                            task.fingerprint, history_rows, INCREMENTAL, None, outcome.replayed, outcome.through,
-                           gold_version, history_version, schema_digest(final), state.fingerprint, outcome.keys)
+                           gold_version, history_version, schema_digest(final), state.fingerprint, task.table_map,
+                           outcome.keys)
 
 
 def build_table(spark: Any, cfg: Any, task: TableTask) -> GoldTableResult:
@@ -390,8 +423,11 @@ def build_table(spark: Any, cfg: Any, task: TableTask) -> GoldTableResult:
     ``binlake.gold_plan`` proves it exact, else by the full replay (the result says which, and why)."""
     name = gold_table_name(task.source, task.db, task.table)
     path = gold_location(cfg, name)
-    final = final_schema(task.versions, None) or final_schema(
-        task.versions, _best_table_map(spark, cfg, task.source, task.db, task.table))
+    final, table_map = final_schema(task.versions, None), None
+    if final is None:
+        best, table_map = _best_table_map(spark, cfg, task)
+        final = final_schema(task.versions, best)
+    task = replace(task, table_map=table_map)
     if final is None:
         return GoldTableResult(name, task.db, task.table, path, 0, 0, "dropped",
                                (("table dropped or unknown", 1),), None, task.fingerprint)
@@ -442,14 +478,15 @@ def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
     return ",".join(sets) or None
 
 
-def _replay_columns(r: GoldTableResult, version: int | None) -> tuple[Any, ...]:
-    """The status row's replay columns (``replay`` … ``schema_digest``) for table ``r`` at ``version``."""
-    return (r.replay, r.replay_reason, r.replayed, coordinates_text(r.through), version, r.schema_digest)
+def _replay_columns(r: GoldTableResult, version: int | None, silver: int | None) -> tuple[Any, ...]:
+    """The status row's replay columns (``replay`` … ``table_map``) for table ``r`` at ``version``."""
+    return (r.replay, r.replay_reason, r.replayed, coordinates_text(r.through), version, r.schema_digest, silver,
+            r.table_map)
 
 
 def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResult],
                  history: list[SchemaVersion], seeded: bool, run_id: str,
-                 unions: tuple[GoldUnionResult, ...] = ()) -> None:
+                 unions: tuple[GoldUnionResult, ...] = (), silver_version: int | None = None) -> None:
     """Replace the source's rows of meta.gold_status: one per gold table, history table and union
     part (a union table has one row per source: its rows there, and what they were copied at).
     Written after every table: the recorded ``table_version`` then proves the next run that
@@ -465,16 +502,16 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
         warnings = json.dumps(dict(r.warnings)) if r.warnings else None
         tail = (r.write_mode, warnings, r.fingerprint, run_id, now)
         rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *shared, *tail,
-                     *_replay_columns(r, r.table_version)))
+                     *_replay_columns(r, r.table_version, silver_version)))
         if r.history_rows is not None:  # the status row is the history table's catalog entry too
             name = r.name + HISTORY_SUFFIX
             rows.append((source, name, r.db, r.table, gold_location(cfg, name), r.history_rows, r.changes,
-                         *shared, *tail, *_replay_columns(r, r.history_version)))
+                         *shared, *tail, *_replay_columns(r, r.history_version, silver_version)))
         for u in unions:
             if (u.db, u.table) == (r.db, r.table):
                 rows.append((source, u.name, u.db, u.table, u.location, u.rows, r.changes, *shared,
                              u.write_mode, u.error and json.dumps({u.error: 1}), u.fingerprint, run_id, now,
-                             *_replay_columns(r, None)))
+                             *_replay_columns(r, None, silver_version)))
     _ensure_columns(spark, cfg, "meta.gold_status")
     _replace_source(spark, cfg, "meta.gold_status", rows, source, run_id)
 
@@ -618,42 +655,14 @@ def update_unions(spark: Any, cfg: Any, source: str, results: list[GoldTableResu
 
 # ------------------------------------------------------------------ skipping unchanged tables
 
-def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVersion],
-                       marks: dict[tuple[str, str], Coordinates] | None = None, seed: str | None = None
-                       ) -> dict[tuple[str, str], TableInputs]:
-    """Per table: a digest of its silver row changes (count + order-free hash sum, one aggregate
-    over the source) and of its schema versions (and ``seed``'s digest). Equal digest = same replay
-    result. The hash sum is additive, so the same aggregate also splits each table at its mark W
-    (``marks``: the previous run's ``replayed_through``): the fingerprint of the changes at or
-    before W (equal to the previous one: the old part is unchanged) and the first change after W."""
-    from pyspark.sql import functions as F
+def _schema_digest_of(source: str, history: list[SchemaVersion]) -> Any:
+    """A table's schema history digest (part of its input fingerprint)."""
+    rows = _history_rows(source, history)
 
-    digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
-                        "before_json", "after_json").cast("decimal(38,0)")
-    df = read_silver(spark, cfg, "silver.row_changes").where(F.col("source") == source)
-    coords = stream_coordinates()
-    old = F.lit(None).cast("boolean")
-    if marks:
-        rows = [(db, t, at.file_seq, at.file, at.pos, at.payload_index, at.row_index) for (db, t), at in marks.items()]
-        df = df.join(F.broadcast(spark.createDataFrame(
-            rows, "db STRING, table_name STRING, s BIGINT, f STRING, p BIGINT, i INT, r INT")), ["db", "table_name"], "left")
-        old = coords <= F.when(F.col("s").isNotNull(), F.struct("s", "f", "p", "i", "r"))
-    agg = (df.groupBy("db", "table_name")
-           .agg(F.count(F.lit(1)).alias("n"), F.sum(digest).alias("h"),
-                F.sum(F.when(old, 1).otherwise(0)).alias("n_old"), F.sum(F.when(old, digest)).alias("h_old"),
-                F.min(F.when(~old, coords)).alias("first_new"))
-           .collect())
-    out = {}
-    for r in agg:
-        key = (r["db"], r["table_name"])
-        schema_rows = [row for row in _history_rows(source, history) if (row[1], row[2]) == key]
-        schema = hashlib.sha1(json.dumps(schema_rows, default=str).encode()).hexdigest()[:16]
-        first = r["first_new"]
-        out[key] = TableInputs(
-            compose_fingerprint(r["n"], r["h"], schema, seed),
-            compose_fingerprint(r["n_old"], r["h_old"], schema, seed) if marks and key in marks else None,
-            None if first is None else Coordinates(first["s"], first["p"], first["i"], first["r"], first["f"]))
-    return out
+    def digest(key: tuple[str, str]) -> str:
+        mine = [row for row in rows if (row[1], row[2]) == key]
+        return hashlib.sha1(json.dumps(mine, default=str).encode()).hexdigest()[:16]
+    return digest
 
 
 def _previous_status(spark: Any, cfg: Any, source: str) -> dict[str, dict[str, Any]]:
@@ -678,7 +687,7 @@ def _unchanged(previous: dict[str, Any], history: dict[str, Any] | None) -> Gold
                            previous["location"], previous["rows"], previous["changes"], "unchanged",
                            warnings, last, previous["input_fingerprint"],
                            None if history is None else history["rows"], NONE, None, 0, state.through,
-                           state.table_version, state.history_version, state.schema_digest)
+                           state.table_version, state.history_version, state.schema_digest, table_map=state.table_map)
 
 
 # ------------------------------------------------------------------ entry point
@@ -724,7 +733,10 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
     write_schema_history(spark, cfg, source, history, run_id)
     previous = _previous_status(spark, cfg, source)
     seed = snapshot.digest() if snapshot else None
-    inputs = input_fingerprints(spark, cfg, source, history, _marks(previous), seed)
+    marks, names = _marks(previous), _gold_names(source, previous)
+    version, inputs, how = input_fingerprints(spark, cfg, source, _schema_digest_of(source, history),
+                                              previous_base(previous, names), marks, seed)
+    log.info("source %s: input fingerprints of %d table(s) from %s", source, len(inputs), how)
     seeded_tables = {(t.db, t.table) for t in snapshot.tables} if snapshot else set()
     results = []
     try:
@@ -734,7 +746,8 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
                                  run_id, None, cfg.gold.keeps_history(db, table), snapshot, force=force)
                 results.append(_table(spark, cfg, task, inputs.get((db, table)), previous, seed))
         unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
-        write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions)
+        write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions,
+                     version if only_tables is None else None)
     finally:
         for r in results:
             if r.touched is not None:
@@ -744,6 +757,12 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
         raise GoldUnionError("\n".join(failed))
     return GoldResult(source, run_id, tuple(replace(r, touched=None) for r in results), len(history),
                       time.time() - t0, unions, left)
+
+
+def _gold_names(source: str, previous: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The previous status rows of the source's own gold tables (not __history, not unions): name -> key."""
+    return {name: (row["db"], row["table_name"]) for name, row in previous.items()
+            if name == gold_table_name(source, row["db"], row["table_name"])}
 
 
 def _marks(previous: dict[str, dict[str, Any]]) -> dict[tuple[str, str], Coordinates]:
