@@ -16,6 +16,11 @@ when it is not already in the workdir and measures it in the same command:
    and every Python worker, including workers that exited: see :class:`TreeCpu`).
    Then the gold step (``spark_jobs.gold.run_gold``: schema history, the ordered replay of the
    archive's table, its typed gold table, meta.gold_status) on the large archive, measured alike.
+   ``--gold-incremental``: then a second night: one more file of the archive's shape (the next
+   GTIDs and ids: inserts, every 5th transaction with an update) is generated, ingested and gold
+   run again (the incremental path: only the new file's changes replayed), and the same gold
+   forced to replay the whole history (what every night cost before): the point is that the
+   second night's gold costs in proportion to the new file, not the archive.
 3. The split of the ingest's CPU: decode (``binlog_parser`` alone) and build (records, Arrow
    batches and the staged Parquet parts: the executors' whole task minus the decode) are measured
    in this process on the archive's first file and scaled by bytes; write (Delta, Spark) is the rest.
@@ -145,6 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster-workers", default=None,
                    help="comma-separated worker counts, e.g. 1,2: start a loopback cluster per count")
     p.add_argument("--worker-memory", default="2g")
+    p.add_argument("--gold-incremental", action="store_true",
+                   help="then a second night: one more file ingested, gold incremental vs. a forced full replay")
     return p
 
 
@@ -304,6 +311,38 @@ def measure_gold(spark: Any, cfg: Any, source: str, mb: float) -> Measured:
     return measure(f"binlake gold ({source})", mb, lambda: len(run_gold(spark, cfg, source, f"bench-gold-{source}").tables))
 
 
+def next_file(archive: Path, size: int, files: int) -> Path:
+    """The night after the archive: file ``files + 1`` with the next GTIDs (as many as one archive
+    file), in a folder of its own so the archive itself stays as generated."""
+    per_file = max(1, size // files // BYTES_PER_TRX)
+    folder = archive.parent / f"{archive.name}-next"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"binlog.{files + 1:06d}"
+    if not path.exists():
+        write_file((str(path), files + 1, files * per_file + 1, per_file, True))
+    return path
+
+
+def measure_second_night(spark: Any, cfg: Any, path: Path, archive_mb: float) -> list[Measured]:
+    """Ingest one more file, then gold (incremental) and gold forced to replay everything; the
+    gold rows' last column is the row changes the run replayed."""
+    from spark_jobs.gold import run_gold
+    from spark_jobs.ingest import BinlogObject, run_ingest
+
+    mb = path.stat().st_size / 1e6
+    obj = BinlogObject(source="bench", uri=str(path), size=path.stat().st_size, etag=str(path.stat().st_mtime_ns))
+    ingest = measure("binlake ingest (night 2)", mb, lambda: int(run_ingest(spark, cfg, [obj], "bench-night-2").tasks))
+
+    def gold(force: bool) -> int:
+        res = run_gold(spark, cfg, "bench", f"bench-gold-night-2{'-full' if force else ''}", force=force)
+        print(f"  gold night 2{' forced' if force else ''}: " + ", ".join(
+            f"{t.name} {t.replay} ({t.replay_reason or 'new changes only'})" for t in res.tables), flush=True)
+        return sum(t.replayed for t in res.tables)
+
+    return [ingest, measure("binlake gold, incremental (night 2)", mb, lambda: gold(False)),
+            measure("binlake gold, full replay (night 2)", archive_mb + mb, lambda: gold(True))]
+
+
 def _warm_up(spark: Any, cfg: Any, args: argparse.Namespace, paths: list[Path]) -> None:
     """One unmeasured copy and ingest of the archive's first file: the JVM's class loading and
     JIT, the Python workers' imports and the Delta tables' creation are paid here, not by
@@ -327,13 +366,16 @@ def main(argv: list[str] | None = None) -> int:
         results.append(_copy_and_ingest(spark, cfg, args, "small", small))
     results.append(_copy_and_ingest(spark, cfg, args, "bench", paths))
     gold = measure_gold(spark, cfg, "bench", results[-1][1].mb)
+    night = measure_second_night(spark, cfg, next_file(paths[0].parent, args.size, args.files),
+                                 results[-1][1].mb) if args.gold_incremental else []
     parallelism = spark.sparkContext.defaultParallelism
     spark.stop()
     load_end = os.getloadavg()
-    print(report(results, split, parallelism, load_start, load_end, gold))
+    print(report(results, split, parallelism, load_start, load_end, gold, night))
     (work / "results.json").write_text(json.dumps({
         "runs": [{"copy": dataclasses.asdict(c), "ingest": dataclasses.asdict(i), "result": r.as_dict()}
                  for c, i, r in results], "gold": dataclasses.asdict(gold),
+        "night_2": [dataclasses.asdict(m) for m in night],
         "split": dataclasses.asdict(split), "load_start": load_start, "load_end": load_end,
         "cores": os.cpu_count(), "default_parallelism": parallelism}, indent=1, default=str))
     return 0
@@ -341,9 +383,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, parallelism: int,
            load_start: tuple[float, float, float], load_end: tuple[float, float, float],
-           gold: Measured | None = None) -> str:
-    """The table (the gold step's row after the last archive's, when measured); the last line is
-    ``ratio ingest/copy CPU: N.NN`` of the last (large) archive."""
+           gold: Measured | None = None, night: list[Measured] | None = None) -> str:
+    """The table (the gold step's row after the last archive's, when measured, then the second
+    night's rows: its ingest, and gold incremental vs. full, the last column being the row changes
+    replayed); the last line is ``ratio ingest/copy CPU: N.NN`` of the last (large) archive."""
     lines = [f"machine: {os.cpu_count()} cores, local[2] (defaultParallelism {parallelism}); load avg "
              f"{load_start[0]:.1f} / {load_start[1]:.1f} at start, {load_end[0]:.1f} / {load_end[1]:.1f} at end",
              f"{'job':<34} {'MB':>8} {'wall s':>8} {'CPU-s':>8} {'MB/CPU-s':>9} {'tasks':>6}"]
@@ -357,6 +400,10 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
     if gold is not None:  # tasks column: the gold tables written
         lines.append(f"{gold.name:<34} {gold.mb:8.1f} {gold.wall_s:8.1f} {gold.cpu_s:8.1f} "
                      f"{gold.mb / gold.cpu_s:9.2f} {gold.tasks:>6}")
+    if night:
+        lines.append("second night (one more file; last column: tasks / row changes replayed):")
+        lines += [f"{m.name:<34} {m.mb:8.1f} {m.wall_s:8.1f} {m.cpu_s:8.1f} {m.mb / m.cpu_s:9.2f} {m.tasks:>8}"
+                  for m in night]
     copy, ingest, _r = results[-1]
     nbytes = ingest.mb * 1e6
     decode = split.decode_s_per_byte * nbytes

@@ -111,6 +111,8 @@ class TableReplayer:
         self._schema_from_map = False
         self._table_map: list[dict[str, Any]] | None = None
         self._by_key: dict[tuple[Any, ...], _Row] = {}
+        #: when a set: every key a change removed or stored is added (the incremental path MERGEs them)
+        self.touched: set[tuple[Any, ...]] | None = None
 
     @property
     def key_columns(self) -> tuple[str, ...]:
@@ -148,6 +150,58 @@ class TableReplayer:
             self._apply(item)
         except ConversionError as exc:
             self.report.warnings[f"row change not applied: {exc}"] += 1
+
+    def resume(self, context: Iterable[StreamItem], rows: Iterable[Sequence[Any]]) -> None:
+        """Start where an earlier replay of the table stopped, holding ``rows`` (its current rows as
+        the gold table holds them, in :attr:`output_columns` order): the incremental path.
+
+        ``context`` is the last TABLE_MAP that replay saw; it and every schema version are passed
+        through as that replay did (it applied every version at its end), then the report is reset,
+        because that replay counted their warnings already. Each row re-opens its current SCD2
+        version (values and start = the row's last change), exactly as that replay left it open.
+        Raises :class:`ConversionError` when the state is not one a replay could hold (a TABLE_MAP
+        of another shape than the gold table's): the caller replays the table in full instead.
+        """
+        for item in context:
+            self.feed(item)
+        self._advance_schema(None)
+        if self._schema != self.final:
+            raise ConversionError("the last TABLE_MAP before the new changes has another shape than the gold table")
+        self.report = ReplayReport()
+        names = [c.name for c in self.final.columns]
+        width = len(names)
+        for held in rows:
+            values = dict(zip(names, held[:width]))
+            meta = tuple(held[width:width + len(META_COLUMNS)])
+            self._by_key[self._key(values)] = row = _Row(values, meta)
+            self._open(row, meta)
+
+    def keys_touched_by(self, item: StreamItem) -> list[tuple[Any, ...]]:
+        """Every key :meth:`feed` may read or write for ``item`` (a superset), from its images alone.
+
+        ``_apply`` looks a row up by the before image's key and stores the result under the key of
+        (the row found, or the DDL defaults) with the after image on top; the row found has the
+        before image's key, so both candidates are computable without the state. Why: the Spark job
+        fetches just these keys' rows from the gold table before an incremental replay, and a key
+        outside this set is neither read nor changed by the replay.
+        """
+        if item.kind != "row" or (self.snapshot is not None and self.snapshot.contains(item.gtid)):
+            return []
+        self._advance_schema(item.at)
+        keys: list[tuple[Any, ...]] = []
+        names = self.key_columns
+        try:  # only the key columns are converted: cheap, and a superset all the same
+            before, after = self._image(item.before_json, names), self._image(item.after_json, names)
+            if before is not None:
+                keys.append(self._key(before))
+            if after is not None:
+                bases = [] if before is None else [before]
+                columns = self._schema.columns if self._schema else ()
+                bases.append({c.name: default_value(c) for c in columns if c.name in names})
+                keys.extend(self._key({**base, **after}) for base in bases)
+        except ConversionError:
+            pass  # feed() fails on the same conversion before it touches any row
+        return keys
 
     def seed(self, seed: SeedTable) -> None:
         """Start from a snapshot's rows (before any archived change): the schema the seed's
@@ -220,8 +274,9 @@ class TableReplayer:
             self._by_key[self._key(row.values)] = row
 
     # -- row changes -------------------------------------------------------------------------
-    def _image(self, text: str | None) -> dict[str, Any] | None:
-        """A silver JSON image as ``{schema column name: gold value}`` (carried columns only)."""
+    def _image(self, text: str | None, only: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+        """A silver JSON image as ``{schema column name: gold value}`` (carried columns only; of
+        them, the ``only`` columns when given)."""
         if text is None:
             return None
         raw = json.loads(text)
@@ -234,7 +289,7 @@ class TableReplayer:
         out: dict[str, Any] = {}
         for tm_column, column in zip(table_map, schema.columns):
             name = str(tm_column["name"])
-            if name in raw:
+            if name in raw and (only is None or column.name in only):
                 rendering: Rendering = rendering_of(tm_column)
                 out[column.name] = convert_value(raw[name], column, rendering)
         return out
@@ -271,6 +326,8 @@ class TableReplayer:
             self.report.warnings["update/delete of a row gold did not hold"] += 1
             return None
         self._close(row.versions, meta, str(meta[1]), 1)
+        if self.touched is not None:
+            self.touched.add(key)
         if row.copies > 1:
             row.copies -= 1
             return _Row(dict(row.values), row.meta)
@@ -289,6 +346,8 @@ class TableReplayer:
             self._close(existing.versions, meta, "replaced", len(existing.versions))
         self._by_key[key] = row = _Row(values, meta)
         self._open(row, meta)
+        if self.touched is not None:
+            self.touched.add(key)
 
     # -- SCD2 history ------------------------------------------------------------------------
     def _open(self, row: _Row, meta: tuple[Any, ...]) -> None:
@@ -312,6 +371,10 @@ class TableReplayer:
             end = v.end or (None,) * len(META_COLUMNS)
             yield (*(v.values.get(n) for n in names), *v.start[:3], v.start[3], *v.start[4:],
                    end[3], end[2], *end[4:], v.ended_by, v.end is None)
+
+    def held_keys(self) -> set[tuple[Any, ...]]:
+        """The keys of the rows held now."""
+        return set(self._by_key)
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
         """The current rows in :attr:`output_columns` order (columns of the final schema)."""

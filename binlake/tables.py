@@ -362,7 +362,7 @@ META_GOLD_STATUS = TableSpec(
         Column("table_name", STRING, False, "source table"),
         Column("location", STRING, False, "location of the gold Delta table"),
         Column("rows", BIGINT, False, "rows in the gold table"),
-        Column("changes", BIGINT, False, "row changes replayed"),
+        Column("changes", BIGINT, False, "row changes the table's rows result from (every run's)"),
         Column("schema_version", INT, True, "latest silver.schema_history version of the table"),
         Column("last_file", STRING, True, "file of the latest change among current rows"),
         Column("last_pos", BIGINT, True, "pos of that change"),
@@ -373,11 +373,25 @@ META_GOLD_STATUS = TableSpec(
         Column("incomplete_since", STRING, True, "first file with a GAP or CHAIN_BREAK"),
         Column("seeded", BOOLEAN, False, "an initial schema text was given"),
         Column("write_mode", STRING, False, "'merge', 'overwrite', 'unchanged' or 'dropped'; a union part: "
-               "'union', 'removed', 'unchanged' or 'failed'"),
+               "'union' (replaced), 'merge' (touched keys merged), 'removed', 'unchanged' or 'failed'"),
         Column("warnings", STRING, True, "JSON: reason -> count"),
         Column("input_fingerprint", STRING, True, "digest of the table's silver inputs (equal: skipped)"),
         Column("run_id", STRING, False, "run that wrote the row"),
         Column("updated_at", TIMESTAMP, False, "when the row was written"),
+        # the replay state (docs/gold.md, "Incremental replay"); appended: older tables get them added
+        Column("replay", STRING, True, "this run: 'full' (replayed from the table's whole history), 'incremental' "
+               "(only the changes after replayed_through, on the rows they touch) or 'none' (nothing replayed)"),
+        Column("replay_reason", STRING, True, "why the replay was full (e.g. an older file backfilled, a DDL)"),
+        Column("replayed", BIGINT, True, "row changes this run fed to the replay (changes: all it holds)"),
+        Column("replayed_through", STRING, True, "coordinates of the table's last TABLE_MAP / row change the "
+               "table includes: JSON [file_seq, file, pos, payload_index, row_index]"),
+        Column("table_version", BIGINT, True, "Delta version of the table after the run (an incremental run "
+               "requires it unchanged; NULL for a union part)"),
+        Column("schema_digest", STRING, True, "digest of the schema its rows were converted with"),
+        Column("silver_version", BIGINT, True, "silver.row_changes version the run's fingerprints describe (the "
+               "next run aggregates only the files added since; NULL after an only_tables run)"),
+        Column("table_map", STRING, True, "a table without DDL: the best-informed TABLE_MAP its schema comes from "
+               "and where it was seen (JSON; the next run compares only newer TABLE_MAPs with it)"),
     ),
     key=("source", "gold_table"),
 )

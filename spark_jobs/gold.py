@@ -7,17 +7,20 @@ Per source, :func:`run_gold`
 
 1. rebuilds ``silver.schema_history`` for the source from the DDL in ``silver.statements``
    (plus an optional ``SHOW CREATE TABLE`` seed), replacing the source's rows in one commit;
-2. for every table with row changes, replays the table's TABLE_MAPs (``bronze.events``) and row
-   changes (``silver.row_changes``) in binlog order on one executor and writes the result to
-   ``gold.<source>__<db>__<table>``: a MERGE on the primary key (changed rows updated, new
-   rows inserted, vanished rows deleted) when the table's schema is unchanged, else an
-   overwrite with the new schema (a new table version, said in the result);
+2. for every table with new row changes: when ``binlake.gold_plan`` proves it exact, replays only
+   the changes after the last one the gold table includes, on the rows they touch, and MERGEs
+   those keys back (``spark_jobs.gold_incremental``); otherwise replays the table's TABLE_MAPs
+   (``bronze.events``) and row changes (``silver.row_changes``) in binlog order on one executor
+   and writes the result to ``gold.<source>__<db>__<table>``: a MERGE on the primary key
+   (changed rows updated, new rows inserted, vanished rows deleted) when the table's schema is
+   unchanged, else an overwrite with the new schema (a new table version, said in the result);
 3. replaces the source's rows (its ``_source`` partition) of every union table ``[gold] union``
    stacks the table in (``gold.<union>``, one table for a fleet of shards), from the gold table;
 4. replaces the source's rows of ``meta.gold_status``.
 
 Every output is a function of what silver holds, so re-runs, out-of-order backfills and a run
-killed halfway (each Delta commit is atomic) converge to the same tables.
+killed halfway (each Delta commit is atomic; a table written after its status row falls back to
+the full replay) converge to the same tables.
 """
 
 from __future__ import annotations
@@ -25,24 +28,30 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binlake.errors import BinlakeError
-from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
-from binlake.gold_state import (
-    COPIES_COLUMN,
-    HISTORY_COLUMNS,
-    StreamItem,
-    TableReplayer,
-    best_table_map,
-    final_schema,
+from binlake.gold_plan import (
+    FULL,
+    INCREMENTAL,
+    NONE,
+    ReplayState,
+    TableInputs,
+    Versions,
+    coordinates_of,
+    coordinates_text,
+    old_part_unchanged,
+    replay_reason,
+    schema_digest,
 )
-from binlake.gold_types import spark_type
+from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
+from binlake.gold_state import TableReplayer, best_table_map, final_schema
 from binlake.schema_history import (
     Coordinates,
     DdlStatement,
@@ -53,21 +62,38 @@ from binlake.schema_history import (
     split_dump,
 )
 from binlake.sql_text import source_predicate, sql_identifier, sql_string
-from binlake.tables import gold_table, gold_table_name
+from binlake.tables import gold_table_name
+from spark_jobs.gold_incremental import Outcome, TableJob, merge_union_part, replay_new, versions_after
+from spark_jobs.gold_inputs import input_fingerprints, previous_base
+from spark_jobs.gold_tables import (
+    HISTORY_SUFFIX,
+    coordinates,
+    coordinates_literal,
+    event_coordinates,
+    gold_location,
+    gold_schema_ddl,
+    history_schema_ddl,
+    is_delta,
+    read_silver,
+    sorted_stream,
+    stream_item,
+    table_stream,
+    table_version,
+)
 from spark_jobs.ingest import ensure_table, table_path, write_replace
 from spark_jobs.schemas import spec
 
-_META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
-             "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
-             "_binlog_row_index INT")
-_HISTORY_TYPES = ("STRING NOT NULL", "STRING", "STRING", "TIMESTAMP", "STRING", "BIGINT", "INT", "INT",
-                  "TIMESTAMP", "STRING", "STRING", "BIGINT", "INT", "INT", "STRING", "BOOLEAN NOT NULL")
-HISTORY_SUFFIX = "__history"
+__all__ = ["HISTORY_SUFFIX", "GoldResult", "GoldTableResult", "GoldUnionError", "gold_location", "gold_schema_ddl",
+           "gold_table_name", "history_schema_ddl", "replace_union_rows", "run_gold"]
+
 #: the per-source gold tables' source column: a union table's partition column and first key column
 SOURCE_COLUMN = "_source"
 #: write modes of a gold table / a union part that mean "written by this run" (an asset event each)
 WRITTEN_MODES = frozenset({"merge", "overwrite"})
-UNION_WRITTEN_MODES = frozenset({"union", "removed"})
+UNION_WRITTEN_MODES = frozenset({"union", "merge", "removed"})
+
+
+log = logging.getLogger(__name__)
 
 
 class GoldUnionError(BinlakeError):
@@ -89,6 +115,16 @@ class GoldTableResult:
     last_change: tuple[Any, ...] | None = None  # (file, pos, gtid, commit_time) of the latest change
     fingerprint: str | None = None
     history_rows: int | None = None  # versions in gold.<name>__history; None: no history kept
+    replay: str = NONE  # 'full' | 'incremental' | 'none' (nothing replayed: unchanged, dropped)
+    replay_reason: str | None = None  # why full
+    replayed: int = 0  # row changes fed to the replay by this run
+    through: Coordinates | None = None  # the last TABLE_MAP / row change of the table the gold table includes
+    table_version: int | None = None  # Delta version of the gold table after the run
+    history_version: int | None = None  # ... of its __history table
+    schema_digest: str | None = None  # of the schema rows were converted with
+    previous_fingerprint: str | None = None  # the table's fingerprint before an incremental run
+    table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
+    touched: Any = field(default=None, compare=False, repr=False)  # incremental: the touched keys (DataFrame)
 
 
 @dataclass(frozen=True)
@@ -130,38 +166,17 @@ class GoldResult:
         return tuple(f"gold.{name}" for name in sorted(names))
 
 
-def gold_location(cfg: Any, name: str) -> str:
-    """Location (as Spark spells it) of the gold table ``gold.<name>``."""
-    return table_path(cfg, gold_table(name).full_name)
-
-
-def _silver(spark: Any, cfg: Any, full_name: str) -> Any:
-    return spark.read.format("delta").load(table_path(cfg, full_name))
-
-
-def _is_delta(spark: Any, path: str) -> bool:
-    from delta.tables import DeltaTable
-
-    return bool(DeltaTable.isDeltaTable(spark, path))
-
-
-def _coords(row: Any, row_index: int = -1) -> Coordinates:
-    payload = row["payload_index"]
-    return Coordinates(row["file_seq"] or 0, row["pos"], -1 if payload is None else payload,
-                       row_index, row["file"])
-
-
 # ------------------------------------------------------------------ schema history
 
 def load_ddl(spark: Any, cfg: Any, source: str) -> list[DdlStatement]:
     """The source's table DDL from silver.statements (small: collected on the driver)."""
     from pyspark.sql import functions as F
 
-    rows = (_silver(spark, cfg, "silver.statements")
+    rows = (read_silver(spark, cfg, "silver.statements")
             .where((F.col("source") == source) & (F.col("kind") == "DDL")
                    & (F.coalesce(F.col("error_code"), F.lit(0)) == 0))
             .select("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid").collect())
-    return [DdlStatement(_coords(r), r["db"], r["sql"], r["gtid"]) for r in rows
+    return [DdlStatement(coordinates(r), r["db"], r["sql"], r["gtid"]) for r in rows
             if r["sql"] and is_table_ddl(r["sql"])]
 
 
@@ -213,38 +228,37 @@ def _replace_source(spark: Any, cfg: Any, full_name: str, rows: list[tuple[Any, 
 
 # ------------------------------------------------------------------ per-table replay
 
-def _stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> Any:
-    """TABLE_MAPs and row changes of one table as one DataFrame, sorted on one partition."""
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class TableTask:
+    """One table of a gold run: what its replay needs, and what decides full vs incremental."""
 
-    def same_table(df: Any) -> Any:
-        return df.where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table))
-
-    maps = (same_table(_silver(spark, cfg, "bronze.events")).where(F.col("event_type") == "TABLE_MAP")
-            .select("file", "file_seq", "pos", "payload_index", F.lit(-1).alias("row_index"),
-                    F.lit("table_map").alias("kind"), "fields", F.lit(None).cast("string").alias("operation"),
-                    F.lit(None).cast("string").alias("before_json"),
-                    F.lit(None).cast("string").alias("after_json"), "gtid",
-                    F.lit(None).cast("timestamp").alias("commit_time")))
-    rows = (same_table(_silver(spark, cfg, "silver.row_changes"))
-            .select("file", "file_seq", "pos", "payload_index", "row_index", F.lit("row").alias("kind"),
-                    F.lit(None).cast("string").alias("fields"), "operation", "before_json",
-                    "after_json", "gtid", "commit_time"))
-    order = [F.coalesce("file_seq", F.lit(0)), "file", "pos", F.coalesce("payload_index", F.lit(-1)),
-             "row_index"]
-    return maps.unionByName(rows).repartition(1).sortWithinPartitions(*order)
+    source: str
+    db: str
+    table: str
+    versions: tuple[SchemaVersion, ...]
+    run_id: str
+    fingerprint: str | None = None
+    history: bool = False
+    snapshot: Snapshot | None = None
+    state: ReplayState | None = None  # what its status row says the gold table holds
+    inputs: TableInputs | None = None  # its silver changes, split at the state's W
+    force: bool = False
+    table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
 
 
-def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSchema,
+def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
                       history: bool = False, seed: SeedTable | None = None,
                       position: SnapshotPosition | None = None) -> Any:
     def run(rows: Iterator[Any]) -> Iterator[tuple[str, Any]]:
         replayer = TableReplayer(source, versions, final, history, position)
         if seed is not None:
             replayer.seed(seed)
+        fed, through = 0, None
         for r in rows:
-            replayer.feed(StreamItem(_coords(r, r["row_index"]), r["kind"], r["fields"], r["operation"],
-                                     r["before_json"], r["after_json"], r["gtid"], r["commit_time"]))
+            item = stream_item(r)
+            fed += item.kind == "row"
+            through = item.at
+            replayer.feed(item)
         replayer.feed_all(())
         for out in replayer.rows():
             yield "row", out
@@ -254,22 +268,11 @@ def _replay_partition(source: str, versions: list[SchemaVersion], final: TableSc
         if replayer.report.in_snapshot:
             yield "warning", ("row changes already in the seed snapshot (skipped)", replayer.report.in_snapshot)
         yield "last", replayer.report.last
+        yield "fed", fed
+        yield "through", through
         for text, count in replayer.report.warnings.items():
             yield "warning", (text, count)
     return run
-
-
-def gold_schema_ddl(final: TableSchema) -> str:
-    """The gold table's Spark schema (DDL text): source columns, then the _meta columns."""
-    cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
-    extra = [] if final.primary_key else [f"{COPIES_COLUMN} BIGINT NOT NULL"]
-    return ", ".join([*cols, _META_DDL, *extra])
-
-
-def history_schema_ddl(final: TableSchema) -> str:
-    """``gold.<name>__history``'s Spark schema: source columns, then :data:`HISTORY_COLUMNS`."""
-    cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
-    return ", ".join([*cols, *(f"{n} {t}" for n, t in zip(HISTORY_COLUMNS, _HISTORY_TYPES))])
 
 
 def _write_history(spark: Any, out: Any, final: TableSchema, path: str, run_id: str) -> int:
@@ -282,18 +285,46 @@ def _write_history(spark: Any, out: Any, final: TableSchema, path: str, run_id: 
     return int(spark.read.format("delta").load(path).count())
 
 
-def _best_table_map(spark: Any, cfg: Any, source: str, db: str, table: str) -> dict[str, Any] | None:
-    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) from bronze.events."""
+def _table_maps(spark: Any, cfg: Any, task: TableTask, after: Coordinates | None = None
+                ) -> list[tuple[Coordinates, dict[str, Any]]]:
+    """The table's distinct TABLE_MAPs (each where last seen) from bronze.events; only those after
+    ``after`` when given (Delta skips the older files' data by ``file_seq``)."""
     from pyspark.sql import functions as F
 
-    seen = (_silver(spark, cfg, "bronze.events")
-            .where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table)
-                   & (F.col("event_type") == "TABLE_MAP"))
-            .groupBy("fields")
-            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at"))
-            .collect())
-    return best_table_map([(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]),
-                            json.loads(r["fields"])) for r in seen])
+    maps = (read_silver(spark, cfg, "bronze.events")
+            .where((F.col("source") == task.source) & (F.col("db") == task.db) & (F.col("table_name") == task.table)
+                   & (F.col("event_type") == "TABLE_MAP")))
+    if after is not None:
+        maps = maps.where(((F.col("file_seq") >= after.file_seq) | F.col("file_seq").isNull())
+                          & (event_coordinates() > coordinates_literal(after)))
+    seen = (maps.groupBy("fields")
+            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at")).collect())
+    return [(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]), json.loads(r["fields"])) for r in seen]
+
+
+def _best_table_map(spark: Any, cfg: Any, task: TableTask) -> tuple[dict[str, Any] | None, str | None]:
+    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) and, as JSON for its
+    status row, where it was seen. Why not always a scan of all its TABLE_MAPs: when the status row
+    holds the previous best and the changes up to W are unchanged, the best of all is the best of
+    that one and the TABLE_MAPs after W (``best_table_map`` compares maps of the latest one's width,
+    and a new width changes the schema anyway), so a night reads only its own TABLE_MAPs."""
+    state = task.state
+    prev = None if state is None or not state.table_map else json.loads(state.table_map)
+    if prev is not None and state is not None and state.through is not None and old_part_unchanged(state, task.inputs):
+        at = Coordinates(prev["at"][0], prev["at"][1], file=prev["at"][2])
+        candidates = [(at, prev["fields"]), *_table_maps(spark, cfg, task, state.through)]
+        widths = {len(fields.get("columns") or []) for _, fields in candidates}
+        if len(widths) == 1:
+            return _best_with_place(candidates)
+    return _best_with_place(_table_maps(spark, cfg, task))
+
+
+def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tuple[dict[str, Any] | None, str | None]:
+    best = best_table_map(candidates)
+    if best is None:
+        return None, None
+    at = max(c for c, fields in candidates if fields == best)
+    return best, json.dumps({"at": [at.file_seq, at.pos, at.file], "fields": best}, sort_keys=True)
 
 
 def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str) -> str:
@@ -301,7 +332,7 @@ def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str)
     from delta.tables import DeltaTable
 
     meta = json.dumps({"job": "gold", "run_id": run_id})
-    if final.primary_key and _is_delta(spark, path):
+    if final.primary_key and is_delta(spark, path):
         target = DeltaTable.forPath(spark, path)
         if target.toDF().schema.simpleString() == df.schema.simpleString():
             on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
@@ -322,43 +353,103 @@ def _write_gold(spark: Any, df: Any, path: str, final: TableSchema, run_id: str)
     return "overwrite"
 
 
-def build_table(spark: Any, cfg: Any, source: str, db: str, table: str,
-                versions: list[SchemaVersion], run_id: str, fingerprint: str | None = None,
-                history: bool = False, snapshot: Snapshot | None = None) -> GoldTableResult:
-    """Replay one table and write its gold table (and its ``__history`` table when asked)."""
-    name = gold_table_name(source, db, table)
-    path = gold_location(cfg, name)
-    known = final_schema(versions, None)
-    final = known or final_schema(versions, _best_table_map(spark, cfg, source, db, table))
-    if final is None:
-        return GoldTableResult(name, db, table, path, 0, 0, "dropped",
-                               (("table dropped or unknown", 1),), None, fingerprint)
-    schema_ddl = gold_schema_ddl(final)
-    out = _stream(spark, cfg, source, db, table).rdd.mapPartitions(
-        _replay_partition(source, versions, final, history, snapshot.rows_of(db, table) if snapshot else None,
-                          snapshot.position if snapshot else None)).cache()
-    history_rows = None
-    try:
-        data = out.filter(lambda kv: kv[0] == "row").map(lambda kv: kv[1])
-        df = spark.createDataFrame(data, schema_ddl)
-        mode = _write_gold(spark, df, path, final, run_id)
-        if history:
-            history_rows = _write_history(spark, out, final, gold_location(cfg, name + HISTORY_SUFFIX), run_id)
-        side = out.filter(lambda kv: kv[0] not in ("row", "history")).collect()
-    finally:
-        out.unpersist()
+def _side_facts(side: list[tuple[str, Any]]) -> tuple[int, int, Any, Coordinates | None, Counter[str]]:
+    """(changes, row changes fed, last change, last item's coordinates, warnings) of a full replay."""
     warnings: Counter[str] = Counter()
-    changes, last = 0, None
+    changes, fed, last, through = 0, 0, None, None
     for kind, value in side:
         if kind == "changes":
             changes += value
+        elif kind == "fed":
+            fed += value
+        elif kind == "through":
+            through = value
         elif kind == "last":
             last = None if value is None else (value[4], value[5], value[2], value[3])
         else:
             warnings[value[0]] += value[1]
+    return changes, fed, last, through, warnings
+
+
+def _full_replay(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
+                 reason: str) -> GoldTableResult:
+    """Replay the table's whole history from silver and write its gold (and ``__history``) table."""
+    path, history_path = paths
+    snapshot = task.snapshot
+    maps, changes_df = table_stream(spark, cfg, task.source, task.db, task.table)
+    out = sorted_stream(maps.unionByName(changes_df)).rdd.mapPartitions(
+        _replay_partition(task.source, task.versions, final, task.history,
+                          snapshot.rows_of(task.db, task.table) if snapshot else None,
+                          snapshot.position if snapshot else None)).cache()
+    history_rows = None
+    try:
+        data = out.filter(lambda kv: kv[0] == "row").map(lambda kv: kv[1])
+        df = spark.createDataFrame(data, gold_schema_ddl(final))
+        mode = _write_gold(spark, df, path, final, task.run_id)
+        if history_path is not None:
+            history_rows = _write_history(spark, out, final, history_path, task.run_id)
+        side = out.filter(lambda kv: kv[0] not in ("row", "history")).collect()
+    finally:
+        out.unpersist()
+    changes, fed, last, through, warnings = _side_facts(side)
     rows = spark.read.format("delta").load(path).count()
-    return GoldTableResult(name, db, table, path, rows, changes, mode, tuple(sorted(warnings.items())),
-                           last, fingerprint, history_rows)
+    gold_version, history_version = versions_after(cfg, path, history_path)
+    return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows, changes,
+                           mode, tuple(sorted(warnings.items())), last, task.fingerprint, history_rows, FULL, reason,
+                           fed, through, gold_version, history_version, schema_digest(final), table_map=task.table_map)
+
+
+def _incremental_result(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
+                        outcome: Outcome) -> GoldTableResult:
+    """The table's result after an incremental replay: counts are the earlier run's plus the new ones."""
+    path, history_path = paths
+    state = task.state
+    assert state is not None
+    warnings: Counter[str] = Counter(state.warnings or {})
+    warnings.update(outcome.warnings)
+    last = state.last if outcome.last is None else (outcome.last[4], outcome.last[5], outcome.last[2], outcome.last[3])
+    rows = spark.read.format("delta").load(path).count()
+    history_rows = None if history_path is None else int(spark.read.format("delta").load(history_path).count())
+    gold_version, history_version = versions_after(cfg, path, history_path)
+    return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows,
+                           state.changes + outcome.changes, "merge", tuple(sorted(warnings.items())), last,
+                           task.fingerprint, history_rows, INCREMENTAL, None, outcome.replayed, outcome.through,
+                           gold_version, history_version, schema_digest(final), state.fingerprint, task.table_map,
+                           outcome.keys)
+
+
+def build_table(spark: Any, cfg: Any, task: TableTask) -> GoldTableResult:
+    """Bring one gold table (and its ``__history`` table when kept) up to date: incrementally when
+    ``binlake.gold_plan`` proves it exact, else by the full replay (the result says which, and why)."""
+    name = gold_table_name(task.source, task.db, task.table)
+    path = gold_location(cfg, name)
+    final, table_map = final_schema(task.versions, None), None
+    if final is None:
+        best, table_map = _best_table_map(spark, cfg, task)
+        final = final_schema(task.versions, best)
+    task = replace(task, table_map=table_map)
+    if final is None:
+        return GoldTableResult(name, task.db, task.table, path, 0, 0, "dropped",
+                               (("table dropped or unknown", 1),), None, task.fingerprint)
+    history_path = gold_location(cfg, name + HISTORY_SUFFIX) if task.history else None
+    paths = (path, history_path)
+    reason: str | None = "no earlier replay of the table in meta.gold_status"
+    if task.inputs is not None:
+        now = Versions(table_version(cfg, path), None if history_path is None else table_version(cfg, history_path))
+        reason = replay_reason(task.state, task.inputs, task.versions, final, now, keep_history=task.history,
+                               force=task.force)
+    if reason is None and task.state is not None and task.state.through is not None:
+        snapshot = task.snapshot
+        job = TableJob(task.source, task.versions, final, task.state.through, task.history,
+                       snapshot.position if snapshot else None)
+        outcome = replay_new(spark, cfg, job, (task.source, task.db, task.table), paths, task.run_id)
+        if isinstance(outcome, Outcome):
+            log.info("gold.%s: incremental, %d new row change(s) replayed on %d row(s) read back", name,
+                     outcome.replayed, outcome.fetched)
+            return _incremental_result(spark, cfg, task, paths, final, outcome)
+        reason = outcome
+    log.info("gold.%s: full replay (%s)", name, reason)
+    return _full_replay(spark, cfg, task, paths, final, reason or "forced")
 
 
 # ------------------------------------------------------------------ status
@@ -368,7 +459,7 @@ def _gap_since(spark: Any, cfg: Any, source: str) -> tuple[bool | None, str | No
     from pyspark.sql import functions as F
 
     path = table_path(cfg, "meta.gtid_reconciliation")
-    if not _is_delta(spark, path):
+    if not is_delta(spark, path):
         return None, None
     gaps = (spark.read.format("delta").load(path)
             .where((F.col("source") == source) & F.col("status").isin("GAP", "CHAIN_BREAK"))
@@ -380,18 +471,26 @@ def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
     from pyspark.sql import functions as F
 
     path = table_path(cfg, "meta.gtid_coverage")
-    if not _is_delta(spark, path):
+    if not is_delta(spark, path):
         return None
     sets = [r["gtid_set"] for r in spark.read.format("delta").load(path)
             .where(F.col("source") == source).orderBy("sid", "tag", "gno_start").collect()]
     return ",".join(sets) or None
 
 
+def _replay_columns(r: GoldTableResult, version: int | None, silver: int | None) -> tuple[Any, ...]:
+    """The status row's replay columns (``replay`` … ``table_map``) for table ``r`` at ``version``."""
+    return (r.replay, r.replay_reason, r.replayed, coordinates_text(r.through), version, r.schema_digest, silver,
+            r.table_map)
+
+
 def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResult],
                  history: list[SchemaVersion], seeded: bool, run_id: str,
-                 unions: tuple[GoldUnionResult, ...] = ()) -> None:
+                 unions: tuple[GoldUnionResult, ...] = (), silver_version: int | None = None) -> None:
     """Replace the source's rows of meta.gold_status: one per gold table, history table and union
-    part (a union table has one row per source: its rows there, and what they were copied at)."""
+    part (a union table has one row per source: its rows there, and what they were copied at).
+    Written after every table: the recorded ``table_version`` then proves the next run that
+    nothing wrote the table since (``binlake.gold_plan``)."""
     complete, since = _gap_since(spark, cfg, source)
     gtids = _archive_gtids(spark, cfg, source)
     now = _dt.datetime.now(_dt.UTC)
@@ -402,16 +501,43 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
         shared = (max(versions) if versions else None, *last, gtids, complete, since, seeded)
         warnings = json.dumps(dict(r.warnings)) if r.warnings else None
         tail = (r.write_mode, warnings, r.fingerprint, run_id, now)
-        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *shared, *tail))
+        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *shared, *tail,
+                     *_replay_columns(r, r.table_version, silver_version)))
         if r.history_rows is not None:  # the status row is the history table's catalog entry too
             name = r.name + HISTORY_SUFFIX
             rows.append((source, name, r.db, r.table, gold_location(cfg, name), r.history_rows, r.changes,
-                         *shared, *tail))
+                         *shared, *tail, *_replay_columns(r, r.history_version, silver_version)))
         for u in unions:
             if (u.db, u.table) == (r.db, r.table):
                 rows.append((source, u.name, u.db, u.table, u.location, u.rows, r.changes, *shared,
-                             u.write_mode, u.error and json.dumps({u.error: 1}), u.fingerprint, run_id, now))
+                             u.write_mode, u.error and json.dumps({u.error: 1}), u.fingerprint, run_id, now,
+                             *_replay_columns(r, None, silver_version)))
+    _ensure_columns(spark, cfg, "meta.gold_status")
     _replace_source(spark, cfg, "meta.gold_status", rows, source, run_id)
+
+
+def _ensure_columns(spark: Any, cfg: Any, full_name: str) -> None:
+    """Add the registry's columns a table written by an older binlake lacks (appended at the end,
+    as the registry appends new columns), so the replace below finds the schema it writes."""
+    from binlake.leases import table_commit_lock
+    from spark_jobs.delta_retry import with_conflict_retry
+
+    path = ensure_table(spark, cfg, full_name)
+    wanted = spec(full_name)
+    held = set(spark.read.format("delta").load(path).columns)
+    missing = [c for c in wanted.table.columns if c.name not in held]
+    if not missing:
+        return
+    columns = ", ".join(f"{sql_identifier(c.name)} {c.type} COMMENT {sql_string(c.comment)}" for c in missing)
+
+    def alter() -> None:
+        now_held = set(spark.read.format("delta").load(path).columns)
+        if all(c.name in now_held for c in missing):
+            return  # another source's gold task added them meanwhile
+        spark.sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
+
+    with table_commit_lock(path, cfg.s3):
+        with_conflict_retry(alter, f"add columns to {full_name}")
 
 
 # ------------------------------------------------------------------ union tables (a fleet of shards)
@@ -419,7 +545,7 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
 def _check_union_schema(spark: Any, path: str, df: Any, union: str, source: str) -> None:
     """Refuse a part whose column types differ from the union table's (Delta's own error does not
     say which column); added or missing columns are fine: ``mergeSchema`` adds them, NULL elsewhere."""
-    if not _is_delta(spark, path):
+    if not is_delta(spark, path):
         return
     held = {f.name.casefold(): f.dataType for f in spark.read.format("delta").load(path).schema.fields}
     clash = [f"{f.name} ({f.dataType.simpleString()}, the union has {held[f.name.casefold()].simpleString()})"
@@ -462,12 +588,29 @@ def _remove_union_rows(spark: Any, cfg: Any, union: str, source: str, run_id: st
     replace_union_rows(spark, cfg, union, source, empty, run_id)
 
 
+def _merge_union_rows(spark: Any, cfg: Any, union: str, source: str, table: GoldTableResult, run_id: str) -> None:
+    """After an incremental run of ``table``: its touched keys MERGEd into the source's part of the
+    union (the part equalled the gold table before the run: same fingerprint); one commit under the
+    table's commit lock, retried on a Delta conflict like every union write (a MERGE of absolute
+    rows is idempotent)."""
+    from binlake.leases import table_commit_lock
+    from spark_jobs.delta_retry import with_conflict_retry
+
+    path = gold_location(cfg, union)
+
+    def write() -> None:
+        merge_union_part(spark, path, table.location, source, table.touched, run_id)
+
+    with table_commit_lock(path, cfg.s3):
+        with_conflict_retry(write, f"gold union merge into {path}")
+
+
 def _union_part(spark: Any, cfg: Any, source: str, union: str, table: GoldTableResult, before: Any,
                 run_id: str) -> GoldUnionResult:
     """Bring the source's part of ``gold.<union>`` to its gold table ``table`` (skipped when it was
     copied at the same input fingerprint and the table is unchanged)."""
     path = gold_location(cfg, union)
-    exists = _is_delta(spark, path)
+    exists = is_delta(spark, path)
     same = exists and before is not None and before["input_fingerprint"] == table.fingerprint
 
     def part(rows: int, mode: str, error: str | None = None) -> GoldUnionResult:
@@ -481,6 +624,11 @@ def _union_part(spark: Any, cfg: Any, source: str, union: str, table: GoldTableR
         return part(0, "removed")
     if same and table.write_mode == "unchanged":
         return part(before["rows"], "unchanged")
+    in_step = (exists and before is not None and before["write_mode"] != "failed"
+               and before["input_fingerprint"] == table.previous_fingerprint)
+    if table.replay == INCREMENTAL and table.touched is not None and in_step:
+        _merge_union_rows(spark, cfg, union, source, table, run_id)
+        return part(table.rows, "merge")
     try:
         replace_union_rows(spark, cfg, union, source, spark.read.format("delta").load(table.location), run_id)
     except GoldUnionError as exc:
@@ -499,7 +647,7 @@ def update_unions(spark: Any, cfg: Any, source: str, results: list[GoldTableResu
     if every_table:
         kept = {u.name for u in parts}
         for name in sorted(previous):
-            if "__" not in name and name not in kept and _is_delta(spark, gold_location(cfg, name)):
+            if "__" not in name and name not in kept and is_delta(spark, gold_location(cfg, name)):
                 _remove_union_rows(spark, cfg, name, source, run_id)
                 left.append(name)
     return parts, tuple(left)
@@ -507,47 +655,39 @@ def update_unions(spark: Any, cfg: Any, source: str, results: list[GoldTableResu
 
 # ------------------------------------------------------------------ skipping unchanged tables
 
-def input_fingerprints(spark: Any, cfg: Any, source: str, history: list[SchemaVersion]
-                       ) -> dict[tuple[str, str], str]:
-    """Per table: a digest of its silver row changes (count + order-free hash sum, one
-    aggregate over the source) and of its schema versions. Equal digest = same replay result."""
-    from pyspark.sql import functions as F
+def _schema_digest_of(source: str, history: list[SchemaVersion]) -> Any:
+    """A table's schema history digest (part of its input fingerprint)."""
+    rows = _history_rows(source, history)
 
-    digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
-                        "before_json", "after_json")
-    agg = (_silver(spark, cfg, "silver.row_changes").where(F.col("source") == source)
-           .groupBy("db", "table_name")
-           .agg(F.count(F.lit(1)).alias("n"), F.sum(digest.cast("decimal(38,0)")).alias("h"))
-           .collect())
-    out = {}
-    for r in agg:
-        key = (r["db"], r["table_name"])
-        schema_rows = [row for row in _history_rows(source, history) if (row[1], row[2]) == key]
-        schema_digest = hashlib.sha1(json.dumps(schema_rows, default=str).encode()).hexdigest()[:16]
-        out[key] = f"{r['n']}:{r['h']}:{schema_digest}"
-    return out
+    def digest(key: tuple[str, str]) -> str:
+        mine = [row for row in rows if (row[1], row[2]) == key]
+        return hashlib.sha1(json.dumps(mine, default=str).encode()).hexdigest()[:16]
+    return digest
 
 
-def _previous_status(spark: Any, cfg: Any, source: str) -> dict[str, Any]:
+def _previous_status(spark: Any, cfg: Any, source: str) -> dict[str, dict[str, Any]]:
     from pyspark.sql import functions as F
 
     path = table_path(cfg, "meta.gold_status")
-    if not _is_delta(spark, path):
+    if not is_delta(spark, path):
         return {}
     df = spark.read.format("delta").load(path)
     if "input_fingerprint" not in df.columns:
         return {}
-    return {r["gold_table"]: r for r in df.where(F.col("source") == source).collect()}
+    return {r["gold_table"]: r.asDict() for r in df.where(F.col("source") == source).collect()}
 
 
-def _unchanged(previous: Any, history: Any | None) -> GoldTableResult:
+def _unchanged(previous: dict[str, Any], history: dict[str, Any] | None) -> GoldTableResult:
+    """A table whose inputs are those of its last run: its status row carried over, nothing replayed."""
     warnings = tuple(sorted(json.loads(previous["warnings"]).items())) if previous["warnings"] else ()
     last = (previous["last_file"], previous["last_pos"], previous["last_gtid"],
             previous["last_commit_time"])
+    state = ReplayState.from_status(previous, history)
     return GoldTableResult(previous["gold_table"], previous["db"], previous["table_name"],
                            previous["location"], previous["rows"], previous["changes"], "unchanged",
                            warnings, last, previous["input_fingerprint"],
-                           None if history is None else history["rows"])
+                           None if history is None else history["rows"], NONE, None, 0, state.through,
+                           state.table_version, state.history_version, state.schema_digest, table_map=state.table_map)
 
 
 # ------------------------------------------------------------------ entry point
@@ -565,9 +705,9 @@ def _snapshot(cfg: Any, source: str, seed_dump: str | None) -> Snapshot | None:
 
 def _is_current(spark: Any, before: Any, before_history: Any, fingerprint: str, keep_history: bool) -> bool:
     """The table's inputs are those of its last run and its tables (history too, if kept) exist."""
-    if before is None or before["input_fingerprint"] != fingerprint or not _is_delta(spark, before["location"]):
+    if before is None or before["input_fingerprint"] != fingerprint or not is_delta(spark, before["location"]):
         return False
-    return keep_history == (before_history is not None and _is_delta(spark, before_history["location"]))
+    return keep_history == (before_history is not None and is_delta(spark, before_history["location"]))
 
 
 def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
@@ -580,7 +720,7 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
     ``seed_dump``: a dump taken at a GTID position (``binlake.gold_seed``; default: the
     ``[gold] seed_dumps`` file of the source): its tables start from its rows, and only
     changes (and DDL) whose GTID is not in its position apply.
-    ``force``: replay every table even when its inputs are unchanged since the last run.
+    ``force``: replay every table in full, even when its inputs are unchanged since the last run.
     ``only_tables``: rebuild just these ``(db, table)`` (status rows of the others are kept
     out of this run's ``meta.gold_status`` rows, so use it for repairs, not routinely).
     """
@@ -591,26 +731,58 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
     ddl = [d for d in load_ddl(spark, cfg, source) if snapshot is None or not snapshot.position.contains(d.gtid)]
     history = build_history(ddl, seeds)
     write_schema_history(spark, cfg, source, history, run_id)
-    fingerprints = input_fingerprints(spark, cfg, source, history)
-    seeded_tables = {(t.db, t.table) for t in snapshot.tables} if snapshot else set()
     previous = _previous_status(spark, cfg, source)
+    seed = snapshot.digest() if snapshot else None
+    marks, names = _marks(previous), _gold_names(source, previous)
+    version, inputs, how = input_fingerprints(spark, cfg, source, _schema_digest_of(source, history),
+                                              previous_base(previous, names), marks, seed)
+    log.info("source %s: input fingerprints of %d table(s) from %s", source, len(inputs), how)
+    seeded_tables = {(t.db, t.table) for t in snapshot.tables} if snapshot else set()
     results = []
-    for db, table in sorted(set(fingerprints) | seeded_tables):
-        if only_tables is not None and (db, table) not in only_tables:
-            continue
-        name = gold_table_name(source, db, table)
-        keep_history = cfg.gold.keeps_history(db, table)
-        fingerprint = fingerprints.get((db, table), "no changes") + (f":seed {snapshot.digest()}" if snapshot else "")
-        before, before_history = previous.get(name), previous.get(name + HISTORY_SUFFIX)
-        if not force and _is_current(spark, before, before_history, fingerprint, keep_history):
-            results.append(_unchanged(before, before_history))
-            continue
-        versions = [v for v in history if (v.db, v.table) == (db, table)]
-        results.append(build_table(spark, cfg, source, db, table, versions, run_id, fingerprint,
-                                   keep_history, snapshot))
-    unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
-    write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions)
+    try:
+        for db, table in sorted(set(inputs) | seeded_tables):
+            if only_tables is None or (db, table) in only_tables:
+                task = TableTask(source, db, table, tuple(v for v in history if (v.db, v.table) == (db, table)),
+                                 run_id, None, cfg.gold.keeps_history(db, table), snapshot, force=force)
+                results.append(_table(spark, cfg, task, inputs.get((db, table)), previous, seed))
+        unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
+        write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions,
+                     version if only_tables is None else None)
+    finally:
+        for r in results:
+            if r.touched is not None:
+                r.touched.unpersist()
     failed = [u.error for u in unions if u.error]
     if failed:
         raise GoldUnionError("\n".join(failed))
-    return GoldResult(source, run_id, tuple(results), len(history), time.time() - t0, unions, left)
+    return GoldResult(source, run_id, tuple(replace(r, touched=None) for r in results), len(history),
+                      time.time() - t0, unions, left)
+
+
+def _gold_names(source: str, previous: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The previous status rows of the source's own gold tables (not __history, not unions): name -> key."""
+    return {name: (row["db"], row["table_name"]) for name, row in previous.items()
+            if name == gold_table_name(source, row["db"], row["table_name"])}
+
+
+def _marks(previous: dict[str, dict[str, Any]]) -> dict[tuple[str, str], Coordinates]:
+    """Per table: the W its status row says its gold table includes (``replayed_through``)."""
+    out = {}
+    for name, row in previous.items():
+        at = coordinates_of(row.get("replayed_through"))
+        if at is not None and not name.endswith(HISTORY_SUFFIX) and "__" in name:
+            out[(row["db"], row["table_name"])] = at
+    return out
+
+
+def _table(spark: Any, cfg: Any, task: TableTask, inputs: TableInputs | None, previous: dict[str, dict[str, Any]],
+           seed: str | None) -> GoldTableResult:
+    """One table of the run: skipped when its inputs are those of its last run, else built."""
+    name = gold_table_name(task.source, task.db, task.table)
+    fingerprint = inputs.fingerprint if inputs else "no changes" + (f":seed {seed}" if seed else "")
+    before, before_history = previous.get(name), previous.get(name + HISTORY_SUFFIX)
+    if not task.force and _is_current(spark, before, before_history, fingerprint, task.history):
+        assert before is not None
+        return _unchanged(before, before_history)
+    state = None if before is None else ReplayState.from_status(before, before_history)
+    return build_table(spark, cfg, replace(task, fingerprint=fingerprint, state=state, inputs=inputs))

@@ -220,7 +220,8 @@ def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> 
 
 
 #: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
-GOLD_CODE = ("spark_jobs.gold", "binlake.gold_types", "binlake.gold_state", "binlake.schema_history",
+GOLD_CODE = ("spark_jobs.gold", "spark_jobs.gold_incremental", "spark_jobs.gold_inputs", "spark_jobs.gold_tables",
+             "binlake.gold_types", "binlake.gold_state", "binlake.gold_plan", "binlake.schema_history",
              "binlake.gold_seed")
 GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
                "meta.gtid_coverage", "meta.gold_status")

@@ -340,3 +340,135 @@ def test_union_schema_grows_by_added_columns_and_refuses_a_type_clash(
                                              r"id \(bigint, the union has int\)"):
         replace_union_rows(spark, cfg, "fleet", "c", spark.createDataFrame([(3, "c")], "id BIGINT, _source STRING"), "s3")
     assert DeltaTable.forPath(spark, path).history().count() == 2
+
+
+# ------------------------------------------------------------------ incremental: one file a night
+
+#: status fields a night-by-night warehouse must share with one in-order run (not run ids, write modes,
+#: versions or what the run replayed)
+STATUS_FIELDS = ("rows", "changes", "schema_version", "last_file", "last_pos", "last_gtid", "last_commit_time",
+                 "warnings", "input_fingerprint", "replayed_through", "schema_digest", "archive_gtids", "complete")
+
+
+def _status(spark: Any, cfg: Any) -> dict[str, dict[str, Any]]:
+    """The source's meta.gold_status rows of its per-source tables (gold and __history), by table."""
+    rows = spark.read.format("delta").load(f"{cfg.warehouse}/meta/gold_status").where(f"source = '{SOURCE}'").collect()
+    return {r["gold_table"]: {f: r[f] for f in STATUS_FIELDS} for r in rows if "__" in r["gold_table"]}
+
+
+def _every_table(spark: Any, cfg: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every gold and __history table of the source: its rows (columns by name), sorted."""
+    out = {}
+    for table in ("customer", "orders"):
+        for suffix in ("", HISTORY_SUFFIX):
+            name = gold_table_name(SOURCE, "shop", table) + suffix
+            df = spark.read.format("delta").load(gold_location(cfg, name))
+            out[name] = sorted((tuple(r) for r in df.select(*sorted(df.columns)).collect()), key=repr)
+    return out
+
+
+def assert_same_as_one_run(spark: Any, cfg: Any, reference: Any) -> int:
+    """Every gold and __history table equals the in-order run's cell by cell, and so do the status
+    fields both must share; returns the cells compared."""
+    got, want = _every_table(spark, cfg), _every_table(spark, reference)
+    for name in want:
+        assert got[name] == want[name], name
+    assert _status(spark, cfg) == _status(spark, reference)
+    return sum(len(rows) * len(rows[0]) for rows in want.values() if rows)
+
+
+def _replays(result: Any) -> dict[str, tuple[str, int]]:
+    return {t.table: (t.replay, t.replayed) for t in result.tables}
+
+
+def test_one_file_a_night_is_incremental_and_equals_one_run(
+        spark: Any, gold: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
+    """Each file ingested and gold run on its own, history kept and ``customer`` in a union: the
+    second night brings ``customer`` up to date incrementally (only its 4 new row changes replayed,
+    its TIMESTAMP(3), BIT, BLOB, FLOAT, DECIMAL values read back from Delta exactly), the union's part
+    by a MERGE of the touched keys; ``orders`` is created on night 2 and altered on night 3 (full
+    replays, the DDL said). At the end every gold and __history table and the status equal the
+    one in-order run's."""
+    root = tmp_path_factory.mktemp("gold-nightly")
+    objects = _copy_chain(root)
+    cfg = make_test_config(root, s3_server.endpoint_url,
+                           gold={"history": True, "union": {"fleet_customer": "shop.customer"}})
+    nights = []
+    for i, obj in enumerate(objects[:3]):  # file 4 holds no row change
+        run_ingest(spark, cfg, [obj], f"nightly-ingest-{i}")
+        result = run_gold(spark, cfg, SOURCE, f"nightly-gold-{i}")
+        nights.append(result)
+        got, want = _union_vs_stacked(spark, cfg, "fleet_customer", (SOURCE,))
+        assert got == want, i
+    assert [_replays(r) for r in nights] == [
+        {"customer": ("full", 3)},
+        {"customer": ("incremental", 4), "orders": ("full", 2)},
+        {"customer": ("none", 0), "orders": ("full", 7)}]
+    assert [u.write_mode for u in nights[1].unions] == ["merge"]
+    new = (spark.read.format("delta").load(f"{cfg.warehouse}/silver/row_changes")
+           .where("table_name = 'customer' AND file = 'binlog.000002'").count())
+    assert new == 4  # night 2 replayed exactly the new file's changes of the table
+    reasons = {t.table: t.replay_reason for t in nights[2].tables}
+    assert reasons["orders"] == "schema history or seed changed (DDL)"
+    cells = assert_same_as_one_run(spark, cfg, gold["cfg"])
+    print(f"one file a night == one run: {cells} cells (gold and __history tables)", file=sys.stderr)
+
+
+def _cut(path: Path, end: int, folder: Path) -> BinlogObject:
+    """``path``'s bytes up to ``end`` (an event boundary) as the same file name with another etag:
+    the archive object replaced by a shorter one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    target.write_bytes(path.read_bytes()[:end])
+    return BinlogObject(source=SOURCE, file=path.name, uri=str(target), size=end, etag=f"cut-{end}")
+
+
+class Killed(Exception):
+    """The run was stopped after its table writes, before its status write."""
+
+
+def test_fallbacks_and_a_killed_run_equal_one_run(
+        spark: Any, gold: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one warehouse (history kept): file 2 first, then file 1 backfilled (older than customer's
+    last replayed change: full); file 2 replaced by a copy cut after its DELETE rows event (the
+    changes at or before W differ: full) and then by the whole file again (it only grew: incremental,
+    1 new change) in a run killed after its table writes but before its status write; the re-run
+    (file 3 ingested meanwhile) finds customer's gold table a version ahead of its status row (full,
+    never the MERGE twice). Every gold and __history table and the status then equal the one
+    in-order run's."""
+    import spark_jobs.gold as gold_job
+
+    root = tmp_path_factory.mktemp("gold-fallbacks")
+    objects = _copy_chain(root)
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history": True})
+
+    def night(objs: list[BinlogObject], run: str) -> dict[str, tuple[str, str | None]]:
+        run_ingest(spark, cfg, objs, f"{run}-ingest")
+        return {t.table: (t.replay, t.replay_reason) for t in run_gold(spark, cfg, SOURCE, run).tables}
+
+    older = "changes at or before the last replayed one differ (an older file backfilled or a file re-ingested)"
+    first = "no earlier replay of the table in meta.gold_status"
+    assert night([objects[1]], "late") == {"customer": ("full", first), "orders": ("full", first)}
+    assert night([objects[0]], "backfill") == {"customer": ("full", older), "orders": ("none", None)}
+    assert night([_cut(FIX / "binlog.000002", 72659, root / "cut")], "shrunk") == {"customer": ("full", older)}
+
+    seen: list[Any] = []
+
+    def killed(spark_: Any, cfg_: Any, source: str, results: list[Any], *args: Any, **kwargs: Any) -> None:
+        seen.extend(results)
+        raise Killed
+
+    monkeypatch.setattr(gold_job, "write_status", killed)
+    run_ingest(spark, cfg, [objects[1]], "grown-ingest")
+    with pytest.raises(Killed):
+        run_gold(spark, cfg, SOURCE, "grown")
+    monkeypatch.undo()
+    assert {t.table: (t.replay, t.replayed, t.write_mode) for t in seen} == {
+        "customer": ("incremental", 1, "merge"), "orders": ("full", 2, "merge")}
+    rerun = night([objects[2]], "rerun")  # file 3 (ALTER TABLE orders) ingested meanwhile
+    assert rerun["customer"] == ("full", "the gold table is at version 3, its status row says 2 "
+                                         "(a run stopped after writing it?)")
+    assert rerun["orders"] == ("full", first)  # no status row: the killed run wrote none
+    cells = assert_same_as_one_run(spark, cfg, gold["cfg"])  # file 4 holds no row change
+    print(f"backfill, shrunk / grown file, killed run == one run: {cells} cells", file=sys.stderr)

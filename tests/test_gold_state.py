@@ -6,6 +6,8 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from binlake.gold_state import (
     COPIES_COLUMN,
     HISTORY_COLUMNS,
@@ -14,6 +16,7 @@ from binlake.gold_state import (
     best_table_map,
     final_schema,
 )
+from binlake.gold_types import ConversionError
 from binlake.schema_history import Coordinates, DdlStatement, build_history
 
 FULL_MAP = {"columns": [
@@ -220,3 +223,102 @@ def test_scd2_history_of_a_table_without_key_counts_copies() -> None:
     rows = _history(f, ddl)
     assert [(r["a"], r["_valid_from_pos"], r["_valid_to_pos"], r["_is_current"]) for r in rows] == [
         (1, 120, None, True), (1, 130, 140, False)]
+
+
+# ------------------------------------------------------------------ resuming (the incremental path)
+
+def _busy_feed() -> Feed:
+    """Inserts, a PK change, MINIMAL / NO_LOG images (key before, changed columns after), a delete,
+    an insert over an existing key and an update of a row gold never saw."""
+    f = Feed()
+    f.table_map(FULL_MAP)
+    f.row("insert", None, {"id": 1, "amount": "10.50", "note": "a"})
+    f.row("insert", None, {"id": 2, "amount": "2.00", "note": "b"})
+    f.row("insert", None, {"id": 3, "amount": "3.00", "note": "c"})
+    f.table_map(NO_LOG_MAP)
+    f.row("update", {"col_1": 1}, {"col_1": 10})
+    f.row("update", {"col_1": 10}, {"col_3": "0x636166e9"})
+    f.row("delete", {"col_1": 2}, None)
+    f.table_map(FULL_MAP)
+    f.row("insert", None, {"id": 3, "amount": "9.99", "note": "again"})
+    f.row("update", {"id": 8, "amount": "1.00", "note": None}, {"id": 8, "amount": "2.00", "note": None})
+    f.row("update", {"id": 10, "amount": "10.50", "note": "café"}, {"id": 2, "amount": "10.50", "note": "x"})
+    return f
+
+
+def _halves(feed: Feed, at: int) -> tuple[TableReplayer, TableReplayer, TableReplayer]:
+    """One replay of the whole feed, and the feed replayed in two halves: items before ``at`` by one
+    replayer, the rest by another resumed from the first's rows (as a gold table holds them) and its
+    last TABLE_MAP."""
+    versions = [v for v in build_history(DDL) if v.table == "orders"]
+    final = final_schema(versions, None)
+    assert final is not None
+    whole = TableReplayer("src", versions, final, history=True)
+    whole.feed_all(feed.items)
+    first = TableReplayer("src", versions, final, history=True)
+    first.feed_all(feed.items[:at])
+    second = TableReplayer("src", versions, final, history=True)
+    second.resume([i for i in feed.items[:at] if i.kind == "table_map"][-1:], list(first.rows()))
+    second.feed_all(feed.items[at:])
+    return whole, first, second
+
+
+def test_a_replay_resumed_from_its_rows_equals_one_replay() -> None:
+    """Cut anywhere: rows, SCD2 versions (the first half's ended ones plus the second's), changes
+    and warnings (added up) equal one replay of the whole feed."""
+    feed = _busy_feed()
+    for at in range(1, len(feed.items)):
+        whole, first, second = _halves(feed, at)
+        assert sorted(second.rows()) == sorted(whole.rows()), at
+        ended = [v for v in first.history_rows() if not v[-1]]
+        assert sorted([*ended, *second.history_rows()], key=repr) == sorted(whole.history_rows(), key=repr), at
+        assert first.report.changes + second.report.changes == whole.report.changes
+        assert first.report.warnings + second.report.warnings == whole.report.warnings, at
+
+
+class _Recording(dict[Any, Any]):
+    """A replayer's row index that notes every key read or written."""
+
+    def __init__(self, data: dict[Any, Any]) -> None:
+        super().__init__(data)
+        self.used: set[Any] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.used.add(key)
+        return super().get(key, default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.used.add(key)
+        return super().pop(key, *default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.used.add(key)
+        super().__setitem__(key, value)
+
+
+def test_keys_touched_by_cover_every_key_the_replay_reads_or_writes() -> None:
+    """The superset the Spark job fetches from the gold table: for every change, each key the
+    replay looked up, removed or stored is among ``keys_touched_by`` (asked before the change)."""
+    versions = [v for v in build_history(DDL) if v.table == "orders"]
+    final = final_schema(versions, None)
+    assert final is not None
+    replayer = TableReplayer("src", versions, final)
+    for item in _busy_feed().items:
+        predicted = set(replayer.keys_touched_by(item))
+        recording = _Recording(replayer._by_key)
+        replayer._by_key = recording
+        replayer.feed(item)
+        assert recording.used <= predicted, (item, recording.used, predicted)
+    assert replayer.keys_touched_by(_busy_feed().items[0]) == []  # a TABLE_MAP touches no row
+
+
+def test_resume_refuses_a_table_map_of_another_shape() -> None:
+    """The last TABLE_MAP before the new changes has 4 columns, the gold table 3: not a state a replay
+    could hold, so the table is replayed in full."""
+    versions = [v for v in build_history(DDL) if v.table == "orders"]
+    final = final_schema(versions, None)
+    assert final is not None
+    f = Feed()
+    f.table_map(WITH_STATUS)
+    with pytest.raises(ConversionError, match="another shape than the gold table"):
+        TableReplayer("src", [], final).resume(f.items, [])

@@ -1,0 +1,173 @@
+"""Gold's input fingerprints: per table, how many row changes silver holds and their order-free hash
+sum, split at the table's W (the last change its gold table includes).
+
+Why a module of its own: the fingerprints decide what a gold run does (skip, incremental, full), and
+computing them must not cost a scan of the whole archive every night. The hash sum is additive, so:
+
+* after a gold run that saw every table of the source at ``silver.row_changes`` version V0 (its
+  ``meta.gold_status.silver_version``), if no data file of the source's partition was removed since
+  (no file re-ingested, no compaction), silver now holds exactly V0's rows plus the rows of the data
+  files added since: each table's fingerprint is its status row's plus an aggregate over **the added
+  files only** (a night's rows, read as the Parquet files they are when the table needs no Delta
+  reader feature); an added row at or before a table's W is a backfill (the old part changed);
+* otherwise one aggregate over the source's whole partition, as before incremental gold.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from binlake.gold_plan import TableInputs, fingerprint
+from binlake.schema_history import Coordinates
+from binlake.tables import table_location
+from spark_jobs.gold_tables import read_silver, stream_coordinates
+from spark_jobs.ingest import table_path
+
+TableKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One table's row changes in an aggregate: all, those at or before its W, the first after it."""
+
+    n: int = 0
+    h: Decimal = Decimal(0)
+    n_old: int = 0
+    h_old: Decimal = Decimal(0)
+    first_new: Coordinates | None = None
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.n + other.n, self.h + other.h, self.n_old + other.n_old, self.h_old + other.h_old,
+                      other.first_new if self.first_new is None else self.first_new)
+
+
+@dataclass(frozen=True)
+class Base:
+    """What the previous run's status rows say: silver's version then, and per table its counts
+    (all at or before its W) and W."""
+
+    version: int
+    counts: dict[TableKey, Counts]
+    marks: dict[TableKey, Coordinates]
+
+
+def aggregate(spark: Any, df: Any, marks: dict[TableKey, Coordinates]) -> dict[TableKey, Counts]:
+    """Per table of ``df`` (row changes): count and hash sum, and split at its mark W."""
+    from pyspark.sql import functions as F
+
+    digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
+                        "before_json", "after_json").cast("decimal(38,0)")
+    coords = stream_coordinates()
+    old = F.lit(None).cast("boolean")
+    if marks:
+        rows = [(db, t, at.file_seq, at.file, at.pos, at.payload_index, at.row_index) for (db, t), at in marks.items()]
+        df = df.join(F.broadcast(spark.createDataFrame(
+            rows, "db STRING, table_name STRING, s BIGINT, f STRING, p BIGINT, i INT, r INT")), ["db", "table_name"], "left")
+        old = coords <= F.when(F.col("s").isNotNull(), F.struct("s", "f", "p", "i", "r"))
+    out = {}
+    for r in (df.groupBy("db", "table_name")
+              .agg(F.count(F.lit(1)).alias("n"), F.sum(digest).alias("h"),
+                   F.sum(F.when(old, 1).otherwise(0)).alias("n_old"), F.sum(F.when(old, digest)).alias("h_old"),
+                   F.min(F.when(~old, coords)).alias("first_new"))
+              .collect()):
+        first = r["first_new"]
+        out[(r["db"], r["table_name"])] = Counts(
+            r["n"], r["h"] or Decimal(0), r["n_old"], r["h_old"] or Decimal(0),
+            None if first is None else Coordinates(first["s"], first["p"], first["i"], first["r"], first["f"]))
+    return out
+
+
+def added_files(cfg: Any, source: str, since: int | None) -> tuple[int | None, list[str] | None]:
+    """``silver.row_changes``' version now, and the data files of the source's partition added since
+    version ``since`` (Spark paths). None instead of the files when the rows at ``since`` may not all
+    be there any more (a file of the partition removed: a re-ingested file, a compaction), ``since``
+    is unknown or gone from the log, or the data files are not plain Parquet (a reader feature such
+    as deletion vectors or column mapping: reader protocol > 1)."""
+    import pyarrow as pa
+    from deltalake.exceptions import DeltaError
+
+    from binlake.delta_tables import open_delta_table
+
+    location = table_location(cfg.warehouse, "silver.row_changes")
+    table = open_delta_table(location, cfg.s3)
+    if table is None:
+        return None, None
+    now = int(table.version())
+    if since is None or since > now or table.protocol().min_reader_version > 1:
+        return now, None
+
+    def mine(t: Any) -> set[str]:
+        actions = pa.table(t.get_add_actions(flatten=True)).to_pydict()
+        return {p for p, s in zip(actions["path"], actions.get("partition.source", [])) if s == source}
+
+    current = mine(table)
+    try:
+        table.load_as_version(since)
+    except DeltaError:
+        return now, None  # that version's log was cleaned up
+    before = mine(table)
+    if before - current:
+        return now, None
+    root = table_path(cfg, "silver.row_changes").rstrip("/")
+    return now, [f"{root}/{urllib.parse.unquote(p)}" for p in sorted(current - before)]
+
+
+def previous_base(previous: dict[str, dict[str, Any]], gold_names: dict[str, TableKey]) -> Base | None:
+    """The previous run's base from its status rows (``gold_names``: per-source gold table name ->
+    (db, table)), or None when it cannot serve: an ``only_tables`` run (no version), rows of
+    different runs, or a row without a replay state."""
+    from binlake.gold_plan import coordinates_of
+
+    versions, counts, marks = set(), {}, {}
+    for name, row in previous.items():
+        key = gold_names.get(name)
+        if key is None:
+            continue
+        versions.add(row.get("silver_version"))
+        text = row.get("input_fingerprint") or ""
+        parts = text.split(":")
+        if text.startswith("no changes"):
+            counts[key] = Counts()
+        elif len(parts) >= 2 and parts[0].isdigit():
+            n, h = int(parts[0]), Decimal(parts[1])
+            counts[key] = Counts(n, h, n, h)
+        else:
+            return None
+        at = coordinates_of(row.get("replayed_through"))
+        if at is not None:
+            marks[key] = at
+    version = versions.pop() if len(versions) == 1 else None
+    return None if version is None else Base(int(version), counts, marks)
+
+
+def input_fingerprints(spark: Any, cfg: Any, source: str, schema_of: Callable[[TableKey], str], base: Base | None,
+                       marks: dict[TableKey, Coordinates], seed: str | None = None
+                       ) -> tuple[int | None, dict[TableKey, TableInputs], str]:
+    """(silver's version, per table its :class:`TableInputs`, how they were computed: ``added files``
+    or ``full scan``). ``schema_of``: a table's schema history digest; ``marks``: per table its W."""
+    from pyspark.sql import functions as F
+
+    version, files = added_files(cfg, source, None if base is None else base.version)
+    if base is not None and files is not None:
+        added = aggregate(spark, spark.read.parquet(*files), marks) if files else {}
+        counts = {key: base.counts.get(key, Counts()) + added.get(key, Counts())
+                  for key in set(base.counts) | set(added)}
+        how = "added files"
+    else:
+        df = read_silver(spark, cfg, "silver.row_changes") if version is None else (
+            spark.read.format("delta").option("versionAsOf", version).load(table_path(cfg, "silver.row_changes")))
+        counts = aggregate(spark, df.where(F.col("source") == source), marks)
+        how = "full scan"
+    out = {}
+    for key, c in counts.items():
+        if c.n == 0:
+            continue  # a table whose status row said "no changes" (seeded) and still has none
+        schema = schema_of(key)
+        out[key] = TableInputs(fingerprint(c.n, c.h, schema, seed),
+                               fingerprint(c.n_old, c.h_old, schema, seed) if key in marks else None,
+                               c.first_new)
+    return version, out, how

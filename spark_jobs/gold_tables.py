@@ -1,0 +1,133 @@
+"""Where gold's tables live, their Spark schemas, and the per-table stream gold reads from silver.
+
+Shared by the full replay (``spark_jobs.gold``) and the incremental one (``spark_jobs.gold_incremental``),
+which is why it is a module of its own: both import it, neither imports the other's internals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from binlake.gold_state import COPIES_COLUMN, HISTORY_COLUMNS, StreamItem
+from binlake.gold_types import spark_type
+from binlake.schema_history import Coordinates, TableSchema
+from binlake.sql_text import sql_identifier
+from binlake.tables import gold_table
+from spark_jobs.ingest import table_path
+
+META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
+            "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
+            "_binlog_row_index INT")
+HISTORY_TYPES = ("STRING NOT NULL", "STRING", "STRING", "TIMESTAMP", "STRING", "BIGINT", "INT", "INT",
+                 "TIMESTAMP", "STRING", "STRING", "BIGINT", "INT", "INT", "STRING", "BOOLEAN NOT NULL")
+HISTORY_SUFFIX = "__history"
+#: where a version starts, with the row's key: a version's identity in ``gold.<name>__history``
+HISTORY_START = ("_valid_from_file", "_valid_from_pos", "_valid_from_payload_index", "_valid_from_row_index")
+
+
+def gold_location(cfg: Any, name: str) -> str:
+    """Location (as Spark spells it) of the gold table ``gold.<name>``."""
+    return table_path(cfg, gold_table(name).full_name)
+
+
+def table_version(cfg: Any, path: str) -> int | None:
+    """The Delta table's latest version through delta-rs (no Spark job), None if absent."""
+    from binlake.delta_tables import open_delta_table
+
+    table = open_delta_table(path, cfg.s3)
+    return None if table is None else int(table.version())
+
+
+def read_silver(spark: Any, cfg: Any, full_name: str) -> Any:
+    return spark.read.format("delta").load(table_path(cfg, full_name))
+
+
+def is_delta(spark: Any, path: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
+def coordinates(row: Any, row_index: int = -1) -> Coordinates:
+    payload = row["payload_index"]
+    return Coordinates(row["file_seq"] or 0, row["pos"], -1 if payload is None else payload,
+                       row_index, row["file"])
+
+
+def stream_item(row: Any) -> StreamItem:
+    """One row of :func:`table_stream` as the replayer's :class:`StreamItem`. Unpacked by position:
+    a PySpark ``Row`` looks names up one by one, a third of the replay's time on a busy table."""
+    file, file_seq, pos, payload_index, row_index, kind, fields, operation, before, after, gtid, commit_time = row
+    at = Coordinates(file_seq or 0, pos, -1 if payload_index is None else payload_index, row_index, file)
+    return StreamItem(at, kind, fields, operation, before, after, gtid, commit_time)
+
+
+def gold_schema_ddl(final: TableSchema) -> str:
+    """The gold table's Spark schema (DDL text): source columns, then the _meta columns."""
+    cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
+    extra = [] if final.primary_key else [f"{COPIES_COLUMN} BIGINT NOT NULL"]
+    return ", ".join([*cols, META_DDL, *extra])
+
+
+def history_schema_ddl(final: TableSchema) -> str:
+    """``gold.<name>__history``'s Spark schema: source columns, then :data:`HISTORY_COLUMNS`."""
+    cols = [f"{sql_identifier(c.name)} {spark_type(c)}" for c in final.columns]
+    return ", ".join([*cols, *(f"{n} {t}" for n, t in zip(HISTORY_COLUMNS, HISTORY_TYPES))])
+
+
+def stream_coordinates() -> Any:
+    """The binlog order of the stream's rows as one comparable struct (Spark orders structs field by field)."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.coalesce("file_seq", F.lit(0)).cast("bigint").alias("s"), F.col("file").alias("f"),
+                    F.col("pos").cast("bigint").alias("p"),
+                    F.coalesce("payload_index", F.lit(-1)).cast("int").alias("i"),
+                    F.col("row_index").cast("int").alias("r"))
+
+
+def event_coordinates() -> Any:
+    """:func:`stream_coordinates` of a ``bronze.events`` row (a TABLE_MAP: row index -1, as in the stream)."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.coalesce("file_seq", F.lit(0)).cast("bigint").alias("s"), F.col("file").alias("f"),
+                    F.col("pos").cast("bigint").alias("p"),
+                    F.coalesce("payload_index", F.lit(-1)).cast("int").alias("i"), F.lit(-1).cast("int").alias("r"))
+
+
+def coordinates_literal(at: Coordinates) -> Any:
+    """``at`` as a struct literal comparable with :func:`stream_coordinates`."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.lit(at.file_seq).cast("bigint").alias("s"), F.lit(at.file).alias("f"),
+                    F.lit(at.pos).cast("bigint").alias("p"), F.lit(at.payload_index).cast("int").alias("i"),
+                    F.lit(at.row_index).cast("int").alias("r"))
+
+
+def table_stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> tuple[Any, Any]:
+    """The table's TABLE_MAPs (``bronze.events``) and row changes (``silver.row_changes``) as two
+    DataFrames of one shape (``kind`` 'table_map' / 'row'), for :func:`sorted_stream`."""
+    from pyspark.sql import functions as F
+
+    def same_table(df: Any) -> Any:
+        return df.where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table))
+
+    maps = (same_table(read_silver(spark, cfg, "bronze.events")).where(F.col("event_type") == "TABLE_MAP")
+            .select("file", "file_seq", "pos", "payload_index", F.lit(-1).alias("row_index"),
+                    F.lit("table_map").alias("kind"), "fields", F.lit(None).cast("string").alias("operation"),
+                    F.lit(None).cast("string").alias("before_json"),
+                    F.lit(None).cast("string").alias("after_json"), "gtid",
+                    F.lit(None).cast("timestamp").alias("commit_time")))
+    rows = (same_table(read_silver(spark, cfg, "silver.row_changes"))
+            .select("file", "file_seq", "pos", "payload_index", "row_index", F.lit("row").alias("kind"),
+                    F.lit(None).cast("string").alias("fields"), "operation", "before_json",
+                    "after_json", "gtid", "commit_time"))
+    return maps, rows
+
+
+def sorted_stream(df: Any) -> Any:
+    """``df`` (stream rows) on one partition, in binlog order: one replay per table."""
+    from pyspark.sql import functions as F
+
+    order = [F.coalesce("file_seq", F.lit(0)), "file", "pos", F.coalesce("payload_index", F.lit(-1)),
+             "row_index"]
+    return df.repartition(1).sortWithinPartitions(*order)
