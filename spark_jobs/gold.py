@@ -564,22 +564,11 @@ def replace_union_rows(spark: Any, cfg: Any, union: str, source: str, df: Any, r
     job write, a first-time creation race is retried (:mod:`spark_jobs.delta_retry`), and a
     retried task whose commit landed is skipped by Delta (``txnAppId``).
     """
-    from binlake.leases import table_commit_lock
-    from spark_jobs.delta_retry import with_conflict_retry
-
     path = gold_location(cfg, union)
     _check_union_schema(spark, path, df, union, source)
-    meta = json.dumps({"job": "gold-union", "run_id": run_id, "source": source}, sort_keys=True)
-
-    def write() -> None:
-        (df.write.format("delta").mode("overwrite").partitionBy(SOURCE_COLUMN)
-            .option("replaceWhere", f"{SOURCE_COLUMN} = {sql_string(source)}")
-            .option("mergeSchema", "true")
-            .option("txnAppId", f"binlake-gold-union:{union}:{source}:{run_id}").option("txnVersion", "0")
-            .option("userMetadata", meta).save(path))
-
-    with table_commit_lock(path, cfg.s3):
-        with_conflict_retry(write, f"gold union write to {path}")
+    write_replace(df, path, f"{SOURCE_COLUMN} = {sql_string(source)}", s3=cfg.s3, run_id=run_id,
+                  job="gold-union", txn_app=f"binlake-gold-union:{union}:{source}:{run_id}",
+                  extra_meta={"source": source}, partition_by=SOURCE_COLUMN, merge_schema=True)
 
 
 def _remove_union_rows(spark: Any, cfg: Any, union: str, source: str, run_id: str) -> None:

@@ -405,8 +405,14 @@ def _repartition(spark: Any, path: str, ts: TableSpec) -> None:
 
 def write_replace(df: Any, path: str, predicate: str, *, s3: S3Settings | None, run_id: str, job: str,
                   txn_version: int = 0, txn_app: str | None = None,
-                  extra_meta: Mapping[str, Any] | None = None) -> None:
+                  extra_meta: Mapping[str, Any] | None = None, partition_by: str | None = None,
+                  merge_schema: bool = False) -> None:
     """Replace the rows matching ``predicate`` with ``df`` in one Delta commit tied to the run.
+
+    The one Delta replace-write of every job (ingest, reconcile, gold, the union tables).
+    ``partition_by`` names the partition column when the write may create the table (union
+    tables; the others are created by :func:`ensure_table`); ``merge_schema`` lets it add
+    columns (a shard's ``ADD COLUMN`` reaching a union table).
 
     ``predicate`` always starts with the ``source`` partition column, so writers of other
     sources cannot conflict with it (Delta's conflict check prunes by partition values); a
@@ -424,8 +430,12 @@ def write_replace(df: Any, path: str, predicate: str, *, s3: S3Settings | None, 
         meta.update(extra_meta)
 
     def write() -> None:
-        (df.write.format("delta").mode("overwrite")
-            .option("replaceWhere", predicate)
+        writer = df.write.format("delta").mode("overwrite")
+        if partition_by:
+            writer = writer.partitionBy(partition_by)
+        if merge_schema:
+            writer = writer.option("mergeSchema", "true")
+        (writer.option("replaceWhere", predicate)
             .option("txnAppId", txn_app or f"binlake-{job}:{run_id}")
             .option("txnVersion", str(txn_version))
             .option("userMetadata", json.dumps(meta, sort_keys=True))
