@@ -54,8 +54,10 @@ HEALTHY = ("alpha", "beta")
 GAPPY_MISSING = "binlog.000003"
 STEPS = ("discover", "decode", "reconcile", "gold", "data_checks")
 SHORT_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-#: columns that name where or when a row was written (differ between two otherwise equal runs)
-VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at"})
+#: columns that say when and where a run happened, not what it wrote: ``silver_version`` is the
+#: version of silver.row_changes (shared by every source) that a gold run read, so it counts the
+#: other sources' commits before it, which a parallel run orders differently from a serial one
+VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at", "silver_version"})
 
 
 def _write_config(path: Path, *, endpoint: str, master: str, py_files: Path) -> BinlakeConfig:
