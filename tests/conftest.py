@@ -88,6 +88,14 @@ def session_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("binlake")
 
 
+#: The whole test session shares one driver JVM. Delta keeps a DeltaLog (with its snapshot's query
+#: plans) per table path it has seen, and the tests see hundreds of throw-away tables: with the
+#: default cache (10,000 entries) and a 1 GiB heap the old generation stayed ~85% full after 20
+#: minutes and G1's concurrent marking took most of a core. A small cache (a test reuses a handful
+#: of tables) and a 2 GiB heap keep the collector out of the way.
+TEST_SESSION_SPARK_CONF: dict[str, str] = {"spark.databricks.delta.delta.log.cacheSize": "64"}
+
+
 def make_test_config(tmp: Path, endpoint: str, **overrides: Any) -> BinlakeConfig:
     """A config for tests: local warehouse in ``tmp``, the loopback S3 endpoint, Spark UI off."""
     raw: dict[str, Any] = {
@@ -98,7 +106,8 @@ def make_test_config(tmp: Path, endpoint: str, **overrides: Any) -> BinlakeConfi
         },
         "sources": [{"name": "mariadb-10.11", "uri": str(REPO_ROOT / "tests/fixtures/mariadb-10.11")}],
         "s3": {"endpoint_url": endpoint, "path_style_access": True, "max_attempts": 3},
-        "spark": {"master": "local[2]", "shuffle_partitions": 2, "ui_enabled": False, "driver_memory": "1g"},
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "ui_enabled": False, "driver_memory": "2g",
+                  "conf": dict(TEST_SESSION_SPARK_CONF)},
     }
     for section, values in overrides.items():
         if isinstance(values, dict):
