@@ -63,9 +63,27 @@ class StageCounter:
         self.tracker = tracker
         self.ignore = set(ignore or ())
         self.stages: dict[int, tuple[int, int]] = {}  # stage id -> (tasks, done)
+        # jobs that ran before the step, and the step's jobs already counted once finished
+        self.jobs_seen: set[int] = set(tracker.getJobIdsForGroup())
+
+    def _finished_jobs_stages(self) -> None:
+        """Stages of the step's jobs that started and ended between two looks (never active when
+        polled). A stage that ran no task was skipped (its shuffle output reused): not counted."""
+        for jid in self.tracker.getJobIdsForGroup():
+            if jid in self.jobs_seen:
+                continue
+            job = self.tracker.getJobInfo(jid)
+            if job is None or job.status == "RUNNING":
+                continue
+            self.jobs_seen.add(jid)
+            for sid in job.stageIds:
+                info = None if sid in self.stages or sid in self.ignore else self.tracker.getStageInfo(sid)
+                if info is not None and info.numCompletedTasks:
+                    self.stages[sid] = (info.numTasks, info.numCompletedTasks)
 
     def poll(self) -> tuple[int, int, int]:
         """(tasks done, tasks total, stages) now."""
+        self._finished_jobs_stages()
         for sid in self.tracker.getActiveStageIds():
             if sid in self.ignore:
                 continue
@@ -85,25 +103,30 @@ class StageCounter:
 @contextlib.contextmanager
 def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_bytes: int = 0,
                    interval: float = DEFAULT_INTERVAL) -> Iterator[None]:
-    """Log the step's progress every ``interval`` seconds while the block runs."""
+    """Log the step's progress every ``interval`` seconds while the block runs, and once when it
+    ends (so a step shorter than one interval still says what it did)."""
     tracker = spark.sparkContext.statusTracker()
     counter = StageCounter(tracker, ignore=set(tracker.getActiveStageIds()))
     stop = threading.Event()
     t0 = time.monotonic()
 
+    last: list[tuple[int, int]] = []
+
+    def emit() -> None:
+        try:
+            done, total, stages = counter.poll()
+        except Exception as exc:  # noqa: BLE001 - progress must never fail the step
+            log.debug("no progress: %s", exc)
+            return
+        if total and (not last or (done, total) != last[-1]):
+            seen = StepProgress(step, source, done, total, stages, time.monotonic() - t0, files, total_bytes)
+            # the object rides along for terminals that draw a bar (the demo); logs get the line
+            log.info("%s", seen.line(), extra={"step_progress": seen})
+            last.append((done, total))
+
     def report() -> None:
-        last = None
         while not stop.wait(interval):
-            try:
-                done, total, stages = counter.poll()
-            except Exception as exc:  # noqa: BLE001 - progress must never fail the step
-                log.debug("no progress: %s", exc)
-                continue
-            if total and (done, total) != last:
-                seen = StepProgress(step, source, done, total, stages, time.monotonic() - t0, files, total_bytes)
-                # the object rides along for terminals that draw a bar (the demo); logs get the line
-                log.info("%s", seen.line(), extra={"step_progress": seen})
-                last = (done, total)
+            emit()
 
     thread = threading.Thread(target=report, name=f"progress-{step}", daemon=True)
     thread.start()
@@ -112,3 +135,4 @@ def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_
     finally:
         stop.set()
         thread.join(timeout=interval + 1)
+        emit()  # the last line, also for a step shorter than one interval

@@ -37,3 +37,13 @@ def test_a_running_job_is_reported(spark: Any, caplog: pytest.LogCaptureFixture)
     assert lines, "no progress logged"
     assert all(line.startswith("decode orders: ") and "/4 tasks" in line for line in lines), lines
     assert lines[-1].startswith("decode orders: 4/4 tasks (100%) in 1 stage(s); ~2.0 of 2.0 MB of 2 file(s)")
+
+
+def test_a_step_shorter_than_one_interval_still_logs_its_end(spark: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """The last line comes when the block ends, not only on the poller's clock: a quick step (a
+    small night) must still show in the task log what it did."""
+    with caplog.at_level(logging.INFO, logger="binlake.progress"):
+        with spark_progress(spark, "reconcile", "orders", interval=3600):
+            assert spark.sparkContext.parallelize(range(3), 3).sum() == 3
+    lines = [r.getMessage() for r in caplog.records if r.name == "binlake.progress"]
+    assert len(lines) == 1 and lines[0].startswith("reconcile orders: 3/3 tasks (100%) in 1 stage(s)"), lines
