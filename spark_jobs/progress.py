@@ -110,7 +110,7 @@ def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_
     stop = threading.Event()
     t0 = time.monotonic()
 
-    last: list[tuple[int, int]] = []
+    last: list[tuple[int, int] | None] = [None]  # the figures of the line logged last
 
     def emit() -> None:
         try:
@@ -118,11 +118,11 @@ def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_
         except Exception as exc:  # noqa: BLE001 - progress must never fail the step
             log.debug("no progress: %s", exc)
             return
-        if total and (not last or (done, total) != last[-1]):
+        if total and (done, total) != last[0]:
             seen = StepProgress(step, source, done, total, stages, time.monotonic() - t0, files, total_bytes)
             # the object rides along for terminals that draw a bar (the demo); logs get the line
             log.info("%s", seen.line(), extra={"step_progress": seen})
-            last.append((done, total))
+            last[0] = (done, total)
 
     def report() -> None:
         while not stop.wait(interval):
