@@ -2,9 +2,9 @@
 
 Everything runs on loopback, started by this module and stopped at its end:
 
-* the S3 API server (moto, server mode) holding the archive of three sources - ``alpha`` and
-  ``beta`` (the real MariaDB 10.11 chain) and ``gappy`` (the same chain without binlog.000003) -
-  and the warehouse, written over ``s3a://`` (executors never touch the driver's disk);
+* the S3 API server (moto, server mode) holding the archive of two sources - ``alpha`` (the real
+  MariaDB 10.11 chain) and ``gappy`` (the same chain without binlog.000003) - and the warehouse,
+  written over ``s3a://`` (executors never touch the driver's disk);
 * a Spark standalone cluster from the installed pyspark: a master and two workers of 1 core and
   1 GiB, executors in their own JVMs with their own Python workers, the jars referenced in place
   on every worker (``jars_on_workers``), the repo's packages shipped as ``--py-files``;
@@ -49,8 +49,10 @@ RUN_TIMEOUT = float(os.environ.get("BINLAKE_SCALE_OUT_RUN_TIMEOUT", "1800"))
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(2700)]
 
 BUCKET = "binlake-scale-out"
-SOURCES = ("alpha", "beta", "gappy")
-HEALTHY = ("alpha", "beta")
+#: two sources fill Airflow's two task slots, so their tasks run side by side; a third (a second
+#: healthy copy of the chain) only queued behind them and cost three more Spark applications
+SOURCES = ("alpha", "gappy")
+HEALTHY = ("alpha",)
 GAPPY_MISSING = "binlog.000003"
 STEPS = ("discover", "decode", "reconcile", "gold", "data_checks")
 SHORT_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -179,7 +181,7 @@ def serial_digests(stack: Stack, spark: Any, tmp_path_factory: pytest.TempPathFa
             continue  # the DAG never checks a source whose reconcile failed (upstream_failed)
         run_data_checks(source, "serial", local)
     digests = _digests(local)
-    assert digests["meta.ingested_files"].rows == 11  # 4 + 4 + 3 files
+    assert digests["meta.ingested_files"].rows == 7  # 4 + 3 files
     assert any(name.startswith("gold.alpha__") for name in digests)
     return digests
 
@@ -220,7 +222,7 @@ def test_nightly_run_healthy_sources_succeed_and_the_gap_is_named(stack: Stack, 
     assert states[("gappy", "data_checks")] == "upstream_failed"  # never "success" after a failed reconcile
     assert states[("-", "summary")] == "failed"
     labels = {(t.task_id.rsplit(".", 1)[-1], t.map_index): t.rendered_map_index for t in nightly["tis"]}
-    assert labels[("discover", 1)] == "beta" and labels[("decode", 2)] == "gappy", labels  # names, not 0/1/2
+    assert labels[("discover", 0)] == "alpha" and labels[("decode", 1)] == "gappy", labels  # names, not 0/1/2
     log = stack.airflow.task_log("binlake_nightly", nightly["run_id"], "per_source.reconcile", SOURCES.index("gappy"))
     assert "source gappy: binlog chain broken" in log
     assert f"GAP (missing files {GAPPY_MISSING}" in log
@@ -229,10 +231,10 @@ def test_nightly_run_healthy_sources_succeed_and_the_gap_is_named(stack: Stack, 
 def test_nightly_run_used_the_cluster_and_ran_tasks_in_parallel(stack: Stack, nightly: dict[str, Any]) -> None:
     apps = stack.cluster.state()["completedapps"]
     names = [a["name"] for a in apps]
-    # data_checks needs no Spark; a decode re-run by Airflow's retry would be a 4th decode app
+    # data_checks needs no Spark; a decode re-run by Airflow's retry would be a 3rd decode app
     assert set(names) == {"binlake-decode", "binlake-reconcile", "binlake-gold"}, names
-    assert names.count("binlake-decode") >= 3 and names.count("binlake-reconcile") == 3, names
-    assert names.count("binlake-gold") == 2, names
+    assert names.count("binlake-decode") >= 2 and names.count("binlake-reconcile") == 2, names
+    assert names.count("binlake-gold") == 1, names
     spans = [(t, dt.datetime.fromisoformat(t.start_date), dt.datetime.fromisoformat(t.end_date))
              for t in nightly["tis"] if t.start_date and t.end_date]
     overlapping = [(a.task_id, a.map_index, b.task_id, b.map_index) for i, (a, sa, ea) in enumerate(spans)
@@ -257,7 +259,7 @@ def test_a_worker_killed_mid_decode_is_survived(stack: Stack, nightly: dict[str,
     apps = {a["id"]: a for a in state["completedapps"]}
     assert apps[nightly["killed_during"]]["name"] == "binlake-decode"
     decode = [t for t in nightly["tis"] if t.task_id == "per_source.decode"]
-    assert [t.state for t in decode] == ["success"] * 3, decode
+    assert [t.state for t in decode] == ["success"] * len(SOURCES), decode
 
 
 def test_every_started_process_is_stopped(stack: Stack) -> None:
