@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.config import S3Settings
+from binlake.delta_tables import delta_uri
 from binlake.run_ids import new_run_id
 from binlake.sql_text import files_predicate
 from spark_jobs import records
@@ -352,7 +353,9 @@ def ensure_table(spark: Any, config: Any, name: str) -> str:
     executors) waits for. Several tasks creating the same table at once: one commit of version 0
     wins (the lock on S3, put-if-absent locally), the others find the table.
     A table written by an older binlake with other partition columns (meta tables were not
-    partitioned by ``source``) is re-partitioned once with Spark, rows kept (docs/operations.md).
+    partitioned by ``source``) is re-partitioned once with Spark, rows kept (docs/operations.md);
+    one without binlake's table properties (:attr:`binlake.tables.TableSpec.properties`: which
+    columns carry data-skipping statistics) gets them in one metadata commit, with delta-rs.
     """
     from binlake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
@@ -360,30 +363,51 @@ def ensure_table(spark: Any, config: Any, name: str) -> str:
     path = table_path(config, name)
     ts = spec(name)
     log_reader = _log_reader(config, path)
-    if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by:
+    if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by \
+            and not _missing_properties(log_reader, ts):
         return path
     with table_commit_lock(path, config.s3):
         if log_reader is None:
             _create_table(config, path, ts)
-        else:
+            return path
+        if tuple(log_reader.metadata().partition_columns) != ts.partition_by:
             with_conflict_retry(lambda: _repartition(spark, path, ts), f"re-partition {name}")
+            log_reader = _log_reader(config, path)
+        missing = _missing_properties(log_reader, ts)
+        if missing:
+            from deltalake import DeltaTable
+
+            log.info("%s: setting table properties %s", name, missing)
+            (DeltaTable(delta_uri(path), storage_options=_locked_storage_options(config, path))
+                .alter.set_table_properties(missing, raise_if_not_exists=False))
     return path
+
+
+def _missing_properties(log_reader: Any, ts: TableSpec) -> dict[str, str]:
+    """binlake's table properties the table lacks or holds with another value."""
+    current = log_reader.metadata().configuration
+    return {k: v for k, v in ts.table.properties.items() if current.get(k) != v}
+
+
+def _locked_storage_options(config: Any, path: str) -> dict[str, str] | None:
+    """delta-rs storage options for a commit made while holding the table's commit lock: on S3,
+    delta-rs's own locking is not needed (unsafe rename allowed); None for a local table."""
+    from binlake.config import is_s3_uri
+    from binlake.delta_tables import storage_options
+
+    if not is_s3_uri(path):
+        return None
+    return dict(storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
 
 
 def _create_table(config: Any, path: str, ts: TableSpec) -> None:
     from deltalake import DeltaTable, Schema
 
-    from binlake.config import is_s3_uri
-    from binlake.delta_tables import delta_uri, storage_options
-
-    options = None
-    if is_s3_uri(path):
-        # the table's commit lock is held: delta-rs's own S3 locking is not needed
-        options = dict(storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
     try:
         DeltaTable.create(delta_uri(path), schema=Schema.from_json(ts.schema.json()),
                           partition_by=list(ts.partition_by) or None, description=ts.description,
-                          mode="ignore", storage_options=options)
+                          configuration=ts.table.properties or None, mode="ignore",
+                          storage_options=_locked_storage_options(config, path))
     except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
         if _log_reader(config, path) is None:
             raise

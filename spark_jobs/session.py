@@ -35,6 +35,8 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 S3A_FS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 # Spark's jar for S3A and the SDK bundle must be present; anything else is up to the pom.
 REQUIRED_JAR_PREFIXES = ("delta-spark_", "delta-storage-", "hadoop-aws-", "bundle-")
+#: compiled query classes a session keeps (``spark.sql.codegen.cache.maxEntries``, default 100)
+CODEGEN_CACHE_ENTRIES = 2000
 
 
 class MissingJarsError(BinlakeError, RuntimeError):
@@ -118,6 +120,10 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
         "spark.sql.catalogImplementation": "in-memory",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.adaptive.enabled": "true",
+        # Spark keeps 100 compiled query classes by default; one ingest plans more distinct ones
+        # (seven Delta replace-writes, their stats, log replays), so every run compiled ~60-100
+        # classes again with Janino, and the JIT compiled those; 2000 kept 8-32 (issue 13).
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
     }
     if include_jars:
         conf.update(jars_conf(cfg))

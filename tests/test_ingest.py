@@ -461,3 +461,38 @@ def test_an_unreadable_object_is_one_quarantine_row_and_failed_facts(tmp_path: P
         "source": "s", "file": "binlog.000007", "file_seq": 7, "pos": 0, "scope": "file",
         "error_class": "ObjectNotFound", "range_start": 0, "range_end": None, "raw_head": None, "run_id": "r"}
     assert facts["read_failed"] and facts["quarantined"] == 1 and facts["events"] == 0
+
+
+def test_tables_carry_their_statistics_columns(spark: Any, ingested: dict[str, Any], tmp_path: Path) -> None:
+    """Created with ``delta.dataSkippingStatsColumns``; a table without it (made by an older
+    binlake) gets it from ensure_table in one commit, rows kept, and a second call commits nothing."""
+    from deltalake import DeltaTable, Schema
+
+    from binlake.tables import STATS_COLUMNS_PROPERTY
+    from spark_jobs.ingest import _rows_df, ensure_table
+    from spark_jobs.schemas import spec
+
+    cfg = ingested["cfg"]
+    for name in INGEST_TABLES:
+        conf = DeltaTable(table_path(cfg, name)).metadata().configuration
+        assert conf[STATS_COLUMNS_PROPERTY] == ",".join(spec(name).table.stats_columns), name
+    import pyarrow as pa
+
+    add = pa.table(DeltaTable(table_path(cfg, "silver.row_changes")).get_add_actions(flatten=True)).column_names
+    assert "min.file" in add and "min.pos" in add and "min.before_json" not in add and "min.event_type" not in add
+
+    old = dataclasses.replace(cfg, warehouse=str(tmp_path / "old"))
+    name = "meta.ingested_files"
+    path = table_path(old, name)
+    DeltaTable.create(path, schema=Schema.from_json(spec(name).schema.json()), partition_by=["source"])
+    row = {"source": "s", "file": "binlog.000001", "file_seq": 1, "uri": "/x/binlog.000001", "size": 10,
+           "etag": "e", "run_id": "r", "status": "ok", "events": 1, "transactions": 0, "row_changes": 0,
+           "statements": 0, "quarantined": 0}
+    _rows_df(spark, name, [row]).write.format("delta").mode("append").save(path)
+    assert STATS_COLUMNS_PROPERTY not in DeltaTable(path).metadata().configuration
+    ensure_table(spark, old, name)
+    table = DeltaTable(path)
+    assert table.metadata().configuration[STATS_COLUMNS_PROPERTY] == "file,file_seq,status"
+    assert table.version() == 2 and table.to_pyarrow_table().to_pylist() == [row]
+    ensure_table(spark, old, name)
+    assert DeltaTable(path).version() == 2

@@ -76,6 +76,10 @@ def test_spark_conf_uses_local_jars_and_no_ivy(binlake_config: BinlakeConfig) ->
     assert conf["spark.sql.catalog.spark_catalog"].endswith("DeltaCatalog")
     assert conf["spark.hadoop.fs.s3.impl"] == conf["spark.hadoop.fs.s3a.impl"]
     assert not any("secret" in k.lower() or "access.key" in k.lower() for k in conf)
+    # an ingest plans more distinct queries than Spark's 100 cached compiled classes: kept, and
+    # shipped to spark-submit alike
+    assert conf["spark.sql.codegen.cache.maxEntries"] == "2000"
+    assert spark_submit_kwargs(binlake_config)["conf"]["spark.sql.codegen.cache.maxEntries"] == "2000"  # type: ignore[index]
 
 
 def test_cluster_conf_uses_spark_jars(binlake_config: BinlakeConfig) -> None:

@@ -51,3 +51,21 @@ def test_lookup_and_locations() -> None:
         table("silver.nope")
     with pytest.raises(KeyError):
         table("gold.")
+
+
+def test_statistics_cover_the_key_and_the_filters_only() -> None:
+    """Delta keeps data-skipping statistics on the key and filter columns (never a partition
+    column, never the wide text), in table order; the property names them."""
+    from binlake.tables import STATS_COLUMNS_PROPERTY
+
+    events = table("bronze.events")
+    assert events.stats_columns == ("file", "file_seq", "pos", "payload_index", "event_type", "db", "table_name")
+    assert events.properties == {STATS_COLUMNS_PROPERTY: "file,file_seq,pos,payload_index,event_type,db,table_name"}
+    assert table("silver.row_changes").stats_columns == (
+        "file", "file_seq", "pos", "payload_index", "row_index", "db", "table_name")
+    assert table("meta.ingested_files").stats_columns == ("file", "file_seq", "status")
+    for spec in TABLES:
+        assert set(spec.filters) <= set(spec.column_names), spec.full_name
+        assert not set(spec.stats_columns) & set(spec.partition_by), spec.full_name
+        assert set(spec.key) - set(spec.partition_by) <= set(spec.stats_columns), spec.full_name
+    assert gold_table(gold_table_name("a", "b", "c")).properties == {}  # gold: Delta's default
