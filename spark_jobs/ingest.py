@@ -3,7 +3,8 @@
 Driver: plans tasks from the object list (never reads file bodies), runs one Spark job that
 decodes on the executors (one task per partition of a small task RDD) and collects only the
 per-range facts, then replaces each table's rows of the ingested files with one Delta overwrite
-per table (``replaceWhere`` on source + file), read from that table's staged Parquet parts.
+per table (``replaceWhere`` on source + file), read from that table's staged Parquet parts (a
+table with no rows of the files now, and none before by its log's statistics, is left alone).
 
 Executors: open the object store from plain settings (never a driver-side client), read their
 byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
@@ -677,10 +678,18 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     # one Delta transaction id per (run, file set): a retried run skips what it already wrote
     txn_app = f"binlake-ingest:{result.run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
 
+    pairs = {(o.source, o.file) for o in objects}
+
     def write_kind(kind: str) -> None:
         ts = spec(KIND_TO_TABLE[kind])
+        path = table_path(config, ts.name)
+        if not staged.parts.get(kind) and not may_hold_rows_of(_log_reader(config, path), pairs):
+            # nothing to add and nothing to replace: the commit would change no row (a night's
+            # quarantine is nearly always empty), and each commit costs seconds of JVM CPU
+            log.info("ingest %s: %s unchanged (no rows of these files before or now)", result.run_id, ts.name)
+            return
         df = _staged_df(spark, staged, kind)
-        write_replace(df, table_path(config, ts.name), predicate, s3=config.s3, run_id=result.run_id,
+        write_replace(df, path, predicate, s3=config.s3, run_id=result.run_id,
                       job="ingest", txn_app=txn_app, extra_meta={"files": len(objects)})
 
     # The five row tables are independent Delta logs: commit them from a few driver threads
@@ -706,6 +715,37 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
                       run_id=result.run_id, job="ingest", txn_app=txn_app)
     result.rows = {KIND_TO_TABLE[k]: n for k, n in counts.items()}
     result.quarantined = counts["quarantine"]
+
+
+def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
+    """Whether a data file of the table may hold rows of ``pairs`` ((source, file) pairs), judged
+    from its Delta log alone: the ``source`` partition value and the ``file`` column's min/max
+    statistics, as Delta's own data skipping would. True when a file lacks them or they may be
+    truncated (Delta cuts string statistics at 32 characters), False for no table.
+
+    Why not ask Spark: a query of the table is a job, several seconds of JVM CPU, for the
+    answer the log already holds (the same reading ``replaceWhere`` itself starts with).
+    """
+    import pyarrow as pa
+
+    if log_reader is None:
+        return False
+    wanted: dict[str, list[str]] = {}
+    for source, file in pairs:
+        wanted.setdefault(source, []).append(file)
+    actions = pa.table(log_reader.get_add_actions(flatten=True)).to_pydict()
+    sources = actions.get("partition.source") or [None] * len(actions.get("path", []))
+    lows = actions.get("min.file") or [None] * len(sources)
+    highs = actions.get("max.file") or [None] * len(sources)
+    for source, low, high in zip(sources, lows, highs, strict=True):
+        files = wanted.get(source) if source is not None else [f for fs in wanted.values() for f in fs]
+        if not files:
+            continue
+        if low is None or high is None or max(len(low), len(high)) >= 32:
+            return True
+        if any(low <= f <= high for f in files):
+            return True
+    return False
 
 
 def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,

@@ -159,6 +159,8 @@ def test_ingest_summary_and_split(ingested: dict[str, Any], archive: dict[str, A
     assert r.split_files == 1 and r.tasks >= 3  # binlog.000002: cut at the GTID after its 72 KB transaction
     assert set(r.file_status.values()) == {"ok"}, r.file_status
     assert r.quarantined == 0
+    # no quarantine rows now and none of these files' before: that table got no commit
+    assert r.table_versions["bronze.quarantine"] == 0 and r.table_versions["bronze.events"] == 1
     # the split ranges decoded exactly the events of one pass over each file
     expected = 0
     for o in archive["objects"]:
@@ -364,6 +366,35 @@ def test_mid_file_corrupt_event_ends_partial_with_every_other_event_ingested(
         return sorted(df.drop("source", "run_id").toJSON().collect())
 
     assert rows("bad") == rows("good") and len(rows("good")) == good["row_changes"] > 0
+
+    # the bad object replaced by a good one: no quarantine rows now, but the log says the table
+    # may hold the file's: the replacement is written and the old row goes
+    fixed = tmp_path / "bad" / "binlog.000001"
+    fixed.write_bytes(data)
+    again = run_ingest(spark, cfg, [BinlogObject(source="bad", uri=str(fixed), size=len(data), etag="fixed")],
+                       "run-fixed")
+    assert again.file_status == {"bad/binlog.000001": "ok"}
+    assert spark.read.format("delta").load(table_path(cfg, "bronze.quarantine")).count() == 0
+
+
+def test_may_hold_rows_of_reads_source_and_file_statistics(tmp_path: Path) -> None:
+    """The log's partition values and ``file`` min/max decide; no statistics, or statistics
+    possibly cut at 32 characters, mean "may"."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from spark_jobs.ingest import may_hold_rows_of
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"source": ["a", "a"], "file": ["binlog.000001", "binlog.000003"]}),
+                    partition_by=["source"])
+    table = DeltaTable(path)
+    assert may_hold_rows_of(table, [("a", "binlog.000002")])  # inside the data file's min..max
+    assert may_hold_rows_of(table, [("b", "binlog.000001"), ("a", "binlog.000003")])
+    assert not may_hold_rows_of(table, [("a", "binlog.000004"), ("b", "binlog.000001")])
+    assert not may_hold_rows_of(None, [("a", "binlog.000001")])
+    write_deltalake(path, pa.table({"source": ["c"], "file": ["x" * 40]}), partition_by=["source"], mode="append")
+    assert may_hold_rows_of(DeltaTable(path), [("c", "y")])  # a cut statistic cannot exclude
 
 
 def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
