@@ -7,7 +7,7 @@ is spelled for delta-rs and which endpoint and credentials it uses.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from binlake.config import S3Settings, is_s3_uri
 
@@ -63,3 +63,12 @@ def open_delta_table(location: str, s3: S3Settings | None = None) -> DeltaTable 
         return DeltaTable(uri, storage_options=options)
     except TableNotFoundError:
         return None
+
+
+def add_actions(table: DeltaTable) -> dict[str, list[Any]]:
+    """The table's live data files, one list per column: ``path``, ``partition.<col>``,
+    ``min.<col>`` / ``max.<col>`` statistics ... (delta-rs's flattened add actions). Read through
+    pyarrow because delta-rs returns an arro3 table, which has no ``to_pydict``."""
+    import pyarrow as pa
+
+    return dict(pa.table(table.get_add_actions(flatten=True)).to_pydict())

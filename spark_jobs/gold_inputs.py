@@ -87,10 +87,9 @@ def added_files(cfg: Any, source: str, since: int | None) -> tuple[int | None, l
     be there any more (a file of the partition removed: a re-ingested file, a compaction), ``since``
     is unknown or gone from the log, or the data files are not plain Parquet (a reader feature such
     as deletion vectors or column mapping: reader protocol > 1)."""
-    import pyarrow as pa
     from deltalake.exceptions import DeltaError
 
-    from binlake.delta_tables import open_delta_table
+    from binlake.delta_tables import add_actions, open_delta_table
 
     location = table_location(cfg.warehouse, "silver.row_changes")
     table = open_delta_table(location, cfg.s3)
@@ -101,7 +100,7 @@ def added_files(cfg: Any, source: str, since: int | None) -> tuple[int | None, l
         return now, None
 
     def mine(t: Any) -> set[str]:
-        actions = pa.table(t.get_add_actions(flatten=True)).to_pydict()
+        actions = add_actions(t)
         return {p for p, s in zip(actions["path"], actions.get("partition.source", [])) if s == source}
 
     current = mine(table)

@@ -717,23 +717,27 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     result.quarantined = counts["quarantine"]
 
 
+#: Delta keeps a string column's min/max statistics as prefixes of this many characters
+DELTA_STATS_STRING_PREFIX = 32
+
+
 def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
     """Whether a data file of the table may hold rows of ``pairs`` ((source, file) pairs), judged
     from its Delta log alone: the ``source`` partition value and the ``file`` column's min/max
     statistics, as Delta's own data skipping would. True when a file lacks them or they may be
-    truncated (Delta cuts string statistics at 32 characters), False for no table.
+    truncated (Delta cuts string statistics to :data:`DELTA_STATS_STRING_PREFIX` characters), False for no table.
 
     Why not ask Spark: a query of the table is a job, several seconds of JVM CPU, for the
     answer the log already holds (the same reading ``replaceWhere`` itself starts with).
     """
-    import pyarrow as pa
+    from binlake.delta_tables import add_actions
 
     if log_reader is None:
         return False
     wanted: dict[str, list[str]] = {}
     for source, file in pairs:
         wanted.setdefault(source, []).append(file)
-    actions = pa.table(log_reader.get_add_actions(flatten=True)).to_pydict()
+    actions = add_actions(log_reader)
     sources = actions.get("partition.source") or [None] * len(actions.get("path", []))
     lows = actions.get("min.file") or [None] * len(sources)
     highs = actions.get("max.file") or [None] * len(sources)
@@ -741,7 +745,7 @@ def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
         files = wanted.get(source) if source is not None else [f for fs in wanted.values() for f in fs]
         if not files:
             continue
-        if low is None or high is None or max(len(low), len(high)) >= 32:
+        if low is None or high is None or max(len(low), len(high)) >= DELTA_STATS_STRING_PREFIX:
             return True
         if any(low <= f <= high for f in files):
             return True

@@ -238,9 +238,7 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
     """
     import hashlib
 
-    import pyarrow as pa
-
-    from binlake.delta_tables import open_delta_table
+    from binlake.delta_tables import add_actions, open_delta_table
     from binlake.tables import table_location
 
     # [gold] (history tables, seed dumps) shapes the gold tables too
@@ -252,7 +250,7 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
         if table is None:
             out[name] = None
             continue
-        actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()
+        actions = add_actions(table)
         mine = sorted(p for p, s in zip(actions["path"], actions.get("partition.source", []), strict=False)
                       if s == source)
         out[name] = hashlib.sha256("\n".join(mine).encode()).hexdigest()

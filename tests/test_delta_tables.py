@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from binlake.config import S3Settings
-from binlake.delta_tables import delta_uri, open_delta_table, storage_options
+from binlake.delta_tables import add_actions, delta_uri, open_delta_table, storage_options
 from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
 
 ROWS = pa.table({"source": ["a", "b"], "n": [1, 2]})
@@ -42,6 +42,17 @@ def test_open_delta_table_in_a_folder(tmp_path: Path) -> None:
     table = open_delta_table(str(tmp_path / "t"))
     assert table is not None and table.version() == 0
     assert table.to_pyarrow_table().sort_by("n").to_pydict() == {"source": ["a", "b"], "n": [1, 2]}
+
+
+def test_add_actions_name_each_data_file_with_its_partition_and_statistics(tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    write_deltalake(str(tmp_path / "t"), ROWS, partition_by=["source"])
+    actions = add_actions(DeltaTable(str(tmp_path / "t")))
+    by_source = {s: (lo, hi) for s, lo, hi in zip(actions["partition.source"], actions["min.n"], actions["max.n"],
+                                                  strict=True)}
+    assert by_source == {"a": (1, 1), "b": (2, 2)}
+    assert all(p.startswith("source=") for p in actions["path"])
 
 
 @pytest.fixture(scope="module")
