@@ -77,7 +77,7 @@ class TableSpec:
         large share of an ingest's JVM CPU (issue 13); ``replaceWhere`` on ``file`` and the readers'
         filters only need these.
         """
-        wanted = dict.fromkeys(c for c in self.key + self.filters if c not in self.partition_by)
+        wanted = {c for c in self.key + self.filters if c not in self.partition_by}
         return tuple(c for c in self.column_names if c in wanted)
 
     @property

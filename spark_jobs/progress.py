@@ -110,19 +110,20 @@ def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_
     stop = threading.Event()
     t0 = time.monotonic()
 
-    last: list[tuple[int, int] | None] = [None]  # the figures of the line logged last
+    last: tuple[int, int] | None = None  # the figures of the line logged last
 
     def emit() -> None:
+        nonlocal last
         try:
             done, total, stages = counter.poll()
         except Exception as exc:  # noqa: BLE001 - progress must never fail the step
             log.debug("no progress: %s", exc)
             return
-        if total and (done, total) != last[0]:
+        if total and (done, total) != last:
             seen = StepProgress(step, source, done, total, stages, time.monotonic() - t0, files, total_bytes)
             # the object rides along for terminals that draw a bar (the demo); logs get the line
             log.info("%s", seen.line(), extra={"step_progress": seen})
-            last[0] = (done, total)
+            last = (done, total)
 
     def report() -> None:
         while not stop.wait(interval):

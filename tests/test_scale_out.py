@@ -222,7 +222,7 @@ def test_nightly_run_healthy_sources_succeed_and_the_gap_is_named(stack: Stack, 
     assert states[("gappy", "data_checks")] == "upstream_failed"  # never "success" after a failed reconcile
     assert states[("-", "summary")] == "failed"
     labels = {(t.task_id.rsplit(".", 1)[-1], t.map_index): t.rendered_map_index for t in nightly["tis"]}
-    assert labels[("discover", 0)] == "alpha" and labels[("decode", 1)] == "gappy", labels  # names, not 0/1/2
+    assert labels[("discover", 0)] == "alpha" and labels[("decode", 1)] == "gappy", labels  # names, not 0/1
     log = stack.airflow.task_log("binlake_nightly", nightly["run_id"], "per_source.reconcile", SOURCES.index("gappy"))
     assert "source gappy: binlog chain broken" in log
     assert f"GAP (missing files {GAPPY_MISSING}" in log
