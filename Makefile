@@ -94,7 +94,7 @@ setup-native:
 		echo "[setup] WARNING: building native/ failed: the pure-Python decoder is used" >&2; fi
 
 demo: setup
-	$(VPY) -m binlake.testing.demo
+	$(VPY) -m binlake_testing.demo
 
 # ruff and mypy as configured in pyproject.toml: any finding fails (and so fails `make test`).
 lint: setup

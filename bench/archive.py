@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
-from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
+from binlake_testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
+from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,7 +108,7 @@ def main() -> int:
             "--host=127.0.0.1", f"--port={db.port}", f"--user={REPL_USER}", f"--password={REPL_PASSWORD}",
             f"--result-file={peer_dir}/", files[0].name], env, mb)]
         check_identical(db, peer_dir, "mariadb-binlog")
-        archive = [sys.executable, "-c", ("import sys; from binlake.cli.archive import archive_command; "
+        archive = [sys.executable, "-c", ("import sys; from binlake_cli.archive import archive_command; "
                    "sys.exit(archive_command(sys.argv[1:]))"), "--source", "bench", "--host", "127.0.0.1",
                    "--port", str(db.port), "--user", REPL_USER, "--stop-at-end", "--upload-bytes", str(64 << 20),
                    "--upload-interval-s", "30"]

@@ -364,7 +364,7 @@ def oltp_corpus(size: str, quiet: bool) -> list[str]:
     t0 = time.monotonic()
     # sysbench-style tables only (MariaDB's decoder cannot read MySQL JSON); one file of `size`.
     # In a child process: the parent stays small.
-    code = ("import sys; from binlake.testing.synthetic import SyntheticConfig, _size, generate; "
+    code = ("import sys; from binlake_testing.synthetic import SyntheticConfig, _size, generate; "
             f"s = _size({size!r}); "
             "generate(sys.argv[1], SyntheticConfig(bytes_per_server=s, max_binlog_size=s + (1 << 20), "
             "workload='oltp', orders=False, seed=1, tables=8, rows_per_table=10000))")

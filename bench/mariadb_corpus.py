@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from binlake.testing.mariadb_server import ROW_METADATA_ARGS, MariaDBServer, which
+from binlake_testing.mariadb_server import ROW_METADATA_ARGS, MariaDBServer, which
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DEST = ROOT / ".bench" / "corpus" / "mariadb-large-rows"

@@ -29,7 +29,7 @@ Prints the table and the machine's load; the last line reads ``ratio ingest/copy
 ``results.json`` in the workdir holds the figures.
 
 Scale-out: ``--master spark://host:7077`` runs on that cluster instead of local[2];
-``--cluster-workers 1,2`` starts a loopback standalone cluster (``binlake.testing.spark_cluster``,
+``--cluster-workers 1,2`` starts a loopback standalone cluster (``binlake_testing.spark_cluster``,
 1 core / ``--worker-memory`` per worker) once per count, ingests the same archive on each, and
 prints wall time, executor CPU-seconds (all processes under the workers: executor JVMs and their
 Python workers) and the throughput ratio against the first count.
@@ -421,7 +421,7 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
 def _ship_packages(spark, work: Path) -> None:
     """On a cluster, the executors' Python workers import binlake's packages from a --py-files zip."""
     if spark.sparkContext.master.startswith("spark://"):
-        from binlake.testing.spark_cluster import package_zip
+        from binlake_testing.spark_cluster import package_zip
 
         spark.sparkContext.addPyFile(str(package_zip(REPO, work / "binlake-py.zip")))
 
@@ -447,7 +447,7 @@ def _cluster_cpu_seconds(cluster) -> float:
 def scaling(args: argparse.Namespace) -> int:
     """Ingest the same archive on a loopback cluster of 1, 2, ... workers; print the ratio."""
     from binlake.config import config_from_dict
-    from binlake.testing.spark_cluster import SparkStandaloneCluster
+    from binlake_testing.spark_cluster import SparkStandaloneCluster
     from spark_jobs.ingest import BinlogObject, run_ingest
     from spark_jobs.session import build_spark_session
 

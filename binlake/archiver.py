@@ -10,7 +10,7 @@ Settings (:class:`ArchiverSettings`): CLI flags > ``BINLAKE_ARCHIVE_<KEY>`` env 
 are declared once, in :class:`binlake.config.ArchiveSettings` (validated with the rest of the config).
 The destination is the source's ``[[sources]]`` uri (or ``--dest``), the object store the config's
 ``[s3]``. The password never comes from a file or a flag: ``BINLAKE_ARCHIVE_PASSWORD``, ``MYSQL_PWD``
-or an Airflow connection (resolved by the command line, :mod:`binlake.cli.archive`, which is also the
+or an Airflow connection (resolved by the command line, :mod:`binlake_cli.archive`, which is also the
 service entry: this module imports no Airflow).
 """
 

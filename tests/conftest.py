@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, config_from_dict
-from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
+from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
 # --- hypothesis profiles (hostile-input / fuzz tests) -----------------------------------------
 # "ci" (loaded when CI is set, as in CI=true): derandomized, so every run draws the same examples

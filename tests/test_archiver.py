@@ -31,10 +31,10 @@ from binlake.archiver import (
     load_settings,
 )
 from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
-from binlake.cli.archive import archive_command
 from binlake.errors import BinlakeError
 from binlake.storage import S3ObjectStore
-from binlake.testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
+from binlake_cli.archive import archive_command
+from binlake_testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 from binlog_parser.replication import gtid_of, parse_event
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
     dag.test(): scheduler loop, task runner, XCom) discovers the archiver's objects, ingests the closed
     ones and reconciles them OK; the open file waits for its ROTATE."""
     from binlake.tables import table_location
-    from binlake.testing.demo import NIGHTLY_DAG_ID, run_dag
+    from binlake_testing.demo import NIGHTLY_DAG_ID, run_dag
     from orchestration.run_local import load_dag, migrate_airflow_db
 
     for i in range(3):
@@ -248,7 +248,7 @@ def test_status_command_prints_the_status_file(server: MariaDBServer, tmp_path: 
 
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    code = "import sys; from binlake.cli.archive import archive_command; sys.exit(archive_command(sys.argv[1:]))"
+    code = "import sys; from binlake_cli.archive import archive_command; sys.exit(archive_command(sys.argv[1:]))"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     with open(log, "ab") as fh:
         return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=fh, stderr=subprocess.STDOUT)
@@ -510,7 +510,7 @@ def test_start_by_gtid_archives_the_whole_file_that_holds_it(server: MariaDBServ
 def test_credentials_from_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     """``airflow_conn_id``: host, port, user and password from the connection (here from Airflow's
     env-variable secrets backend), never from a file or a flag."""
-    from binlake.cli.archive import with_airflow_login
+    from binlake_cli.archive import with_airflow_login
 
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_REPL", "mysql://binlake_repl:s3cr%40t@127.0.0.1:3307")
     settings = ArchiverSettings(source="x", dest="/nowhere", airflow_conn_id="mysql_repl")

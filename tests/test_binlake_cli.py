@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from binlake.cli.app import main
 from binlake.config import config_from_dict
+from binlake_cli.app import main
 
 BINLAKE = Path(sys.executable).parent / "binlake"
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import make_test_config
 
-from binlake.testing.table_digest import warehouse_digests
+from binlake_testing.table_digest import warehouse_digests
 from spark_jobs.ingest import BinlogObject, run_ingest
 from spark_jobs.reconcile import run_reconcile
 from spark_jobs.schemas import ALL_TABLES

@@ -111,7 +111,7 @@ def test_duplicate_and_clean_sources(scenario: BinlakeConfig, tmp_path: Path) ->
 
 @pytest.mark.spark
 def test_cli_and_errors(scenario: BinlakeConfig, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from binlake.cli.app import main
+    from binlake_cli.app import main
 
     config = write_config_file(scenario, tmp_path / "binlake.toml")
     assert main(["coverage", "missing", "--config", str(config), "--out", str(tmp_path / "r"), "--no-png"]) == 0

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from binlake.testing.s3server import S3Server
+from binlake_testing.s3server import S3Server
 from tests._airflow_util import asset_events
 from tests._chain_util import MARIADB_FILES, make_open, read_fixture, with_rotate_to
 
@@ -158,7 +158,7 @@ def _reopen_closed_log_streams() -> Any:
 def _run(world: dict[str, Any], dag: Any, name: str, **kwargs: Any) -> Any:
     import time
 
-    from binlake.testing.demo import run_dag
+    from binlake_testing.demo import run_dag
 
     t0 = time.monotonic()
     result = run_dag(dag, **kwargs)
@@ -257,10 +257,10 @@ def test_night2_nothing_new_starts_no_spark_and_still_reports_the_gap(
 def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: Any,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """binlog.000004 rotated, binlog.000005 appeared (still open); a new source with a generated
-    MySQL 8 chain (binlake.testing.synthetic) whose last file is still in use."""
+    MySQL 8 chain (binlake_testing.synthetic) whose last file is still in use."""
     from binlake.config import S3Settings
     from binlake.tables import table_location
-    from binlake.testing.synthetic import Faults, SyntheticConfig, generate
+    from binlake_testing.synthetic import Faults, SyntheticConfig, generate
 
     closed4 = with_rotate_to(read_fixture("binlog.000004"), "binlog.000005")
     _put(world["client"], "good", "binlog.000004", closed4)

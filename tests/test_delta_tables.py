@@ -10,7 +10,7 @@ import pytest
 
 from binlake.config import S3Settings
 from binlake.delta_tables import add_actions, delta_uri, open_delta_table, storage_options
-from binlake.testing.s3server import DUMMY_AWS_ENV, S3Server
+from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
 ROWS = pa.table({"source": ["a", "b"], "n": [1, 2]})
 

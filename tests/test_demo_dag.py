@@ -12,14 +12,14 @@ import pytest
 
 from binlake.config import load_config
 from binlake.tables import table_location
-from binlake.testing.demo import (
+from binlake_testing.demo import (
     DEMO_SOURCES,
     NIGHTLY_DAG_ID,
     run_dag,
     upload_demo_sources,
     write_demo_config,
 )
-from binlake.testing.s3server import S3Server
+from binlake_testing.s3server import S3Server
 from orchestration.run_local import load_dag, migrate_airflow_db
 
 NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.gold",
@@ -88,7 +88,7 @@ def test_the_demo_shows_spark_progress_lines_on_the_terminal(capsys: pytest.Capt
     import logging
     import time
 
-    from binlake.testing.demo import progress_on_terminal
+    from binlake_testing.demo import progress_on_terminal
 
     logger = logging.getLogger("binlake.progress")
     with progress_on_terminal(time.monotonic()):
@@ -106,7 +106,7 @@ def test_on_a_terminal_the_demo_draws_a_bar_per_step() -> None:
     from rich.console import Console
     from rich.progress import Progress, TextColumn
 
-    from binlake.testing.demo import _SayHandler
+    from binlake_testing.demo import _SayHandler
     from spark_jobs.progress import StepProgress
 
     screen = io.StringIO()

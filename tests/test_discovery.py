@@ -235,9 +235,9 @@ def test_s3_paging_and_ranged_reads(s3_server: Any, s3_client: Any, s3_bucket: s
 @pytest.mark.parametrize("faults", [("missing_file", "duplicate_file", "in_use_last"),
                                     ("restart", "truncated_tail"), ()])
 def test_synthetic_archive_matches_ground_truth(tmp_path: Path, faults: tuple[str, ...]) -> None:
-    """Generated chains (binlake.testing.synthetic, MySQL 8 format): discovery's view of every file agrees
+    """Generated chains (binlake_testing.synthetic, MySQL 8 format): discovery's view of every file agrees
     with the generator's ground truth, and each fault is reported as the right kind."""
-    from binlake.testing.synthetic import Faults, SyntheticConfig, generate
+    from binlake_testing.synthetic import Faults, SyntheticConfig, generate
 
     truth = generate(str(tmp_path), SyntheticConfig(bytes_per_server=320 << 10, max_binlog_size=64 << 10,
                                                     faults=Faults.parse(list(faults)), seed=7))

@@ -22,7 +22,7 @@ import pytest
 from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
 from conftest import make_test_config
 
-from binlake.testing.table_digest import warehouse_digests
+from binlake_testing.table_digest import warehouse_digests
 from spark_jobs import ingest as ingest_mod
 from spark_jobs.ingest import BinlogObject, run_ingest, table_path
 from spark_jobs.records import decode_file
@@ -439,7 +439,7 @@ def test_an_s3a_warehouse_gets_the_same_tables(spark: Any, ingested: dict[str, A
     for a response, which the session's in-process server could then never send. S3A reaches it
     through a per-bucket endpoint.)
     """
-    from binlake.testing.s3server import S3Server
+    from binlake_testing.s3server import S3Server
 
     bucket = "lake-ingest"
     server = S3Server(mode="process").start()

@@ -1,9 +1,9 @@
 """The layering of docs/architecture.md, checked on every module's imports (``ast``, so function-level
 and ``TYPE_CHECKING`` imports count too):
 
-    binlog_parser  <-  binlake  <-  spark_jobs  <-  orchestration  <-  dags  <-  binlake.testing  <-  binlake.cli
+    binlog_parser  <-  binlake  <-  spark_jobs  <-  orchestration  <-  dags  <-  binlake_testing  <-  binlake_cli
 
-(``binlake.testing`` is the test/demo tooling and ``binlake.cli`` the console script: applications on
+(``binlake_testing`` is the test/demo tooling and ``binlake_cli`` the console script: applications on
 top that may use every layer; nothing below imports them.)
 
 A module may import its own layer and the layers below it, never one above; third-party packages
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("binlog_parser", "binlake", "spark_jobs", "orchestration", "dags")
+PACKAGES = ("binlog_parser", "binlake", "spark_jobs", "orchestration", "dags", "binlake_testing", "binlake_cli")
 
 #: Layer rank by module prefix (longest prefix wins).
 LAYERS: dict[str, int] = {
@@ -33,8 +33,8 @@ LAYERS: dict[str, int] = {
     "orchestration": 3,
     "airflow": 3,
     "dags": 4,
-    "binlake.testing": 5,
-    "binlake.cli": 6,
+    "binlake_testing": 5,
+    "binlake_cli": 6,
 }
 #: What binlog_parser may import besides itself and the standard library.
 PARSER_THIRD_PARTY = {"zstandard"}

@@ -3,7 +3,7 @@ row changes in order and compare with what SELECT prints, value for value.
 
 The server is Debian's ``mariadb-server`` (``make setup`` installs it; so does this test when
 it runs as root with apt available). It runs as a child process on a temp datadir with a unix
-socket and no networking (binlake.testing.mariadb_server, the one launcher of tests and benches).
+socket and no networking (binlake_testing.mariadb_server, the one launcher of tests and benches).
 Skipped - loudly - only when no server can be found or installed.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from rows_replay import Replayer, compare_table
 
-from binlake.testing.mariadb_server import ROW_METADATA_ARGS, MariaDBServer
-from binlake.testing.mariadb_server import ensure_installed as _ensure_installed
+from binlake_testing.mariadb_server import ROW_METADATA_ARGS, MariaDBServer
+from binlake_testing.mariadb_server import ensure_installed as _ensure_installed
 from binlog_parser.reader import read_events
 from binlog_parser.rows import RowsEvent
 

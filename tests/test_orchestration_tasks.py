@@ -93,7 +93,7 @@ def test_submit_mode_gold_emits_an_asset_event_per_gold_table_it_wrote(
     from binlake.config import load_config
     from binlake.runs import put_doc
     from binlake.step_results import GoldStepResult
-    from binlake.testing.demo import run_dag
+    from binlake_testing.demo import run_dag
     from orchestration.run_local import load_dag, migrate_airflow_db
     from orchestration.tasks import GOLD_ASSET_ALIAS
 

@@ -38,10 +38,10 @@ import psutil
 import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
-from binlake.testing.airflow_services import AirflowServices, TaskInstanceInfo
-from binlake.testing.s3server import S3Server
-from binlake.testing.spark_cluster import SparkStandaloneCluster, package_zip
-from binlake.testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
+from binlake_testing.airflow_services import AirflowServices, TaskInstanceInfo
+from binlake_testing.s3server import S3Server
+from binlake_testing.spark_cluster import SparkStandaloneCluster, package_zip
+from binlake_testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
 from spark_jobs.schemas import ALL_TABLES
 from tests._chain_util import MARIADB_FILES, read_fixture
 

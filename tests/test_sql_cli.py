@@ -17,7 +17,11 @@ from typing import Any
 import pytest
 from _scenario_warehouse import scenario_warehouse, write_config_file
 
-from binlake.cli.sql import (
+from binlake.config import BinlakeConfig, load_config
+from binlake.sql_fast import FastWarehouse, TableNotFoundError, translate
+from binlake.sql_values import canonical, render_text, write_csv, write_table
+from binlake.tables import TABLES
+from binlake_cli.sql import (
     SqlOptions,
     SqlSession,
     interactive,
@@ -25,10 +29,6 @@ from binlake.cli.sql import (
     run_sql,
     split_statements,
 )
-from binlake.config import BinlakeConfig, load_config
-from binlake.sql_fast import FastWarehouse, TableNotFoundError, translate
-from binlake.sql_values import canonical, render_text, write_csv, write_table
-from binlake.tables import TABLES
 
 BINLAKE = Path(sys.executable).parent / "binlake"
 
@@ -95,7 +95,7 @@ def test_fast_path_reads_an_s3_warehouse(spark: Any, scenario: BinlakeConfig) ->
     """
     import dataclasses
 
-    from binlake.testing.s3server import S3Server
+    from binlake_testing.s3server import S3Server
 
     server = S3Server(mode="process").start()
     try:

@@ -16,8 +16,8 @@ from binlake.storage import (
     S3ObjectStore,
     open_object_store,
 )
-from binlake.testing.fault_proxy import CutBodyProxy
-from binlake.testing.s3server import S3Server
+from binlake_testing.fault_proxy import CutBodyProxy
+from binlake_testing.s3server import S3Server
 
 DATA = bytes(range(256)) * 4  # 1024 bytes
 

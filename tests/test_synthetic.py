@@ -1,4 +1,4 @@
-"""binlake.testing.synthetic: generated archives decode as their ground truth says, faults included."""
+"""binlake_testing.synthetic: generated archives decode as their ground truth says, faults included."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.testing.synthetic import Faults, SyntheticConfig, generate, main
+from binlake_testing.synthetic import Faults, SyntheticConfig, generate, main
 from binlog_parser import GtidSet, read_events
 from binlog_parser.errors import BinlogError, ChecksumMismatchError, TruncatedEventError
 
@@ -234,7 +234,7 @@ def test_chain_break(tmp_path: Path) -> None:
 
 
 def test_binlake_generate_subcommand(tmp_path: Path) -> None:
-    from binlake.cli.app import main as binlake_main
+    from binlake_cli.app import main as binlake_main
 
     assert binlake_main(["generate", str(tmp_path / "g"), "--size", "150KiB", "--max-binlog-size", "64KiB",
                          "--quiet", "--no-orders"]) == 0

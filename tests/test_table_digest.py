@@ -1,4 +1,4 @@
-"""binlake.testing.table_digest: counts + order-independent checksums that catch any changed row."""
+"""binlake_testing.table_digest: counts + order-independent checksums that catch any changed row."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from binlake.testing.table_digest import delta_table_digest, rows_digest
+from binlake_testing.table_digest import delta_table_digest, rows_digest
 
 ROWS: list[dict[str, Any]] = [
     {"source": "a", "file": "binlog.000001", "pos": 4, "raw": b"\x01\x02", "run_id": "r1",

@@ -45,8 +45,8 @@ def test_wheel_ships_the_dag_files_samples_and_example_config(wheel: Path) -> No
         names = set(zf.namelist())
         for dag in ("binlake_nightly.py", "binlake_backfill.py"):
             assert zf.read(f"orchestration/dag_files/{dag}") == (REPO / "dags" / dag).read_bytes()
-        samples = sorted(n for n in names if n.startswith("binlake/testing/samples/mariadb-10.11/binlog."))
-        assert samples == [f"binlake/testing/samples/mariadb-10.11/binlog.00000{i}" for i in range(1, 5)]
+        samples = sorted(n for n in names if n.startswith("binlake_testing/samples/mariadb-10.11/binlog."))
+        assert samples == [f"binlake_testing/samples/mariadb-10.11/binlog.00000{i}" for i in range(1, 5)]
         assert "binlake/config_example.toml" in names
     assert not any(n.startswith(("tests/", "dags/", "bench/")) for n in names)
 
@@ -63,7 +63,7 @@ def test_installed_wheel_finds_its_dag_files_without_a_checkout(installed: Path,
 
 def test_installed_wheel_demo_names_missing_jars_in_one_line(installed: Path, tmp_path: Path) -> None:
     """Without a checkout there is no ``.jars/``: the demo says so before it starts anything."""
-    code = "import sys; from binlake.cli import main; sys.exit(main(['demo']))"
+    code = "import sys; from binlake_cli import main; sys.exit(main(['demo']))"
     proc = _run(installed, tmp_path, code, BINLAKE_JARS_DIR=str(tmp_path / "no-jars"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == (
@@ -74,7 +74,7 @@ def test_installed_wheel_demo_names_missing_jars_in_one_line(installed: Path, tm
 
 
 def test_installed_wheel_config_example_loads(installed: Path, tmp_path: Path) -> None:
-    code = ("from binlake.cli import main; import sys; sys.exit(main(['config', '--example']))")
+    code = ("from binlake_cli import main; import sys; sys.exit(main(['config', '--example']))")
     proc = _run(installed, tmp_path, code)
     assert proc.returncode == 0, proc.stderr
     (tmp_path / "binlake.toml").write_text(proc.stdout)
@@ -86,7 +86,7 @@ def test_installed_wheel_config_example_loads(installed: Path, tmp_path: Path) -
 
 def test_demo_without_the_testing_extra_says_which_extra(installed: Path, tmp_path: Path) -> None:
     """moto belongs to the ``[testing]`` extra; without it the demo names the extra, no traceback."""
-    code = ("import sys; sys.modules['moto'] = None; from binlake.cli import main; "
+    code = ("import sys; sys.modules['moto'] = None; from binlake_cli import main; "
             f"sys.exit(main(['demo', '--jars-dir', {str(REPO / '.jars')!r}]))")
     proc = _run(installed, tmp_path, code)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr

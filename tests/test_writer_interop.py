@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.testing.synthetic import Faults, SyntheticConfig, generate
+from binlake_testing.synthetic import Faults, SyntheticConfig, generate
 from binlog_parser import read_events
 from binlog_parser.rows import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
 from binlog_parser.rows.json_binary import MySQLJson

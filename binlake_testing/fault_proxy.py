@@ -1,6 +1,6 @@
 """A loopback HTTP proxy that cuts response bodies: the real cause of a download dropped mid-body.
 
-Put in front of the loopback S3 server (``binlake.testing.s3server``), it forwards every request
+Put in front of the loopback S3 server (``binlake_testing.s3server``), it forwards every request
 unchanged and, for the first ``cut_bodies`` GET responses with a body, sends the status line and
 headers (the full ``Content-Length`` included) but only ``cut_after`` bytes of the body, then
 closes the connection (``reset=True``: with a TCP RST). The client sees exactly what a dropped download looks like on the wire

@@ -32,7 +32,7 @@ reconciliation status per file (``OK`` / ``GAP`` with the missing set / ``DUPLIC
 original), the GTIDs executed and the GTIDs readable from the archive, and row changes per table
 readable from the archive (duplicates counted once, lost / cut / corrupt transactions excluded).
 
-Run ``python -m binlake.testing.synthetic --help`` (or ``binlake generate``).
+Run ``python -m binlake_testing.synthetic --help`` (or ``binlake generate``).
 """
 
 from __future__ import annotations
@@ -791,7 +791,7 @@ def _size(text: str) -> int:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = parser or argparse.ArgumentParser(
-        prog="python -m binlake.testing.synthetic",
+        prog="python -m binlake_testing.synthetic",
         description="Generate a synthetic MySQL binlog archive with ground truth.")
     p.add_argument("dest", help="local folder or s3://bucket/prefix")
     p.add_argument("--servers", type=int, default=1)

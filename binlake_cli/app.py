@@ -65,7 +65,7 @@ def sql(
     engine: Annotated[Engine, typer.Option(help="auto | fast (no JVM) | spark")] = Engine.auto,
     max_rows: Annotated[int, typer.Option(help="print at most this many rows (0: all)")] = 1000,
 ) -> None:
-    from binlake.cli.sql import SqlOptions, run_sql
+    from binlake_cli.sql import SqlOptions, run_sql
 
     _done(run_sql(SqlOptions(query=query, config=str(config) if config else None,
                              output_format=output_format.value, engine=engine.value, max_rows=max_rows)))
@@ -133,7 +133,7 @@ def config_command(
 @app.command(context_settings=_PASS_THROUGH, add_help_option=False,
              help="The end-to-end demo (same as `make demo`; `binlake demo --help` for options).")
 def demo(ctx: typer.Context) -> None:
-    from binlake.testing.demo import main as demo_main
+    from binlake_testing.demo import main as demo_main
 
     _done(int(demo_main(list(ctx.args)) or 0))
 
@@ -143,7 +143,7 @@ def demo(ctx: typer.Context) -> None:
 def generate(ctx: typer.Context) -> None:
     import argparse
 
-    from binlake.testing.synthetic import build_parser, run_args
+    from binlake_testing.synthetic import build_parser, run_args
 
     parser = build_parser(argparse.ArgumentParser(
         prog="binlake generate", description="Generate a synthetic MySQL binlog archive with ground truth."))
@@ -156,7 +156,7 @@ def generate(ctx: typer.Context) -> None:
 @app.command(context_settings=_PASS_THROUGH, add_help_option=False,
              help="Archive binlogs from a live server (`binlake archive --help` for options).")
 def archive(ctx: typer.Context) -> None:
-    from binlake.cli.archive import archive_command
+    from binlake_cli.archive import archive_command
 
     _done(int(archive_command(list(ctx.args))))
 

@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from binlake.errors import BinlakeError
-from binlake.testing.s3server import free_port
+from binlake_testing.s3server import free_port
 
 SERVICES = ("api-server", "scheduler", "dag-processor")
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})

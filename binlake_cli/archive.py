@@ -1,4 +1,4 @@
-"""``binlake archive`` / ``python -m binlake.cli.archive``: the archiver's command line and service entry.
+"""``binlake archive`` / ``python -m binlake_cli.archive``: the archiver's command line and service entry.
 
 Why its own module: the archiver runs as a long-lived service in a small image (PyMySQL, boto3,
 pydantic; no typer, no Spark, no Airflow), so this entry imports only :mod:`binlake.archiver`.

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from binlake.errors import BinlakeError
-from binlake.testing.s3server import free_port
+from binlake_testing.s3server import free_port
 
 PACKAGES = ("binlake", "binlog_parser", "spark_jobs")
 
