@@ -36,9 +36,9 @@ setup-python:
 	if [ -f "$$stamp" ] && [ -x "$(VPY)" ]; then echo "[setup] python env up to date ($(VENV))"; exit 0; fi; \
 	echo "[setup] installing requirements.lock into $(VENV) ($(PYTHON); first run: a few minutes)"; \
 	[ -x "$(VPY)" ] || $(PYTHON) -m venv $(VENV); \
-	$(VPY) -m pip install -q --upgrade pip setuptools wheel; \
-	$(VPY) -m pip install -q -r requirements.lock; \
-	$(VPY) -m pip install -q --no-deps -e .; \
+	$(VPY) -m pip install -q --upgrade pip setuptools wheel "$$(grep '^uv==' requirements.lock)"; \
+	$(VENV)/bin/uv pip install -q --python $(VPY) -r requirements.lock; \
+	$(VENV)/bin/uv pip install -q --python $(VPY) --no-deps -e .; \
 	rm -f $(VENV)/.binlake-python-*; touch "$$stamp"; \
 	echo "[setup] python env ready"
 
