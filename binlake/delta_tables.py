@@ -1,18 +1,32 @@
-"""Opening binlake's Delta tables without a JVM (delta-rs), local or on any S3-compatible store.
+"""binlake's Delta tables without a JVM (delta-rs), local or on any S3-compatible store: opening
+them, and the one replace-write of a few rows (:func:`replace_rows`).
 
 Why one module: the SQL fast path, the coverage page, the data checks, the ingest state reads and
-the test digests all read Delta tables with delta-rs; they must agree on how an ``s3a://`` location
-is spelled for delta-rs and which endpoint and credentials it uses.
+the test digests all read Delta tables with delta-rs, and the ingest writes its small meta tables
+with it; they must agree on how an ``s3a://`` location is spelled for delta-rs and which endpoint
+and credentials it uses.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import S3Settings, is_s3_uri
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
+
+log = logging.getLogger("binlake.delta_tables")
+
+#: Writer features :func:`replace_rows` lets delta-rs write: the ones of binlake's tables (protocol
+#: 1 / 2, as :func:`spark_jobs.ingest.ensure_table` creates them and Spark Delta keeps them), which
+#: delta-rs enforces as Spark does (NOT NULL columns; an append-only table refuses the replace).
+DELTA_RS_WRITER_FEATURES = frozenset({"appendOnly", "invariants"})
+#: commit attempts of :func:`replace_rows` (a concurrent metadata change: a local table's first
+#: CREATE or property change by another source's ingest; on S3 the commit lock excludes them)
+REPLACE_ATTEMPTS = 6
 
 
 def delta_uri(location: str) -> str:
@@ -72,3 +86,73 @@ def add_actions(table: DeltaTable) -> dict[str, list[Any]]:
     import pyarrow as pa
 
     return dict(pa.table(table.get_add_actions(flatten=True)).to_pydict())
+
+
+def locked_storage_options(location: str, s3: S3Settings | None) -> dict[str, str] | None:
+    """delta-rs storage options for a commit made while holding the table's commit lock
+    (:func:`binlake.leases.table_commit_lock`): on S3, delta-rs's own locking is not needed
+    (unsafe rename allowed); None for a local table."""
+    if not is_s3_uri(location):
+        return None
+    return dict(storage_options(s3 or S3Settings(), location), AWS_S3_ALLOW_UNSAFE_RENAME="true")
+
+
+class DeltaRsCannotWrite(Exception):
+    """The table's protocol names features :func:`replace_rows` leaves to Spark (the caller writes
+    with Spark instead)."""
+
+
+def delta_rs_writes(table: DeltaTable) -> bool:
+    """Whether :func:`replace_rows` may write the table: reader protocol 1, and writer protocol 2
+    or table features among :data:`DELTA_RS_WRITER_FEATURES`."""
+    protocol = table.protocol()
+    if protocol.min_reader_version > 1:
+        return False
+    if protocol.min_writer_version <= 2:
+        return True
+    return protocol.min_writer_version == 7 and set(protocol.writer_features or ()) <= DELTA_RS_WRITER_FEATURES
+
+
+def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str, *, partition_by: Sequence[str],
+                 txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> bool:
+    """Replace the rows matching ``predicate`` (a :data:`binlake.sql_text.DELTA_RS` predicate) with
+    ``data`` (Arrow) in one delta-rs commit of the existing table at ``location``; False when a
+    commit of ``txn_app`` at ``txn_version`` or later is in the log already (written, skipped).
+
+    The same commit as a Spark ``replaceWhere`` write tied to a run: a Delta ``txn`` action
+    (``txn_app``, ``txn_version``), skipped when the log holds it as Spark skips it, and
+    ``userMetadata``. Why not Spark for a few rows: each Spark Delta commit costs about 4 JVM
+    CPU-seconds whatever its size, this one a few hundredths (issue 13). On S3 the commit holds
+    the table's commit lock like every Spark write (:mod:`binlake.leases`); a concurrent metadata
+    change (local tables) is retried, the txn check included. Raises :class:`DeltaRsCannotWrite`,
+    before writing anything, for a table whose protocol delta-rs should not write; delta-rs
+    refuses a NULL in a NOT NULL column, as Spark does.
+    """
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake.exceptions import CommitFailedError
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+    from binlake.leases import table_commit_lock
+
+    options = locked_storage_options(location, s3)
+    metadata = {"userMetadata": user_metadata} if user_metadata is not None else None
+
+    def attempt() -> bool:
+        table = DeltaTable(delta_uri(location), storage_options=options)
+        if not delta_rs_writes(table):
+            raise DeltaRsCannotWrite(f"{location}: protocol {table.protocol()}")
+        done = table.transaction_version(txn_app)
+        if done is not None and done >= txn_version:
+            log.info("%s: %s (version %d) is committed already", location, txn_app, done)
+            return False
+        write_deltalake(table, data, mode="overwrite", predicate=predicate, partition_by=list(partition_by) or None,
+                        commit_properties=CommitProperties(custom_metadata=metadata,
+                                                           app_transactions=[Transaction(txn_app, txn_version)]))
+        return True
+
+    with table_commit_lock(location, s3):
+        retrying = Retrying(stop=stop_after_attempt(REPLACE_ATTEMPTS), reraise=True,
+                            wait=wait_random_exponential(multiplier=0.5, max=20.0),
+                            retry=retry_if_exception_type(CommitFailedError))
+        return bool(retrying(attempt))
+

@@ -18,6 +18,8 @@ into tasks of about ``pack_target`` bytes.
 Exactly-once: every Delta write carries ``txnAppId = binlake-ingest:<run_id>`` /
 ``txnVersion`` (Delta skips a write it already committed for that run: a killed run re-run
 with the same run id finishes the missing tables only) and ``userMetadata`` naming the run.
+The row tables are written by Spark; the two meta tables (one row per file) by delta-rs in the
+same kind of commit (txn action, ``userMetadata``; see :func:`_write_meta`), last.
 Whatever the run id, rows are keyed by (source, file) and replaced, never appended twice;
 decoding is deterministic, so a re-run leaves every table with identical rows.
 """
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.config import S3Settings
-from binlake.delta_tables import delta_uri
+from binlake.delta_tables import delta_uri, locked_storage_options
 from binlake.run_ids import new_run_id
 from binlake.sql_text import files_predicate
 from spark_jobs import records
@@ -379,7 +381,7 @@ def ensure_table(spark: Any, config: Any, name: str) -> str:
             from deltalake import DeltaTable
 
             log.info("%s: setting table properties %s", name, missing)
-            (DeltaTable(delta_uri(path), storage_options=_locked_storage_options(config, path))
+            (DeltaTable(delta_uri(path), storage_options=locked_storage_options(path, config.s3))
                 .alter.set_table_properties(missing, raise_if_not_exists=False))
     return path
 
@@ -390,17 +392,6 @@ def _missing_properties(log_reader: Any, ts: TableSpec) -> dict[str, str]:
     return {k: v for k, v in ts.table.properties.items() if current.get(k) != v}
 
 
-def _locked_storage_options(config: Any, path: str) -> dict[str, str] | None:
-    """delta-rs storage options for a commit made while holding the table's commit lock: on S3,
-    delta-rs's own locking is not needed (unsafe rename allowed); None for a local table."""
-    from binlake.config import is_s3_uri
-    from binlake.delta_tables import storage_options
-
-    if not is_s3_uri(path):
-        return None
-    return dict(storage_options(config.s3), AWS_S3_ALLOW_UNSAFE_RENAME="true")
-
-
 def _create_table(config: Any, path: str, ts: TableSpec) -> None:
     from deltalake import DeltaTable, Schema
 
@@ -408,7 +399,7 @@ def _create_table(config: Any, path: str, ts: TableSpec) -> None:
         DeltaTable.create(delta_uri(path), schema=Schema.from_json(ts.schema.json()),
                           partition_by=list(ts.partition_by) or None, description=ts.description,
                           configuration=ts.table.properties or None, mode="ignore",
-                          storage_options=_locked_storage_options(config, path))
+                          storage_options=locked_storage_options(path, config.s3))
     except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
         if _log_reader(config, path) is None:
             raise
@@ -672,8 +663,10 @@ def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
 
 def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
                   opts: IngestOptions, result: IngestResult) -> None:
-    """The five row tables (from a few driver threads), then meta.binlog_files and
-    meta.ingested_files, in that order: each one Delta replacement of the run's files."""
+    """The five row tables (from a few driver threads, with Spark), then meta.binlog_files and
+    meta.ingested_files, in that order (with delta-rs: :func:`_write_meta`): each one Delta
+    replacement of the run's files. meta.ingested_files, which marks the files done, is the last
+    commit of the run."""
     predicate = files_predicate((o.source, o.file) for o in objects)
     # one Delta transaction id per (run, file set): a retried run skips what it already wrote
     txn_app = f"binlake-ingest:{result.run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
@@ -711,10 +704,33 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     file_rows = [f.binlog_file_row for f in outcomes if f.binlog_file_row is not None]
     for name, rows in (("meta.binlog_files", file_rows),
                        ("meta.ingested_files", [f.ingested_row for f in outcomes])):
-        write_replace(_rows_df(spark, name, rows), table_path(config, name), predicate, s3=config.s3,
-                      run_id=result.run_id, job="ingest", txn_app=txn_app)
+        _write_meta(spark, config, name, rows, pairs, run_id=result.run_id, txn_app=txn_app)
     result.rows = {KIND_TO_TABLE[k]: n for k, n in counts.items()}
     result.quarantined = counts["quarantine"]
+
+
+def _write_meta(spark: Any, config: Any, name: str, rows: list[dict[str, Any]], pairs: set[tuple[str, str]], *,
+                run_id: str, txn_app: str) -> None:
+    """Replace a meta table's rows of the run's files (``pairs``) with ``rows``: one commit, by
+    delta-rs (:func:`binlake.delta_tables.replace_rows`), tied to the run like every ingest write.
+
+    Why not :func:`write_replace`: a Spark Delta commit costs about 4 JVM CPU-seconds whatever its
+    size, for one row per file here (issue 13). A table whose protocol delta-rs should not write
+    (features an older or foreign writer added) is written by Spark, as before.
+    """
+    from binlake.delta_tables import DeltaRsCannotWrite, replace_rows
+    from binlake.sql_text import DELTA_RS
+
+    ts = spec(name)
+    path = table_path(config, name)
+    try:
+        replace_rows(path, config.s3, _rows_table(name, rows), files_predicate(pairs, DELTA_RS),
+                     partition_by=ts.table.partition_by, txn_app=txn_app,
+                     user_metadata=json.dumps({"job": "ingest", "run_id": run_id}, sort_keys=True))
+    except DeltaRsCannotWrite as exc:
+        log.info("%s: written with Spark (%s)", name, exc)
+        write_replace(_rows_df(spark, name, rows), path, files_predicate(pairs), s3=config.s3, run_id=run_id,
+                      job="ingest", txn_app=txn_app)
 
 
 #: Delta keeps a string column's min/max statistics as prefixes of this many characters
@@ -783,6 +799,14 @@ def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,
         "quarantined": c.get("quarantine", 0),
     }
     return FileOutcome(status, merged, ingested)
+
+
+def _rows_table(name: str, rows: list[dict[str, Any]]) -> Any:
+    """``rows`` as an Arrow table in the table's columns (TIMESTAMP: UTC microseconds, as Spark writes it)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pylist([{c: r.get(c) for c in spec(name).column_names} for r in rows],
+                                schema=spec(name).arrow_schema)
 
 
 def _rows_df(spark: Any, name: str, rows: list[dict[str, Any]]) -> Any:

@@ -1,15 +1,30 @@
-"""binlake.delta_tables: one way to open a Delta table with delta-rs, in a folder and on loopback S3."""
+"""binlake.delta_tables: one way to open a Delta table with delta-rs, and to replace a few rows with it, in a
+folder and on loopback S3."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from binlake.config import S3Settings
-from binlake.delta_tables import add_actions, delta_uri, open_delta_table, storage_options
+from binlake.delta_tables import (
+    DeltaRsCannotWrite,
+    add_actions,
+    delta_rs_writes,
+    delta_uri,
+    locked_storage_options,
+    open_delta_table,
+    replace_rows,
+    storage_options,
+)
+from binlake.sql_text import DELTA_RS, files_predicate
 from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
 ROWS = pa.table({"source": ["a", "b"], "n": [1, 2]})
@@ -88,3 +103,149 @@ def test_open_delta_table_on_loopback_s3_by_its_s3a_name(mode: str, s3_process: 
     assert table.to_pyarrow_table(filters=[("source", "=", "b")]).to_pydict() == {"source": ["b"], "n": [2]}
     keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket, Prefix="wh/meta/t/_delta_log/")["Contents"]]
     assert keys == ["wh/meta/t/_delta_log/00000000000000000000.json"]
+
+
+# ------------------------------------------------------------------ replace_rows (delta-rs writes)
+
+FILE_ROWS = pa.schema([("source", pa.string()), ("file", pa.string()), ("n", pa.int64()),
+                       ("at", pa.timestamp("us", tz="UTC"))])
+AT = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+
+
+def _file_rows(rows: list[tuple[str, str, int]]) -> pa.Table:
+    return pa.Table.from_pylist([{"source": s, "file": f, "n": n, "at": AT} for s, f, n in rows], schema=FILE_ROWS)
+
+
+def _new_table(location: str, s3: S3Settings | None = None, **configuration: str) -> None:
+    from deltalake import DeltaTable
+
+    DeltaTable.create(delta_uri(location), schema=FILE_ROWS, partition_by=["source"],
+                      configuration=configuration or None, storage_options=locked_storage_options(location, s3))
+
+
+def _rows(location: str, s3: S3Settings | None = None) -> list[tuple[str, str, int, dt.datetime]]:
+    table = open_delta_table(location, s3)
+    assert table is not None
+    return sorted((r["source"], r["file"], r["n"], r["at"]) for r in table.to_pyarrow_table().to_pylist())
+
+
+def test_replace_rows_replaces_the_predicates_rows_once_per_transaction(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    location = str(tmp_path / "t")
+    _new_table(location, **{"delta.dataSkippingStatsColumns": "file"})
+    awkward = "it's\\"  # a quote and a backslash: DataFusion's strings, not Spark's
+    assert replace_rows(location, None, _file_rows([("a", "x", 1), ("a", awkward, 2), ("b", "x", 3)]),
+                        files_predicate([("a", "x"), ("a", awkward), ("b", "x")], DELTA_RS), partition_by=["source"],
+                        txn_app="app:run-1", user_metadata='{"run_id": "run-1"}')
+    # another run replaces a's awkward file only: the other rows stay
+    assert replace_rows(location, None, _file_rows([("a", awkward, 20)]), files_predicate([("a", awkward)], DELTA_RS),
+                        partition_by=["source"], txn_app="app:run-2")
+    assert _rows(location) == [("a", awkward, 20, AT), ("a", "x", 1, AT), ("b", "x", 3, AT)]
+    table = DeltaTable(location)
+    assert table.version() == 2
+    assert (table.transaction_version("app:run-1"), table.transaction_version("app:run-2")) == (0, 0)
+    assert [h.get("userMetadata") for h in table.history(2)] == [None, '{"run_id": "run-1"}']
+    # run-1 again (a retried task, a killed run re-run): its commit is in the log, nothing written
+    assert not replace_rows(location, None, _file_rows([("a", "x", 99)]), files_predicate([("a", "x")], DELTA_RS),
+                            partition_by=["source"], txn_app="app:run-1")
+    assert DeltaTable(location).version() == 2 and _rows(location)[1] == ("a", "x", 1, AT)
+    # the table's statistics columns are kept, its schema and properties untouched
+    assert set(add_actions(DeltaTable(location))) >= {"min.file", "max.file"}
+    assert "min.n" not in add_actions(DeltaTable(location))
+    assert DeltaTable(location).metadata().configuration == {"delta.dataSkippingStatsColumns": "file"}
+
+
+def test_replace_rows_with_no_rows_removes_the_predicates_rows(tmp_path: Path) -> None:
+    """Every file of a run failed: its meta.binlog_files rows go, the other files' rows stay."""
+    location = str(tmp_path / "t")
+    _new_table(location)
+    replace_rows(location, None, _file_rows([("a", "x", 1), ("a", "y", 2)]), files_predicate([("a", "x"), ("a", "y")],
+                 DELTA_RS), partition_by=["source"], txn_app="app:1")
+    assert replace_rows(location, None, _file_rows([]), files_predicate([("a", "x")], DELTA_RS), partition_by=["source"],
+                        txn_app="app:2")
+    assert _rows(location) == [("a", "y", 2, AT)]
+
+
+def test_replace_rows_refuses_null_in_a_not_null_column(tmp_path: Path) -> None:
+    from deltalake import DeltaTable, Schema
+
+    location = str(tmp_path / "t")
+    fields = [{"name": n, "type": t, "nullable": n == "n", "metadata": {}} for n, t in
+              (("source", "string"), ("file", "string"), ("n", "long"))]
+    DeltaTable.create(location, schema=Schema.from_json(json.dumps({"type": "struct", "fields": fields})),
+                      partition_by=["source"])
+    rows = pa.table({"source": ["a"], "file": pa.array([None], pa.string()), "n": [1]})
+    with pytest.raises(Exception, match="failed validation"):  # noqa: PT011 - delta-rs's DeltaError
+        replace_rows(location, None, rows, "source = 'a'", partition_by=["source"], txn_app="app:1")
+    assert DeltaTable(location).version() == 0
+
+
+def test_replace_rows_leaves_a_table_with_other_features_to_spark(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    location = str(tmp_path / "t")
+    _new_table(location, **{"delta.enableDeletionVectors": "true"})
+    assert not delta_rs_writes(DeltaTable(location))
+    with pytest.raises(DeltaRsCannotWrite, match="deletionVectors"):
+        replace_rows(location, None, _file_rows([("a", "x", 1)]), "source = 'a'", partition_by=["source"],
+                     txn_app="app:1")
+    assert DeltaTable(location).version() == 0
+    _new_table(str(tmp_path / "plain"))
+    assert delta_rs_writes(DeltaTable(str(tmp_path / "plain")))
+
+
+def test_replace_rows_of_sources_written_at_once_all_land(tmp_path: Path) -> None:
+    """Writers of different sources (the ingests of a fleet) commit the same local table at once:
+    each commit lands (delta-rs retries a taken version; the partitions do not conflict)."""
+    location = str(tmp_path / "t")
+    _new_table(location)
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def write(source: str) -> None:
+        barrier.wait()
+        try:
+            for n in range(3):
+                replace_rows(location, None, _file_rows([(source, "f", n)]), files_predicate([(source, "f")], DELTA_RS),
+                             partition_by=["source"], txn_app=f"app:{source}:{n}")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(s,)) for s in "abcd"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert _rows(location) == [(s, "f", 2, AT) for s in "abcd"]
+
+
+def test_replace_rows_on_s3_holds_the_table_commit_lock(s3_process: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlake import leases
+
+    for key, value in DUMMY_AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    client = s3_process.client()
+    client.create_bucket(Bucket="replace-rows")
+    s3 = S3Settings(endpoint_url=s3_process.endpoint_url, path_style_access=True)
+    location = "s3a://replace-rows/wh/meta/t"
+    _new_table(location, s3)
+    held: list[str] = []
+    real = leases.table_commit_lock
+
+    def watched(uri: str, settings: S3Settings | None) -> Any:
+        held.append(uri)
+        return real(uri, settings)
+
+    monkeypatch.setattr(leases, "table_commit_lock", watched)
+    assert replace_rows(location, s3, _file_rows([("a", "x", 1)]), files_predicate([("a", "x")], DELTA_RS),
+                        partition_by=["source"], txn_app="app:s3")
+    assert not replace_rows(location, s3, _file_rows([("a", "x", 2)]), files_predicate([("a", "x")], DELTA_RS),
+                            partition_by=["source"], txn_app="app:s3")
+    assert held == [location, location]
+    assert _rows(location, s3) == [("a", "x", 1, AT)]
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket="replace-rows")["Contents"]]
+    assert [k for k in keys if "_binlake/locks" in k] == []  # released
+    assert sorted(k for k in keys if "_delta_log" in k) == [
+        f"wh/meta/t/_delta_log/{v:020d}.json" for v in (0, 1)]

@@ -527,3 +527,63 @@ def test_tables_carry_their_statistics_columns(spark: Any, ingested: dict[str, A
     assert table.version() == 2 and table.to_pyarrow_table().to_pylist() == [row]
     ensure_table(spark, old, name)
     assert DeltaTable(path).version() == 2
+
+
+def test_meta_tables_are_delta_rs_commits_that_a_rerun_finishes_and_spark_reads(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """meta.binlog_files and meta.ingested_files are written by delta-rs (no JVM commit), tied to the
+    run like Spark's writes: a run killed between the two and re-run with its run id writes only
+    meta.ingested_files (the binlog_files commit is in the log: its txn is skipped); Spark reads
+    them, through a delta-rs checkpoint too, and writes them when delta-rs may not (the fallback)."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from deltalake import DeltaTable
+
+    from binlake import delta_tables
+    from binlake.sql_text import files_predicate
+    from spark_jobs.ingest import already_ingested
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("binlog.000001", "binlog.000002"):
+        shutil.copyfile(MARIA / name, src / name)
+    objs = objects_in(src, "maria")
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    real = delta_tables.replace_rows
+
+    def dying(location: str, *a: Any, **kw: Any) -> bool:
+        if location.endswith("/meta/ingested_files"):
+            raise RuntimeError("killed")
+        return real(location, *a, **kw)
+
+    monkeypatch.setattr(delta_tables, "replace_rows", dying)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_ingest(spark, cfg, objs, "run-k")
+    monkeypatch.undo()
+    half = versions(spark, cfg)
+    assert already_ingested(spark, cfg) == {}
+    binlog_files = table_path(cfg, "meta.binlog_files")
+    assert sorted(r.file for r in spark.read.format("delta").load(binlog_files).collect()) == [o.file for o in objs]
+    run_ingest(spark, cfg, objs, "run-k")
+    after = versions(spark, cfg)
+    assert {n: after[n] - half[n] for n in INGEST_TABLES} == {n: int(n == "meta.ingested_files") for n in INGEST_TABLES}
+    assert already_ingested(spark, cfg) == {("maria", o.file): (o.etag, o.size) for o in objs}
+    clean = snapshot(spark, cfg)
+    predicate = files_predicate(("maria", o.file) for o in objs)
+    txn_app = f"binlake-ingest:run-k:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
+    for name in ("meta.binlog_files", "meta.ingested_files"):
+        last = SparkDeltaTable.forPath(spark, table_path(cfg, name)).history(1).collect()[0]
+        assert last["engineInfo"].startswith("delta-rs") and json.loads(last["userMetadata"]) == {
+            "job": "ingest", "run_id": "run-k"}
+        assert DeltaTable(table_path(cfg, name)).transaction_version(txn_app) == 0
+        DeltaTable(table_path(cfg, name)).create_checkpoint()
+    # a table delta-rs may not write (an older or foreign writer's features): Spark writes it, same rows
+    monkeypatch.setattr(delta_tables, "delta_rs_writes", lambda table: False)
+    run_ingest(spark, cfg, objs, "run-spark", force=True)
+    for name in ("meta.binlog_files", "meta.ingested_files"):
+        last = SparkDeltaTable.forPath(spark, table_path(cfg, name)).history(1).collect()[0]
+        assert not last["engineInfo"].startswith("delta-rs")
+    assert snapshot(spark, cfg) == clean
+    # and back to delta-rs after Spark's commit: the same rows again
+    monkeypatch.undo()
+    run_ingest(spark, cfg, objs, "run-rs", force=True)
+    assert snapshot(spark, cfg) == clean
