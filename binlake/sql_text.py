@@ -40,10 +40,10 @@ def source_predicate(source: str, dialect: str = SPARK) -> str:
     return f"source = {sql_string(source, dialect)}"
 
 
-def sources_predicate(sources: Iterable[str]) -> str:
-    """``source IN ('a', 'b')`` (``false`` for no source)."""
+def sources_predicate(sources: Iterable[str], dialect: str = SPARK) -> str:
+    """``source IN ('a', 'b')`` (``false`` for no source), in Spark SQL or :data:`DELTA_RS`."""
     names = sorted(set(sources))
-    return f"source IN ({', '.join(sql_string(s) for s in names)})" if names else "false"
+    return f"source IN ({', '.join(sql_string(s, dialect) for s in names)})" if names else "false"
 
 
 def files_predicate(pairs: Iterable[tuple[str, str]], dialect: str = SPARK) -> str:

@@ -26,6 +26,7 @@ the full replay) converge to the same tables.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import logging
@@ -80,7 +81,7 @@ from spark_jobs.gold_tables import (
     table_stream,
     table_version,
 )
-from spark_jobs.ingest import ensure_table, table_path, write_replace
+from spark_jobs.ingest import ensure_table, replace_few_rows, table_path, write_replace
 from spark_jobs.schemas import spec
 
 __all__ = ["HISTORY_SUFFIX", "GoldResult", "GoldTableResult", "GoldUnionError", "gold_location", "gold_schema_ddl",
@@ -221,9 +222,10 @@ def _replace_source(spark: Any, cfg: Any, full_name: str, rows: list[tuple[Any, 
     whose commit did land is skipped by Delta (``txnAppId``), like every job write."""
     job = full_name.split(".", 1)[1]
     ensure_table(spark, cfg, full_name)  # partitioned by source (an older, unpartitioned one once re-partitioned)
-    df = spark.createDataFrame(rows, spec(full_name).schema)
-    write_replace(df, table_path(cfg, full_name), source_predicate(source), s3=cfg.s3, run_id=run_id, job=job,
-                  txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})
+    names = spec(full_name).column_names
+    replace_few_rows(spark, cfg, full_name, [dict(zip(names, r, strict=True)) for r in rows],
+                     functools.partial(source_predicate, source), run_id=run_id, job=job,
+                     txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})
 
 
 # ------------------------------------------------------------------ per-table replay

@@ -19,7 +19,7 @@ Exactly-once: every Delta write carries ``txnAppId = binlake-ingest:<run_id>`` /
 ``txnVersion`` (Delta skips a write it already committed for that run: a killed run re-run
 with the same run id finishes the missing tables only) and ``userMetadata`` naming the run.
 The row tables are written by Spark; the two meta tables (one row per file) by delta-rs in the
-same kind of commit (txn action, ``userMetadata``; see :func:`_write_meta`), last.
+same kind of commit (txn action, ``userMetadata``; see :func:`replace_few_rows`), last.
 Whatever the run id, rows are keyed by (source, file) and replaced, never appended twice;
 decoding is deterministic, so a re-run leaves every table with identical rows.
 """
@@ -27,6 +27,7 @@ decoding is deterministic, so a re-run leaves every table with identical rows.
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import functools
 import hashlib
 import io
@@ -34,7 +35,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -664,7 +665,7 @@ def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
 def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
                   opts: IngestOptions, result: IngestResult) -> None:
     """The five row tables (from a few driver threads, with Spark), then meta.binlog_files and
-    meta.ingested_files, in that order (with delta-rs: :func:`_write_meta`): each one Delta
+    meta.ingested_files, in that order (with delta-rs: :func:`replace_few_rows`): each one Delta
     replacement of the run's files. meta.ingested_files, which marks the files done, is the last
     commit of the run."""
     predicate = files_predicate((o.source, o.file) for o in objects)
@@ -704,33 +705,39 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     file_rows = [f.binlog_file_row for f in outcomes if f.binlog_file_row is not None]
     for name, rows in (("meta.binlog_files", file_rows),
                        ("meta.ingested_files", [f.ingested_row for f in outcomes])):
-        _write_meta(spark, config, name, rows, pairs, run_id=result.run_id, txn_app=txn_app)
+        replace_few_rows(spark, config, name, rows, functools.partial(files_predicate, pairs), run_id=result.run_id,
+                         job="ingest", txn_app=txn_app)
     result.rows = {KIND_TO_TABLE[k]: n for k, n in counts.items()}
     result.quarantined = counts["quarantine"]
 
 
-def _write_meta(spark: Any, config: Any, name: str, rows: list[dict[str, Any]], pairs: set[tuple[str, str]], *,
-                run_id: str, txn_app: str) -> None:
-    """Replace a meta table's rows of the run's files (``pairs``) with ``rows``: one commit, by
-    delta-rs (:func:`binlake.delta_tables.replace_rows`), tied to the run like every ingest write.
+def replace_few_rows(spark: Any, config: Any, name: str, rows: Sequence[Mapping[str, Any]],
+                     predicate: Callable[[str], str], *, run_id: str, job: str, txn_app: str,
+                     extra_meta: Mapping[str, Any] | None = None) -> None:
+    """Replace the rows of table ``name`` that ``predicate`` selects with ``rows`` (a few: one per
+    file or per source): one commit, by delta-rs (:func:`binlake.delta_tables.replace_rows`), tied
+    to the run like every job write (txn id, ``userMetadata``; see :func:`write_replace`).
+    ``predicate(dialect)`` spells the selection in :data:`binlake.sql_text.DELTA_RS` or Spark SQL.
 
     Why not :func:`write_replace`: a Spark Delta commit costs about 4 JVM CPU-seconds whatever its
-    size, for one row per file here (issue 13). A table whose protocol delta-rs should not write
-    (features an older or foreign writer added) is written by Spark, as before.
+    size (issue 13), and the meta tables and schema history take one per table and run. A table
+    whose protocol delta-rs should not write (features an older or foreign writer added) is
+    written by Spark, as before.
     """
     from binlake.delta_tables import DeltaRsCannotWrite, replace_rows
-    from binlake.sql_text import DELTA_RS
+    from binlake.sql_text import DELTA_RS, SPARK
 
     ts = spec(name)
     path = table_path(config, name)
+    meta = {"job": job, "run_id": run_id, **(extra_meta or {})}
     try:
-        replace_rows(path, config.s3, _rows_table(name, rows), files_predicate(pairs, DELTA_RS),
+        replace_rows(path, config.s3, _rows_table(name, rows), predicate(DELTA_RS),
                      partition_by=ts.table.partition_by, txn_app=txn_app,
-                     user_metadata=json.dumps({"job": "ingest", "run_id": run_id}, sort_keys=True))
+                     user_metadata=json.dumps(meta, sort_keys=True))
     except DeltaRsCannotWrite as exc:
         log.info("%s: written with Spark (%s)", name, exc)
-        write_replace(_rows_df(spark, name, rows), path, files_predicate(pairs), s3=config.s3, run_id=run_id,
-                      job="ingest", txn_app=txn_app)
+        write_replace(_rows_df(spark, name, rows), path, predicate(SPARK), s3=config.s3, run_id=run_id,
+                      job=job, txn_app=txn_app, extra_meta=extra_meta)
 
 
 #: Delta keeps a string column's min/max statistics as prefixes of this many characters
@@ -801,15 +808,20 @@ def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,
     return FileOutcome(status, merged, ingested)
 
 
-def _rows_table(name: str, rows: list[dict[str, Any]]) -> Any:
-    """``rows`` as an Arrow table in the table's columns (TIMESTAMP: UTC microseconds, as Spark writes it)."""
+def _rows_table(name: str, rows: Sequence[Mapping[str, Any]]) -> Any:
+    """``rows`` as an Arrow table in the table's columns (TIMESTAMP: UTC microseconds, as Spark
+    writes it). A naive datetime is local time, as Spark reads it in ``createDataFrame`` and
+    returns it from ``collect`` (Arrow would take it for UTC)."""
     import pyarrow as pa
 
-    return pa.Table.from_pylist([{c: r.get(c) for c in spec(name).column_names} for r in rows],
+    def value(v: Any) -> Any:
+        return v.astimezone(_dt.UTC) if isinstance(v, _dt.datetime) and v.tzinfo is None else v
+
+    return pa.Table.from_pylist([{c: value(r.get(c)) for c in spec(name).column_names} for r in rows],
                                 schema=spec(name).arrow_schema)
 
 
-def _rows_df(spark: Any, name: str, rows: list[dict[str, Any]]) -> Any:
+def _rows_df(spark: Any, name: str, rows: Sequence[Mapping[str, Any]]) -> Any:
     ts = spec(name)
     cols = ts.column_names
     return spark.createDataFrame([tuple(r.get(c) for c in cols) for r in rows], ts.schema)

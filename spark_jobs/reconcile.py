@@ -3,12 +3,14 @@
 Reads the per-file facts ingestion stored (one small row per archived file; no binlog is
 re-decoded), runs the pure logic of ``binlake.reconciliation`` on the driver and
 replaces both tables' rows for the reconciled sources in one Delta commit each (tied to the
-run by ``txnAppId``/``userMetadata``). Deterministic: re-running on the same facts leaves
+run by a Delta txn id and ``userMetadata``; a few rows, written by delta-rs:
+:func:`spark_jobs.ingest.replace_few_rows`). Deterministic: re-running on the same facts leaves
 both tables unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
@@ -19,7 +21,7 @@ from typing import Any
 from binlake.reconciliation import FileFacts, coverage, reconcile
 from binlake.run_ids import new_run_id
 from binlake.sql_text import sources_predicate
-from spark_jobs.ingest import _rows_df, ensure_table, table_path, write_replace
+from spark_jobs.ingest import ensure_table, replace_few_rows, table_path
 from spark_jobs.schemas import spec
 
 log = logging.getLogger("binlake.reconcile")
@@ -126,11 +128,9 @@ def run_reconcile(spark: Any, config: Any, run_id: str | None = None, *,
     result.coverage_rows = len(cov_rows)
     predicate = sources_predicate(srcs)
     txn_app = f"binlake-reconcile:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
-    write_replace(_rows_df(spark, "meta.gtid_coverage", cov_rows), table_path(config, "meta.gtid_coverage"),
-                  predicate, s3=config.s3, run_id=run_id, job="reconcile", txn_app=txn_app)
-    write_replace(_rows_df(spark, "meta.gtid_reconciliation", recon_rows),
-                  table_path(config, "meta.gtid_reconciliation"), predicate, s3=config.s3, run_id=run_id,
-                  job="reconcile", txn_app=txn_app)
+    for name, rows in (("meta.gtid_coverage", cov_rows), ("meta.gtid_reconciliation", recon_rows)):
+        replace_few_rows(spark, config, name, rows, functools.partial(sources_predicate, srcs), run_id=run_id,
+                         job="reconcile", txn_app=txn_app)
     result.seconds = time.time() - t0
     for p in result.problems:
         log.warning("gtid reconciliation %s/%s: %s %s", p["source"], p["file"], p["status"], p["detail"])
