@@ -34,7 +34,7 @@ MODES = ("nightly", "missing", "reprocess")
 
 def read_table_rows(cfg: Any, full_name: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]] | None:
     """Rows of a warehouse Delta table without Spark (delta-rs); ``[]`` when absent, ``None`` when
-    delta-rs cannot read it (discovery then reads every object)."""
+    delta-rs cannot read it (discovery then reads every object, the ingest asks Spark)."""
     from binlake.delta_tables import open_delta_table
 
     try:
@@ -43,8 +43,7 @@ def read_table_rows(cfg: Any, full_name: str, columns: Sequence[str] | None = No
             return []
         return list(delta.to_pyarrow_table(columns=list(columns) if columns else None).to_pylist())
     except Exception as exc:  # noqa: BLE001 - delta-rs errors (a feature it lacks, a torn read) are many types
-        log.warning("cannot read %s without Spark (%s: %s): discovery reads every object",
-                    full_name, type(exc).__name__, exc)
+        log.warning("cannot read %s without Spark (%s: %s)", full_name, type(exc).__name__, exc)
         return None
 
 

@@ -485,13 +485,22 @@ def _table_version(config: Any, path: str) -> int | None:
 
 
 def already_ingested(spark: Any, config: Any) -> dict[tuple[str, str], tuple[str | None, int | None]]:
-    """(source, file) -> (etag, size) of files meta.ingested_files marks done."""
+    """(source, file) -> (etag, size) of files meta.ingested_files marks done.
+
+    Read with delta-rs (:func:`binlake.ingest_state.read_table_rows`, one row per file): a Spark
+    read is a job, seconds of JVM CPU at the start of every ingest (issue 13). Spark reads the
+    table when delta-rs cannot."""
     from delta.tables import DeltaTable
 
-    path = table_path(config, "meta.ingested_files")
-    if not DeltaTable.isDeltaTable(spark, path):
-        return {}
-    rows = spark.read.format("delta").load(path).select("source", "file", "etag", "size", "status").collect()
+    from binlake.ingest_state import INGESTED_FILES, read_table_rows
+
+    columns = ("source", "file", "etag", "size", "status")
+    rows = read_table_rows(config, INGESTED_FILES, columns)
+    if rows is None:
+        path = table_path(config, INGESTED_FILES)
+        if not DeltaTable.isDeltaTable(spark, path):
+            return {}
+        rows = [r.asDict() for r in spark.read.format("delta").load(path).select(*columns).collect()]
     return {(r["source"], r["file"]): (r["etag"], r["size"]) for r in rows if r["status"] != "failed"}
 
 
