@@ -25,10 +25,13 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _TS_TEXT_MEMO: tuple = (None, "")  # (seconds, text) of the last MySQLTimestamp printed
 
 
+# The texts are %-formatted: for the ints these fields hold it is the same text as an f-string
+# with the same widths, in about half the time (rendering row images is most of the ingest's CPU).
+
 def _frac(usec: int, fsp: int) -> str:
     if fsp <= 0:
         return ""
-    return "." + f"{usec:06d}"[:fsp]
+    return "." + ("%06d" % usec)[:fsp]  # noqa: UP031
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +41,7 @@ class MySQLDate:
     day: int
 
     def __str__(self) -> str:
-        return f"{self.year:04d}-{self.month:02d}-{self.day:02d}"
+        return "%04d-%02d-%02d" % (self.year, self.month, self.day)  # noqa: UP031
 
     @property
     def is_zero(self) -> bool:
@@ -63,10 +66,16 @@ class MySQLDateTime:
     fsp: int = 0
 
     def __str__(self) -> str:
-        text = (f"{self.year:04d}-{self.month:02d}-{self.day:02d} "
-                f"{self.hour:02d}:{self.minute:02d}:{self.second:02d}")
-        if self.fsp > 0:
-            return text + "." + f"{self.microsecond:06d}"[:self.fsp]
+        fsp = self.fsp
+        if fsp == 6:
+            usec = self.microsecond
+            if 0 <= usec < 1000000:  # six digits: one format
+                return "%04d-%02d-%02d %02d:%02d:%02d.%06d" % (  # noqa: UP031
+                    self.year, self.month, self.day, self.hour, self.minute, self.second, usec)
+        text = "%04d-%02d-%02d %02d:%02d:%02d" % (  # noqa: UP031
+            self.year, self.month, self.day, self.hour, self.minute, self.second)
+        if fsp > 0:
+            return text + _frac(self.microsecond, fsp)
         return text
 
     @property
@@ -130,7 +139,7 @@ class MySQLTime:
 
     def __str__(self) -> str:
         sign = "-" if self.negative else ""
-        return f"{sign}{self.hours:02d}:{self.minutes:02d}:{self.seconds:02d}{_frac(self.microsecond, self.fsp)}"
+        return "%s%02d:%02d:%02d" % (sign, self.hours, self.minutes, self.seconds) + _frac(self.microsecond, self.fsp)  # noqa: UP031
 
     def to_python(self) -> _dt.timedelta:
         td = _dt.timedelta(hours=self.hours, minutes=self.minutes, seconds=self.seconds,
