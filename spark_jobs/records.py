@@ -339,6 +339,7 @@ class RangeDecoder:
         self._ev, self._q, self._tx = t["events"].add, t["quarantine"].add, t["transactions"].add
         self._rc, self._st = t["row_changes"].add, t["statements"].add
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
+        self._rc_buffers = t["row_changes"].buffers
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -736,7 +737,7 @@ class RangeDecoder:
         trx.has_dml = True
         if at.db or at.table:
             trx.tables.add(f"{at.db}.{at.table}")
-        r = self._rc  # the event's columns once, its rows' columns per row
+        r = self._rc  # the event's columns once (its rows' columns below, one extend each)
         r.pos(at.pos)
         r.payload_index(at.payload_index)
         r.gtid(at.gtid)
@@ -747,14 +748,12 @@ class RangeDecoder:
         r.table_name(at.table or "")
         r.operation("insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete"))
         r.event_type(event.name)
-        row_index, before, after, before_json, after_json = (
-            r.row_index, r.before, r.after, r.before_json, r.after_json)
-        for i, (b_map, a_map, b_json, a_json) in enumerate(images):
-            row_index(i)
-            before(b_map)
-            after(a_map)
-            before_json(b_json)
-            after_json(a_json)
+        rows = self._rc_buffers  # the rows' columns, one extend each
+        rows["row_index"].extend(range(len(images)))
+        rows["before"].extend([image[0] for image in images])
+        rows["after"].extend([image[1] for image in images])
+        rows["before_json"].extend([image[2] for image in images])
+        rows["after_json"].extend([image[3] for image in images])
         self.tables["row_changes"].end_group(len(images))
         trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end
         trx.row_changes += len(images)
