@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 from binlog_parser.constants import LOG_EVENT_IGNORABLE_F, event_type_name
 from binlog_parser.header import EventHeader
 
+_PLAIN = frozenset((int, str, bool, float))  # to_json_value's as-is types, checked exactly first
+
 
 def to_json_value(value: Any) -> Any:
     """Turn a decoded field into something ``json.dumps`` prints faithfully.
@@ -20,8 +22,8 @@ def to_json_value(value: Any) -> Any:
     bytes -> hex string; objects with ``to_json()`` (GtidSet, MariaGtid...) -> that;
     nested dataclasses -> dicts; ints beyond 2**53 stay ints (the CLI decides).
     """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
+    if value is None or type(value) in _PLAIN or isinstance(value, (bool, int, float, str)):
+        return value  # (the exact types first: most fields are ints and strings)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     to_json = getattr(value, "to_json", None)

@@ -50,13 +50,19 @@ class MapColumn:
 
     def append(self, image: Mapping[str, str | None] | None) -> None:
         """One row: a mapping (its items in order), or None for a NULL map."""
-        if image is None:
-            self.nulls.append(True)
-        else:
-            self.keys.extend(image)
-            self.values.extend(image.values())
-            self.nulls.append(False)
-        self.offsets.append(len(self.keys))
+        self.extend((image,))
+
+    def extend(self, images: Iterable[Mapping[str, str | None] | None]) -> None:
+        """Rows, as :meth:`append` (a rows event's images in one call)."""
+        keys, values, nulls, offsets = self.keys, self.values, self.nulls, self.offsets
+        for image in images:
+            if image is None:
+                nulls.append(True)
+            else:
+                keys.extend(image)
+                values.extend(image.values())
+                nulls.append(False)
+            offsets.append(len(keys))
 
     def array(self, arrow_type: Any) -> Any:
         import pyarrow as pa

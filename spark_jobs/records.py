@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -40,7 +39,7 @@ from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
-from binlog_parser.rows.render import render_row_text
+from binlog_parser.rows.render import ImageRenderer, compact_json, render_row_text
 from spark_jobs.columns import TableColumns
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
@@ -124,24 +123,7 @@ def _datetime(micros: int | None) -> _dt.datetime | None:
     return None if micros is None else _EPOCH + _dt.timedelta(microseconds=micros)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
-                            check_circular=False)
-try:  # the C encoder JSONEncoder.encode would build on every call, built once
-    from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
-    from json.encoder import encode_basestring as _enc_str
-
-    _C_ENCODE = _c_make_encoder(None, str, _enc_str, None, ":", ",", False, False, True) \
-        if _c_make_encoder is not None else None
-except ImportError:  # pragma: no cover
-    _C_ENCODE = None
-
-
-def _dumps(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, with the
-    encoder built once (``json.dumps`` builds one per call for non-default options)."""
-    if _C_ENCODE is not None:
-        return "".join(_C_ENCODE(value, 0))
-    return _ENCODER.encode(value)
+_dumps = compact_json  # the one JSON encoding of fields and row images
 
 
 def flavor_of(server_version: str | None) -> str:
@@ -202,24 +184,22 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[Image]:
                None if after is None else _dumps(after))
 
 
-def rows_event_parts(event: Any) -> tuple[dict[str, Any], list[Image]]:
+def rows_event_parts(event: Any, renderer: ImageRenderer | None = None) -> tuple[dict[str, Any], list[Image]]:
     """A typed rows event rendered once: ``(head, images)``.
 
     ``head`` is ``event.fields()`` without ``rows``; ``images`` are the :func:`row_images`
-    tuples, each image rendered once for both representations (``render_row_json_text``:
-    typed JSON and MySQL text in one pass) and JSON-encoded once.
+    tuples, each image rendered once for both representations (:class:`ImageRenderer`:
+    MySQL text and the typed JSON's text in one pass); ``renderer``: the one of the event's
+    table, when the caller keeps it from event to event.
     """
-    from binlog_parser.rows.render import render_row_json_text
-
     head = event.fields_head()
-    by_name = event.columns_by_name()
-    enc = _dumps
+    render = (renderer or ImageRenderer(event.columns_by_name())).render
     images: list[Image] = []
     append = images.append
     for change in event.rows:
-        bj, bt = render_row_json_text(change.before, by_name)
-        aj, at = render_row_json_text(change.after, by_name)
-        append((bt, at, None if bj is None else enc(bj), None if aj is None else enc(aj)))
+        bj, bt = render(change.before)
+        aj, at = render(change.after)
+        append((bt, at, bj, aj))
     return head, images
 
 
@@ -338,6 +318,8 @@ class RangeDecoder:
         self._pos = range_start
         # table_id -> (columns, fields, fields JSON) of the last TABLE_MAP seen for it
         self._table_map_json: dict[Any, tuple[Any, dict[str, Any], str]] = {}
+        # table_id -> (columns, the row image renderer of its rows events)
+        self._renderers: dict[Any, tuple[Any, ImageRenderer]] = {}
         self._init_columns()
 
     def _init_columns(self) -> None:
@@ -357,6 +339,7 @@ class RangeDecoder:
         self._ev, self._q, self._tx = t["events"].add, t["quarantine"].add, t["transactions"].add
         self._rc, self._st = t["row_changes"].add, t["statements"].add
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
+        self._rc_buffers = t["row_changes"].buffers
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -603,7 +586,7 @@ class RangeDecoder:
         """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and images."""
         if hasattr(event, "fields_head"):
             try:  # typed rows: each image rendered and JSON-encoded once
-                head, images = rows_event_parts(event)
+                head, images = rows_event_parts(event, self._renderer(event))
                 return head, rows_fields_json(head, len(images)), images
             except Exception:  # the generic path below keeps (and quarantines) any failure
                 pass
@@ -613,6 +596,22 @@ class RangeDecoder:
             return fields, None, images
         head = {k: v for k, v in fields.items() if k != "rows"}
         return fields, rows_fields_json(head, len(images)), images
+
+    def _renderer(self, event: Any) -> ImageRenderer:
+        """The row image renderer of the event's table, kept while its TABLE_MAP repeats with
+        the same decoded columns (the parser's TABLE_MAP cache): a renderer compiles its
+        layouts once, not once per rows event."""
+        cols = getattr(getattr(event, "table", None), "columns", None)
+        table_id = getattr(event, "table_id", None)
+        hit = self._renderers.get(table_id)
+        if hit is not None and cols is not None and hit[0] is cols:
+            return hit[1]
+        renderer = ImageRenderer(event.columns_by_name())
+        if cols is not None:
+            if len(self._renderers) >= 4096:
+                self._renderers.clear()
+            self._renderers[table_id] = (cols, renderer)
+        return renderer
 
     def _fields(self, event: Any, tc: int, pos: int) -> dict[str, Any]:
         """``event.fields()``; a rendering failure is quarantined and the event kept."""
@@ -738,7 +737,7 @@ class RangeDecoder:
         trx.has_dml = True
         if at.db or at.table:
             trx.tables.add(f"{at.db}.{at.table}")
-        r = self._rc  # the event's columns once, its rows' columns per row
+        r = self._rc  # the event's columns once (its rows' columns below, one extend each)
         r.pos(at.pos)
         r.payload_index(at.payload_index)
         r.gtid(at.gtid)
@@ -749,14 +748,12 @@ class RangeDecoder:
         r.table_name(at.table or "")
         r.operation("insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete"))
         r.event_type(event.name)
-        row_index, before, after, before_json, after_json = (
-            r.row_index, r.before, r.after, r.before_json, r.after_json)
-        for i, (b_map, a_map, b_json, a_json) in enumerate(images):
-            row_index(i)
-            before(b_map)
-            after(a_map)
-            before_json(b_json)
-            after_json(a_json)
+        rows = self._rc_buffers  # the rows' columns, one extend each
+        rows["row_index"].extend(range(len(images)))
+        rows["before"].extend([image[0] for image in images])
+        rows["after"].extend([image[1] for image in images])
+        rows["before_json"].extend([image[2] for image in images])
+        rows["after_json"].extend([image[3] for image in images])
         self.tables["row_changes"].end_group(len(images))
         trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end
         trx.row_changes += len(images)

@@ -99,3 +99,20 @@ def test_map_column_alone() -> None:
     assert arr.to_pylist() == [[("a", "1")], None, [], [("b", None), ("c", "3")]] and len(m) == 4
     m.clear()
     assert len(m) == 0 and m.array(arr.type).to_pylist() == []
+
+
+def test_map_column_extend_is_appends() -> None:
+    """A rows event's images in one ``extend`` make the rows one ``append`` each makes."""
+    import pyarrow as pa
+
+    images = [{"a": "1"}, None, {}, {"b": None, "c": "3"}]
+    one, many = MapColumn(), MapColumn()
+    one.append({"z": "0"})
+    many.append({"z": "0"})
+    for image in images:
+        one.append(image)
+    many.extend(images)
+    assert (many.keys, many.values, many.offsets, many.nulls) == (one.keys, one.values, one.offsets, one.nulls)
+    assert many.offsets == [0, 1, 2, 2, 2, 4]
+    assert many.array(pa.map_(pa.string(), pa.string())).to_pylist() == [
+        [("z", "0")], [("a", "1")], None, [], [("b", None), ("c", "3")]]

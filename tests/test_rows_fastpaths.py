@@ -5,7 +5,7 @@
   server flavour, the user schema) is re-checked on every hit;
 - compiled row-image readers (``rows_event._compile_image_reader``) == the generic loop, NULLs,
   short images and all;
-- ``render_row_json_text`` == (``render_row``, ``render_row_text``);
+- ``render_row_json_text`` / ``ImageRenderer`` == (``render_row`` JSON-encoded, ``render_row_text``);
 - ``spark_jobs.records.rows_event_parts`` == ``row_images`` over ``event.fields()`` (head, text maps, typed JSON).
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import json
 import os
 import random
 from decimal import Decimal
@@ -206,22 +207,37 @@ def test_render_row_json_text_matches_both_renderers(path):
         for change in ev.rows:
             for image in (change.before, change.after):
                 js, tx = render_row_json_text(image, by_name)
-                assert js == render_row(image, by_name)
+                typed = render_row(image, by_name)
+                assert js == (None if typed is None else _json_dumps(typed))
                 assert tx == render_row_text(image, by_name)
                 if js is not None:
-                    assert list(js) == list(image) == list(tx)
-                    for k in js:
-                        assert type(js[k]) is type(render_row(image, by_name)[k])
+                    assert list(json.loads(js)) == list(image) == list(tx)
+
+
+def _json_dumps(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def test_render_row_json_text_values():
-    from binlog_parser.rows.temporal import MySQLDateTime, MySQLTimestamp
+    from binlog_parser.rows.json_binary import MySQLJson
+    from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
+    from binlog_parser.rows.values import Vector
 
-    row = {"i": 2 ** 60, "j": -3, "b": True, "f": 0.1, "s": "x", "n": None, "d": Decimal("-0.00"),
+    row = {"i": 2 ** 60, "j": -3, "b": True, "f": 0.1, "s": 'a"\\\n\x01é', "n": None, "d": Decimal("-0.00"),
            "raw": b"\x00\xff", "dt": MySQLDateTime(2024, 1, 2, 3, 4, 5, 120000, 2),
-           "ts": MySQLTimestamp(0, 0, 3), "ts2": MySQLTimestamp(1700000000, 5, 6)}
+           "ts": MySQLTimestamp(0, 0, 3), "ts2": MySQLTimestamp(1700000000, 5, 6),
+           "day": MySQLDate(0, 0, 0), "t": MySQLTime(True, 838, 59, 59), "inf": float("inf"),
+           "nan": float("nan"), "doc": MySQLJson({"k": ["v", 1]}), "vec": Vector((1.5, -2.0)),
+           "é\"key": 7}
     js, tx = render_row_json_text(row, {})
-    assert js == render_row(row, {}) and tx == render_row_text(row, {})
+    assert js == _json_dumps(render_row(row, {})) and tx == render_row_text(row, {})
+    assert js == ('{"i":"1152921504606846976","j":-3,"b":1,"f":0.1,"s":"a\\"\\\\\\n\\u0001é","n":null,'
+                  '"d":"0.00","raw":"0x00ff","dt":"2024-01-02 03:04:05.12","ts":"0000-00-00 00:00:00.000",'
+                  '"ts2":"2023-11-14 22:13:20.000005","day":"0000-00-00","t":"-838:59:59",'
+                  '"inf":0.0,"nan":0.0,"doc":"{\\"k\\": [\\"v\\", 1]}","vec":[1.5,-2.0],"é\\"key":7}')
+    assert tx["s"] == 'a"\\\n\x01é' and tx["i"] == "1152921504606846976" and tx["vec"] == "[1.50000e+00,-2.00000e+00]"
+    assert render_row_json_text(None, {}) == (None, None)
+    assert render_row_json_text({}, {}) == ("{}", {})
 
 
 @pytest.mark.parametrize("path", _fixture_files())
@@ -281,3 +297,29 @@ def test_compiled_reader_on_a_valid_image_and_every_truncation():
         want = _outcome(_generic, buf, 0, plan)
         got = _outcome(read, buf, 0)
         assert repr(got) == repr(want)
+
+
+def test_image_renderer_values_off_their_columns_usual_type():
+    """A renderer compiled on a first image renders later images whose values have other types
+    (NULLs, bytes, big ints, a Decimal in place of a str...) exactly as the two renderers."""
+    from binlog_parser.rows.render import ImageRenderer
+    from binlog_parser.rows.temporal import MySQLDateTime, MySQLTime
+
+    year = dataclasses.make_dataclass("Col", ["type", "scale", "is_binary", "charset"])(T.YEAR, None, False, None)
+    dec = dataclasses.make_dataclass("Col", ["type", "scale", "is_binary", "charset"])(T.NEWDECIMAL, 3, False, None)
+    by_name = {"y": year, "d": dec}
+    rows = [
+        {"i": 1, "s": "a", "d": Decimal("1.500"), "t": MySQLDateTime(2024, 1, 2, 3, 4, 5, 6, 6), "y": 2024, "50%": 1},
+        {"i": 2 ** 53 + 1, "s": None, "d": Decimal("-0.000"), "t": MySQLTime(True, 1, 2, 3), "y": None, "50%": "%s"},
+        {"i": None, "s": b"\xff", "d": "x", "t": None, "y": 7, "50%": 1.25},
+        {"i": True, "s": Decimal("2"), "d": None, "t": "text", "y": 0, "50%": None},
+    ]
+    render = ImageRenderer(by_name).render
+    got = [render(r) for r in rows]
+    assert got == [(_json_dumps(render_row(r, by_name)), render_row_text(r, by_name)) for r in rows]
+    assert got[0] == ('{"i":1,"s":"a","d":"1.500","t":"2024-01-02 03:04:05.000006","y":"2024","50%":1}',
+                      {"i": "1", "s": "a", "d": "1.500", "t": "2024-01-02 03:04:05.000006", "y": "2024", "50%": "1"})
+    assert got[1][0] == '{"i":"9007199254740993","s":null,"d":"0.000","t":"-01:02:03","y":null,"50%":"%s"}'
+    assert got[2][1] == {"i": None, "s": "0xff", "d": "x", "t": None, "y": "0007", "50%": "1.25"}
+    assert render(None) == (None, None)
+    assert render({"s": "b"}) == ('{"s":"b"}', {"s": "b"})

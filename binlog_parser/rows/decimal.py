@@ -101,11 +101,18 @@ def decode_decimal(buf: bytes, precision: int, scale: int) -> Decimal:
 
 
 def decimal_text(value: Decimal, scale: int | None = None) -> str:
-    """MySQL's text of a DECIMAL: plain notation, exactly ``scale`` fraction digits, no ``-0``."""
+    """MySQL's text of a DECIMAL: plain notation, exactly ``scale`` fraction digits, no ``-0``.
+
+    ``str(value)`` is that text whenever it is plain and has ``scale`` fraction digits (what
+    the decoder builds: a Decimal of exactly ``scale`` digits), and costs a fifth of the
+    ``.{scale}f`` formatting, which is kept for the other values."""
     if scale is None:
         exp = value.as_tuple().exponent
         scale = -exp if isinstance(exp, int) and exp < 0 else 0
-    text = f"{value:.{scale}f}"
-    if text.startswith("-") and not value:
+    text = str(value)
+    dot = text.find(".")
+    if ((len(text) - dot - 1 != scale) if dot >= 0 else scale != 0) or "E" in text or "e" in text:
+        text = f"{value:.{scale}f}"
+    if text[0] == "-" and not value:
         text = text[1:]
     return text

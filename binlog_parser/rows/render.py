@@ -17,7 +17,9 @@ MySQL's ``VECTOR_TO_STRING``), NULL -> None.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
+from json.encoder import encode_basestring as _json_str
 from typing import Any
 
 from binlog_parser.rows.column_types import ColumnType as T
@@ -146,70 +148,211 @@ def render_row_text(row: dict[str, Any] | None, columns_by_name: dict[str, Any])
 
 # ---------------------------------------------------------------- both forms in one pass
 
-def _both_float(v, c):
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str, check_circular=False)
+try:  # the C encoder JSONEncoder.encode would build on every call, built once
+    from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
+
+    _C_ENCODE = _c_make_encoder(None, str, _json_str, None, ":", ",", False, False, True) \
+        if _c_make_encoder is not None else None
+except ImportError:  # pragma: no cover
+    _C_ENCODE = None
+
+
+def compact_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``: the JSON
+    of every ``fields`` and row image the ingest stores, with the encoder built once
+    (``json.dumps`` builds one per call for non-default options)."""
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(value, 0))
+    return _ENCODER.encode(value)
+
+
+_INF = float("inf")
+
+
+def _float_json(f: float) -> str:
+    """A float as the JSON encoder writes it (``float.__repr__``; NaN / Infinity allowed)."""
+    if f != f:
+        return "NaN"
+    if f == _INF:
+        return "Infinity"
+    if f == -_INF:
+        return "-Infinity"
+    return float.__repr__(f)
+
+
+# Each ``_pair_*`` gives ``(compact_json(render_value(v, c)), render_value_text(v, c))`` of one
+# type. Temporal and DECIMAL texts are digits, signs, '-', ':', '.' and spaces: quoted as they are.
+
+def _pair_float(v: float, c: Any) -> tuple[str, str]:
     text = format_float(v) if _is_float_col(c) else format_double(v)
-    return float(text), text
+    return _float_json(float(text)), text
 
 
-def _both_str_of(v, c):
+def _pair_temporal(v: Any, c: Any) -> tuple[str, str]:
     s = str(v)
-    return s, s
+    return '"' + s + '"', s
 
 
-def _both_bytes(v, c):
+def _pair_json_doc(v: Any, c: Any) -> tuple[str, str]:
+    s = str(v)
+    return _json_str(s), s
+
+
+def _pair_bytes(v: Any, c: Any) -> tuple[str, str]:
     s = _bytes_text(bytes(v), c)
-    return s, s
+    return _json_str(s), s
 
 
-def _both_decimal(v, c):
+def _pair_decimal(v: Decimal, c: Any) -> tuple[str, str]:
     s = decimal_text(v, c.scale if c is not None else None)
-    return s, s
+    return '"' + s + '"', s
 
 
-def _both_bool(v, c):
-    return int(v), str(int(v))
+def _pair_bool(v: bool, c: Any) -> tuple[str, str]:
+    return ("1", "1") if v else ("0", "0")
 
 
-_BOTH = {
-    float: _both_float, bytes: _both_bytes, bytearray: _both_bytes, memoryview: _both_bytes,
-    Decimal: _both_decimal, bool: _both_bool, MySQLDate: _both_str_of, MySQLDateTime: _both_str_of,
-    MySQLTime: _both_str_of, MySQLTimestamp: _both_str_of, MySQLJson: _both_str_of,
+def _pair_int(v: int, c: Any) -> tuple[str, str]:
+    if c is not None and c.type == _YEAR:
+        s = f"{v:04d}"
+        return '"' + s + '"', s
+    s = int.__repr__(v)
+    return (s, s) if -_MAX_SAFE <= v <= _MAX_SAFE else ('"' + s + '"', s)
+
+
+def _pair_other(v: Any, c: Any) -> tuple[str, str | None]:
+    """VECTOR, partial JSON, GEOMETRY, subclasses: the two renderers and the encoder."""
+    return compact_json(render_value(v, c)), render_value_text(v, c)
+
+
+_PAIRS = {
+    float: _pair_float, bytes: _pair_bytes, bytearray: _pair_bytes, memoryview: _pair_bytes,
+    Decimal: _pair_decimal, bool: _pair_bool, int: _pair_int, MySQLDate: _pair_temporal,
+    MySQLDateTime: _pair_temporal, MySQLTime: _pair_temporal, MySQLTimestamp: _pair_temporal,
+    MySQLJson: _pair_json_doc,
 }
 _YEAR = T.YEAR
+_TEMPORALS = (MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp)
+
+
+def _pair_any(v: Any, c: Any) -> tuple[str, str | None]:
+    """``(compact_json(render_value(v, c)), render_value_text(v, c))`` of any value."""
+    if type(v) is str:
+        return _json_str(v), v
+    if v is None:
+        return "null", None
+    return _PAIRS.get(type(v), _pair_other)(v, c)
+
+
+def _fast_kind(v: Any, c: Any) -> Any:
+    """How a column whose values look like ``v`` is rendered inline: ``"s"`` (str), ``"i"``
+    (int, not YEAR), ``("d", scale)`` (Decimal), ``"t"`` (temporal), else None (:func:`_pair_any`)."""
+    tp = type(v)
+    if tp is str:
+        return "s"
+    if tp is int:
+        return "i" if c is None or c.type != _YEAR else None
+    if tp is Decimal:
+        return "d", (c.scale if c is not None else None)
+    if tp in _TEMPORALS:
+        return "t"
+    return None
+
+
+Renderer = Callable[[dict[str, Any], tuple[Any, ...]], tuple[str, dict[str, str | None]]]
+#: (column names, fast kinds) -> compiled ``render(row, cols)`` (see :func:`_compile_renderer`)
+_RENDERERS: dict[tuple[Any, ...], Renderer] = {}
+
+
+def _column_source(i: int, kind: Any, ns: dict[str, Any]) -> list[str]:
+    """Lines rendering ``v{i}`` into ``j{i}`` (JSON) and ``t{i}`` (text): the value's type
+    checked, then rendered inline; any other value (NULL, another type) by :func:`_pair_any`."""
+    generic = [f"        j{i}, t{i} = _pair_any(v{i}, cols[{i}])"]
+    if kind == "s":
+        fast = [f"    if type(v{i}) is _str:", f"        t{i} = v{i}; j{i} = _q(v{i})"]
+    elif kind == "i":
+        fast = [f"    if type(v{i}) is _int and -_MAX <= v{i} <= _MAX:", f"        j{i} = t{i} = _int_repr(v{i})"]
+    elif kind == "t":
+        fast = [f"    if type(v{i}) in _TEMPORALS:", f"        t{i} = _str(v{i}); j{i} = '\"' + t{i} + '\"'"]
+    elif isinstance(kind, tuple):
+        ns[f"sc{i}"] = kind[1]
+        fast = [f"    if type(v{i}) is _Decimal:", f"        t{i} = _dec(v{i}, sc{i}); j{i} = '\"' + t{i} + '\"'"]
+    else:
+        return [generic[0][4:]]
+    return [*fast, "    else:", *generic]
+
+
+def _compile_renderer(names: tuple[Any, ...], kinds: tuple[Any, ...]) -> Renderer:
+    """``render(row, cols) -> (JSON, text map)`` for images of exactly ``names``, as straight-line
+    code: each value of its column's usual type (``kinds``) rendered inline, any other by
+    :func:`_pair_any`; the JSON one %-format of the names' template. Column names are bound as
+    variables, never written into the source (as ``rows_event._compile_image_reader``)."""
+    n = len(names)
+    keys = [compact_json({k: None})[1:-5].replace("%", "%%") for k in names]  # "name": as encoded
+    ns: dict[str, Any] = {"_pair_any": _pair_any, "_q": _json_str, "_str": str, "_int": int,
+                          "_int_repr": int.__repr__, "_MAX": _MAX_SAFE, "_TEMPORALS": _TEMPORALS,
+                          "_Decimal": Decimal, "_dec": decimal_text,
+                          "_T": "{" + ",".join(k + "%s" for k in keys) + "}"}
+    lines = ["def render(row, cols):"]
+    if n:
+        lines.append("    " + ", ".join(f"v{i}" for i in range(n)) + ", = row.values()")
+    for i, kind in enumerate(kinds):
+        ns[f"k{i}"] = names[i]
+        lines += _column_source(i, kind, ns)
+    lines.append("    return _T % (" + "".join(f"j{i}, " for i in range(n)) + "), {"
+                 + ", ".join(f"k{i}: t{i}" for i in range(n)) + "}")
+    exec(compile("\n".join(lines), f"<row renderer, {n} columns>", "exec"), ns)
+    renderer: Renderer = ns["render"]
+    return renderer
+
+
+class ImageRenderer:
+    """Renders the row images of one table (one ``columns_by_name``) as
+    ``(compact_json(render_row(row)), render_row_text(row))``.
+
+    Why not the two renderers and the JSON encoder: rendering the row images is most of the
+    ingest's CPU (issue 13). Each set of column names gets a compiled renderer
+    (:func:`_compile_renderer`, shared by every table with those names and value types): each
+    value rendered once for both forms, inline for its column's usual type, and the JSON one
+    %-format of a template instead of a dict walked by the encoder.
+    ``tests/test_rows_fastpaths.py`` holds it equal to the renderers and the encoder.
+    """
+
+    __slots__ = ("columns_by_name", "_layouts")
+
+    def __init__(self, columns_by_name: dict[str, Any]) -> None:
+        self.columns_by_name = columns_by_name
+        #: the names of an image -> (its renderer, its columns)
+        self._layouts: dict[tuple[Any, ...], tuple[Renderer, tuple[Any, ...]]] = {}
+
+    def render(self, row: dict[str, Any] | None) -> tuple[str | None, dict[str, str | None] | None]:
+        if row is None:
+            return None, None
+        names = tuple(row)
+        layout = self._layouts.get(names)
+        if layout is None:
+            layout = self._layouts[names] = self._layout(names, row)
+        return layout[0](row, layout[1])
+
+    def _layout(self, names: tuple[Any, ...], row: dict[str, Any]) -> tuple[Renderer, tuple[Any, ...]]:
+        get_col = self.columns_by_name.get
+        cols = tuple(get_col(k) for k in names)
+        kinds = tuple(_fast_kind(v, c) for v, c in zip(row.values(), cols))
+        key = (names, kinds)
+        fn = _RENDERERS.get(key)
+        if fn is None:
+            if len(_RENDERERS) >= 1024:
+                _RENDERERS.clear()
+            fn = _RENDERERS[key] = _compile_renderer(names, kinds)
+        return fn, cols
 
 
 def render_row_json_text(row: dict[str, Any] | None, columns_by_name: dict[str, Any]
-                         ) -> tuple[dict[str, Any] | None, dict[str, str | None] | None]:
-    """``(render_row(row), render_row_text(row))`` computed in one pass over the values
-    (each value rendered once where the two forms agree)."""
-    if row is None:
-        return None, None
-    js: dict[str, Any] = {}
-    tx: dict[str, str | None] = {}
-    get_col = columns_by_name.get
-    for name, v in row.items():
-        tp = type(v)
-        if tp is str:
-            js[name] = tx[name] = v
-        elif v is None:
-            js[name] = tx[name] = None
-        elif tp is int:
-            c = get_col(name)
-            if c is not None and c.type == _YEAR:
-                js[name] = tx[name] = f"{v:04d}"
-            else:
-                s = str(v)
-                tx[name] = s
-                js[name] = v if -_MAX_SAFE <= v <= _MAX_SAFE else s
-        else:
-            both = _BOTH.get(tp)
-            c = get_col(name)
-            if both is None:  # anything else (VECTOR, partial JSON, GEOMETRY, subclasses)
-                js[name] = render_value(v, c)
-                tx[name] = render_value_text(v, c)
-            else:
-                js[name], tx[name] = both(v, c)
-    return js, tx
+                         ) -> tuple[str | None, dict[str, str | None] | None]:
+    """``(compact_json(render_row(row)), render_row_text(row))`` in one pass over the values
+    (:class:`ImageRenderer`, for one image)."""
+    return ImageRenderer(columns_by_name).render(row)
 
 
 # ---------------------------------------------------------------- mysqlbinlog -vv comments

@@ -25,10 +25,19 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _TS_TEXT_MEMO: tuple = (None, "")  # (seconds, text) of the last MySQLTimestamp printed
 
 
+# The texts are %-formatted: for the ints these fields hold it is the same text as an f-string
+# with the same widths, in about half the time (rendering row images is most of the ingest's CPU).
+
+#: ``"%02d" % i`` for 0..127 and ``"%04d" % year`` (filled as met): a DATETIME's parts are
+#: looked up, a fraction of the cost of formatting them
+_D2 = tuple("%02d" % i for i in range(128))  # noqa: UP031
+_YEARS: dict[int, str] = {}
+
+
 def _frac(usec: int, fsp: int) -> str:
     if fsp <= 0:
         return ""
-    return "." + f"{usec:06d}"[:fsp]
+    return "." + ("%06d" % usec)[:fsp]  # noqa: UP031
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +47,7 @@ class MySQLDate:
     day: int
 
     def __str__(self) -> str:
-        return f"{self.year:04d}-{self.month:02d}-{self.day:02d}"
+        return "%04d-%02d-%02d" % (self.year, self.month, self.day)  # noqa: UP031
 
     @property
     def is_zero(self) -> bool:
@@ -63,10 +72,21 @@ class MySQLDateTime:
     fsp: int = 0
 
     def __str__(self) -> str:
-        text = (f"{self.year:04d}-{self.month:02d}-{self.day:02d} "
-                f"{self.hour:02d}:{self.minute:02d}:{self.second:02d}")
-        if self.fsp > 0:
-            return text + "." + f"{self.microsecond:06d}"[:self.fsp]
+        mo, d, h, mi, s = self.month, self.day, self.hour, self.minute, self.second
+        if 0 <= (mo | d | h | mi | s) < 128:  # every part in the lookup table
+            y = self.year
+            ys = _YEARS.get(y)
+            if ys is None:
+                ys = "%04d" % y  # noqa: UP031
+                if 0 <= y <= 9999:
+                    _YEARS[y] = ys
+            d2 = _D2
+            text = f"{ys}-{d2[mo]}-{d2[d]} {d2[h]}:{d2[mi]}:{d2[s]}"
+        else:
+            text = "%04d-%02d-%02d %02d:%02d:%02d" % (self.year, mo, d, h, mi, s)  # noqa: UP031
+        fsp = self.fsp
+        if fsp > 0:
+            return text + _frac(self.microsecond, fsp)
         return text
 
     @property
@@ -130,7 +150,7 @@ class MySQLTime:
 
     def __str__(self) -> str:
         sign = "-" if self.negative else ""
-        return f"{sign}{self.hours:02d}:{self.minutes:02d}:{self.seconds:02d}{_frac(self.microsecond, self.fsp)}"
+        return "%s%02d:%02d:%02d" % (sign, self.hours, self.minutes, self.seconds) + _frac(self.microsecond, self.fsp)  # noqa: UP031
 
     def to_python(self) -> _dt.timedelta:
         td = _dt.timedelta(hours=self.hours, minutes=self.minutes, seconds=self.seconds,
