@@ -1,5 +1,6 @@
 """binlake's Delta tables without a JVM (delta-rs), local or on any S3-compatible store: opening
-them, and the one replace-write of a few rows (:func:`replace_rows`).
+them, the one replace-write of a few rows (:func:`replace_rows`), and the commit of data files
+written into a table's folder (:func:`append_files`).
 
 Why one module: the SQL fast path, the coverage page, the data checks, the ingest state reads and
 the test digests all read Delta tables with delta-rs, and the ingest writes its small meta tables
@@ -9,11 +10,14 @@ and credentials it uses.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import S3Settings, is_s3_uri
+from binlake.delta_files import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
@@ -128,7 +132,55 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
     before writing anything, for a table whose protocol delta-rs should not write; delta-rs
     refuses a NULL in a NOT NULL column, as Spark does.
     """
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import write_deltalake
+
+    def commit(table: DeltaTable, properties: Any) -> None:
+        write_deltalake(table, data, mode="overwrite", predicate=predicate, partition_by=list(partition_by) or None,
+                        commit_properties=properties)
+
+    return _commit_once(location, s3, commit, txn_app=txn_app, txn_version=txn_version, user_metadata=user_metadata)
+
+
+def append_files(location: str, s3: S3Settings | None, files: Sequence[DataFile], *, partition_by: Sequence[str],
+                 txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> bool:
+    """Commit ``files``, Parquet files already written in the table's folder
+    (:mod:`binlake.delta_files`), to the existing table at ``location`` as one ``add``-only commit,
+    tied to the run as :func:`replace_rows` is (txn id skipped when the log holds it, ``userMetadata``,
+    the S3 commit lock, retries). False when the txn was committed already.
+
+    Only for rows the table cannot hold yet (the caller checks): an append replaces nothing.
+    Raises :class:`DeltaRsCannotWrite` before committing for a protocol delta-rs should not write,
+    and :class:`ValueError` when a file has NULLs in a NOT NULL column (which Spark would refuse).
+    """
+    from deltalake.transaction import AddAction, RemoveAction
+
+    now = int(time.time() * 1000)
+    actions: list[AddAction | RemoveAction] = [
+        AddAction(f.path, f.size, dict(f.partition_values), now, True, f.stats) for f in files]
+
+    def commit(table: DeltaTable, properties: Any) -> None:
+        _check_not_null(location, table, files)
+        table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                       partition_by=list(partition_by) or None, commit_properties=properties)
+
+    return _commit_once(location, s3, commit, txn_app=txn_app, txn_version=txn_version, user_metadata=user_metadata)
+
+
+def _check_not_null(location: str, table: DeltaTable, files: Sequence[DataFile]) -> None:
+    """Refuse files whose stats count NULLs in a column the table declares NOT NULL."""
+    required = [f.name for f in table.schema().fields if not f.nullable]
+    for f in files:
+        nulls = json.loads(f.stats).get("nullCount", {})
+        bad = [c for c in required if nulls.get(c)]
+        if bad:
+            raise ValueError(f"{location}: {f.path} has NULLs in NOT NULL column(s) {', '.join(bad)}")
+
+
+def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTable, Any], None], *,
+                 txn_app: str, txn_version: int, user_metadata: str | None) -> bool:
+    """Run ``commit(table, commit_properties)`` once per ``(txn_app, txn_version)``: under the
+    table's commit lock, skipped when the log holds the txn, retried on a commit conflict."""
+    from deltalake import CommitProperties, DeltaTable, Transaction
     from deltalake.exceptions import CommitFailedError
     from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -145,9 +197,7 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
         if done is not None and done >= txn_version:
             log.info("%s: %s (version %d) is committed already", location, txn_app, done)
             return False
-        write_deltalake(table, data, mode="overwrite", predicate=predicate, partition_by=list(partition_by) or None,
-                        commit_properties=CommitProperties(custom_metadata=metadata,
-                                                           app_transactions=[Transaction(txn_app, txn_version)]))
+        commit(table, CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(txn_app, txn_version)]))
         return True
 
     with table_commit_lock(location, s3):
@@ -155,4 +205,3 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
                             wait=wait_random_exponential(multiplier=0.5, max=20.0),
                             retry=retry_if_exception_type(CommitFailedError))
         return bool(retrying(attempt))
-

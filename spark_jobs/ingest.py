@@ -2,14 +2,21 @@
 
 Driver: plans tasks from the object list (never reads file bodies), runs one Spark job that
 decodes on the executors (one task per partition of a small task RDD) and collects only the
-per-range facts, then replaces each table's rows of the ingested files with one Delta overwrite
-per table (``replaceWhere`` on source + file), read from that table's staged Parquet parts (a
-table with no rows of the files now, and none before by its log's statistics, is left alone).
+per-range facts, then commits each row table once:
+
+- a table that holds no rows of the run's files (by its Delta log's statistics: every nightly
+  file, every backfill of new files) gets its rows written by the executors straight into its
+  folder as Delta data files, which the driver commits as they are, in one ``add``-only delta-rs
+  commit (:func:`binlake.delta_tables.append_files`): the rows are written once;
+- a table that may hold rows of them (a file re-ingested: changed, forced, or a killed run's
+  files under a new run id) gets one Spark Delta overwrite (``replaceWhere`` on source + file)
+  from the rows the executors staged as Parquet parts under the run's staging folder;
+- a table with no rows of the files now and none before is left alone.
 
 Executors: open the object store from plain settings (never a driver-side client), read their
 byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
 ``spark_jobs.records`` into Arrow batches of about ``batch_rows`` rows per table, and write them
-as Parquet parts under the run's staging folder (``spark_jobs.staging_writer``).
+as Parquet, into the table's folder or the run's staging folder (``spark_jobs.staging_writer``).
 
 Large files (> ``split_threshold`` bytes) are first scanned header-only on an executor and
 cut at transaction starts into ranges of about ``split_target`` bytes; small files are packed
@@ -18,8 +25,10 @@ into tasks of about ``pack_target`` bytes.
 Exactly-once: every Delta write carries ``txnAppId = binlake-ingest:<run_id>`` /
 ``txnVersion`` (Delta skips a write it already committed for that run: a killed run re-run
 with the same run id finishes the missing tables only) and ``userMetadata`` naming the run.
-The row tables are written by Spark; the two meta tables (one row per file) by delta-rs in the
-same kind of commit (txn action, ``userMetadata``; see :func:`replace_few_rows`), last.
+The row tables' appends and the two meta tables (one row per file, :func:`replace_few_rows`, last)
+are delta-rs commits of the same kind (txn action, ``userMetadata``). Data files of a run killed
+before its commit stay in the table's folder uncommitted: no reader sees them, and a re-run
+writes its own; Delta's ``VACUUM`` removes them.
 Whatever the run id, rows are keyed by (source, file) and replaced, never appended twice;
 decoding is deterministic, so a re-run leaves every table with identical rows.
 """
@@ -40,11 +49,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.config import S3Settings
+from binlake.delta_files import STATS_STRING_PREFIX, DataFile
 from binlake.delta_tables import delta_uri, locked_storage_options
 from binlake.run_ids import new_run_id
 from binlake.sql_text import files_predicate
 from spark_jobs import records
 from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
+from spark_jobs.staging_writer import DirectTable
 
 log = logging.getLogger("binlake.ingest")
 
@@ -259,17 +270,21 @@ class TaskSettings:
     keep_raw: bool
     run_id: str | None
     batch_rows: int = DEFAULT_BATCH_ROWS
+    #: kind -> its table, for the kinds written straight into their table's folder
+    direct: Mapping[str, DirectTable] = field(default_factory=dict)
 
 
 def decode_task(task: tuple[int, list[dict[str, Any]]], settings: TaskSettings) -> dict[str, Any]:
     """One ingest task (executor side): decode its pieces and stage each table's rows as Parquet
-    parts; return ``{"facts": [...], "parts": {kind: [names]}}``. Each piece's facts row carries
+    parts (or as data files of the tables in ``settings.direct``); return ``{"facts": [...],
+    "parts": {kind: [names]}, "files": {kind: [DataFile]}}``. Each piece's facts row carries
     the piece's row count per kind in ``row_counts``: the driver gets the per-file counts with the
     facts, never by scanning the staged rows again."""
     from spark_jobs.staging_writer import TaskStaging, staging_store
 
     task_id, pieces = task
-    staging = TaskStaging(staging_store(settings.staging, settings.s3), task_id)
+    staging = TaskStaging(staging_store(settings.staging, settings.s3), task_id, direct=settings.direct,
+                          s3=settings.s3)
     facts = []
     for piece in pieces:
         counts = dict.fromkeys(STAGE_KINDS, 0)
@@ -281,7 +296,7 @@ def decode_task(task: tuple[int, list[dict[str, Any]]], settings: TaskSettings) 
             else:
                 counts[kind] += item.num_rows
                 staging.write(kind, item)
-    return {"facts": facts, "parts": staging.close()}
+    return {"facts": facts, "parts": staging.close(), "files": staging.close_files()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -522,17 +537,22 @@ class IngestOptions:
     write_threads: int = 3
     #: the run id written to ``meta.ingested_files.run_id`` (e.g. the Airflow run id); default the run's
     record_run_id: str | None = None
+    #: let the executors write a table holding no rows of the run's files straight into its folder
+    direct_writes: bool = True
 
 
 @dataclass(frozen=True)
 class StagedRun:
     """What the decode step left: the staging folder (as Spark names it), each table's parts in
-    it, and the per-range facts and row counts, by file."""
+    it, the data files written into the ``direct`` tables' folders, and the per-range facts and
+    row counts, by file."""
 
     path: str
     parts: Mapping[str, list[str]]
     facts: Mapping[tuple[str, str], list[dict[str, Any]]]
     counts: Mapping[tuple[str, str], Mapping[str, int]]
+    direct: Mapping[str, DirectTable] = field(default_factory=dict)
+    files: Mapping[str, list[DataFile]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -549,7 +569,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
                split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
                keep_raw: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS,
                keep_staging: bool = False, write_threads: int = 3,
-               record_run_id: str | None = None) -> IngestResult:
+               record_run_id: str | None = None, direct_writes: bool = True) -> IngestResult:
     """Decode ``files`` (binlog objects from discovery) into the bronze/silver/meta tables.
 
     Files whose (source, file, etag, size) ``meta.ingested_files`` already holds are skipped
@@ -559,7 +579,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     """
     t0 = time.time()
     opts = IngestOptions(split_threshold, split_target, pack_target, keep_raw, batch_rows, keep_staging,
-                         write_threads, record_run_id)
+                         write_threads, record_run_id, direct_writes)
     result = IngestResult(run_id=run_id or new_run_id())
     result.stale_staging_removed = _clean_stale_staging(config, result.run_id)
     objects = _objects_to_ingest(spark, config, files, force, result)
@@ -567,7 +587,8 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
         ensure_table(spark, config, name)
     if objects:
         tasks = _plan(spark, objects, opts, dataclasses.asdict(config.s3), result)
-        staged = _decode_to_staging(spark, config, tasks, opts, result)
+        direct = _direct_tables(config, objects) if opts.direct_writes else {}
+        staged = _decode_to_staging(spark, config, tasks, opts, direct, result)
         t2 = time.time()
         _write_tables(spark, config, objects, staged, opts, result)
         result.write_seconds = time.time() - t2
@@ -634,32 +655,59 @@ def _plan(spark: Any, objects: Sequence[BinlogObject], opts: IngestOptions, s3: 
     return tasks
 
 
+def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, DirectTable]:
+    """The row tables the executors may write straight into (see the module doc): delta-rs may
+    commit to them, their columns and partitioning are binlake's, and their logs' statistics
+    say no data file holds rows of ``objects`` (so an append replaces nothing). Only this run
+    writes rows of these files meanwhile: it holds their source's lease."""
+    from binlake.delta_tables import delta_rs_writes
+    from binlake.tables import table_location
+
+    pairs = {(o.source, o.file) for o in objects}
+    direct = {}
+    for kind, name in KIND_TO_TABLE.items():
+        ts = spec(name)
+        table = _log_reader(config, table_path(config, name))
+        if (table is None or not delta_rs_writes(table)
+                or [f.name for f in table.schema().fields] != list(ts.column_names)
+                or list(table.metadata().partition_columns) != list(ts.partition_by)
+                or may_hold_rows_of(table, pairs)):
+            continue
+        direct[kind] = DirectTable(table_location(config.warehouse, name), tuple(ts.partition_by))
+    return direct
+
+
 def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]], opts: IngestOptions,
-                       result: IngestResult) -> StagedRun:
-    """Decode every task once on the executors, which stage each table's rows as Parquet parts;
-    collect only the per-range facts and the part names."""
+                       direct: Mapping[str, DirectTable], result: IngestResult) -> StagedRun:
+    """Decode every task once on the executors, which write each table's rows as Parquet (data
+    files of the ``direct`` tables, staging parts of the others); collect only the per-range
+    facts and the file names."""
     from binlake.config import to_spark_uri
     from binlake.staging import staging_folder
 
     folder = staging_folder(config.warehouse, result.run_id)
-    settings = TaskSettings(folder, dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows)
+    settings = TaskSettings(folder, dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows,
+                            direct)
     t1 = time.time()
     done = (spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
             .map(functools.partial(decode_task, settings=settings)).collect())
     result.decode_seconds = time.time() - t1
     parts: dict[str, list[str]] = {k: [] for k in STAGE_KINDS}
+    files: dict[str, list[DataFile]] = {k: [] for k in direct}
     by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for task in done:
         for kind, names in task["parts"].items():
             parts[kind].extend(names)
+        for kind, written in task["files"].items():
+            files[kind].extend(written)
         for fact in task["facts"]:
             key = (fact["source"], fact["file"])
             by_file.setdefault(key, []).append(fact)
             file_counts = counts.setdefault(key, dict.fromkeys(STAGE_KINDS, 0))
             for kind, n in fact.pop("row_counts").items():
                 file_counts[kind] += n
-    return StagedRun(to_spark_uri(folder), parts, by_file, counts)
+    return StagedRun(to_spark_uri(folder), parts, by_file, counts, direct, files)
 
 
 def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
@@ -673,9 +721,10 @@ def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
 
 def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
                   opts: IngestOptions, result: IngestResult) -> None:
-    """The five row tables (from a few driver threads, with Spark), then meta.binlog_files and
+    """The five row tables (from a few driver threads: an append of the data files the executors
+    wrote, or a Spark replacement from the staged parts), then meta.binlog_files and
     meta.ingested_files, in that order (with delta-rs: :func:`replace_few_rows`): each one Delta
-    replacement of the run's files. meta.ingested_files, which marks the files done, is the last
+    commit of the run's files. meta.ingested_files, which marks the files done, is the last
     commit of the run."""
     predicate = files_predicate((o.source, o.file) for o in objects)
     # one Delta transaction id per (run, file set): a retried run skips what it already wrote
@@ -686,6 +735,10 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     def write_kind(kind: str) -> None:
         ts = spec(KIND_TO_TABLE[kind])
         path = table_path(config, ts.name)
+        if kind in staged.direct:
+            _append_files(config, path, ts, staged.files.get(kind) or [], txn_app=txn_app, run_id=result.run_id,
+                          n_files=len(objects))
+            return
         if not staged.parts.get(kind) and not may_hold_rows_of(_log_reader(config, path), pairs):
             # nothing to add and nothing to replace: the commit would change no row (a night's
             # quarantine is nearly always empty), and each commit costs seconds of JVM CPU
@@ -720,6 +773,20 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     result.quarantined = counts["quarantine"]
 
 
+def _append_files(config: Any, path: str, ts: TableSpec, files: Sequence[DataFile], *, txn_app: str, run_id: str,
+                  n_files: int) -> None:
+    """Commit the data files the executors wrote into a table that held no rows of the run's
+    files (:func:`_direct_tables`); no files, no commit. Raises, leaving the files uncommitted,
+    when the table's protocol changed since the run checked it (a re-run writes with Spark)."""
+    if not files:
+        log.info("ingest %s: %s unchanged (no rows of these files before or now)", run_id, ts.name)
+        return
+    from binlake.delta_tables import append_files
+
+    append_files(path, config.s3, files, partition_by=ts.partition_by, txn_app=txn_app,
+                 user_metadata=json.dumps({"files": n_files, "job": "ingest", "run_id": run_id}, sort_keys=True))
+
+
 def replace_few_rows(spark: Any, config: Any, name: str, rows: Sequence[Mapping[str, Any]],
                      predicate: Callable[[str], str], *, run_id: str, job: str, txn_app: str,
                      extra_meta: Mapping[str, Any] | None = None) -> None:
@@ -749,15 +816,11 @@ def replace_few_rows(spark: Any, config: Any, name: str, rows: Sequence[Mapping[
                       job=job, txn_app=txn_app, extra_meta=extra_meta)
 
 
-#: Delta keeps a string column's min/max statistics as prefixes of this many characters
-DELTA_STATS_STRING_PREFIX = 32
-
-
 def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
     """Whether a data file of the table may hold rows of ``pairs`` ((source, file) pairs), judged
     from its Delta log alone: the ``source`` partition value and the ``file`` column's min/max
     statistics, as Delta's own data skipping would. True when a file lacks them or they may be
-    truncated (Delta cuts string statistics to :data:`DELTA_STATS_STRING_PREFIX` characters), False for no table.
+    truncated (Delta cuts string statistics to :data:`STATS_STRING_PREFIX` characters), False for no table.
 
     Why not ask Spark: a query of the table is a job, several seconds of JVM CPU, for the
     answer the log already holds (the same reading ``replaceWhere`` itself starts with).
@@ -777,7 +840,7 @@ def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
         files = wanted.get(source) if source is not None else [f for fs in wanted.values() for f in fs]
         if not files:
             continue
-        if low is None or high is None or max(len(low), len(high)) >= DELTA_STATS_STRING_PREFIX:
+        if low is None or high is None or max(len(low), len(high)) >= STATS_STRING_PREFIX:
             return True
         if any(low <= f <= high for f in files):
             return True

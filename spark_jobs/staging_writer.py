@@ -11,14 +11,24 @@ run's folder): deterministic, so a retried Spark task overwrites its parts inste
 them. Each part is written whole through :mod:`binlake.storage`'s object store: a temporary
 file renamed into place in a local folder, a single PUT on S3. Nothing here holds a driver-side
 object: the task gets the staging folder as a string and the S3 settings as a plain dict.
+
+A table the driver names in :class:`DirectTable` (one holding no rows of the run's files) gets
+no staging parts: its rows are written straight into the table's folder as Delta data files
+(:class:`DataFileWriter`: Spark's partition folders, stats for the ``add`` action), which the
+driver commits as they are (:func:`binlake.delta_tables.append_files`). Their names end in a
+token of the task attempt: a failed attempt's files are never committed, so they must not be
+overwritten by a retry's files that are (they stay as uncommitted files until ``VACUUM``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from binlake.delta_files import DataFile, FileStats, partition_folder, partition_text
 from binlake.staging import part_name
 from binlake.storage import ObjectStore
 
@@ -26,6 +36,10 @@ from binlake.storage import ObjectStore
 PART_BYTES = 32 << 20
 #: rows gathered before they are written as one Parquet row group
 GROUP_ROWS = 64 * 1024
+#: parts' worth of Parquet bytes a task's data-file writers (one per table and partition) may hold
+#: at once: past it, the fullest is put early, so a file spanning many dates cannot make a task
+#: hold its whole output
+OPEN_FILES_PARTS = 2
 
 _S3_CLIENTS: dict[str, Any] = {}
 
@@ -68,6 +82,18 @@ class PartWriter:
         if self._pending_rows >= self.group_rows:
             self._write_group()
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Parquet bytes of the part being written, not yet put."""
+        return self._sink.tell() if self._sink is not None else 0
+
+    def put_now(self) -> None:
+        """Put the part being written now (a smaller part), pending rows included."""
+        if self._pending_rows:
+            self._write_group()
+        if self._writer is not None:
+            self._put_part()
+
     def close(self) -> list[str]:
         """Write what is left; the names of the parts written (relative to the staging folder)."""
         if self._pending_rows:
@@ -83,33 +109,138 @@ class PartWriter:
         if self._writer is None:
             self._sink = pa.BufferOutputStream()
             self._writer = pq.ParquetWriter(self._sink, self.schema)
-        self._writer.write_table(pa.Table.from_batches(self._pending, schema=self.schema))
+        group = pa.Table.from_batches(self._pending, schema=self.schema)
+        self._writer.write_table(group)
+        self._wrote(group)
         self._pending, self._pending_rows = [], 0
         if self._sink.tell() >= self.part_bytes:
             self._put_part()
 
     def _put_part(self) -> None:
         self._writer.close()
-        name = part_name(self.kind, self.task, len(self.names))
-        self.store.put(name, self._sink.getvalue().to_pybytes())
+        name = self._name(len(self.names))
+        data = self._sink.getvalue().to_pybytes()
+        self.store.put(name, data)
         self.names.append(name)
+        self._put(name, data, self._writer.writer.metadata)
         self._writer = self._sink = None
+
+    def _name(self, n: int) -> str:
+        return part_name(self.kind, self.task, n)
+
+    def _wrote(self, group: Any) -> None:
+        """Hook: a row group was written."""
+
+    def _put(self, name: str, data: bytes, metadata: Any) -> None:
+        """Hook: a part was put (its Parquet footer ``metadata``)."""
+
+
+class DataFileWriter(PartWriter):
+    """One partition's rows of one table and task, written as Delta data files into the table's
+    folder (``store``): the partition columns left out, stats gathered for the ``add`` action."""
+
+    def __init__(self, store: ObjectStore, kind: str, task: int, schema: Any, *, folder: str,
+                 partition_values: Mapping[str, str | None], token: str, **part_options: int) -> None:
+        super().__init__(store, kind, task, schema, **part_options)
+        self.folder, self.partition_values, self.token = folder, dict(partition_values), token
+        self.files: list[DataFile] = []
+        self._stats = FileStats(schema)
+
+    def _name(self, n: int) -> str:
+        return f"{self.folder}/part-{self.task:05d}-{n:04d}-{self.token}.snappy.parquet"
+
+    def _wrote(self, group: Any) -> None:
+        self._stats.note(group)
+
+    def _put(self, name: str, data: bytes, metadata: Any) -> None:
+        self.files.append(DataFile(name, len(data), self.partition_values, self._stats.to_json(metadata)))
+        self._stats = FileStats(self.schema)
+
+
+@dataclass(frozen=True)
+class DirectTable:
+    """A table whose rows a task writes straight into its folder (see the module doc)."""
+
+    location: str  # the table's folder: a local path or an s3:// URI
+    partition_by: Sequence[str]
+
+
+def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[dict[str, str | None], Any]]:
+    """``batch`` cut into one batch per distinct value of the partition columns, in row order
+    within each, without the partition columns; with each one's ``partitionValues``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    data = batch.drop_columns(list(partition_by))
+    uniques = [pc.unique(batch.column(c)) for c in partition_by]
+    if all(len(u) == 1 for u in uniques):
+        return [({c: partition_text(u[0].as_py()) for c, u in zip(partition_by, uniques, strict=True)}, data)]
+    keys = pa.Table.from_batches([batch.select(list(partition_by))]).group_by(list(partition_by)).aggregate([])
+    out = []
+    for key in keys.to_pylist():
+        mask = None
+        for c in partition_by:
+            column = batch.column(c)
+            test = pc.is_null(column) if key[c] is None else pc.fill_null(pc.equal(column, pa.scalar(
+                key[c], column.type)), False)
+            mask = test if mask is None else pc.and_(mask, test)
+        out.append(({c: partition_text(key[c]) for c in partition_by}, data.filter(mask)))
+    return out
 
 
 class TaskStaging:
-    """The part writers of one ingest task, one per table kind, made as batches arrive."""
+    """The part writers of one ingest task, one per table kind, made as batches arrive; and the
+    data-file writers of the kinds in ``direct``, one per partition (see the module doc)."""
 
-    def __init__(self, store: ObjectStore, task: int, **part_options: int) -> None:
+    def __init__(self, store: ObjectStore, task: int, *, direct: Mapping[str, DirectTable] | None = None,
+                 s3: Mapping[str, Any] | None = None, **part_options: int) -> None:
         self.store, self.task, self.part_options = store, task, part_options
         self.writers: dict[str, PartWriter] = {}
+        self.direct = dict(direct or {})
+        self.s3 = s3
+        self.token = uuid.uuid4().hex[:12]
+        self.file_writers: dict[tuple[str, tuple[str | None, ...]], DataFileWriter] = {}
+        self._table_stores: dict[str, ObjectStore] = {}
 
     def write(self, kind: str, batch: Any) -> None:
+        target = self.direct.get(kind)
+        if target is not None:
+            self._write_files(kind, target, batch)
+            return
         writer = self.writers.get(kind)
         if writer is None:
             writer = self.writers[kind] = PartWriter(self.store, kind, self.task, batch.schema,
                                                      **self.part_options)
         writer.write(batch)
 
+    def _write_files(self, kind: str, target: DirectTable, batch: Any) -> None:
+        for values, rows in split_by_partition(batch, target.partition_by):
+            key = (kind, tuple(values.values()))
+            writer = self.file_writers.get(key)
+            if writer is None:
+                store = self._table_stores.get(kind)
+                if store is None:
+                    store = self._table_stores[kind] = staging_store(target.location, self.s3)
+                writer = self.file_writers[key] = DataFileWriter(
+                    store, kind, self.task, rows.schema, folder=partition_folder(target.partition_by, values),
+                    partition_values=values, token=self.token, **self.part_options)
+            writer.write(rows)
+        limit = OPEN_FILES_PARTS * self.part_options.get("part_bytes", PART_BYTES)
+        buffered = sorted((w.buffered_bytes, i, w) for i, w in enumerate(self.file_writers.values()))
+        total = sum(b for b, _, _ in buffered)
+        while total > limit and buffered:
+            size, _, fullest = buffered.pop()
+            fullest.put_now()
+            total -= size
+
     def close(self) -> dict[str, list[str]]:
-        """Kind -> the names of its parts."""
+        """Kind -> the names of its parts (staged kinds only)."""
         return {kind: w.close() for kind, w in self.writers.items()}
+
+    def close_files(self) -> dict[str, list[DataFile]]:
+        """Kind -> the data files written into its table's folder (direct kinds only)."""
+        files: dict[str, list[DataFile]] = {}
+        for (kind, _), writer in self.file_writers.items():
+            writer.close()
+            files.setdefault(kind, []).extend(writer.files)
+        return files

@@ -14,9 +14,11 @@ import pyarrow as pa
 import pytest
 
 from binlake.config import S3Settings
+from binlake.delta_files import DataFile, FileStats, partition_folder
 from binlake.delta_tables import (
     DeltaRsCannotWrite,
     add_actions,
+    append_files,
     delta_rs_writes,
     delta_uri,
     locked_storage_options,
@@ -249,3 +251,64 @@ def test_replace_rows_on_s3_holds_the_table_commit_lock(s3_process: S3Server, mo
     assert [k for k in keys if "_binlake/locks" in k] == []  # released
     assert sorted(k for k in keys if "_delta_log" in k) == [
         f"wh/meta/t/_delta_log/{v:020d}.json" for v in (0, 1)]
+
+
+# ------------------------------------------------------------------ append_files (data files written by binlake)
+
+
+def _data_file(location: str, source: str, rows: list[tuple[str, int]], name: str) -> DataFile:
+    """A Parquet file of ``rows`` written into the table's partition folder, as an ingest task does."""
+    import pyarrow.parquet as pq
+
+    data = pa.Table.from_pylist([{"file": f, "n": n, "at": AT} for f, n in rows], schema=FILE_ROWS.remove(0))
+    folder = partition_folder(["source"], {"source": source})
+    path = Path(location) / folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(data, path)
+    stats = FileStats(data.schema)
+    stats.note(data)
+    return DataFile(f"{folder}/{name}", path.stat().st_size, {"source": source}, stats.to_json(pq.read_metadata(path)))
+
+
+def test_append_files_commits_written_files_once_per_transaction(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    location = str(tmp_path / "t")
+    _new_table(location)
+    files = [_data_file(location, "a", [("x", 1), ("y", 2)], "part-0.parquet"),
+             _data_file(location, "b:1", [("x", 3)], "part-1.parquet")]
+    assert append_files(location, None, files, partition_by=["source"], txn_app="app:run-1",
+                        user_metadata='{"run_id": "run-1"}')
+    assert _rows(location) == [("a", "x", 1, AT), ("a", "y", 2, AT), ("b:1", "x", 3, AT)]
+    table = DeltaTable(location)
+    assert table.version() == 1 and table.transaction_version("app:run-1") == 0
+    assert table.history(1)[0].get("userMetadata") == '{"run_id": "run-1"}'
+    # the log names the files by URI (the folder's escape escaped), with their partition values and stats
+    actions = add_actions(table)
+    assert sorted(zip(actions["path"], actions["partition.source"], actions["min.file"], actions["max.n"],
+                      strict=True)) == [("source=a/part-0.parquet", "a", "x", 2),
+                                        ("source=b%253A1/part-1.parquet", "b:1", "x", 3)]
+    # run-1 again: committed already, nothing added (a second add of the same files would double them)
+    assert not append_files(location, None, files, partition_by=["source"], txn_app="app:run-1")
+    assert DeltaTable(location).version() == 1 and len(_rows(location)) == 3
+
+
+def test_append_files_refuses_nulls_in_a_not_null_column_and_other_features(tmp_path: Path) -> None:
+    from deltalake import DeltaTable, Schema
+
+    location = str(tmp_path / "t")
+    fields = [{"name": n, "type": t, "nullable": n != "file", "metadata": {}} for n, t in
+              (("source", "string"), ("file", "string"), ("n", "long"), ("at", "timestamp"))]
+    DeltaTable.create(location, schema=Schema.from_json(json.dumps({"type": "struct", "fields": fields})),
+                      partition_by=["source"])
+    bad = _data_file(location, "a", [("x", 1)], "part-0.parquet")
+    bad = DataFile(bad.path, bad.size, bad.partition_values, bad.stats.replace('"file":0', '"file":1'))
+    with pytest.raises(ValueError, match="NULLs in NOT NULL column"):
+        append_files(location, None, [bad], partition_by=["source"], txn_app="app:1")
+    assert DeltaTable(location).version() == 0
+    other = str(tmp_path / "dv")
+    _new_table(other, **{"delta.enableDeletionVectors": "true"})
+    with pytest.raises(DeltaRsCannotWrite, match="deletionVectors"):
+        append_files(other, None, [_data_file(other, "a", [("x", 1)], "p.parquet")], partition_by=["source"],
+                     txn_app="app:1")
+    assert DeltaTable(other).version() == 0

@@ -397,6 +397,54 @@ def test_may_hold_rows_of_reads_source_and_file_statistics(tmp_path: Path) -> No
     assert may_hold_rows_of(DeltaTable(path), [("c", "y")])  # a cut statistic cannot exclude
 
 
+def test_a_run_killed_during_its_appends_leaves_no_visible_row_and_reruns_to_identical_tables(
+        spark: Any, ingested: dict[str, Any], archive: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """New files go to empty tables: the executors write data files into the tables' folders and
+    the driver appends them (delta-rs). Killed after two appends, the run leaves the other tables'
+    files uncommitted; a re-run with the same run id skips the two (txn ids) and a later run with a
+    new id replaces them (Spark): each ends with the tables of one clean ingestion."""
+    import binlake.delta_tables as delta_tables_mod
+    from binlake.delta_tables import add_actions, open_delta_table
+
+    real = delta_tables_mod.append_files
+    calls: list[str] = []
+
+    def dying(path: str, *a: Any, **kw: Any) -> bool:
+        calls.append(path)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return real(path, *a, **kw)
+
+    def committed_and_written(path: str) -> tuple[set[str], set[str]]:
+        folder = Path(path)
+        table = open_delta_table(str(folder))
+        live = set(add_actions(table)["path"]) if table is not None else set()
+        return live, {p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet")}
+
+    for rerun_id in ("run-a", "run-b"):
+        cfg = make_test_config(tmp_path / rerun_id, "http://127.0.0.1:9")
+        calls.clear()
+        monkeypatch.setattr(delta_tables_mod, "append_files", dying)
+        with pytest.raises(RuntimeError, match="killed"):
+            run_ingest(spark, cfg, archive["objects"], "run-a", split_threshold=20_000, split_target=8_000,
+                       write_threads=1)
+        monkeypatch.setattr(delta_tables_mod, "append_files", real)
+        # the first two tables committed their files; the third wrote its files but never committed them
+        for path in calls[:2]:
+            live, written = committed_and_written(path)
+            assert live == written and live, path
+        live, written = committed_and_written(calls[2])
+        assert not live and written
+        assert spark.read.format("delta").load(calls[2]).count() == 0
+        again = run_ingest(spark, cfg, archive["objects"], rerun_id, split_threshold=20_000, split_target=8_000)
+        assert again.file_status == ingested["result"].file_status
+        assert snapshot(spark, cfg) == ingested["snapshot"], rerun_id
+        digests = {name: dataclasses.asdict(d) for name, d in
+                   warehouse_digests(cfg.warehouse, INGEST_TABLES, ignore_columns=DIGEST_IGNORED).items()}
+        assert digests == ingested["digests"], rerun_id
+
+
 def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Killed during its Delta writes, run-dead leaves _staging/ingest-run-dead/; the next run
@@ -412,8 +460,8 @@ def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
         raise RuntimeError("killed")
 
     monkeypatch.setattr(ingest_mod, "write_replace", killed)
-    with pytest.raises(RuntimeError, match="killed"):
-        run_ingest(spark, cfg, objs, "run-dead")
+    with pytest.raises(RuntimeError, match="killed"):  # staged for Spark (no data files in the tables)
+        run_ingest(spark, cfg, objs, "run-dead", direct_writes=False)
     monkeypatch.undo()
     dead = staging / "ingest-run-dead"
     # the tasks' Parquet parts, a folder per table (no quarantine rows: no quarantine folder)
@@ -432,8 +480,11 @@ def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
 
 
 def test_an_s3a_warehouse_gets_the_same_tables(spark: Any, ingested: dict[str, Any], archive: dict[str, Any]) -> None:
-    """The archive ingested into an ``s3a://`` warehouse: the executors PUT their staging parts
-    into the bucket, Spark reads them over S3A, and every table equals the local warehouse's.
+    """The archive ingested into an ``s3a://`` warehouse: the executors PUT their data files into
+    the tables' folders in the bucket (new files, empty tables), delta-rs commits them, and every
+    table equals the local warehouse's. Re-ingested (forced), the tables hold the files' rows: the
+    executors PUT staging parts, Spark reads them over S3A and replaces the rows, and again every
+    table equals the local warehouse's.
 
     (A moto server in its own process, as in test_sql_cli: delta-rs holds the GIL while it waits
     for a response, which the session's in-process server could then never send. S3A reaches it
@@ -449,17 +500,27 @@ def test_an_s3a_warehouse_gets_the_same_tables(spark: Any, ingested: dict[str, A
         spark.sparkContext._jsc.hadoopConfiguration().set(f"fs.s3a.bucket.{bucket}.endpoint", server.endpoint_url)
         cfg = dataclasses.replace(ingested["cfg"], warehouse=f"s3a://{bucket}/wh",
                                   s3=dataclasses.replace(ingested["cfg"].s3, endpoint_url=server.endpoint_url))
-        result = run_ingest(spark, cfg, archive["objects"], "run-s3a", split_threshold=20_000, split_target=8_000,
-                            keep_staging=True)
-        digests = warehouse_digests(cfg.warehouse, INGEST_TABLES, s3=cfg.s3, ignore_columns=DIGEST_IGNORED)
+        result = run_ingest(spark, cfg, archive["objects"], "run-s3a", split_threshold=20_000, split_target=8_000)
+        direct = warehouse_digests(cfg.warehouse, INGEST_TABLES, s3=cfg.s3, ignore_columns=DIGEST_IGNORED)
+        events = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="wh/bronze/events/")["Contents"]]
+        maria = [o for o in archive["objects"] if o.source == "maria"]
+        again = run_ingest(spark, cfg, maria, "run-s3a-2", split_threshold=20_000, split_target=8_000,
+                           force=True, keep_staging=True)
+        replaced = warehouse_digests(cfg.warehouse, INGEST_TABLES, s3=cfg.s3, ignore_columns=DIGEST_IGNORED)
         staged = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="wh/_staging/")["Contents"]]
     finally:
         server.stop()
-    assert {name: dataclasses.asdict(d) for name, d in digests.items()} == ingested["digests"]
+    assert {name: dataclasses.asdict(d) for name, d in direct.items()} == ingested["digests"]
+    assert {name: dataclasses.asdict(d) for name, d in replaced.items()} == ingested["digests"]
+    # the data files in Spark's partition folders, one per task and date here, named by task and attempt
+    files = [re.fullmatch(r"wh/bronze/events/source=(\w+)/event_date=\d{4}-\d\d-\d\d/"
+                          r"part-(\d{5})-0000-[0-9a-f]{12}\.snappy\.parquet", k) for k in events if "_delta_log" not in k]
+    assert all(files) and {m.group(1) for m in files if m} == {"maria", "mysql", "mysql56"}
+    assert {int(m.group(2)) for m in files if m} == set(range(result.tasks))
     # at most one part per table and task here (small tasks), named by task: a retried task overwrites it
-    parts = [re.fullmatch(r"wh/_staging/ingest-run-s3a/(\w+)/part-(\d{5})-0000\.parquet", k) for k in staged]
+    parts = [re.fullmatch(r"wh/_staging/ingest-run-s3a-2/(\w+)/part-(\d{5})-0000\.parquet", k) for k in staged]
     assert all(parts) and len(staged) == len(set(staged))
-    assert sorted(int(m.group(2)) for m in parts if m and m.group(1) == "events") == list(range(result.tasks))
+    assert sorted(int(m.group(2)) for m in parts if m and m.group(1) == "events") == list(range(again.tasks))
     assert {m.group(1) for m in parts if m} == {"events", "transactions", "row_changes", "statements"}
 
 

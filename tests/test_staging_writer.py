@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,7 @@ import pyarrow.parquet as pq
 
 from binlake.config import S3Settings
 from binlake.storage import LocalObjectStore, S3ObjectStore
-from spark_jobs.staging_writer import PartWriter, TaskStaging, staging_store
+from spark_jobs.staging_writer import DirectTable, PartWriter, TaskStaging, split_by_partition, staging_store
 
 SCHEMA = pa.schema([pa.field("pos", pa.int64()), pa.field("sql", pa.string())])
 
@@ -66,3 +69,67 @@ def test_s3_parts_are_single_puts(s3_server: Any, s3_bucket: str, s3_client: Any
     assert calls.count("PutObject") == n_parts and "CreateMultipartUpload" not in calls
     body = s3_client.get_object(Bucket=s3_bucket, Key=f"wh/_staging/ingest-r1/{parts['events'][0]}")["Body"].read()
     assert pq.read_table(pa.BufferReader(body)).column("pos").to_pylist() == [0, 1, 2]
+
+
+DATED = pa.schema([pa.field("source", pa.string()), pa.field("pos", pa.int64()), pa.field("day", pa.date32())])
+
+
+def _dated(source: str, days: list[dt.date | None], start: int = 0) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"source": [source] * len(days), "pos": list(range(start, start + len(days))),
+                                       "day": days}, schema=DATED)
+
+
+def test_split_by_partition_keeps_row_order_and_drops_the_partition_columns() -> None:
+    d1, d2 = dt.date(2024, 5, 1), dt.date(2024, 5, 2)
+    (only,) = split_by_partition(_dated("a", [d1, d1]), ["source", "day"])
+    assert only[0] == {"source": "a", "day": "2024-05-01"} and only[1].schema.names == ["pos"]
+    got = {tuple(v.values()): b.column("pos").to_pylist()
+           for v, b in split_by_partition(_dated("a", [d2, d1, None, d2, d1]), ["source", "day"])}
+    assert got == {("a", "2024-05-02"): [0, 3], ("a", "2024-05-01"): [1, 4], ("a", None): [2]}
+
+
+def test_a_direct_table_gets_data_files_in_partition_folders_with_stats(tmp_path: Path) -> None:
+    """A direct kind's rows go to its table's folder, a file per partition, named by task and a
+    token of the attempt (a retry writes new names: the failed attempt's files are never
+    committed); the staged kinds are staged as before."""
+    d1, d2 = dt.date(2024, 5, 1), dt.date(2024, 5, 2)
+    table = tmp_path / "wh" / "silver" / "statements"
+    staging = TaskStaging(LocalObjectStore(tmp_path / "ingest-r1"), 3,
+                          direct={"statements": DirectTable(str(table), ("source", "day"))})
+    staging.write("statements", _dated("a", [d1, d2, d1]))
+    staging.write("statements", _dated("a", [d2], start=3))
+    staging.write("events", _batch(0, 3))
+    assert staging.close() == {"events": ["events/part-00003-0000.parquet"]}
+    files = sorted(staging.close_files()["statements"], key=lambda f: f.path)
+    assert [re.sub(r"-[0-9a-f]{12}\.", "-T.", f.path) for f in files] == [
+        "source=a/day=2024-05-01/part-00003-0000-T.snappy.parquet",
+        "source=a/day=2024-05-02/part-00003-0000-T.snappy.parquet"]
+    assert [f.partition_values for f in files] == [{"source": "a", "day": "2024-05-01"},
+                                                   {"source": "a", "day": "2024-05-02"}]
+    assert [pq.read_table(table / f.path).to_pydict() for f in files] == [{"pos": [0, 2]}, {"pos": [1, 3]}]
+    assert [f.size for f in files] == [(table / f.path).stat().st_size for f in files]
+    assert [json.loads(f.stats) for f in files] == [
+        {"numRecords": 2, "minValues": {"pos": 0}, "maxValues": {"pos": 2}, "nullCount": {"pos": 0}},
+        {"numRecords": 2, "minValues": {"pos": 1}, "maxValues": {"pos": 3}, "nullCount": {"pos": 0}}]
+    # a second attempt of the task: other names, the first attempt's files untouched
+    again = TaskStaging(LocalObjectStore(tmp_path / "ingest-r1"), 3,
+                        direct={"statements": DirectTable(str(table), ("source", "day"))})
+    again.write("statements", _dated("a", [d1]))
+    (retry,) = again.close_files()["statements"]
+    assert retry.path not in {f.path for f in files} and all((table / f.path).exists() for f in files)
+
+
+def test_many_open_partitions_put_their_files_early(tmp_path: Path) -> None:
+    """A task whose rows span many dates holds at most about two parts' worth of Parquet bytes:
+    past it the fullest file is put (a smaller file), and no row is lost."""
+    table = tmp_path / "t"
+    staging = TaskStaging(LocalObjectStore(tmp_path / "s"), 0, direct={"statements": DirectTable(str(table),
+                          ("source", "day"))}, part_bytes=3_000, group_rows=10)
+    days = [dt.date(2024, 1, 1) + dt.timedelta(days=i % 20) for i in range(2000)]
+    for start in range(0, 2000, 100):
+        staging.write("statements", _dated("a", days[start:start + 100], start))
+        assert sum(w.buffered_bytes for w in staging.file_writers.values()) <= 2 * 3_000 + 3_000
+    files = staging.close_files()["statements"]
+    assert len(files) > 20
+    rows = sorted(p for f in files for p in pq.read_table(table / f.path).column("pos").to_pylist())
+    assert rows == list(range(2000))
