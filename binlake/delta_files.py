@@ -100,14 +100,19 @@ def _bound(value: Any, *, upper: bool) -> Any:
 
 
 class FileStats:
-    """Delta statistics of one Parquet file being written: null counts summed from the Arrow data
+    """Delta statistics of one Parquet file being written, on ``columns`` (a table's
+    ``delta.dataSkippingStatsColumns``) or else the first :data:`STATS_INDEXED_COLUMNS` columns
+    as Delta's default: null counts summed from the Arrow data
     as it is written (a nested column's Parquet leaves do not count its NULLs), bounds from the
     Parquet footer's row-group statistics once it is closed."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, columns: Sequence[str] | None = None) -> None:
         import pyarrow as pa
 
-        self.columns: list[str] = [f.name for f in schema][:STATS_INDEXED_COLUMNS]
+        if columns is None:  # Delta's default: the first columns
+            self.columns: list[str] = [f.name for f in schema][:STATS_INDEXED_COLUMNS]
+        else:  # the table's delta.dataSkippingStatsColumns
+            self.columns = [f.name for f in schema if f.name in set(columns)]
         self._flat = {f.name for f in schema if not pa.types.is_nested(f.type)}
         self.null_counts = dict.fromkeys(self.columns, 0)
         self.rows = 0

@@ -661,7 +661,7 @@ def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, Di
     say no data file holds rows of ``objects`` (so an append replaces nothing). Only this run
     writes rows of these files meanwhile: it holds their source's lease."""
     from binlake.delta_tables import delta_rs_writes
-    from binlake.tables import table_location
+    from binlake.tables import STATS_COLUMNS_PROPERTY, table_location
 
     pairs = {(o.source, o.file) for o in objects}
     direct = {}
@@ -673,7 +673,9 @@ def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, Di
                 or list(table.metadata().partition_columns) != list(ts.partition_by)
                 or may_hold_rows_of(table, pairs)):
             continue
-        direct[kind] = DirectTable(table_location(config.warehouse, name), tuple(ts.partition_by))
+        stats = table.metadata().configuration.get(STATS_COLUMNS_PROPERTY)
+        direct[kind] = DirectTable(table_location(config.warehouse, name), tuple(ts.partition_by),
+                                   tuple(c.strip() for c in stats.split(",")) if stats else None)
     return direct
 
 

@@ -140,11 +140,13 @@ class DataFileWriter(PartWriter):
     folder (``store``): the partition columns left out, stats gathered for the ``add`` action."""
 
     def __init__(self, store: ObjectStore, kind: str, task: int, schema: Any, *, folder: str,
-                 partition_values: Mapping[str, str | None], token: str, **part_options: int) -> None:
+                 partition_values: Mapping[str, str | None], token: str,
+                 stats_columns: Sequence[str] | None = None, **part_options: int) -> None:
         super().__init__(store, kind, task, schema, **part_options)
         self.folder, self.partition_values, self.token = folder, dict(partition_values), token
+        self.stats_columns = stats_columns
         self.files: list[DataFile] = []
-        self._stats = FileStats(schema)
+        self._stats = FileStats(schema, stats_columns)
 
     def _name(self, n: int) -> str:
         return f"{self.folder}/part-{self.task:05d}-{n:04d}-{self.token}.snappy.parquet"
@@ -154,7 +156,7 @@ class DataFileWriter(PartWriter):
 
     def _put(self, name: str, data: bytes, metadata: Any) -> None:
         self.files.append(DataFile(name, len(data), self.partition_values, self._stats.to_json(metadata)))
-        self._stats = FileStats(self.schema)
+        self._stats = FileStats(self.schema, self.stats_columns)
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,8 @@ class DirectTable:
 
     location: str  # the table's folder: a local path or an s3:// URI
     partition_by: Sequence[str]
+    #: the table's ``delta.dataSkippingStatsColumns`` (None: Delta's default, the first 32 columns)
+    stats_columns: Sequence[str] | None = None
 
 
 def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[dict[str, str | None], Any]]:
@@ -223,7 +227,8 @@ class TaskStaging:
                     store = self._table_stores[kind] = staging_store(target.location, self.s3)
                 writer = self.file_writers[key] = DataFileWriter(
                     store, kind, self.task, rows.schema, folder=partition_folder(target.partition_by, values),
-                    partition_values=values, token=self.token, **self.part_options)
+                    partition_values=values, token=self.token, stats_columns=target.stats_columns,
+                    **self.part_options)
             writer.write(rows)
         limit = OPEN_FILES_PARTS * self.part_options.get("part_bytes", PART_BYTES)
         buffered = sorted((w.buffered_bytes, i, w) for i, w in enumerate(self.file_writers.values()))

@@ -111,3 +111,14 @@ def test_our_stats_are_bounds_spark_delta_agrees_with(spark: Any, tmp_path: Path
     assert their_max == {k: v for k, v in ours["maxValues"].items() if k != "at"}
     # what we leave out, Spark keeps: the long string's maximum (cut, with a tie-breaking character)
     assert set(theirs["maxValues"]) - set(ours["maxValues"]) == {"sql"}
+
+
+def test_stats_on_the_tables_stats_columns_only(tmp_path: Path) -> None:
+    """A table with ``delta.dataSkippingStatsColumns``: statistics on those columns, whatever their place."""
+    _, _, metadata = _written(tmp_path)
+    stats = FileStats(SCHEMA, ["day", "file", "before"])
+    for group in GROUPS:
+        stats.note(pa.table(group, schema=SCHEMA))
+    assert json.loads(stats.to_json(metadata)) == {
+        "numRecords": 3, "minValues": {"file": "binlog.000001", "day": "2024-04-30"},
+        "maxValues": {"file": "binlog.000003", "day": "2024-05-01"}, "nullCount": {"file": 0, "day": 1, "before": 2}}

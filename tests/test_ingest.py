@@ -26,7 +26,7 @@ from binlake_testing.table_digest import warehouse_digests
 from spark_jobs import ingest as ingest_mod
 from spark_jobs.ingest import BinlogObject, run_ingest, table_path
 from spark_jobs.records import decode_file
-from spark_jobs.schemas import INGEST_TABLES
+from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, spec
 
 pytestmark = pytest.mark.spark
 
@@ -443,6 +443,15 @@ def test_a_run_killed_during_its_appends_leaves_no_visible_row_and_reruns_to_ide
         digests = {name: dataclasses.asdict(d) for name, d in
                    warehouse_digests(cfg.warehouse, INGEST_TABLES, ignore_columns=DIGEST_IGNORED).items()}
         assert digests == ingested["digests"], rerun_id
+        # Spark's data files (the replaced tables) and ours carry statistics on the same columns:
+        # the table's delta.dataSkippingStatsColumns
+        for name in KIND_TO_TABLE.values():
+            table = open_delta_table(table_path(cfg, name))
+            assert table is not None
+            actions = add_actions(table)
+            counted = {c.split(".", 1)[1] for c, values in actions.items()
+                       if c.startswith("null_count.") and any(v is not None for v in values)}
+            assert not actions["path"] or counted == set(spec(name).table.stats_columns), name
 
 
 def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
