@@ -199,10 +199,28 @@ def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The Done-when's second half: the nightly DAG itself (dags/binlake_nightly.py through Airflow's
     dag.test(): scheduler loop, task runner, XCom) discovers the archiver's objects, ingests the closed
-    ones and reconciles them OK; the open file waits for its ROTATE."""
+    ones and reconciles them OK; the open file waits for its ROTATE.
+
+    The DAG's gold task runs, but answers without Spark: gold reads silver only, never the archive,
+    and the archived files are asserted byte-identical to the server's, whose gold tables
+    tests/test_gold_mariadb.py compares cell by cell with the server; the full DAG with gold runs in
+    tests/test_dags.py and tests/test_demo_dag.py. (Building gold here cost the test a third of its time.)"""
+    import spark_jobs.steps as steps
+    from binlake.runs import put_doc
+    from binlake.step_results import GoldStepResult
     from binlake.tables import table_location
     from binlake_testing.demo import NIGHTLY_DAG_ID, run_dag
     from orchestration.run_local import load_dag, migrate_airflow_db
+
+    gold_calls: list[tuple[str, str]] = []
+
+    def gold_without_a_replay(cfg: Any, source: str, run_id: str) -> GoldStepResult:
+        gold_calls.append((source, run_id))
+        result = GoldStepResult(source=source, spark=False)
+        put_doc(cfg, run_id, source, "gold", result)
+        return result
+
+    monkeypatch.setitem(steps.WITHOUT_SPARK, "gold", gold_without_a_replay)
 
     for i in range(3):
         workload_round(server, i)
@@ -218,6 +236,7 @@ def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
     migrate_airflow_db()
     result = run_dag(load_dag(NIGHTLY_DAG_ID))
     assert result.success, result
+    assert gold_calls == [(SOURCE, result.run_id)]  # after a successful reconcile
 
     warehouse = str(tmp_path / "warehouse")
     ingested = spark.read.format("delta").load(table_location(warehouse, "meta.ingested_files")).collect()
