@@ -112,7 +112,8 @@ class FileStats:
         if columns is None:  # Delta's default: the first columns
             self.columns: list[str] = [f.name for f in schema][:STATS_INDEXED_COLUMNS]
         else:  # the table's delta.dataSkippingStatsColumns
-            self.columns = [f.name for f in schema if f.name in set(columns)]
+            wanted = set(columns)
+            self.columns = [f.name for f in schema if f.name in wanted]
         self._flat = {f.name for f in schema if not pa.types.is_nested(f.type)}
         self.null_counts = dict.fromkeys(self.columns, 0)
         self.rows = 0

@@ -123,9 +123,6 @@ def _datetime(micros: int | None) -> _dt.datetime | None:
     return None if micros is None else _EPOCH + _dt.timedelta(microseconds=micros)
 
 
-_dumps = compact_json  # the one JSON encoding of fields and row images
-
-
 def flavor_of(server_version: str | None) -> str:
     return MARIADB if server_version and "mariadb" in server_version.lower() else MYSQL
 
@@ -154,7 +151,7 @@ def _image_text_map(image: Any) -> dict[str, str | None] | None:
         elif isinstance(value, (int, float)):
             out[str(name)] = str(value)
         else:
-            out[str(name)] = _dumps(value)
+            out[str(name)] = compact_json(value)
     return out
 
 
@@ -173,15 +170,15 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[Image]:
         by_name = {c.name: c for c in cols}
         for change, row in zip(typed, rendered):
             yield (render_row_text(change.before, by_name), render_row_text(change.after, by_name),
-                   None if row.get("before") is None else _dumps(row.get("before")),
-                   None if row.get("after") is None else _dumps(row.get("after")))
+                   None if row.get("before") is None else compact_json(row.get("before")),
+                   None if row.get("after") is None else compact_json(row.get("after")))
         return
     for row in rendered:
         before = row.get("before")
         after = row.get("after")
         yield (_image_text_map(before), _image_text_map(after),
-               None if before is None else _dumps(before),
-               None if after is None else _dumps(after))
+               None if before is None else compact_json(before),
+               None if after is None else compact_json(after))
 
 
 def rows_event_parts(event: Any, renderer: ImageRenderer | None = None) -> tuple[dict[str, Any], list[Image]]:
@@ -206,7 +203,7 @@ def rows_event_parts(event: Any, renderer: ImageRenderer | None = None) -> tuple
 def rows_fields_json(head: dict[str, Any], rows: int) -> str:
     """``bronze.events.fields`` of a rows event: its fields without the row images, which
     ``silver.row_changes`` holds (same source, file, pos, payload_index), and their count."""
-    return _dumps(dict(head, row_count=rows, row_images=ROW_IMAGES_TABLE))
+    return compact_json(dict(head, row_count=rows, row_images=ROW_IMAGES_TABLE))
 
 
 # ---------------------------------------------------------------------------------------
@@ -623,7 +620,7 @@ class RangeDecoder:
 
     def _fields_json(self, event: Any, tc: int, fields: dict[str, Any]) -> str:
         """The fields as JSON; a TABLE_MAP's are kept for its repeats (same columns object)."""
-        fields_json = _dumps(fields)
+        fields_json = compact_json(fields)
         if tc == _TABLE_MAP and "_fields_error" not in fields:
             cols = getattr(event, "columns", None)
             if cols is not None:
@@ -708,7 +705,7 @@ class RangeDecoder:
         s.thread_id(getattr(event, "thread_id", None))
         s.exec_time(getattr(event, "exec_time", None))
         s.error_code(getattr(event, "error_code", None))
-        s.status_vars(_dumps(fields["status_vars"]) if fields.get("status_vars") is not None else None)
+        s.status_vars(compact_json(fields["status_vars"]) if fields.get("status_vars") is not None else None)
         s.event_type(event.name)
         if trx is None:
             return

@@ -231,8 +231,10 @@ class TaskStaging:
                     **self.part_options)
             writer.write(rows)
         limit = OPEN_FILES_PARTS * self.part_options.get("part_bytes", PART_BYTES)
+        total = sum(w.buffered_bytes for w in self.file_writers.values())
+        if total <= limit:  # nearly always: sort only when something must be put
+            return
         buffered = sorted((w.buffered_bytes, i, w) for i, w in enumerate(self.file_writers.values()))
-        total = sum(b for b, _, _ in buffered)
         while total > limit and buffered:
             size, _, fullest = buffered.pop()
             fullest.put_now()

@@ -242,7 +242,8 @@ def test_render_row_json_text_values():
 
 @pytest.mark.parametrize("path", _fixture_files())
 def test_records_rows_event_parts_equal_the_generic_path(path):
-    from spark_jobs.records import _dumps, row_images, rows_event_parts
+    from binlog_parser.rows.render import compact_json
+    from spark_jobs.records import row_images, rows_event_parts
 
     for ev in _rows_events(path):
         fields = ev.fields()
@@ -251,7 +252,7 @@ def test_records_rows_event_parts_equal_the_generic_path(path):
         assert images == list(row_images(ev, fields))
         # the typed JSON of each image is exactly fields()'s
         assert [(b, a) for _, _, b, a in images] == [
-            (None if r["before"] is None else _dumps(r["before"]), None if r["after"] is None else _dumps(r["after"]))
+            (None if r["before"] is None else compact_json(r["before"]), None if r["after"] is None else compact_json(r["after"]))
             for r in fields["rows"]]
 
 
