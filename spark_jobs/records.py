@@ -37,8 +37,10 @@ from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsB
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
+from binlog_parser.events import to_json_value
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
+from binlog_parser.render import event_fields_json
 from binlog_parser.rows.render import ImageRenderer, compact_json, render_row_text
 from spark_jobs.columns import TableColumns
 
@@ -190,14 +192,7 @@ def rows_event_parts(event: Any, renderer: ImageRenderer | None = None) -> tuple
     table, when the caller keeps it from event to event.
     """
     head = event.fields_head()
-    render = (renderer or ImageRenderer(event.columns_by_name())).render
-    images: list[Image] = []
-    append = images.append
-    for change in event.rows:
-        bj, bt = render(change.before)
-        aj, at = render(change.after)
-        append((bt, at, bj, aj))
-    return head, images
+    return head, (renderer or ImageRenderer(event.columns_by_name())).render_changes(event.rows)
 
 
 def rows_fields_json(head: dict[str, Any], rows: int) -> str:
@@ -577,7 +572,13 @@ class RangeDecoder:
             hit = self._table_map_json.get(getattr(event, "table_id", None))
             if hit is not None and cols is not None and hit[0] is cols:
                 return hit[1], hit[2], None
-        return self._fields(event, tc, pos), None, None
+            return self._fields(event, tc, pos), None, None
+        try:  # only TABLE_MAP and rows events' fields are read here: the others' only as JSON
+            return {}, event_fields_json(event), None
+        except Exception as exc:  # rendering bug: keep the event, quarantine the fields
+            self._quarantine(exc, "event", pos, tc)
+            fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
+            return fields, compact_json(fields), None
 
     def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image]]:
         """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and images."""
@@ -705,7 +706,8 @@ class RangeDecoder:
         s.thread_id(getattr(event, "thread_id", None))
         s.exec_time(getattr(event, "exec_time", None))
         s.error_code(getattr(event, "error_code", None))
-        s.status_vars(compact_json(fields["status_vars"]) if fields.get("status_vars") is not None else None)
+        status_vars = None if "_fields_error" in fields else getattr(event, "status_vars", None)
+        s.status_vars(None if status_vars is None else compact_json(to_json_value(status_vars)))
         s.event_type(event.name)
         if trx is None:
             return

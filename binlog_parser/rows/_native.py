@@ -113,6 +113,54 @@ def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: 
     return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, value_types, plan_second))
 
 
+def render_changes(changes: Any, before: Any, after: Any) -> list[Any] | None:
+    """The rendered images of a rows event's changes (``render.ImageRenderer.render_changes``),
+    or None: no extension, or let the Python renderer do it."""
+    module = _State.module
+    if module is _UNLOADED:
+        module = extension()
+    if module is None or (before is None and after is None):
+        return None
+    result: list[Any] | None = module.render_changes(changes, before, after)
+    return result
+
+
+def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],
+                 row_change_type: type) -> Any:
+    """The extension's ``ImageLayout`` of one image's columns (``render.ImageRenderer``), or
+    None without the extension. ``specs``: ``(name, name as JSON with its colon, YEAR, DECIMAL
+    scale or -1, bytes as hex, column)`` per column, in image order."""
+    module = extension()
+    if module is None:
+        return None
+    return module.ImageLayout(_value_types(module, row_change_type), specs, pair_any)
+
+
+def fields_layout(cls: type, keys_json: list[str], fallback: Callable[[Any], str]) -> Any:
+    """The extension's ``FieldsLayout`` of an event class whose ``fields()`` is the default
+    dataclass walk (``binlog_parser.render.event_fields_json``), or None without the extension
+    or for a class it cannot walk. ``keys_json``: each field after the header as the JSON
+    encoder writes it, with its colon; ``fallback(value)``: the JSON text of any other value."""
+    module = extension()
+    if module is None:
+        return None
+    try:
+        return module.FieldsLayout(cls, keys_json, fallback)
+    except (TypeError, ValueError):  # not a frozen slots dataclass of PyObject slots
+        return None
+
+
+def fields_json(event: Any, layout: Any) -> str | None:
+    """``compact_json(event.fields())`` written by the extension, or None: let Python do it."""
+    module = _State.module
+    if module is _UNLOADED:
+        module = extension()
+    if module is None:
+        return None
+    result: str | None = module.fields_json(event, layout)
+    return result
+
+
 def _image_reader(module: ModuleType, value_types: Any, plan: Any) -> Any:
     """The extension's reader for a rows_event ``_Plan`` (built once, kept on the plan)."""
     reader = getattr(plan, "native_reader", None)

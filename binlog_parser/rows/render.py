@@ -17,16 +17,18 @@ MySQL's ``VECTOR_TO_STRING``), NULL -> None.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring as _json_str
 from typing import Any
 
+from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.decimal import decimal_text
 from binlog_parser.rows.json_binary import MySQLJson
 from binlog_parser.rows.json_diff import PartialJson, mysql_quote
 from binlog_parser.rows.numbers import format_double, format_float, shortest_float32
+from binlog_parser.rows.rows_event import RowChange
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
 from binlog_parser.rows.values import Geometry, Vector
 
@@ -307,24 +309,33 @@ def _compile_renderer(names: tuple[Any, ...], kinds: tuple[Any, ...]) -> Rendere
     return renderer
 
 
+#: one rendered change: (before text map, after text map, before JSON, after JSON)
+RenderedChange = tuple[dict[str, str | None] | None, dict[str, str | None] | None, str | None, str | None]
+
+
 class ImageRenderer:
     """Renders the row images of one table (one ``columns_by_name``) as
     ``(compact_json(render_row(row)), render_row_text(row))``.
 
     Why not the two renderers and the JSON encoder: rendering the row images is most of the
-    ingest's CPU (issue 13). Each set of column names gets a compiled renderer
-    (:func:`_compile_renderer`, shared by every table with those names and value types): each
-    value rendered once for both forms, inline for its column's usual type, and the JSON one
-    %-format of a template instead of a dict walked by the encoder.
-    ``tests/test_rows_fastpaths.py`` holds it equal to the renderers and the encoder.
+    ingest's CPU (issue 13). :meth:`render_changes` renders a whole rows event in the compiled
+    extension when it is built (``native/src/render.rs``: strings, ints, bytes, DECIMALs and
+    temporals there, any other value by :func:`_pair_any`). Without it, each set of column
+    names gets a compiled Python renderer (:func:`_compile_renderer`, shared by every table with
+    those names and value types): each value rendered once for both forms, inline for its
+    column's usual type, and the JSON one %-format of a template instead of a dict walked by the
+    encoder. ``tests/test_rows_fastpaths.py`` and ``tests/test_native_render.py`` hold both
+    equal to the renderers and the encoder.
     """
 
-    __slots__ = ("columns_by_name", "_layouts")
+    __slots__ = ("columns_by_name", "_layouts", "_native_layouts")
 
     def __init__(self, columns_by_name: dict[str, Any]) -> None:
         self.columns_by_name = columns_by_name
         #: the names of an image -> (its renderer, its columns)
         self._layouts: dict[tuple[Any, ...], tuple[Renderer, tuple[Any, ...]]] = {}
+        #: the names of an image -> the extension's layout (None: not renderable there)
+        self._native_layouts: dict[tuple[Any, ...], Any] = {}
 
     def render(self, row: dict[str, Any] | None) -> tuple[str | None, dict[str, str | None] | None]:
         if row is None:
@@ -334,6 +345,47 @@ class ImageRenderer:
         if layout is None:
             layout = self._layouts[names] = self._layout(names, row)
         return layout[0](row, layout[1])
+
+    def render_changes(self, changes: Sequence[Any]) -> list[RenderedChange]:
+        """Every change of a rows event (``before`` / ``after`` images) rendered: the extension
+        when it renders them, else :meth:`render` image by image."""
+        if changes:
+            first = changes[0]
+            out = _native.render_changes(changes, self._native_layout(first.before),
+                                         self._native_layout(first.after))
+            if out is not None:
+                return out
+        render = self.render
+        images: list[RenderedChange] = []
+        append = images.append
+        for change in changes:
+            bj, bt = render(change.before)
+            aj, at = render(change.after)
+            append((bt, at, bj, aj))
+        return images
+
+    def _native_layout(self, row: dict[str, Any] | None) -> Any:
+        if row is None:
+            return None
+        names = tuple(row)
+        try:
+            return self._native_layouts[names]
+        except KeyError:
+            pass
+        get_col = self.columns_by_name.get
+        specs = []
+        for name in names:
+            c = get_col(name)
+            scale = getattr(c, "scale", None) if c is not None else None
+            specs.append((name, compact_json({name: None})[1:-5], c is not None and c.type == _YEAR,
+                          scale if type(scale) is int and scale >= 0 else -1,
+                          c is not None and bool(c.is_binary or c.charset is not None), c))
+        try:
+            layout = _native.image_layout(specs, _pair_any, RowChange)
+        except (TypeError, ValueError):  # names that are not str: the Python renderer
+            layout = None
+        self._native_layouts[names] = layout
+        return layout
 
     def _layout(self, names: tuple[Any, ...], row: dict[str, Any]) -> tuple[Renderer, tuple[Any, ...]]:
         get_col = self.columns_by_name.get

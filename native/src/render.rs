@@ -1,0 +1,431 @@
+//! Row images rendered as the ingest stores them: `render.ImageRenderer` compiled.
+//!
+//! For each image (a dict of column name -> typed value, as either decoder builds it) the
+//! compact JSON text of `render_row` and the `render_row_text` map, in one pass: strings, ints,
+//! bools, bytes, DECIMALs and the temporal dataclasses here; any other value (floats, JSON
+//! documents, geometry, vectors, partial JSON, subclasses, anything unusual) through the Python
+//! `render._pair_any`, so every value is rendered by the reference code or by a port that
+//! `tests/test_native_render.py` holds equal to it.
+//!
+//! Nothing fails here: any surprise (an image whose columns are not the layout's, an int out of
+//! range, a Python error) makes `render_changes` answer None and the caller renders the event
+//! in Python, which raises the exact error if there is one.
+
+use std::fmt::Write as _;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::{SlotLayout, ValueTypes};
+
+/// JSON numbers beyond +-2**53 are written as strings (`render.render_value`).
+const MAX_SAFE: i64 = 1 << 53;
+
+/// How one column's values are rendered, from its `Column` (see `_native.render_spec`).
+struct RenderCol {
+    /// YEAR: ints as `%04d`, quoted in JSON
+    year: bool,
+    /// DECIMAL's scale (None: the column has none; the Python renderer decides)
+    scale: Option<usize>,
+    /// bytes as `0x` + hex (a binary column or one of known charset), else UTF-8 when valid
+    bytes_hex: bool,
+    /// the `Column` (or None) handed to `_pair_any`
+    column: Py<PyAny>,
+}
+
+/// The columns of one image layout: the names (in image order) and how to render each.
+#[pyclass(frozen, module = "binlog_parser._native_ext")]
+pub struct ImageLayout {
+    types: Py<ValueTypes>,
+    names: Vec<Py<PyString>>,
+    /// each name as the JSON encoder writes it, with its colon: `"name":`
+    keys_json: Vec<String>,
+    cols: Vec<RenderCol>,
+    /// `render._pair_any(value, column) -> (json, text)`
+    pair_any: Py<PyAny>,
+}
+
+#[pymethods]
+impl ImageLayout {
+    /// `specs`: one `(name, key_json, year, scale or -1, bytes_hex, column)` per column.
+    #[new]
+    fn new(types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>, pair_any: Py<PyAny>) -> PyResult<Self> {
+        let mut names = Vec::with_capacity(specs.len());
+        let mut keys_json = Vec::with_capacity(specs.len());
+        let mut cols = Vec::with_capacity(specs.len());
+        for s in &specs {
+            if s.len() != 6 {
+                return Err(PyValueError::new_err("a render spec has 6 items"));
+            }
+            names.push(s.get_item(0)?.cast_into::<PyString>()?.unbind());
+            keys_json.push(s.get_item(1)?.extract::<String>()?);
+            let scale: i64 = s.get_item(3)?.extract()?;
+            cols.push(RenderCol {
+                year: s.get_item(2)?.extract()?,
+                scale: usize::try_from(scale).ok(),
+                bytes_hex: s.get_item(4)?.extract()?,
+                column: s.get_item(5)?.unbind(),
+            });
+        }
+        Ok(ImageLayout { types, names, keys_json, cols, pair_any })
+    }
+
+    fn __len__(&self) -> usize {
+        self.cols.len()
+    }
+}
+
+/// Why a value or an image is left to the Python renderer.
+struct Fallback;
+
+impl From<PyErr> for Fallback {
+    fn from(_: PyErr) -> Self {
+        Fallback
+    }
+}
+
+/// `json.encoder.encode_basestring` (the C encoder, `ensure_ascii=False`): quotes, backslash
+/// and the control characters escaped, everything else as it is.
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if short.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(short);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// `temporal._frac`: "" for fsp <= 0, else "." and the first `fsp` characters of `%06d`.
+fn push_frac(out: &mut String, usec: i64, fsp: i64) {
+    if fsp <= 0 {
+        return;
+    }
+    let digits = format!("{usec:06}");
+    out.push('.');
+    out.push_str(&digits[..digits.len().min(fsp as usize)]);
+}
+
+/// An exact `int` as i64 (a bool, another type or an overflow: None).
+pub(crate) fn exact_int(obj: *mut ffi::PyObject) -> Option<i64> {
+    // SAFETY: a live object; PyLong_CheckExact excludes bool and subclasses
+    unsafe {
+        if obj.is_null() || ffi::PyLong_CheckExact(obj) == 0 {
+            return None;
+        }
+        let mut overflow = 0;
+        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(v)
+    }
+}
+
+/// The slots of a frozen slots dataclass instance of `layout` as exact ints (None: one is not).
+fn slot_ints<const N: usize>(obj: &Bound<'_, PyAny>, layout: &SlotLayout) -> Option<[i64; N]> {
+    let mut out = [0i64; N];
+    let base = obj.as_ptr() as *mut u8;
+    for (k, off) in layout.offsets.iter().take(N).enumerate() {
+        // SAFETY: obj is an instance of layout.cls (checked by the caller), whose slot at
+        // `off` holds a PyObject* (checked when the layout was built) or NULL
+        let slot = unsafe { *(base.offset(*off) as *const *mut ffi::PyObject) };
+        out[k] = exact_int(slot)?;
+    }
+    Some(out)
+}
+
+/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian (H. Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+impl ImageLayout {
+    /// `str(value)` of the temporal dataclasses (`temporal.py`), or None: not one of them, or
+    /// a field the port does not take (the Python `__str__` then prints it).
+    fn temporal_text(&self, t: &ValueTypes, v: &Bound<'_, PyAny>) -> Option<String> {
+        let tp = v.get_type().as_ptr();
+        let mut s = String::with_capacity(26);
+        if tp == t.datetime.cls.as_ptr() {
+            let [y, mo, d, h, mi, sec, us, fsp] = slot_ints::<8>(v, &t.datetime)?;
+            let _ = write!(s, "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{sec:02}");
+            push_frac(&mut s, us, fsp);
+        } else if tp == t.timestamp.cls.as_ptr() {
+            let [seconds, us, fsp] = slot_ints::<3>(v, &t.timestamp)?;
+            if seconds == 0 && us == 0 {
+                s.push_str("0000-00-00 00:00:00");
+                push_frac(&mut s, 0, fsp);
+                return Some(s);
+            }
+            // datetime's range (years 1..9999): beyond it the Python renderer raises
+            if !(-62_135_596_800..=253_402_300_799).contains(&seconds) {
+                return None;
+            }
+            let (days, secs) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+            let (y, mo, d) = civil_from_days(days);
+            let _ = write!(s, "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+            push_frac(&mut s, us, fsp);
+        } else if tp == t.date.cls.as_ptr() {
+            let [y, mo, d] = slot_ints::<3>(v, &t.date)?;
+            let _ = write!(s, "{y:04}-{mo:02}-{d:02}");
+        } else if tp == t.time.cls.as_ptr() {
+            let base = v.as_ptr() as *mut u8;
+            // SAFETY: as in slot_ints; the first slot is `negative`
+            let negative = unsafe { *(base.offset(t.time.offsets[0]) as *const *mut ffi::PyObject) };
+            // SAFETY: comparing object identity with the two bool singletons
+            let neg = unsafe {
+                if negative == ffi::Py_True() {
+                    true
+                } else if negative == ffi::Py_False() {
+                    false
+                } else {
+                    return None;
+                }
+            };
+            let mut parts = [0i64; 5];
+            for (k, off) in t.time.offsets[1..].iter().enumerate() {
+                // SAFETY: as in slot_ints
+                parts[k] = exact_int(unsafe { *(base.offset(*off) as *const *mut ffi::PyObject) })?;
+            }
+            let [h, mi, sec, us, fsp] = parts;
+            let _ = write!(s, "{}{h:02}:{mi:02}:{sec:02}", if neg { "-" } else { "" });
+            push_frac(&mut s, us, fsp);
+        } else {
+            return None;
+        }
+        Some(s)
+    }
+
+    /// `render.decimal_text(value, scale)` when `str(value)` already is that text (what the
+    /// decoders build), else None.
+    fn decimal_text<'py>(&self, v: &Bound<'py, PyAny>, scale: usize) -> Option<Bound<'py, PyString>> {
+        let text = v.str().ok()?;
+        let s = text.to_str().ok()?;
+        let digits = s.strip_prefix('-').unwrap_or(s);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return None; // exponents, NaN, Infinity: the Python renderer
+        }
+        let frac = match s.find('.') {
+            Some(dot) => s.len() - dot - 1,
+            None => 0,
+        };
+        if frac != scale || (s.starts_with('-') && digits.bytes().all(|b| b == b'0' || b == b'.')) {
+            return None; // another scale, or "-0": formatted by the Python renderer
+        }
+        Some(text)
+    }
+
+    /// One value: its JSON appended to `json`, its text returned.
+    fn value<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        col: &RenderCol,
+        v: &Bound<'py, PyAny>,
+        json: &mut String,
+    ) -> Result<Bound<'py, PyAny>, Fallback> {
+        let p = v.as_ptr();
+        // SAFETY: type checks and buffer access on a live object
+        unsafe {
+            if ffi::PyUnicode_CheckExact(p) != 0 {
+                let mut size: ffi::Py_ssize_t = 0;
+                let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
+                if data.is_null() {
+                    ffi::PyErr_Clear(); // lone surrogates: the Python encoder's business
+                    return self.python_pair(py, col, v, json);
+                }
+                let s = std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize));
+                push_json_str(json, s);
+                return Ok(v.clone());
+            }
+            if p == ffi::Py_None() {
+                json.push_str("null");
+                return Ok(v.clone());
+            }
+            if p == ffi::Py_True() || p == ffi::Py_False() {
+                let s = if p == ffi::Py_True() { "1" } else { "0" };
+                json.push_str(s);
+                return Ok(PyString::new(py, s).into_any());
+            }
+            if ffi::PyLong_CheckExact(p) != 0 {
+                let Some(n) = exact_int(p) else { return self.python_pair(py, col, v, json) };
+                let text = if col.year { format!("{n:04}") } else { n.to_string() };
+                if col.year || !(-MAX_SAFE..=MAX_SAFE).contains(&n) {
+                    json.push('"');
+                    json.push_str(&text);
+                    json.push('"');
+                } else {
+                    json.push_str(&text);
+                }
+                return Ok(PyString::new(py, &text).into_any());
+            }
+            if ffi::PyBytes_CheckExact(p) != 0 {
+                let raw = v.cast::<PyBytes>().map_err(|_| Fallback)?.as_bytes();
+                if !col.bytes_hex {
+                    if let Ok(s) = std::str::from_utf8(raw) {
+                        push_json_str(json, s);
+                        return Ok(PyString::new(py, s).into_any());
+                    }
+                }
+                let mut s = String::with_capacity(2 + 2 * raw.len());
+                s.push_str("0x");
+                for b in raw {
+                    let _ = write!(s, "{b:02x}");
+                }
+                json.push('"');
+                json.push_str(&s);
+                json.push('"');
+                return Ok(PyString::new(py, &s).into_any());
+            }
+        }
+        if v.get_type().as_ptr() == t.decimal.as_ptr() {
+            if let Some(text) = col.scale.and_then(|scale| self.decimal_text(v, scale)) {
+                json.push('"');
+                json.push_str(text.to_str().map_err(|_| Fallback)?);
+                json.push('"');
+                return Ok(text.into_any());
+            }
+            return self.python_pair(py, col, v, json);
+        }
+        if let Some(s) = self.temporal_text(t, v) {
+            json.push('"');
+            json.push_str(&s);
+            json.push('"');
+            return Ok(PyString::new(py, &s).into_any());
+        }
+        self.python_pair(py, col, v, json)
+    }
+
+    /// `render._pair_any(value, column)`: the JSON appended, the text returned.
+    fn python_pair<'py>(
+        &self,
+        py: Python<'py>,
+        col: &RenderCol,
+        v: &Bound<'py, PyAny>,
+        json: &mut String,
+    ) -> Result<Bound<'py, PyAny>, Fallback> {
+        let out = self.pair_any.bind(py).call1((v, col.column.bind(py)))?;
+        let pair = out.cast_into::<PyTuple>().map_err(|_| Fallback)?;
+        if pair.len() != 2 {
+            return Err(Fallback);
+        }
+        let j = pair.get_item(0)?;
+        json.push_str(j.cast::<PyString>().map_err(|_| Fallback)?.to_str()?);
+        Ok(pair.get_item(1)?)
+    }
+
+    /// One image: (JSON text, text map), or Fallback when its columns are not this layout's.
+    fn image<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        row: &Bound<'py, PyAny>,
+    ) -> Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Fallback> {
+        let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
+        let n = self.names.len();
+        if row.len() != n {
+            return Err(Fallback);
+        }
+        let mut json = String::with_capacity(16 * n + 2);
+        json.push('{');
+        // SAFETY: a fresh dict presized for n items
+        let texts = unsafe { Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(n as ffi::Py_ssize_t))? };
+        for (i, (key, value)) in row.iter().enumerate() {
+            let name = self.names[i].bind(py);
+            if !(key.as_ptr() == name.as_ptr() || key.eq(name)?) {
+                return Err(Fallback);
+            }
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&self.keys_json[i]);
+            let text = self.value(py, t, &self.cols[i], &value, &mut json)?;
+            // SAFETY: plain dict insertion of live objects
+            if unsafe { ffi::PyDict_SetItem(texts.as_ptr(), name.as_ptr(), text.as_ptr()) } < 0 {
+                return Err(Fallback);
+            }
+        }
+        json.push('}');
+        Ok((PyString::new(py, &json).into_any(), texts))
+    }
+}
+
+/// The images of a rows event's changes (each with `before` and `after`) as a list of
+/// `(before text map, after text map, before JSON, after JSON)`, or None: the caller renders
+/// the event in Python. `before` / `after`: the layouts of the changes' images (None when the
+/// event has no such images).
+#[pyfunction]
+#[pyo3(signature = (changes, before, after))]
+pub fn render_changes<'py>(
+    py: Python<'py>,
+    changes: &Bound<'py, PyAny>,
+    before: Option<&Bound<'py, ImageLayout>>,
+    after: Option<&Bound<'py, ImageLayout>>,
+) -> Option<Bound<'py, PyList>> {
+    let run = std::panic::AssertUnwindSafe(|| render_inner(py, changes, before.map(|b| b.get()), after.map(|a| a.get())));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(images)) => Some(images),
+        _ => {
+            // SAFETY: drop any pending Python error: the caller renders the event again
+            unsafe { ffi::PyErr_Clear() };
+            None
+        }
+    }
+}
+
+fn render_inner<'py>(
+    py: Python<'py>,
+    changes: &Bound<'py, PyAny>,
+    before: Option<&ImageLayout>,
+    after: Option<&ImageLayout>,
+) -> Result<Bound<'py, PyList>, Fallback> {
+    let types = match (before, after) {
+        (Some(l), _) | (None, Some(l)) => l.types.get(),
+        (None, None) => return Err(Fallback),
+    };
+    let none = py.None().into_bound(py);
+    let out = PyList::empty(py);
+    let side = |layout: Option<&ImageLayout>, img: Bound<'py, PyAny>| -> Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Fallback> {
+        if img.is_none() {
+            return Ok((none.clone(), none.clone()));
+        }
+        layout.ok_or(Fallback)?.image(py, types, &img)
+    };
+    for change in changes.try_iter()? {
+        let change = change?;
+        let (bj, bt) = side(before, change.getattr(pyo3::intern!(py, "before"))?)?;
+        let (aj, at) = side(after, change.getattr(pyo3::intern!(py, "after"))?)?;
+        out.append(PyTuple::new(py, [bt, at, bj, aj])?)?;
+    }
+    Ok(out)
+}
