@@ -41,7 +41,7 @@ from binlog_parser.events import to_json_value
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
 from binlog_parser.render import event_fields_json
-from binlog_parser.rows.render import ImageRenderer, compact_json, render_row_text
+from binlog_parser.rows.render import ImageRenderer, ImageSink, compact_json, render_row_text
 from spark_jobs.columns import TableColumns
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
@@ -332,6 +332,10 @@ class RangeDecoder:
         self._rc, self._st = t["row_changes"].add, t["statements"].add
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
         self._rc_buffers = t["row_changes"].buffers
+        before, after = self._rc_buffers["before"], self._rc_buffers["after"]
+        self._rc_images = ImageSink(before.keys, before.values, before.offsets, before.nulls,
+                                    after.keys, after.values, after.offsets, after.nulls,
+                                    self._rc_buffers["before_json"], self._rc_buffers["after_json"])
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -508,7 +512,7 @@ class RangeDecoder:
                 if text:
                     trx.statements.append(text)
         elif tc in _ROWS_TYPES:
-            self._on_rows(event, h, images or [], at)
+            self._on_rows(event, h, images if images is not None else [], at)
         elif tc == _XID:
             if trx is not None:
                 trx.xid = getattr(event, "xid", None)
@@ -561,8 +565,9 @@ class RangeDecoder:
             self._payload_end = h.next_pos
         return h.pos, None, None
 
-    def _event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image] | None]:
-        """(fields, their bronze JSON when already encoded, row images of a rows event)."""
+    def _event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image] | int | None]:
+        """(fields, their bronze JSON when already encoded, a rows event's row images: a list, or
+        their number when they are already in the row_changes buffers)."""
         if tc in _ROWS_TYPES:
             return self._rows_event_fields(event, tc, pos)
         if tc == _TABLE_MAP:
@@ -580,13 +585,15 @@ class RangeDecoder:
             fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
             return fields, compact_json(fields), None
 
-    def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image]]:
-        """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and images."""
+    def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image] | int]:
+        """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and
+        images (their number when rendered straight into the row_changes buffers)."""
         if hasattr(event, "fields_head"):
-            try:  # typed rows: each image rendered and JSON-encoded once
-                head, images = rows_event_parts(event, self._renderer(event))
-                return head, rows_fields_json(head, len(images)), images
-            except Exception:  # the generic path below keeps (and quarantines) any failure
+            try:  # typed rows: each image rendered once, into the row_changes buffers
+                head = event.fields_head()
+                n = self._renderer(event).render_changes_into(event.rows, self._rc_images)
+                return head, rows_fields_json(head, n), n
+            except Exception:  # nothing appended: the generic path keeps (and quarantines) any failure
                 pass
         fields = self._fields(event, tc, pos)
         images = list(row_images(event, fields))
@@ -723,9 +730,10 @@ class RangeDecoder:
             # a standalone statement (DDL, or a GTID + single statement): it closes
             self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
 
-    def _on_rows(self, event: Any, h: Any, images: list[Image], at: _EventPlace) -> None:
+    def _on_rows(self, event: Any, h: Any, images: list[Image] | int, at: _EventPlace) -> None:
         """The row images of a rows event, held in its transaction until the commit time is
-        known (flushed early past ``max_buffered_rows``)."""
+        known (flushed early past ``max_buffered_rows``); ``images``: the images, or their
+        number when they are already in the row_changes buffers (``_rows_event_fields``)."""
         trx = self._trx
         if trx is None:
             self._open_trx(None, h)
@@ -748,15 +756,19 @@ class RangeDecoder:
         r.operation("insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete"))
         r.event_type(event.name)
         rows = self._rc_buffers  # the rows' columns, one extend each
-        rows["row_index"].extend(range(len(images)))
-        rows["before"].extend([image[0] for image in images])
-        rows["after"].extend([image[1] for image in images])
-        rows["before_json"].extend([image[2] for image in images])
-        rows["after_json"].extend([image[3] for image in images])
-        self.tables["row_changes"].end_group(len(images))
+        if isinstance(images, int):
+            n = images
+        else:
+            n = len(images)
+            rows["before"].extend([image[0] for image in images])
+            rows["after"].extend([image[1] for image in images])
+            rows["before_json"].extend([image[2] for image in images])
+            rows["after_json"].extend([image[3] for image in images])
+        rows["row_index"].extend(range(n))
+        self.tables["row_changes"].end_group(n)
         trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end
-        trx.row_changes += len(images)
-        trx.pending_rows += len(images)
+        trx.row_changes += n
+        trx.pending_rows += n
         if trx.pending_rows >= self.max_buffered_rows:
             self._flush_rows(trx, None)
 

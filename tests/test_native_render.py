@@ -31,7 +31,7 @@ from binlog_parser.reader import read_events
 from binlog_parser.render import _FIELDS_LAYOUTS, event_fields_json
 from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import ColumnType as T
-from binlog_parser.rows.render import ImageRenderer, compact_json, render_row, render_row_text
+from binlog_parser.rows.render import ImageRenderer, ImageSink, compact_json, render_row, render_row_text
 from binlog_parser.rows.rows_event import RowChange, RowsEvent
 from binlog_parser.rows.table_map import ColumnInfo
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
@@ -118,6 +118,64 @@ def test_every_fixture_rows_event_renders_as_the_python_renderers() -> None:
     assert events > 1500 and values > 250000, (events, values)
     # the extension renders every event itself (1583 events, 294,762 values when written)
     assert fallback_events == 0, (fallback_events, events)
+
+
+def _sink() -> ImageSink:
+    return ImageSink(*([] for _ in ImageSink._fields))
+
+
+def _sink_of(images: list[Any]) -> ImageSink:
+    """The flat columns of rendered images, built here from the tuples (what the sink holds)."""
+    sink = _sink()
+    for bt, at, bj, aj in images:
+        for image, keys, values, offsets, nulls in ((bt, sink.before_keys, sink.before_values, sink.before_offsets,
+                                                     sink.before_nulls),
+                                                    (at, sink.after_keys, sink.after_values, sink.after_offsets,
+                                                     sink.after_nulls)):
+            nulls.append(image is None)
+            keys.extend(image or ())
+            values.extend((image or {}).values())
+            offsets.append(len(keys))
+        sink.before_json.append(bj)
+        sink.after_json.append(aj)
+    return sink
+
+
+def _strict_sink(sink: ImageSink) -> list[Any]:
+    return [[(type(v).__name__, v) for v in column] for column in sink]
+
+
+def test_every_fixture_rows_event_renders_into_a_sink_as_the_python_renderers() -> None:
+    events = 0
+    for _name, ev in _rows_events():
+        cols = ev.columns_by_name()
+        renderer = ImageRenderer(cols)
+        first = ev.rows[0]
+        sink = _sink()
+        n = _native.render_changes_into(ev.rows, renderer._native_layout(first.before),
+                                        renderer._native_layout(first.after), sink)
+        assert n == len(ev.rows), (_name, ev.header.log_pos)
+        assert _strict_sink(sink) == _strict_sink(_sink_of(_reference(ev.rows, cols))), (_name, ev.header.log_pos)
+        events += 1
+    assert events > 1500, events
+
+
+def test_a_sink_is_left_as_it_was_when_an_image_does_not_fit_its_layout() -> None:
+    cols = {"a": EDGE_COLUMNS["i"], "b": EDGE_COLUMNS["s"]}
+    good = (RowChange(None, {"a": 1, "b": "x"}),)
+    bad = (RowChange(None, {"a": 2, "b": "y"}), RowChange(None, {"a": 3}))
+    renderer = ImageRenderer(cols)
+    sink = _sink()
+    assert renderer.render_changes_into(good, sink) == 1
+    kept = _strict_sink(sink)
+    assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after), sink) is None
+    assert _strict_sink(sink) == kept  # every list cut back to its length on entry
+    assert renderer.render_changes_into(bad, sink) == 2  # the Python renderer then appends
+    assert _strict_sink(sink) == _strict_sink(_sink_of(_reference(good + bad, cols)))
+    with _native_on(False):
+        python = _sink()
+        assert ImageRenderer(cols).render_changes_into(good + bad, python) == 3
+    assert _strict_sink(python) == _strict_sink(sink)
 
 
 def _col(name: str, t: int, **kw: Any) -> ColumnInfo:

@@ -125,6 +125,18 @@ def render_changes(changes: Any, before: Any, after: Any) -> list[Any] | None:
     return result
 
 
+def render_changes_into(changes: Any, before: Any, after: Any, sink: tuple[list[Any], ...]) -> int | None:
+    """The images of a rows event's changes appended to ``sink`` (``render.ImageSink``): the
+    number of changes, or None with the lists untouched: no extension, or let Python do it."""
+    module = _State.module
+    if module is _UNLOADED:
+        module = extension()
+    if module is None or (before is None and after is None):
+        return None
+    result: int | None = module.render_changes_into(changes, before, after, sink)
+    return result
+
+
 def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],
                  row_change_type: type) -> Any:
     """The extension's ``ImageLayout`` of one image's columns (``render.ImageRenderer``), or

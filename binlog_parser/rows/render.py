@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring as _json_str
-from typing import Any
+from typing import Any, NamedTuple
 
 from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import ColumnType as T
@@ -313,6 +313,36 @@ def _compile_renderer(names: tuple[Any, ...], kinds: tuple[Any, ...]) -> Rendere
 RenderedChange = tuple[dict[str, str | None] | None, dict[str, str | None] | None, str | None, str | None]
 
 
+class ImageSink(NamedTuple):
+    """Rendered images as flat columns, appended to change by change
+    (:meth:`ImageRenderer.render_changes_into`): per side, every image's column names and texts
+    in order, the number of names so far after each image (``offsets``), True in ``nulls`` for a
+    change without that image; and each image's JSON text (None for no image). The layout of an
+    Arrow ``map<string,string>`` column, so a consumer builds its arrays without a dict per row."""
+
+    before_keys: list[str]
+    before_values: list[str | None]
+    before_offsets: list[int]
+    before_nulls: list[bool]
+    after_keys: list[str]
+    after_values: list[str | None]
+    after_offsets: list[int]
+    after_nulls: list[bool]
+    before_json: list[str | None]
+    after_json: list[str | None]
+
+
+def _append_side(image: dict[str, str | None] | None, keys: list[str], values: list[str | None],
+                 offsets: list[int], nulls: list[bool]) -> None:
+    if image is None:
+        nulls.append(True)
+    else:
+        keys.extend(image)
+        values.extend(image.values())
+        nulls.append(False)
+    offsets.append(len(keys))
+
+
 class ImageRenderer:
     """Renders the row images of one table (one ``columns_by_name``) as
     ``(compact_json(render_row(row)), render_row_text(row))``.
@@ -363,6 +393,23 @@ class ImageRenderer:
             aj, at = render(change.after)
             append((bt, at, bj, aj))
         return images
+
+    def render_changes_into(self, changes: Sequence[Any], sink: ImageSink) -> int:
+        """:meth:`render_changes` appended to ``sink`` (the extension writes straight into its
+        lists); returns the number of changes. On an exception the sink is as it was."""
+        if changes:
+            first = changes[0]
+            n = _native.render_changes_into(changes, self._native_layout(first.before),
+                                            self._native_layout(first.after), sink)
+            if n is not None:
+                return n
+        images = self.render_changes(changes)  # may raise: nothing appended yet
+        for bt, at, bj, aj in images:
+            _append_side(bt, sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls)
+            _append_side(at, sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls)
+            sink.before_json.append(bj)
+            sink.after_json.append(aj)
+        return len(images)
 
     def _native_layout(self, row: dict[str, Any] | None) -> Any:
         if row is None:

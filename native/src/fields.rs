@@ -1,15 +1,18 @@
 //! `bronze.events.fields` of the events whose fields are the default `Event.fields` walk (GTID,
 //! XID, QUERY, ...): `compact_json(event.fields())` written straight from the event's slots.
 //!
-//! None, bools, strings and ints are written here as the C JSON encoder writes them; any other
-//! value (nested dicts, GTID sets, bytes, floats, subclasses) goes through the Python
+//! None, bools, strings, ints, bytes (as `to_json_value`'s hex) and dicts (str keys), lists and
+//! tuples of them are written here as `to_json_value` and the C JSON encoder write them; any
+//! other value (GTID sets, floats, subclasses, ...) goes through the Python
 //! `compact_json(to_json_value(value))`, the very text the encoder embeds for it. Any surprise
 //! makes `fields_json` answer None and the caller encodes `fields()` in Python.
+
+use std::fmt::Write as _;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
 use crate::render::{exact_int, push_json_str};
 use crate::SlotLayout;
@@ -61,6 +64,7 @@ fn fields_inner(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout)
     let mut out = String::with_capacity(256);
     out.push('{');
     let base = event.as_ptr() as *mut u8;
+    let fallback = layout.fallback.bind(py);
     for (k, (off, key)) in layout.slots.offsets[1..].iter().zip(&layout.keys_json).enumerate() {
         // SAFETY: the event is an instance of the layout's class (checked above), whose slot at
         // `off` holds a PyObject* (checked when the layout was built) or NULL
@@ -72,38 +76,93 @@ fn fields_inner(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout)
             out.push(',');
         }
         out.push_str(key);
-        // SAFETY: type checks and UTF-8 access on a live object
-        unsafe {
-            if p == ffi::Py_None() {
-                out.push_str("null");
-                continue;
-            }
-            if p == ffi::Py_True() {
-                out.push_str("true");
-                continue;
-            }
-            if p == ffi::Py_False() {
-                out.push_str("false");
-                continue;
-            }
-            if ffi::PyUnicode_CheckExact(p) != 0 {
-                let mut size: ffi::Py_ssize_t = 0;
-                let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
-                if !data.is_null() {
-                    push_json_str(&mut out, std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize)));
-                    continue;
-                }
-                ffi::PyErr_Clear();
-            } else if let Some(n) = exact_int(p) {
-                out.push_str(&n.to_string());
-                continue;
-            }
-        }
         // SAFETY: a borrowed slot value, kept alive by the event
-        let value = unsafe { Bound::from_borrowed_ptr(py, p) };
-        let text = layout.fallback.bind(py).call1((value,))?;
-        out.push_str(text.cast::<PyString>()?.to_str()?);
+        push_value(py, &mut out, unsafe { &Bound::from_borrowed_ptr(py, p) }, fallback, 0)?;
     }
     out.push('}');
     Ok(Some(out))
+}
+
+/// Nesting the walk follows before it hands a value to the Python encoder.
+const MAX_DEPTH: u32 = 16;
+
+/// `compact_json(to_json_value(value))` appended: None, bools, exact strs and ints, bytes (as
+/// hex), and exact dicts with str keys, lists and tuples of such values here; anything else
+/// by `fallback`.
+fn push_value(py: Python<'_>, out: &mut String, v: &Bound<'_, PyAny>, fallback: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
+    let p = v.as_ptr();
+    // SAFETY: type checks and buffer access on a live object
+    unsafe {
+        if p == ffi::Py_None() {
+            out.push_str("null");
+            return Ok(());
+        }
+        if p == ffi::Py_True() {
+            out.push_str("true");
+            return Ok(());
+        }
+        if p == ffi::Py_False() {
+            out.push_str("false");
+            return Ok(());
+        }
+        if ffi::PyUnicode_CheckExact(p) != 0 {
+            let mut size: ffi::Py_ssize_t = 0;
+            let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
+            if !data.is_null() {
+                push_json_str(out, std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize)));
+                return Ok(());
+            }
+            ffi::PyErr_Clear(); // lone surrogates: the encoder's business
+        } else if ffi::PyLong_CheckExact(p) != 0 {
+            if let Some(n) = exact_int(p) {
+                out.push_str(&n.to_string());
+                return Ok(());
+            }
+        } else if ffi::PyBytes_CheckExact(p) != 0 {
+            let raw = v.cast::<PyBytes>()?.as_bytes();
+            out.push('"');
+            for b in raw {
+                let _ = write!(out, "{b:02x}");
+            }
+            out.push('"');
+            return Ok(());
+        } else if depth < MAX_DEPTH && ffi::PyDict_CheckExact(p) != 0 {
+            let d = v.cast::<PyDict>()?;
+            if d.keys().iter().all(|k| k.is_exact_instance_of::<PyString>()) {
+                let mark = out.len();
+                out.push('{');
+                for (i, (key, value)) in d.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let Ok(s) = key.cast::<PyString>()?.to_str() else {
+                        out.truncate(mark); // a lone surrogate in a key: the encoder
+                        return push_fallback(out, v, fallback);
+                    };
+                    push_json_str(out, s);
+                    out.push(':');
+                    push_value(py, out, &value, fallback, depth + 1)?;
+                }
+                out.push('}');
+                return Ok(());
+            }
+        } else if depth < MAX_DEPTH && (ffi::PyTuple_CheckExact(p) != 0 || ffi::PyList_CheckExact(p) != 0) {
+            out.push('[');
+            for (i, item) in v.try_iter()?.enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_value(py, out, &item?, fallback, depth + 1)?;
+            }
+            out.push(']');
+            return Ok(());
+        }
+    }
+    push_fallback(out, v, fallback)
+}
+
+fn push_fallback(out: &mut String, v: &Bound<'_, PyAny>, fallback: &Bound<'_, PyAny>) -> PyResult<()> {
+    let text = fallback.call1((v,))?;
+    out.push_str(text.cast::<PyString>()?.to_str()?);
+    Ok(())
 }

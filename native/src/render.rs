@@ -344,6 +344,51 @@ impl ImageLayout {
         Ok(pair.get_item(1)?)
     }
 
+    /// One image appended to a sink side (`keys`, `values`, `offsets`, `nulls`) and its JSON
+    /// text to `jsons`, or Fallback when its columns are not this layout's (the caller then
+    /// truncates every list back).
+    fn image_into<'py>(
+        &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        row: &Bound<'py, PyAny>,
+        side: &[Bound<'py, PyList>],
+        jsons: &Bound<'py, PyList>,
+    ) -> Result<(), Fallback> {
+        let (keys, values, offsets, nulls) = (&side[0], &side[1], &side[2], &side[3]);
+        if row.is_none() {
+            nulls.append(true)?;
+            offsets.append(keys.len())?;
+            jsons.append(row)?;
+            return Ok(());
+        }
+        let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
+        let n = self.names.len();
+        if row.len() != n {
+            return Err(Fallback);
+        }
+        let mut json = String::with_capacity(16 * n + 2);
+        json.push('{');
+        for (i, (key, value)) in row.iter().enumerate() {
+            let name = self.names[i].bind(py);
+            if !(key.as_ptr() == name.as_ptr() || key.eq(name)?) {
+                return Err(Fallback);
+            }
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&self.keys_json[i]);
+            let text = self.value(py, t, &self.cols[i], &value, &mut json)?;
+            keys.append(name)?;
+            values.append(text)?;
+        }
+        json.push('}');
+        nulls.append(false)?;
+        offsets.append(keys.len())?;
+        jsons.append(PyString::new(py, &json))?;
+        Ok(())
+    }
+
     /// One image: (JSON text, text map), or Fallback when its columns are not this layout's.
     fn image<'py>(
         &self,
@@ -428,4 +473,86 @@ fn render_inner<'py>(
         out.append(PyTuple::new(py, [bt, at, bj, aj])?)?;
     }
     Ok(out)
+}
+
+/// The images of a rows event's changes appended to `sink`, the flat columns of
+/// `render.ImageSink`: `(before keys, before values, before offsets, before nulls, after keys,
+/// after values, after offsets, after nulls, before JSONs, after JSONs)`, each image's keys and
+/// values in order, the keys' length after it in `offsets`, True in `nulls` for no image.
+/// Returns the number of changes, or None with every list as it was: the caller renders the
+/// event in Python.
+#[pyfunction]
+#[pyo3(signature = (changes, before, after, sink))]
+pub fn render_changes_into<'py>(
+    py: Python<'py>,
+    changes: &Bound<'py, PyAny>,
+    before: Option<&Bound<'py, ImageLayout>>,
+    after: Option<&Bound<'py, ImageLayout>>,
+    sink: &Bound<'py, PyTuple>,
+) -> Option<usize> {
+    let lists: Vec<Bound<'py, PyList>> = match sink.iter().map(|l| l.cast_into::<PyList>()).collect() {
+        Ok(lists) => lists,
+        Err(_) => return None,
+    };
+    if lists.len() != 10 {
+        return None;
+    }
+    let marks: Vec<usize> = lists.iter().map(|l| l.len()).collect();
+    let run = std::panic::AssertUnwindSafe(|| into_inner(py, changes, before.map(|b| b.get()), after.map(|a| a.get()), &lists));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(n)) => Some(n),
+        _ => {
+            // SAFETY: drop any pending Python error; cut each list back to its length on entry
+            unsafe {
+                ffi::PyErr_Clear();
+                for (l, m) in lists.iter().zip(&marks) {
+                    if ffi::PyList_SetSlice(l.as_ptr(), *m as ffi::Py_ssize_t, ffi::PY_SSIZE_T_MAX, std::ptr::null_mut()) < 0 {
+                        ffi::PyErr_Clear();
+                    }
+                }
+            }
+            None
+        }
+    }
+}
+
+fn into_inner<'py>(
+    py: Python<'py>,
+    changes: &Bound<'py, PyAny>,
+    before: Option<&ImageLayout>,
+    after: Option<&ImageLayout>,
+    lists: &[Bound<'py, PyList>],
+) -> Result<usize, Fallback> {
+    let types = match (before, after) {
+        (Some(l), _) | (None, Some(l)) => l.types.get(),
+        (None, None) => return Err(Fallback),
+    };
+    let mut n = 0;
+    for change in changes.try_iter()? {
+        let change = change?;
+        let b = change.getattr(pyo3::intern!(py, "before"))?;
+        let a = change.getattr(pyo3::intern!(py, "after"))?;
+        match before {
+            Some(layout) => layout.image_into(py, types, &b, &lists[0..4], &lists[8])?,
+            None if b.is_none() => ImageLayout::null_into(&b, &lists[0..4], &lists[8])?,
+            None => return Err(Fallback),
+        }
+        match after {
+            Some(layout) => layout.image_into(py, types, &a, &lists[4..8], &lists[9])?,
+            None if a.is_none() => ImageLayout::null_into(&a, &lists[4..8], &lists[9])?,
+            None => return Err(Fallback),
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+impl ImageLayout {
+    /// No image (`none`): a NULL map and a NULL JSON.
+    fn null_into<'py>(none: &Bound<'py, PyAny>, side: &[Bound<'py, PyList>], jsons: &Bound<'py, PyList>) -> Result<(), Fallback> {
+        side[3].append(true)?;
+        side[2].append(side[0].len())?;
+        jsons.append(none)?;
+        Ok(())
+    }
 }
