@@ -28,8 +28,9 @@ def event_fields_json(event: Event) -> str:
     Why not always the encoder: on a small-event binlog the fields of GTID, QUERY and XID
     events are about a fifth of the ingest's CPU (issue 13). An event whose ``fields()`` is the
     default dataclass walk is written by the extension straight from its slots when it is
-    built (``native/src/fields.rs``; any value but None, bool, str and int through the encoder);
-    ``tests/test_render.py`` holds it equal to the encoder on every fixture event."""
+    built (``native/src/fields.rs``: None, bools, strs, ints, bytes and dicts, lists and tuples
+    of them there, any other value through the encoder); ``tests/test_native_render.py`` holds
+    it equal to the encoder on every fixture event."""
     cls = type(event)
     if cls.fields is Event.fields:  # the default walk: its slots, in dataclass order
         layout = _FIELDS_LAYOUTS.get(cls, _UNWALKED)

@@ -591,9 +591,12 @@ class RangeDecoder:
         if hasattr(event, "fields_head"):
             try:  # typed rows: each image rendered once, into the row_changes buffers
                 head = event.fields_head()
-                n = self._renderer(event).render_changes_into(event.rows, self._rc_images)
-                return head, rows_fields_json(head, n), n
-            except Exception:  # nothing appended: the generic path keeps (and quarantines) any failure
+                renderer = self._renderer(event)
+                fields_json = rows_fields_json(head, len(event.rows))
+                # last: on an exception nothing is appended, and the generic path below keeps
+                # (and quarantines) the failure
+                return head, fields_json, renderer.render_changes_into(event.rows, self._rc_images)
+            except Exception:
                 pass
         fields = self._fields(event, tc, pos)
         images = list(row_images(event, fields))
