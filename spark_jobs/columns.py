@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from binlog_parser.rows.render import append_image_side
 from spark_jobs.schemas import spec
 
 #: date column -> the timestamp columns it is the UTC date of (the first non-NULL one)
@@ -56,13 +57,7 @@ class MapColumn:
         """Rows, as :meth:`append` (a rows event's images in one call)."""
         keys, values, nulls, offsets = self.keys, self.values, self.nulls, self.offsets
         for image in images:
-            if image is None:
-                nulls.append(True)
-            else:
-                keys.extend(image)
-                values.extend(image.values())
-                nulls.append(False)
-            offsets.append(len(keys))
+            append_image_side(image, keys, values, offsets, nulls)
 
     def array(self, arrow_type: Any) -> Any:
         import pyarrow as pa

@@ -1,10 +1,11 @@
 """The compiled renderers against the Python ones.
 
-* Row images (``native/src/render.rs``, ``ImageRenderer.render_changes``): every rows event of
-  every fixture binlog, random images and hand-made values at the edges (escapes, big ints,
-  "-0" DECIMALs, zero and far temporals, invalid UTF-8) must render to the same JSON text and
-  the same text map, value for value, as ``compact_json(render_row(...))`` and
-  ``render_row_text``.
+* Row images (``native/src/render.rs``, ``ImageRenderer.render_changes_into``): every rows event
+  of every fixture binlog, random images and hand-made values at the edges (escapes, big ints,
+  "-0" DECIMALs, zero and far temporals, invalid UTF-8) must give the same flat map columns and
+  JSON texts, value for value and type for type, as ``render_row_text`` and
+  ``compact_json(render_row(...))``; an image that does not fit its layout leaves the sink as it
+  was.
 * Events' fields (``native/src/fields.rs``, ``binlog_parser.render.event_fields_json``): every
   event of every fixture, and events holding values at the edges, must give the encoder's
   ``compact_json(event.fields())``.
@@ -16,9 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,60 +35,53 @@ from binlog_parser.rows.rows_event import RowChange, RowsEvent
 from binlog_parser.rows.table_map import ColumnInfo
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
 from binlog_parser.rows.values import Vector
+from tests._native_util import fixture_binlogs, native_extension
 
 pytest.importorskip("binlog_parser._native_ext", reason="compiled renderer not built (make setup-native)")
 
-FIXTURES = Path(__file__).parent / "fixtures"
 
-
-def _fixture_files() -> list[Path]:
-    files = [p for p in sorted((FIXTURES / "binlogs").glob("*/*")) if p.suffix not in (".tsv", ".md")]
-    return files + sorted((FIXTURES / "mariadb-10.11").glob("binlog.0*"))
-
-
-@contextmanager
-def _native_on(enabled: bool) -> Iterator[None]:
-    assert _native.use_native(enabled) is enabled
-    try:
-        yield
-    finally:
-        _native.use_native(None)
-
-
-def _reference(changes: Any, columns_by_name: dict[str, Any]) -> list[Any]:
-    """The renderers and the encoder, image by image: what ``render_changes`` must give."""
-    def one(row: dict[str, Any] | None) -> tuple[Any, Any]:
-        if row is None:
-            return None, None
-        return compact_json(render_row(row, columns_by_name)), render_row_text(row, columns_by_name)
-    out = []
+def _reference(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
+    """The renderers and the encoder, image by image, laid out as the sink holds them: what
+    ``render_changes_into`` must append."""
+    sink = _sink()
     for change in changes:
-        bj, bt = one(change.before)
-        aj, at = one(change.after)
-        out.append((bt, at, bj, aj))
-    return out
+        for row, keys, values, offsets, nulls, jsons in (
+                (change.before, sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls,
+                 sink.before_json),
+                (change.after, sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls,
+                 sink.after_json)):
+            nulls.append(row is None)
+            if row is not None:
+                text = render_row_text(row, columns_by_name) or {}
+                keys.extend(text)
+                values.extend(text.values())
+            offsets.append(len(keys))
+            jsons.append(None if row is None else compact_json(render_row(row, columns_by_name)))
+    return sink
 
 
-def _native_images(changes: Any, columns_by_name: dict[str, Any]) -> list[Any]:
-    """``render_changes`` through the extension, failing if it left the event to Python."""
+def _sink() -> ImageSink:
+    return ImageSink(*([] for _ in ImageSink._fields))
+
+
+def _strict(sink: ImageSink) -> list[Any]:
+    """Every list with each item's type: ``==`` alone would let a str equal a str subclass."""
+    return [[(type(v).__name__, v) for v in column] for column in sink]
+
+
+def _native_sink(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
+    """``render_changes_into`` by the extension itself, failing if it handed the event back."""
     renderer = ImageRenderer(columns_by_name)
     first = changes[0]
-    out = _native.render_changes(changes, renderer._native_layout(first.before),
-                                 renderer._native_layout(first.after))
-    assert out is not None, "the extension did not render the event"
-    assert out == renderer.render_changes(changes)
-    return out
-
-
-def _strict(images: list[Any]) -> list[Any]:
-    """Images with every text's type: ``==`` alone would let a str equal a str subclass."""
-    def m(d: dict[str, Any] | None) -> Any:
-        return None if d is None else [(k, type(v).__name__, v) for k, v in d.items()]
-    return [(m(bt), m(at), bj, aj) for bt, at, bj, aj in images]
+    sink = _sink()
+    n = _native.render_changes_into(changes, renderer._native_layout(first.before),
+                                    renderer._native_layout(first.after), sink)
+    assert n == len(changes), "the extension did not render the event"
+    return sink
 
 
 def _rows_events() -> Iterator[tuple[str, RowsEvent]]:
-    for path in _fixture_files():
+    for path in fixture_binlogs():
         try:
             for ev in read_events(str(path)):
                 if isinstance(ev, RowsEvent) and ev.rows:
@@ -100,82 +92,42 @@ def _rows_events() -> Iterator[tuple[str, RowsEvent]]:
 
 def test_every_fixture_rows_event_renders_as_the_python_renderers() -> None:
     events = values = 0
-    fallback_events = 0
-    for _name, ev in _rows_events():
+    for name, ev in _rows_events():
         cols = ev.columns_by_name()
-        expected = _reference(ev.rows, cols)
-        renderer = ImageRenderer(cols)
-        first = ev.rows[0]
-        native = _native.render_changes(ev.rows, renderer._native_layout(first.before),
-                                        renderer._native_layout(first.after))
-        if native is None:
-            fallback_events += 1
-            native = renderer.render_changes(ev.rows)
-        assert _strict(native) == _strict(expected), (_name, ev.header.log_pos)
+        # rendered by the extension itself: it hands no fixture event back to Python
+        assert _strict(_native_sink(ev.rows, cols)) == _strict(_reference(ev.rows, cols)), (name, ev.header.pos)
         events += 1
         values += sum(len(r.before or ()) + len(r.after or ()) for r in ev.rows)
-    # every fixture with rows: the 86 files hold images of every column type
+    # the fixtures' images hold every column type (1,583 events, 294,762 values when written)
     assert events > 1500 and values > 250000, (events, values)
-    # the extension renders every event itself (1583 events, 294,762 values when written)
-    assert fallback_events == 0, (fallback_events, events)
-
-
-def _sink() -> ImageSink:
-    return ImageSink(*([] for _ in ImageSink._fields))
-
-
-def _sink_of(images: list[Any]) -> ImageSink:
-    """The flat columns of rendered images, built here from the tuples (what the sink holds)."""
-    sink = _sink()
-    for bt, at, bj, aj in images:
-        for image, keys, values, offsets, nulls in ((bt, sink.before_keys, sink.before_values, sink.before_offsets,
-                                                     sink.before_nulls),
-                                                    (at, sink.after_keys, sink.after_values, sink.after_offsets,
-                                                     sink.after_nulls)):
-            nulls.append(image is None)
-            keys.extend(image or ())
-            values.extend((image or {}).values())
-            offsets.append(len(keys))
-        sink.before_json.append(bj)
-        sink.after_json.append(aj)
-    return sink
-
-
-def _strict_sink(sink: ImageSink) -> list[Any]:
-    return [[(type(v).__name__, v) for v in column] for column in sink]
-
-
-def test_every_fixture_rows_event_renders_into_a_sink_as_the_python_renderers() -> None:
-    events = 0
-    for _name, ev in _rows_events():
-        cols = ev.columns_by_name()
-        renderer = ImageRenderer(cols)
-        first = ev.rows[0]
-        sink = _sink()
-        n = _native.render_changes_into(ev.rows, renderer._native_layout(first.before),
-                                        renderer._native_layout(first.after), sink)
-        assert n == len(ev.rows), (_name, ev.header.log_pos)
-        assert _strict_sink(sink) == _strict_sink(_sink_of(_reference(ev.rows, cols))), (_name, ev.header.log_pos)
-        events += 1
-    assert events > 1500, events
 
 
 def test_a_sink_is_left_as_it_was_when_an_image_does_not_fit_its_layout() -> None:
     cols = {"a": EDGE_COLUMNS["i"], "b": EDGE_COLUMNS["s"]}
     good = (RowChange(None, {"a": 1, "b": "x"}),)
-    bad = (RowChange(None, {"a": 2, "b": "y"}), RowChange(None, {"a": 3}))
+    bad = (RowChange(None, {"a": 2, "b": "y"}), RowChange(None, {"b": "z", "a": 3}), RowChange(None, {"a": 4}))
     renderer = ImageRenderer(cols)
     sink = _sink()
     assert renderer.render_changes_into(good, sink) == 1
-    kept = _strict_sink(sink)
+    kept = _strict(sink)
     assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after), sink) is None
-    assert _strict_sink(sink) == kept  # every list cut back to its length on entry
-    assert renderer.render_changes_into(bad, sink) == 2  # the Python renderer then appends
-    assert _strict_sink(sink) == _strict_sink(_sink_of(_reference(good + bad, cols)))
-    with _native_on(False):
+    assert _strict(sink) == kept  # every list cut back to its length on entry
+    assert renderer.render_changes_into(bad, sink) == 3  # the Python renderer then appends
+    assert _strict(sink) == _strict(_reference(good + bad, cols))
+    with native_extension(False):
         python = _sink()
-        assert ImageRenderer(cols).render_changes_into(good + bad, python) == 3
-    assert _strict_sink(python) == _strict_sink(sink)
+        assert ImageRenderer(cols).render_changes_into(good + bad, python) == 4
+    assert _strict(python) == _strict(sink)
+
+
+def test_without_the_extension_the_python_renderer_gives_the_same_images() -> None:
+    changes = (RowChange({"i": 1, "s": "a\"b"}, {"i": 2, "s": "c"}),)
+    cols = {"i": EDGE_COLUMNS["i"], "s": EDGE_COLUMNS["s"]}
+    with native_extension(False):
+        python = _sink()
+        ImageRenderer(cols).render_changes_into(changes, python)
+    assert _strict(python) == _strict(_native_sink(changes, cols)) == _strict(_reference(changes, cols))
+    assert python.before_json == ['{"i":1,"s":"a\\"b"}'] and python.after_values == ["2", "c"]
 
 
 def _col(name: str, t: int, **kw: Any) -> ColumnInfo:
@@ -221,32 +173,13 @@ def test_edge_values_render_as_the_python_renderers(value: Any, column: str) -> 
         expected = _reference(changes, cols)
     except Exception as exc:  # noqa: BLE001 - the reference raises: the renderer must too
         with pytest.raises(type(exc)):
-            ImageRenderer(cols).render_changes(changes)
+            ImageRenderer(cols).render_changes_into(changes, _sink())
         return
-    assert _strict(ImageRenderer(cols).render_changes(changes)) == _strict(expected)
+    sink = _sink()
+    assert ImageRenderer(cols).render_changes_into(changes, sink) == 2
+    assert _strict(sink) == _strict(expected)
     if type(value) in (str, int, bool, bytes, MySQLDate, MySQLDateTime, MySQLTime) and value != "\ud800 lone surrogate":
-        _native_images(changes, cols)  # rendered by the extension itself, not handed back
-
-
-def test_an_image_with_other_columns_than_its_layout_is_rendered_in_python() -> None:
-    cols = {"a": EDGE_COLUMNS["i"], "b": EDGE_COLUMNS["s"]}
-    changes = (RowChange(None, {"a": 1, "b": "x"}), RowChange(None, {"b": "y", "a": 2}),
-               RowChange(None, {"a": 3}))
-    renderer = ImageRenderer(cols)
-    layout = renderer._native_layout(changes[0].after)
-    assert _native.render_changes(changes, None, layout) is None
-    assert _strict(renderer.render_changes(changes)) == _strict(_reference(changes, cols))
-
-
-def test_without_the_extension_the_python_renderer_gives_the_same_images() -> None:
-    changes = (RowChange({"i": 1, "s": "a\"b"}, {"i": 2, "s": "c"}),)
-    cols = {"i": EDGE_COLUMNS["i"], "s": EDGE_COLUMNS["s"]}
-    with _native_on(False):
-        python = ImageRenderer(cols).render_changes(changes)
-    with _native_on(True):
-        native = ImageRenderer(cols).render_changes(changes)
-    assert _strict(python) == _strict(native) == _strict(_reference(changes, cols))
-    assert native[0][2] == '{"i":1,"s":"a\\"b"}' and native[0][1] == {"i": "2", "s": "c"}
+        assert _strict(_native_sink(changes, cols)) == _strict(expected)  # not handed back to Python
 
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
@@ -269,11 +202,11 @@ def test_random_images_render_as_the_python_renderers(items: list[tuple[str, Any
     image = dict(items)
     cols = {name: EDGE_COLUMNS[name] for name in image}
     changes = (RowChange(image, image), RowChange(dict(image), dict(image)))
-    assert _strict(_native_images(changes, cols)) == _strict(_reference(changes, cols))
+    assert _strict(_native_sink(changes, cols)) == _strict(_reference(changes, cols))
 
 
 def _events() -> Iterator[Event]:
-    for path in _fixture_files():
+    for path in fixture_binlogs():
         try:
             yield from read_events(str(path))
         except Exception:  # noqa: BLE001 - damaged fixtures: their good events are enough here
@@ -309,7 +242,7 @@ _HEADER = EventHeader(pos=4, next_pos=23, timestamp=1, type_code=2, server_id=1,
 def test_edge_events_fields_json_is_the_encoders(event: Event) -> None:
     expected = compact_json(event.fields())
     assert event_fields_json(event) == expected
-    with _native_on(False):
+    with native_extension(False):
         assert event_fields_json(event) == expected
 
 

@@ -10,8 +10,6 @@ Skipped when the extension is not built (``make setup-native``; ``make test`` bu
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,26 +29,13 @@ from binlog_parser.rows.temporal import (
     MySQLTimestamp,
 )
 from binlog_parser.writer import BinlogFileWriter, Column, Table
+from tests._native_util import fixture_binlogs, native_extension
 
 pytest.importorskip("binlog_parser._native_ext", reason="compiled rows decoder not built "
                     "(make setup-native)")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-
-
-def _fixture_files() -> list[Path]:
-    files = [p for p in sorted((FIXTURES / "binlogs").glob("*/*")) if p.suffix not in (".tsv", ".md")]
-    return files + sorted((FIXTURES / "mariadb-10.11").glob("binlog.0*"))
-
-
-@contextmanager
-def _native_on(enabled: bool) -> Iterator[None]:
-    assert _native.use_native(enabled) is enabled
-    try:
-        yield
-    finally:
-        _native.use_native(None)
 
 
 def _strict(v: Any) -> Any:
@@ -67,7 +52,7 @@ def _decode(source: Any, enabled: bool, **kw: Any) -> tuple[list[Any], Any]:
     """(events as comparable tuples, the error as (type, message, file, offset) or None)."""
     out: list[Any] = []
     err = None
-    with _native_on(enabled):
+    with native_extension(enabled):
         try:
             for ev in read_events(source, **kw):
                 if isinstance(ev, RowsEvent):
@@ -85,7 +70,7 @@ def _rows_count(events: list[Any]) -> int:
     return sum(len(e[7]) for e in events if isinstance(e, tuple) and e[0] == "rows")
 
 
-@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: p.name[-48:])
+@pytest.mark.parametrize("path", fixture_binlogs(), ids=lambda p: p.name[-48:])
 def test_fixture_files_decode_identically(path: Path) -> None:
     pure = _decode(str(path), False)
     native = _decode(str(path), True)
@@ -98,7 +83,7 @@ def test_fixture_corpus_exercises_the_native_path() -> None:
     path decodes, with DECIMAL, temporal, text and NULL values among them."""
     total = 0
     kinds: set[str] = set()
-    for path in _fixture_files():
+    for path in fixture_binlogs():
         events, _err = _decode(str(path), True)
         total += _rows_count(events)
         for e in events:
@@ -118,9 +103,9 @@ def test_native_rows_are_the_same_objects_as_pure() -> None:
     from binlog_parser.rows import render_value_text
 
     path = str(FIXTURES / "mariadb-10.11" / "binlog.000001")
-    with _native_on(True):
+    with native_extension(True):
         nat = [e for e in read_events(path) if isinstance(e, RowsEvent)]
-    with _native_on(False):
+    with native_extension(False):
         pure = [e for e in read_events(path) if isinstance(e, RowsEvent)]
     assert nat and [e.rows for e in nat] == [e.rows for e in pure]
     for a, b in zip(nat, pure):

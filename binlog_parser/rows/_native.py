@@ -113,18 +113,6 @@ def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: 
     return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, value_types, plan_second))
 
 
-def render_changes(changes: Any, before: Any, after: Any) -> list[Any] | None:
-    """The rendered images of a rows event's changes (``render.ImageRenderer.render_changes``),
-    or None: no extension, or let the Python renderer do it."""
-    module = _State.module
-    if module is _UNLOADED:
-        module = extension()
-    if module is None or (before is None and after is None):
-        return None
-    result: list[Any] | None = module.render_changes(changes, before, after)
-    return result
-
-
 def render_changes_into(changes: Any, before: Any, after: Any, sink: tuple[list[Any], ...]) -> int | None:
     """The images of a rows event's changes appended to ``sink`` (``render.ImageSink``): the
     number of changes, or None with the lists untouched: no extension, or let Python do it."""

@@ -17,7 +17,7 @@ MySQL's ``VECTOR_TO_STRING``), NULL -> None.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring as _json_str
 from typing import Any, NamedTuple
@@ -332,8 +332,9 @@ class ImageSink(NamedTuple):
     after_json: list[str | None]
 
 
-def _append_side(image: dict[str, str | None] | None, keys: list[str], values: list[str | None],
-                 offsets: list[int], nulls: list[bool]) -> None:
+def append_image_side(image: Mapping[str, str | None] | None, keys: list[str], values: list[str | None],
+                      offsets: list[int], nulls: list[bool]) -> None:
+    """One text map (or None) appended to flat map columns, as :class:`ImageSink` holds them."""
     if image is None:
         nulls.append(True)
     else:
@@ -348,9 +349,9 @@ class ImageRenderer:
     ``(compact_json(render_row(row)), render_row_text(row))``.
 
     Why not the two renderers and the JSON encoder: rendering the row images is most of the
-    ingest's CPU (issue 13). :meth:`render_changes` renders a whole rows event in the compiled
-    extension when it is built (``native/src/render.rs``: strings, ints, bytes, DECIMALs and
-    temporals there, any other value by :func:`_pair_any`). Without it, each set of column
+    ingest's CPU (issue 13). :meth:`render_changes_into` renders a whole rows event in the
+    compiled extension when it is built (``native/src/render.rs``: strings, ints, bytes, DECIMALs
+    and temporals there, any other value by :func:`_pair_any`). Without it, each set of column
     names gets a compiled Python renderer (:func:`_compile_renderer`, shared by every table with
     those names and value types): each value rendered once for both forms, inline for its
     column's usual type, and the JSON one %-format of a template instead of a dict walked by the
@@ -377,14 +378,8 @@ class ImageRenderer:
         return layout[0](row, layout[1])
 
     def render_changes(self, changes: Sequence[Any]) -> list[RenderedChange]:
-        """Every change of a rows event (``before`` / ``after`` images) rendered: the extension
-        when it renders them, else :meth:`render` image by image."""
-        if changes:
-            first = changes[0]
-            out = _native.render_changes(changes, self._native_layout(first.before),
-                                         self._native_layout(first.after))
-            if out is not None:
-                return out
+        """Every change of a rows event (``before`` / ``after`` images) rendered, image by image
+        (:meth:`render`)."""
         render = self.render
         images: list[RenderedChange] = []
         append = images.append
@@ -405,8 +400,8 @@ class ImageRenderer:
                 return n
         images = self.render_changes(changes)  # may raise: nothing appended yet
         for bt, at, bj, aj in images:
-            _append_side(bt, sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls)
-            _append_side(at, sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls)
+            append_image_side(bt, sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls)
+            append_image_side(at, sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls)
             sink.before_json.append(bj)
             sink.after_json.append(aj)
         return len(images)

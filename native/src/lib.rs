@@ -49,7 +49,7 @@ const C_PAD: u32 = 2;
 
 /// The interface version the Python bridge checks before using this module (2: the compiled
 /// framing loop, `EventTypes` / `Frames`; 3: `EventTypes` also takes `HeaderOnlyEvent` and
-/// `decode_header_only`, the header-only scan; 4: `ImageLayout` / `render_changes(_into)`, the row
+/// `decode_header_only`, the header-only scan; 4: `ImageLayout` / `render_changes_into`, the row
 /// images rendered, `render.rs`, and `FieldsLayout` / `fields_json`, events' fields as JSON,
 /// `fields.rs`).
 const ABI: u32 = 4;
@@ -932,7 +932,6 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
     m.add_function(wrap_pyfunction!(decode_rows_event, m)?)?;
     m.add_class::<render::ImageLayout>()?;
-    m.add_function(wrap_pyfunction!(render::render_changes, m)?)?;
     m.add_function(wrap_pyfunction!(render::render_changes_into, m)?)?;
     m.add_class::<fields::FieldsLayout>()?;
     m.add_function(wrap_pyfunction!(fields::fields_json, m)?)?;

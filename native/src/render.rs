@@ -1,4 +1,5 @@
-//! Row images rendered as the ingest stores them: `render.ImageRenderer` compiled.
+//! Row images rendered as the ingest stores them: `render.ImageRenderer.render_changes_into`
+//! compiled.
 //!
 //! For each image (a dict of column name -> typed value, as either decoder builds it) the
 //! compact JSON text of `render_row` and the `render_row_text` map, in one pass: strings, ints,
@@ -8,8 +9,9 @@
 //! `tests/test_native_render.py` holds equal to it.
 //!
 //! Nothing fails here: any surprise (an image whose columns are not the layout's, an int out of
-//! range, a Python error) makes `render_changes` answer None and the caller renders the event
-//! in Python, which raises the exact error if there is one.
+//! range, a Python error) makes `render_changes_into` answer None, with the lists it appends to
+//! as they were, and the caller renders the event in Python, which raises the exact error if
+//! there is one.
 
 use std::fmt::Write as _;
 
@@ -344,11 +346,43 @@ impl ImageLayout {
         Ok(pair.get_item(1)?)
     }
 
-    /// One image appended to a sink side (`keys`, `values`, `offsets`, `nulls`) and its JSON
-    /// text to `jsons`, or Fallback when its columns are not this layout's (the caller then
-    /// truncates every list back).
-    fn image_into<'py>(
+    /// One image: its columns checked against the layout, each value's text handed to
+    /// `emit(name, text)` in order, and its JSON text returned; Fallback when its columns are
+    /// not this layout's.
+    fn walk<'py>(
         &self,
+        py: Python<'py>,
+        t: &ValueTypes,
+        row: &Bound<'py, PyAny>,
+        mut emit: impl FnMut(&Bound<'py, PyString>, Bound<'py, PyAny>) -> Result<(), Fallback>,
+    ) -> Result<String, Fallback> {
+        let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
+        let n = self.names.len();
+        if row.len() != n {
+            return Err(Fallback);
+        }
+        let mut json = String::with_capacity(16 * n + 2);
+        json.push('{');
+        for (i, (key, value)) in row.iter().enumerate() {
+            let name = self.names[i].bind(py);
+            if !(key.as_ptr() == name.as_ptr() || key.eq(name)?) {
+                return Err(Fallback);
+            }
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&self.keys_json[i]);
+            let text = self.value(py, t, &self.cols[i], &value, &mut json)?;
+            emit(name, text)?;
+        }
+        json.push('}');
+        Ok(json)
+    }
+
+    /// One image (or None) appended to a sink side (`keys`, `values`, `offsets`, `nulls`) and
+    /// its JSON text to `jsons`.
+    fn image_into<'py>(
+        layout: Option<&Self>,
         py: Python<'py>,
         t: &ValueTypes,
         row: &Bound<'py, PyAny>,
@@ -362,117 +396,16 @@ impl ImageLayout {
             jsons.append(row)?;
             return Ok(());
         }
-        let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
-        let n = self.names.len();
-        if row.len() != n {
-            return Err(Fallback);
-        }
-        let mut json = String::with_capacity(16 * n + 2);
-        json.push('{');
-        for (i, (key, value)) in row.iter().enumerate() {
-            let name = self.names[i].bind(py);
-            if !(key.as_ptr() == name.as_ptr() || key.eq(name)?) {
-                return Err(Fallback);
-            }
-            if i > 0 {
-                json.push(',');
-            }
-            json.push_str(&self.keys_json[i]);
-            let text = self.value(py, t, &self.cols[i], &value, &mut json)?;
+        let json = layout.ok_or(Fallback)?.walk(py, t, row, |name, text| {
             keys.append(name)?;
             values.append(text)?;
-        }
-        json.push('}');
+            Ok(())
+        })?;
         nulls.append(false)?;
         offsets.append(keys.len())?;
         jsons.append(PyString::new(py, &json))?;
         Ok(())
     }
-
-    /// One image: (JSON text, text map), or Fallback when its columns are not this layout's.
-    fn image<'py>(
-        &self,
-        py: Python<'py>,
-        t: &ValueTypes,
-        row: &Bound<'py, PyAny>,
-    ) -> Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Fallback> {
-        let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
-        let n = self.names.len();
-        if row.len() != n {
-            return Err(Fallback);
-        }
-        let mut json = String::with_capacity(16 * n + 2);
-        json.push('{');
-        // SAFETY: a fresh dict presized for n items
-        let texts = unsafe { Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(n as ffi::Py_ssize_t))? };
-        for (i, (key, value)) in row.iter().enumerate() {
-            let name = self.names[i].bind(py);
-            if !(key.as_ptr() == name.as_ptr() || key.eq(name)?) {
-                return Err(Fallback);
-            }
-            if i > 0 {
-                json.push(',');
-            }
-            json.push_str(&self.keys_json[i]);
-            let text = self.value(py, t, &self.cols[i], &value, &mut json)?;
-            // SAFETY: plain dict insertion of live objects
-            if unsafe { ffi::PyDict_SetItem(texts.as_ptr(), name.as_ptr(), text.as_ptr()) } < 0 {
-                return Err(Fallback);
-            }
-        }
-        json.push('}');
-        Ok((PyString::new(py, &json).into_any(), texts))
-    }
-}
-
-/// The images of a rows event's changes (each with `before` and `after`) as a list of
-/// `(before text map, after text map, before JSON, after JSON)`, or None: the caller renders
-/// the event in Python. `before` / `after`: the layouts of the changes' images (None when the
-/// event has no such images).
-#[pyfunction]
-#[pyo3(signature = (changes, before, after))]
-pub fn render_changes<'py>(
-    py: Python<'py>,
-    changes: &Bound<'py, PyAny>,
-    before: Option<&Bound<'py, ImageLayout>>,
-    after: Option<&Bound<'py, ImageLayout>>,
-) -> Option<Bound<'py, PyList>> {
-    let run = std::panic::AssertUnwindSafe(|| render_inner(py, changes, before.map(|b| b.get()), after.map(|a| a.get())));
-    match std::panic::catch_unwind(run) {
-        Ok(Ok(images)) => Some(images),
-        _ => {
-            // SAFETY: drop any pending Python error: the caller renders the event again
-            unsafe { ffi::PyErr_Clear() };
-            None
-        }
-    }
-}
-
-fn render_inner<'py>(
-    py: Python<'py>,
-    changes: &Bound<'py, PyAny>,
-    before: Option<&ImageLayout>,
-    after: Option<&ImageLayout>,
-) -> Result<Bound<'py, PyList>, Fallback> {
-    let types = match (before, after) {
-        (Some(l), _) | (None, Some(l)) => l.types.get(),
-        (None, None) => return Err(Fallback),
-    };
-    let none = py.None().into_bound(py);
-    let out = PyList::empty(py);
-    let side = |layout: Option<&ImageLayout>, img: Bound<'py, PyAny>| -> Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Fallback> {
-        if img.is_none() {
-            return Ok((none.clone(), none.clone()));
-        }
-        layout.ok_or(Fallback)?.image(py, types, &img)
-    };
-    for change in changes.try_iter()? {
-        let change = change?;
-        let (bj, bt) = side(before, change.getattr(pyo3::intern!(py, "before"))?)?;
-        let (aj, at) = side(after, change.getattr(pyo3::intern!(py, "after"))?)?;
-        out.append(PyTuple::new(py, [bt, at, bj, aj])?)?;
-    }
-    Ok(out)
 }
 
 /// The images of a rows event's changes appended to `sink`, the flat columns of
@@ -532,27 +465,9 @@ fn into_inner<'py>(
         let change = change?;
         let b = change.getattr(pyo3::intern!(py, "before"))?;
         let a = change.getattr(pyo3::intern!(py, "after"))?;
-        match before {
-            Some(layout) => layout.image_into(py, types, &b, &lists[0..4], &lists[8])?,
-            None if b.is_none() => ImageLayout::null_into(&b, &lists[0..4], &lists[8])?,
-            None => return Err(Fallback),
-        }
-        match after {
-            Some(layout) => layout.image_into(py, types, &a, &lists[4..8], &lists[9])?,
-            None if a.is_none() => ImageLayout::null_into(&a, &lists[4..8], &lists[9])?,
-            None => return Err(Fallback),
-        }
+        ImageLayout::image_into(before, py, types, &b, &lists[0..4], &lists[8])?;
+        ImageLayout::image_into(after, py, types, &a, &lists[4..8], &lists[9])?;
         n += 1;
     }
     Ok(n)
-}
-
-impl ImageLayout {
-    /// No image (`none`): a NULL map and a NULL JSON.
-    fn null_into<'py>(none: &Bound<'py, PyAny>, side: &[Bound<'py, PyList>], jsons: &Bound<'py, PyList>) -> Result<(), Fallback> {
-        side[3].append(true)?;
-        side[2].append(side[0].len())?;
-        jsons.append(none)?;
-        Ok(())
-    }
 }
