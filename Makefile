@@ -17,6 +17,10 @@ JARS_DIR := .jars
 VPY := $(VENV)/bin/python
 PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
+# `make test` runs the suite on 2 xdist workers, whole modules at a time (module-scoped fixtures
+# are built once), the longest modules first (tests/conftest.py, LONGEST_FIRST). PYTEST_WORKERS=0: serial.
+PYTEST_WORKERS ?= 2
+PYTEST_DIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
 .PHONY: help setup setup-python setup-jars setup-system setup-native demo lint test test-cluster cluster-demo lock clean
@@ -104,7 +108,7 @@ lint: setup
 # Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
 # and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
 test: setup lint
-	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS) tests || rc=$$?; \
+	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc
 
