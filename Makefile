@@ -4,7 +4,7 @@
 #                system packages (mariadb, docker-compose) via apt when missing.
 #   make demo    end-to-end run of the nightly DAG on the bundled sample binlogs.
 #   make lint    ruff + mypy (config in pyproject.toml); fails on any finding.
-#   make test    lint, then pytest over tests/ incl. the scale-out test (exit 5 "no tests collected" fails).
+#   make test    lint, then pytest over tests/ on 2 xdist workers, incl. the scale-out test (exit 5 "no tests collected" fails).
 #   make lock    re-resolve requirements.in into requirements.lock (needs network).
 
 SHELL := /bin/bash

@@ -372,7 +372,8 @@ def _gtid_body(draw: Any) -> bytes:
     return bytes(mutated)[:draw(st.integers(0, len(body)))] if _now_and_then(draw) else bytes(mutated)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# data_too_large: up to six whole event bodies per example is the point of the test
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(st.one_of(st.tuples(st.just(2), _query_body()), st.tuples(st.sampled_from([33, 34]), _gtid_body()),
                           st.tuples(st.just(16), st.binary(max_size=12))), min_size=1, max_size=6),
        st.booleans())

@@ -74,8 +74,8 @@ def _native_sink(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
     renderer = ImageRenderer(columns_by_name)
     first = changes[0]
     sink = _sink()
-    n = _native.render_changes_into(changes, renderer._native_layout(first.before),
-                                    renderer._native_layout(first.after), sink)
+    n = _native.render_changes_into(changes, renderer._native_layout(first.before, RowChange),
+                                    renderer._native_layout(first.after, RowChange), sink)
     assert n == len(changes), "the extension did not render the event"
     return sink
 
@@ -110,7 +110,7 @@ def test_a_sink_is_left_as_it_was_when_an_image_does_not_fit_its_layout() -> Non
     sink = _sink()
     assert renderer.render_changes_into(good, sink) == 1
     kept = _strict(sink)
-    assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after), sink) is None
+    assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after, RowChange), sink) is None
     assert _strict(sink) == kept  # every list cut back to its length on entry
     assert renderer.render_changes_into(bad, sink) == 3  # the Python renderer then appends
     assert _strict(sink) == _strict(_reference(good + bad, cols))

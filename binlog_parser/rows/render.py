@@ -28,7 +28,6 @@ from binlog_parser.rows.decimal import decimal_text
 from binlog_parser.rows.json_binary import MySQLJson
 from binlog_parser.rows.json_diff import PartialJson, mysql_quote
 from binlog_parser.rows.numbers import format_double, format_float, shortest_float32
-from binlog_parser.rows.rows_event import RowChange
 from binlog_parser.rows.temporal import MySQLDate, MySQLDateTime, MySQLTime, MySQLTimestamp
 from binlog_parser.rows.values import Geometry, Vector
 
@@ -394,8 +393,9 @@ class ImageRenderer:
         lists); returns the number of changes. On an exception the sink is as it was."""
         if changes:
             first = changes[0]
-            n = _native.render_changes_into(changes, self._native_layout(first.before),
-                                            self._native_layout(first.after), sink)
+            change_type = type(first)
+            n = _native.render_changes_into(changes, self._native_layout(first.before, change_type),
+                                            self._native_layout(first.after, change_type), sink)
             if n is not None:
                 return n
         images = self.render_changes(changes)  # may raise: nothing appended yet
@@ -406,7 +406,10 @@ class ImageRenderer:
             sink.after_json.append(aj)
         return len(images)
 
-    def _native_layout(self, row: dict[str, Any] | None) -> Any:
+    def _native_layout(self, row: dict[str, Any] | None, change_type: type) -> Any:
+        """The extension's layout of images with ``row``'s columns (None: none, or the Python
+        renderer's). ``change_type``: the changes' class (``rows_event.RowChange``, which imports
+        this module's callers: taken from the changes, the import graph stays acyclic)."""
         if row is None:
             return None
         names = tuple(row)
@@ -423,7 +426,7 @@ class ImageRenderer:
                           scale if type(scale) is int and scale >= 0 else -1,
                           c is not None and bool(c.is_binary or c.charset is not None), c))
         try:
-            layout = _native.image_layout(specs, _pair_any, RowChange)
+            layout = _native.image_layout(specs, _pair_any, change_type)
         except (TypeError, ValueError):  # names that are not str: the Python renderer
             layout = None
         self._native_layouts[names] = layout
