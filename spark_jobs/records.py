@@ -183,18 +183,6 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[Image]:
                None if after is None else compact_json(after))
 
 
-def rows_event_parts(event: Any, renderer: ImageRenderer | None = None) -> tuple[dict[str, Any], list[Image]]:
-    """A typed rows event rendered once: ``(head, images)``.
-
-    ``head`` is ``event.fields()`` without ``rows``; ``images`` are the :func:`row_images`
-    tuples, each image rendered once for both representations (:class:`ImageRenderer`:
-    MySQL text and the typed JSON's text in one pass); ``renderer``: the one of the event's
-    table, when the caller keeps it from event to event.
-    """
-    head = event.fields_head()
-    return head, (renderer or ImageRenderer(event.columns_by_name())).render_changes(event.rows)
-
-
 def rows_fields_json(head: dict[str, Any], rows: int) -> str:
     """``bronze.events.fields`` of a rows event: its fields without the row images, which
     ``silver.row_changes`` holds (same source, file, pos, payload_index), and their count."""

@@ -37,6 +37,7 @@ from binlog_parser.rows import _native
 from binlog_parser.rows.rows_event import RowsEvent
 from binlog_parser.writer import BinlogFileWriter, Column, Table
 from binlog_parser.writer.events import encode_status_vars, gtid_body
+from tests._native_util import fixture_binlogs
 
 pytest.importorskip("binlog_parser._native_ext", reason="compiled extension not built "
                     "(make setup-native)")
@@ -45,12 +46,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 GTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 
 
-def _fixture_files() -> list[Path]:
-    files = [p for p in sorted((FIXTURES / "binlogs").glob("*/*")) if p.suffix not in (".tsv", ".md")]
-    return files + sorted((FIXTURES / "mariadb-10.11").glob("binlog.0*"))
-
-
-FILES = _fixture_files()
+FILES = fixture_binlogs()
 #: small files of every flavour for the damaged-file tests: CRC32 and none, a v3 (4.1) binlog,
 #: a relay log, ZSTD payloads, MariaDB, rows of every kind
 DAMAGE_BASES = [p for p in FILES if p.name.endswith((

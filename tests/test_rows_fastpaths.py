@@ -6,7 +6,8 @@
 - compiled row-image readers (``rows_event._compile_image_reader``) == the generic loop, NULLs,
   short images and all;
 - ``render_row_json_text`` / ``ImageRenderer`` == (``render_row`` JSON-encoded, ``render_row_text``);
-- ``spark_jobs.records.rows_event_parts`` == ``row_images`` over ``event.fields()`` (head, text maps, typed JSON).
+- ``fields_head`` + ``ImageRenderer.render_changes`` == ``spark_jobs.records.row_images`` over
+  ``event.fields()`` (head, text maps, typed JSON).
 """
 
 from __future__ import annotations
@@ -241,13 +242,13 @@ def test_render_row_json_text_values():
 
 
 @pytest.mark.parametrize("path", _fixture_files())
-def test_records_rows_event_parts_equal_the_generic_path(path):
-    from binlog_parser.rows.render import compact_json
-    from spark_jobs.records import row_images, rows_event_parts
+def test_rendered_rows_event_parts_equal_the_records_generic_path(path):
+    from binlog_parser.rows.render import ImageRenderer, compact_json
+    from spark_jobs.records import row_images
 
     for ev in _rows_events(path):
         fields = ev.fields()
-        head, images = rows_event_parts(ev)
+        head, images = ev.fields_head(), ImageRenderer(ev.columns_by_name()).render_changes(ev.rows)
         assert head == {k: v for k, v in fields.items() if k != "rows"}
         assert images == list(row_images(ev, fields))
         # the typed JSON of each image is exactly fields()'s

@@ -14,7 +14,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
-use crate::render::{exact_int, push_json_str};
+use crate::render::{exact_int, push_json_str, slot, str_utf8};
 use crate::SlotLayout;
 
 /// One event class: its slots and its fields' names as JSON keys.
@@ -63,12 +63,10 @@ fn fields_inner(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout)
     }
     let mut out = String::with_capacity(256);
     out.push('{');
-    let base = event.as_ptr() as *mut u8;
     let fallback = layout.fallback.bind(py);
     for (k, (off, key)) in layout.slots.offsets[1..].iter().zip(&layout.keys_json).enumerate() {
-        // SAFETY: the event is an instance of the layout's class (checked above), whose slot at
-        // `off` holds a PyObject* (checked when the layout was built) or NULL
-        let p = unsafe { *(base.offset(*off) as *const *mut ffi::PyObject) };
+        // SAFETY: the event is an instance of the layout's class (checked above)
+        let p = unsafe { slot(event, *off) };
         if p.is_null() {
             return Ok(None);
         }
@@ -106,13 +104,10 @@ fn push_value(py: Python<'_>, out: &mut String, v: &Bound<'_, PyAny>, fallback: 
             return Ok(());
         }
         if ffi::PyUnicode_CheckExact(p) != 0 {
-            let mut size: ffi::Py_ssize_t = 0;
-            let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
-            if !data.is_null() {
-                push_json_str(out, std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize)));
+            if let Some(s) = str_utf8(p) {
+                push_json_str(out, s);
                 return Ok(());
             }
-            ffi::PyErr_Clear(); // lone surrogates: the encoder's business
         } else if ffi::PyLong_CheckExact(p) != 0 {
             if let Some(n) = exact_int(p) {
                 out.push_str(&n.to_string());

@@ -25,7 +25,7 @@ use crate::{SlotLayout, ValueTypes};
 /// JSON numbers beyond +-2**53 are written as strings (`render.render_value`).
 const MAX_SAFE: i64 = 1 << 53;
 
-/// How one column's values are rendered, from its `Column` (see `_native.render_spec`).
+/// How one column's values are rendered, from its `Column` (see `render.ImageRenderer._native_layout`).
 struct RenderCol {
     /// YEAR: ints as `%04d`, quoted in JSON
     year: bool,
@@ -73,10 +73,6 @@ impl ImageLayout {
         }
         Ok(ImageLayout { types, names, keys_json, cols, pair_any })
     }
-
-    fn __len__(&self) -> usize {
-        self.cols.len()
-    }
 }
 
 /// Why a value or an image is left to the Python renderer.
@@ -118,6 +114,29 @@ pub(crate) fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// The UTF-8 text of an exact `str` (None: not valid UTF-8, i.e. lone surrogates; the Python
+/// encoder's business). The text lives as long as the object (CPython caches it on the str).
+///
+/// # Safety
+/// `p` is a live exact `str`.
+pub(crate) unsafe fn str_utf8<'a>(p: *mut ffi::PyObject) -> Option<&'a str> {
+    let mut size: ffi::Py_ssize_t = 0;
+    let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
+    if data.is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    Some(std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize)))
+}
+
+/// The object in the slot at `offset` of a slots instance (NULL when unset).
+///
+/// # Safety
+/// `obj` is an instance of a class whose `SlotLayout` gave `offset` (a PyObject* slot).
+pub(crate) unsafe fn slot(obj: &Bound<'_, PyAny>, offset: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    *((obj.as_ptr() as *mut u8).offset(offset) as *const *mut ffi::PyObject)
+}
+
 /// `temporal._frac`: "" for fsp <= 0, else "." and the first `fsp` characters of `%06d`.
 fn push_frac(out: &mut String, usec: i64, fsp: i64) {
     if fsp <= 0 {
@@ -148,12 +167,9 @@ pub(crate) fn exact_int(obj: *mut ffi::PyObject) -> Option<i64> {
 /// The slots of a frozen slots dataclass instance of `layout` as exact ints (None: one is not).
 fn slot_ints<const N: usize>(obj: &Bound<'_, PyAny>, layout: &SlotLayout) -> Option<[i64; N]> {
     let mut out = [0i64; N];
-    let base = obj.as_ptr() as *mut u8;
     for (k, off) in layout.offsets.iter().take(N).enumerate() {
-        // SAFETY: obj is an instance of layout.cls (checked by the caller), whose slot at
-        // `off` holds a PyObject* (checked when the layout was built) or NULL
-        let slot = unsafe { *(base.offset(*off) as *const *mut ffi::PyObject) };
-        out[k] = exact_int(slot)?;
+        // SAFETY: obj is an instance of layout.cls (checked by the caller)
+        out[k] = exact_int(unsafe { slot(obj, *off) })?;
     }
     Some(out)
 }
@@ -201,9 +217,8 @@ impl ImageLayout {
             let [y, mo, d] = slot_ints::<3>(v, &t.date)?;
             let _ = write!(s, "{y:04}-{mo:02}-{d:02}");
         } else if tp == t.time.cls.as_ptr() {
-            let base = v.as_ptr() as *mut u8;
-            // SAFETY: as in slot_ints; the first slot is `negative`
-            let negative = unsafe { *(base.offset(t.time.offsets[0]) as *const *mut ffi::PyObject) };
+            // SAFETY: v is an instance of t.time.cls; the first slot is `negative`
+            let negative = unsafe { slot(v, t.time.offsets[0]) };
             // SAFETY: comparing object identity with the two bool singletons
             let neg = unsafe {
                 if negative == ffi::Py_True() {
@@ -217,7 +232,7 @@ impl ImageLayout {
             let mut parts = [0i64; 5];
             for (k, off) in t.time.offsets[1..].iter().enumerate() {
                 // SAFETY: as in slot_ints
-                parts[k] = exact_int(unsafe { *(base.offset(*off) as *const *mut ffi::PyObject) })?;
+                parts[k] = exact_int(unsafe { slot(v, *off) })?;
             }
             let [h, mi, sec, us, fsp] = parts;
             let _ = write!(s, "{}{h:02}:{mi:02}:{sec:02}", if neg { "-" } else { "" });
@@ -260,13 +275,7 @@ impl ImageLayout {
         // SAFETY: type checks and buffer access on a live object
         unsafe {
             if ffi::PyUnicode_CheckExact(p) != 0 {
-                let mut size: ffi::Py_ssize_t = 0;
-                let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
-                if data.is_null() {
-                    ffi::PyErr_Clear(); // lone surrogates: the Python encoder's business
-                    return self.python_pair(py, col, v, json);
-                }
-                let s = std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize));
+                let Some(s) = str_utf8(p) else { return self.python_pair(py, col, v, json) };
                 push_json_str(json, s);
                 return Ok(v.clone());
             }
