@@ -15,16 +15,19 @@ What keeps the per-row work small:
   ``constants`` and repeated by Arrow;
 * ``group_columns`` are appended once per group of rows (a rows event's columns, shared by its
   row images) and expanded with ``take``;
-* a map column is kept as flat keys and values plus one offset per row (:class:`MapColumn`).
+* the row image columns (two ``map<string,string>``, two JSON strings) are one sink the
+  renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the extension, Arrow
+  buffers filled in Rust and wrapped here as they are (:func:`image_arrays`), with no Python
+  ``str`` per value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from binlog_parser.rows.render import append_image_side
+from binlog_parser.rows.render import ImageSink
 from spark_jobs.schemas import spec
 
 #: date column -> the timestamp columns it is the UTC date of (the first non-NULL one)
@@ -35,42 +38,51 @@ DATE_SOURCES: dict[str, tuple[str, ...]] = {
     "silver.transactions.commit_date": ("commit_time", "begin_time"),
 }
 
-class MapColumn:
-    """A ``map<string,string>`` column as flat keys and values, one end offset per row."""
+def image_arrays(sink: Any, types: Sequence[Any]) -> list[Any]:
+    """The Arrow arrays of a row image sink's columns (before map, after map, before JSON, after
+    JSON; ``types``: their Arrow types), and the sink emptied. An extension ``ImageColumns``
+    hands over Arrow buffers, wrapped without a pass over the values; an ``ImageSink`` lists."""
+    import pyarrow as pa
 
-    __slots__ = ("keys", "values", "offsets", "nulls")
+    if isinstance(sink, ImageSink):
+        out = [_map_from_lists(sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls, types[0]),
+               _map_from_lists(sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls, types[1]),
+               pa.array(sink.before_json, types[2]), pa.array(sink.after_json, types[3])]
+        sink.truncate(0)
+        return out
+    before, after, before_json, after_json = sink.take()
+    return [_map_from_buffers(before, types[0]), _map_from_buffers(after, types[1]),
+            _utf8_from_buffers(before_json, types[2]), _utf8_from_buffers(after_json, types[3])]
 
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.values: list[str | None] = []
-        self.offsets: list[int] = [0]
-        self.nulls: list[bool] = []
 
-    def __len__(self) -> int:
-        return len(self.nulls)
+def _map_from_lists(keys: list[str], values: list[str | None], offsets: list[int], nulls: list[bool],
+                    arrow_type: Any) -> Any:
+    import pyarrow as pa
 
-    def append(self, image: Mapping[str, str | None] | None) -> None:
-        """One row: a mapping (its items in order), or None for a NULL map."""
-        self.extend((image,))
+    mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()),
+                                   pa.array(values, pa.string()), type=arrow_type, mask=mask)
 
-    def extend(self, images: Iterable[Mapping[str, str | None] | None]) -> None:
-        """Rows, as :meth:`append` (a rows event's images in one call)."""
-        keys, values, nulls, offsets = self.keys, self.values, self.nulls, self.offsets
-        for image in images:
-            append_image_side(image, keys, values, offsets, nulls)
 
-    def array(self, arrow_type: Any) -> Any:
-        import pyarrow as pa
+def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
+    """``(rows, nulls, validity bitmap or None, i32 offsets, UTF-8 data)`` as a string array."""
+    import pyarrow as pa
 
-        mask = pa.array(self.nulls, pa.bool_()) if any(self.nulls) else None
-        return pa.MapArray.from_arrays(pa.array(self.offsets, pa.int32()), pa.array(self.keys, pa.string()),
-                                       pa.array(self.values, pa.string()), type=arrow_type, mask=mask)
+    rows, nulls, validity, offsets, data = parts
+    return pa.Array.from_buffers(arrow_type, rows, [None if validity is None else pa.py_buffer(validity),
+                                                    pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
 
-    def clear(self) -> None:
-        self.keys.clear()
-        self.values.clear()
-        self.nulls.clear()
-        del self.offsets[1:]
+
+def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
+    """``(rows, nulls, validity or None, i32 offsets, keys, values)`` as a map array."""
+    import pyarrow as pa
+
+    rows, nulls, validity, offsets, keys, values = parts
+    entries = pa.StructArray.from_arrays(
+        [_utf8_from_buffers(keys, arrow_type.key_type), _utf8_from_buffers(values, arrow_type.item_type)],
+        fields=[arrow_type.key_field, arrow_type.item_field])
+    return pa.Array.from_buffers(arrow_type, rows, [None if validity is None else pa.py_buffer(validity),
+                                                    pa.py_buffer(offsets)], null_count=nulls, children=[entries])
 
 
 class TableColumns:
@@ -82,17 +94,20 @@ class TableColumns:
     """
 
     def __init__(self, table: str, constants: Mapping[str, Any] | None = None,
-                 group_columns: Iterable[str] = (), map_columns: Iterable[str] = ()) -> None:
+                 group_columns: Iterable[str] = (), images: Any = None,
+                 image_columns: Sequence[str] = ()) -> None:
         ts = spec(table)
         self.table = table
         self.schema = ts.arrow_schema
         self.constants = dict(constants or {})
         self.group_columns = frozenset(group_columns)
         self.dates = {c: DATE_SOURCES[f"{table}.{c}"] for c in ts.column_names if f"{table}.{c}" in DATE_SOURCES}
-        maps = frozenset(map_columns)
+        #: the row image sink (:func:`image_arrays`) and the four columns it holds, in its order
+        self.images = images
+        self.image_columns = tuple(image_columns) if images is not None else ()
         self.buffers: dict[str, Any] = {
-            c: MapColumn() if c in maps else [] for c in ts.column_names
-            if c not in self.constants and c not in self.dates}
+            c: [] for c in ts.column_names
+            if c not in self.constants and c not in self.dates and c not in self.image_columns}
         self.add = SimpleNamespace(**{c: b.append for c, b in self.buffers.items()})
         #: per row, the index of its group (only when there are group columns)
         self.group_of_row: list[int] = []
@@ -116,6 +131,8 @@ class TableColumns:
 
         n = len(self)
         lengths = {c: len(b) for c, b in self.buffers.items()}
+        if self.images is not None:
+            lengths.update(dict.fromkeys(self.image_columns, len(self.images)))
         rows = {v for c, v in lengths.items() if c not in self.group_columns}
         groups = {lengths[c] for c in self.group_columns}
         if rows != {n} or (self.group_columns and (groups != {self._groups} or len(self.group_of_row) != n)):
@@ -123,13 +140,15 @@ class TableColumns:
                              f"({self._groups} groups, {len(self.group_of_row)} grouped rows)")
         take = pa.array(self.group_of_row, pa.int32()) if self.group_columns else None
         arrays: dict[str, Any] = {}
+        if self.images is not None:
+            types = [self.schema.field(c).type for c in self.image_columns]
+            arrays.update(zip(self.image_columns, image_arrays(self.images, types), strict=True))
         for field in self.schema:
             name = field.name
             if name in self.constants:
                 arrays[name] = pa.repeat(pa.scalar(self.constants[name], field.type), n)
             elif name in self.buffers:
-                buf = self.buffers[name]
-                arr = buf.array(field.type) if isinstance(buf, MapColumn) else pa.array(buf, field.type)
+                arr = pa.array(self.buffers[name], field.type)
                 arrays[name] = arr.take(take) if name in self.group_columns else arr
         for name, sources in self.dates.items():
             ts = arrays[sources[0]]

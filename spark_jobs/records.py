@@ -41,7 +41,13 @@ from binlog_parser.events import to_json_value
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
 from binlog_parser.render import event_fields_json
-from binlog_parser.rows.render import ImageRenderer, ImageSink, compact_json, render_row_text
+from binlog_parser.rows.render import (
+    ImageRenderer,
+    append_images,
+    compact_json,
+    new_image_sink,
+    render_row_text,
+)
 from spark_jobs.columns import TableColumns
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
@@ -183,10 +189,19 @@ def row_images(event: Any, fields: dict[str, Any]) -> Iterator[Image]:
                None if after is None else compact_json(after))
 
 
-def rows_fields_json(head: dict[str, Any], rows: int) -> str:
+def rows_fields_json(head_json: str, rows: int) -> str:
     """``bronze.events.fields`` of a rows event: its fields without the row images, which
-    ``silver.row_changes`` holds (same source, file, pos, payload_index), and their count."""
-    return compact_json(dict(head, row_count=rows, row_images=ROW_IMAGES_TABLE))
+    ``silver.row_changes`` holds (same source, file, pos, payload_index), and their count.
+    ``head_json``: the head's JSON without its closing brace (:func:`unclosed_json`)."""
+    return f'{head_json},"row_count":{rows},"row_images":"{ROW_IMAGES_TABLE}"}}'
+
+
+def unclosed_json(head: dict[str, Any]) -> str:
+    """``compact_json(head)`` without its closing brace, for keys appended after it."""
+    text = compact_json(head)
+    if not head or not text.endswith("}"):
+        raise ValueError(f"a rows event's head is not a JSON object with keys: {text[:80]}")
+    return text[:-1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,17 +315,21 @@ class RangeDecoder:
         self._table_map_json: dict[Any, tuple[Any, dict[str, Any], str]] = {}
         # table_id -> (columns, the row image renderer of its rows events)
         self._renderers: dict[Any, tuple[Any, ImageRenderer]] = {}
+        # (table_id, type code, flags, extra data) -> (TABLE_MAP, head, head JSON unclosed)
+        self._rows_heads: dict[tuple[Any, ...], tuple[Any, dict[str, Any], str]] = {}
         self._init_columns()
 
     def _init_columns(self) -> None:
         """One column buffer per table; a rows event's columns are appended once for its rows."""
         same = {"source": self.source, "file": self.file, "file_seq": self.file_seq}
+        self._images = new_image_sink()  # the row image columns: the renderer appends to them
         self.tables: dict[str, TableColumns] = {
             "events": TableColumns("bronze.events", same),
             "quarantine": TableColumns("bronze.quarantine", dict(same, run_id=self.run_id)),
             "transactions": TableColumns("silver.transactions", same),
             "row_changes": TableColumns(
-                "silver.row_changes", same, map_columns=("before", "after"),
+                "silver.row_changes", same, images=self._images,
+                image_columns=("before", "after", "before_json", "after_json"),
                 group_columns=("pos", "payload_index", "gtid", "trx_pos", "commit_time", "event_time",
                                "server_id", "db", "table_name", "operation", "event_type")),
             "statements": TableColumns("silver.statements", same),
@@ -320,10 +339,6 @@ class RangeDecoder:
         self._rc, self._st = t["row_changes"].add, t["statements"].add
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
         self._rc_buffers = t["row_changes"].buffers
-        before, after = self._rc_buffers["before"], self._rc_buffers["after"]
-        self._rc_images = ImageSink(before.keys, before.values, before.offsets, before.nulls,
-                                    after.keys, after.values, after.offsets, after.nulls,
-                                    self._rc_buffers["before_json"], self._rc_buffers["after_json"])
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -500,7 +515,7 @@ class RangeDecoder:
                 if text:
                     trx.statements.append(text)
         elif tc in _ROWS_TYPES:
-            self._on_rows(event, h, images if images is not None else [], at)
+            self._on_rows(event, h, images or 0, at)
         elif tc == _XID:
             if trx is not None:
                 trx.xid = getattr(event, "xid", None)
@@ -553,9 +568,9 @@ class RangeDecoder:
             self._payload_end = h.next_pos
         return h.pos, None, None
 
-    def _event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image] | int | None]:
-        """(fields, their bronze JSON when already encoded, a rows event's row images: a list, or
-        their number when they are already in the row_changes buffers)."""
+    def _event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, int | None]:
+        """(fields, their bronze JSON when already encoded, for a rows event the number of its
+        row images, appended to the row image columns)."""
         if tc in _ROWS_TYPES:
             return self._rows_event_fields(event, tc, pos)
         if tc == _TABLE_MAP:
@@ -573,25 +588,42 @@ class RangeDecoder:
             fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
             return fields, compact_json(fields), None
 
-    def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, list[Image] | int]:
+    def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, int]:
         """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and
-        images (their number when rendered straight into the row_changes buffers)."""
+        the number of its images, rendered into the row image columns (``self._images``)."""
         if hasattr(event, "fields_head"):
             try:  # typed rows: each image rendered once, into the row_changes buffers
-                head = event.fields_head()
+                head, head_json = self._rows_head(event)
                 renderer = self._renderer(event)
-                fields_json = rows_fields_json(head, len(event.rows))
+                fields_json = rows_fields_json(head_json, len(event.rows))
                 # last: on an exception nothing is appended, and the generic path below keeps
                 # (and quarantines) the failure
-                return head, fields_json, renderer.render_changes_into(event.rows, self._rc_images)
+                return head, fields_json, renderer.render_changes_into(event.rows, self._images)
             except Exception:
                 pass
         fields = self._fields(event, tc, pos)
-        images = list(row_images(event, fields))
         if "rows" not in fields:  # fields() failed: nothing in silver.row_changes either
-            return fields, None, images
+            return fields, None, 0
+        images = list(row_images(event, fields))
+        append_images(self._images, images)
         head = {k: v for k, v in fields.items() if k != "rows"}
-        return fields, rows_fields_json(head, len(images)), images
+        return fields, rows_fields_json(unclosed_json(head), len(images)), len(images)
+
+    def _rows_head(self, event: Any) -> tuple[dict[str, Any], str]:
+        """A rows event's ``fields_head()`` and its JSON without the closing brace, kept while
+        its table (the TABLE_MAP object), type, table id, flags and extra data repeat: they are
+        all the head is made of, and a table's rows events repeat them thousands of times."""
+        table = event.table
+        key = (event.table_id, event.header.type_code, event.flags, event.extra_data)
+        hit = self._rows_heads.get(key)
+        if hit is not None and hit[0] is table:
+            return hit[1], hit[2]
+        head = event.fields_head()
+        head_json = unclosed_json(head)
+        if len(self._rows_heads) >= 4096:
+            self._rows_heads.clear()
+        self._rows_heads[key] = (table, head, head_json)
+        return head, head_json
 
     def _renderer(self, event: Any) -> ImageRenderer:
         """The row image renderer of the event's table, kept while its TABLE_MAP repeats with
@@ -721,10 +753,10 @@ class RangeDecoder:
             # a standalone statement (DDL, or a GTID + single statement): it closes
             self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
 
-    def _on_rows(self, event: Any, h: Any, images: list[Image] | int, at: _EventPlace) -> None:
+    def _on_rows(self, event: Any, h: Any, images: int, at: _EventPlace) -> None:
         """The row images of a rows event, held in its transaction until the commit time is
-        known (flushed early past ``max_buffered_rows``); ``images``: the images, or their
-        number when they are already in the row_changes buffers (``_rows_event_fields``)."""
+        known (flushed early past ``max_buffered_rows``); ``images``: their number, already in
+        the row image columns (``_rows_event_fields``)."""
         trx = self._trx
         if trx is None:
             self._open_trx(None, h)
@@ -746,16 +778,8 @@ class RangeDecoder:
         r.table_name(at.table or "")
         r.operation("insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete"))
         r.event_type(event.name)
-        rows = self._rc_buffers  # the rows' columns, one extend each
-        if isinstance(images, int):
-            n = images
-        else:
-            n = len(images)
-            rows["before"].extend([image[0] for image in images])
-            rows["after"].extend([image[1] for image in images])
-            rows["before_json"].extend([image[2] for image in images])
-            rows["after_json"].extend([image[3] for image in images])
-        rows["row_index"].extend(range(n))
+        n = images
+        self._rc_buffers["row_index"].extend(range(n))
         self.tables["row_changes"].end_group(n)
         trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end
         trx.row_changes += n

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from spark_jobs.columns import MapColumn, TableColumns
+from binlog_parser.rows import _native
+from binlog_parser.rows.render import ImageSink
+from spark_jobs.columns import TableColumns, image_arrays
 from spark_jobs.schemas import spec
 
 UTC = dt.UTC
@@ -56,12 +60,24 @@ def test_a_date_is_the_first_non_null_of_its_timestamps() -> None:
     assert days == [dt.date(1970, 1, 4), dt.date(1970, 1, 2), None]
 
 
-def test_group_columns_are_appended_once_per_group_and_maps_flat() -> None:
+def _image_sinks() -> list[Any]:
+    """Both row image sinks: the extension's Arrow buffers (when built) and the Python lists."""
+    sinks: list[Any] = [ImageSink()]
+    native = _native.image_columns()
+    return sinks + ([native] if native is not None else [])
+
+
+@pytest.mark.parametrize("which", ["python", "extension"])
+def test_group_columns_are_appended_once_per_group_and_images_from_the_sink(which: str) -> None:
     """row_changes: an event's columns once, each row's image per row; NULL maps and absent keys kept."""
+    sinks = _image_sinks()
+    if which == "extension" and len(sinks) < 2:
+        pytest.skip("compiled extension not built")
+    images_sink = sinks[0 if which == "python" else 1]
     cols = TableColumns("silver.row_changes", {"source": "s", "file": "f", "file_seq": 1},
                         group_columns=("pos", "payload_index", "gtid", "trx_pos", "commit_time", "event_time",
                                        "server_id", "db", "table_name", "operation", "event_type"),
-                        map_columns=("before", "after"))
+                        images=images_sink, image_columns=("before", "after", "before_json", "after_json"))
     r = cols.add
     for pos, op, images in ((10, "insert", [(None, {"id": "1", "n": None})]),
                             (20, "update", [({"id": "1"}, {"id": "2"}), ({"id": "5"}, {"id": "6", "x": "y"})]),
@@ -72,47 +88,60 @@ def test_group_columns_are_appended_once_per_group_and_maps_flat() -> None:
             getattr(r, name)(value)
         for i, (before, after) in enumerate(images):
             r.row_index(i)
-            r.before(before)
-            r.after(after)
-            r.before_json(None)
-            r.after_json("{}")
+            images_sink.append(before, after, None, "{}")
         cols.end_group(len(images))
     with pytest.raises(ValueError, match="unequal length"):  # commit times not given yet
         cols.take_batch()
     for _group in range(3):
         r.commit_time(100 * US)
     rows = cols.take_batch().to_pylist()
-    assert [(x["pos"], x["operation"], x["row_index"], x["before"], x["after"]) for x in rows] == [
-        (10, "insert", 0, None, [("id", "1"), ("n", None)]),
-        (20, "update", 0, [("id", "1")], [("id", "2")]),
-        (20, "update", 1, [("id", "5")], [("id", "6"), ("x", "y")])]
+    assert [(x["pos"], x["operation"], x["row_index"], x["before"], x["after"], x["after_json"]) for x in rows] == [
+        (10, "insert", 0, None, [("id", "1"), ("n", None)], "{}"),
+        (20, "update", 0, [("id", "1")], [("id", "2")], "{}"),
+        (20, "update", 1, [("id", "5")], [("id", "6"), ("x", "y")], "{}")]
     assert {x["commit_date"] for x in rows} == {dt.date(1970, 1, 1)} and rows[1]["event_time"].second == 20
+    assert len(images_sink) == 0
 
 
-def test_map_column_alone() -> None:
-    import pyarrow as pa
-
-    m = MapColumn()
-    for image in ({"a": "1"}, None, {}, {"b": None, "c": "3"}):
-        m.append(image)
-    arr = m.array(pa.map_(pa.string(), pa.string()))
-    assert arr.to_pylist() == [[("a", "1")], None, [], [("b", None), ("c", "3")]] and len(m) == 4
-    m.clear()
-    assert len(m) == 0 and m.array(arr.type).to_pylist() == []
+IMAGES = [({"a": "1"}, None, '{"a":1}', None), (None, {}, None, "{}"),
+          ({"b": None, "c": "日本 😀"}, {"c": ""}, '{"b":null}', ""), (None, None, None, None)]
+TYPES = [pa.map_(pa.string(), pa.string())] * 2 + [pa.string()] * 2
 
 
-def test_map_column_extend_is_appends() -> None:
-    """A rows event's images in one ``extend`` make the rows one ``append`` each makes."""
-    import pyarrow as pa
+def test_image_arrays_of_both_sinks_are_the_same_arrow_arrays() -> None:
+    """The extension's buffers wrapped as they are and the Python lists converted give equal,
+    valid arrays: NULL maps, empty maps, NULL values, non-ASCII text; the sink is emptied."""
+    sinks = _image_sinks()
+    if len(sinks) < 2:
+        pytest.skip("compiled extension not built")
+    arrays = []
+    for sink in sinks:
+        for image in IMAGES:
+            sink.append(*image)
+        got = image_arrays(sink, TYPES)
+        for arr in got:
+            arr.validate(full=True)
+        arrays.append(got)
+        assert len(sink) == 0 and [a.to_pylist() for a in image_arrays(sink, TYPES)] == [[]] * 4
+    python, native = arrays
+    assert all(p.equals(n) for p, n in zip(python, native, strict=True))
+    assert [a.to_pylist() for a in python] == [
+        [[("a", "1")], None, [("b", None), ("c", "日本 😀")], None],
+        [None, [], [("c", "")], None],
+        ['{"a":1}', None, '{"b":null}', None],
+        [None, "{}", "", None]]
 
-    images = [{"a": "1"}, None, {}, {"b": None, "c": "3"}]
-    one, many = MapColumn(), MapColumn()
-    one.append({"z": "0"})
-    many.append({"z": "0"})
-    for image in images:
-        one.append(image)
-    many.extend(images)
-    assert (many.keys, many.values, many.offsets, many.nulls) == (one.keys, one.values, one.offsets, one.nulls)
-    assert many.offsets == [0, 1, 2, 2, 2, 4]
-    assert many.array(pa.map_(pa.string(), pa.string())).to_pylist() == [
-        [("z", "0")], [("a", "1")], None, [], [("b", None), ("c", "3")]]
+
+@pytest.mark.parametrize("which", [0, 1], ids=["python", "extension"])
+def test_a_sink_truncated_is_as_it_was(which: int) -> None:
+    sinks = _image_sinks()
+    if which >= len(sinks):
+        pytest.skip("compiled extension not built")
+    sink = sinks[which]
+    sink.append(*IMAGES[0])
+    sink.append(*IMAGES[2])
+    sink.truncate(1)
+    for image in IMAGES[1:]:
+        sink.append(*image)
+    assert [a.to_pylist() for a in image_arrays(sink, TYPES)][0] == [
+        [("a", "1")], None, [("b", None), ("c", "日本 😀")], None]

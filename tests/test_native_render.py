@@ -16,6 +16,7 @@ Skipped when the extension is not built (``make setup-native``; ``make test`` bu
 from __future__ import annotations
 
 import datetime as dt
+import struct
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -61,23 +62,51 @@ def _reference(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
 
 
 def _sink() -> ImageSink:
-    return ImageSink(*([] for _ in ImageSink._fields))
+    return ImageSink()
 
 
 def _strict(sink: ImageSink) -> list[Any]:
     """Every list with each item's type: ``==`` alone would let a str equal a str subclass."""
-    return [[(type(v).__name__, v) for v in column] for column in sink]
+    return [[(type(v).__name__, v) for v in getattr(sink, column)] for column in ImageSink.__slots__]
+
+
+def _utf8(parts: tuple[Any, ...]) -> list[str | None]:
+    rows, nulls, validity, offsets, data = parts
+    ends = struct.unpack(f"<{rows + 1}i", offsets)
+    valid = [validity is None or bool(validity[i >> 3] >> (i & 7) & 1) for i in range(rows)]
+    assert ends[0] == 0 and ends[-1] == len(data) and nulls == valid.count(False)
+    return [data[ends[i]:ends[i + 1]].decode() if valid[i] else None for i in range(rows)]
+
+
+def _taken(columns: Any) -> ImageSink:
+    """An extension ``ImageColumns``' Arrow buffers (``take``) read back into an ``ImageSink``'s
+    lists, byte by byte (the Arrow arrays built from them: ``tests/test_columns.py``)."""
+    sink = ImageSink()
+    before, after, before_json, after_json = columns.take()
+    for side, (rows, nulls, validity, offsets, keys, values) in (("before", before), ("after", after)):
+        ends = list(struct.unpack(f"<{rows + 1}i", offsets))
+        valid = [validity is None or bool(validity[i >> 3] >> (i & 7) & 1) for i in range(rows)]
+        assert nulls == valid.count(False)
+        getattr(sink, f"{side}_keys").extend(_utf8(keys))
+        getattr(sink, f"{side}_values").extend(_utf8(values))
+        getattr(sink, f"{side}_offsets")[:] = ends
+        getattr(sink, f"{side}_nulls").extend(not v for v in valid)
+    sink.before_json.extend(_utf8(before_json))
+    sink.after_json.extend(_utf8(after_json))
+    assert len(columns) == 0  # take empties the columns
+    return sink
 
 
 def _native_sink(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
-    """``render_changes_into`` by the extension itself, failing if it handed the event back."""
+    """``render_changes_into`` by the extension itself, into its ``ImageColumns``, failing if it
+    handed the event back; read back as an ``ImageSink``."""
     renderer = ImageRenderer(columns_by_name)
     first = changes[0]
-    sink = _sink()
+    columns = _native.image_columns()
     n = _native.render_changes_into(changes, renderer._native_layout(first.before, RowChange),
-                                    renderer._native_layout(first.after, RowChange), sink)
+                                    renderer._native_layout(first.after, RowChange), columns)
     assert n == len(changes), "the extension did not render the event"
-    return sink
+    return _taken(columns)
 
 
 def _rows_events() -> Iterator[tuple[str, RowsEvent]]:
@@ -107,17 +136,35 @@ def test_a_sink_is_left_as_it_was_when_an_image_does_not_fit_its_layout() -> Non
     good = (RowChange(None, {"a": 1, "b": "x"}),)
     bad = (RowChange(None, {"a": 2, "b": "y"}), RowChange(None, {"b": "z", "a": 3}), RowChange(None, {"a": 4}))
     renderer = ImageRenderer(cols)
-    sink = _sink()
-    assert renderer.render_changes_into(good, sink) == 1
-    kept = _strict(sink)
-    assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after, RowChange), sink) is None
-    assert _strict(sink) == kept  # every list cut back to its length on entry
-    assert renderer.render_changes_into(bad, sink) == 3  # the Python renderer then appends
-    assert _strict(sink) == _strict(_reference(good + bad, cols))
+    columns = _native.image_columns()
+    assert renderer.render_changes_into(good, columns) == 1
+    # the first change fits, the second does not: the extension hands the event back
+    assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after, RowChange), columns) is None
+    assert len(columns) == 1  # cut back to its length on entry
+    assert renderer.render_changes_into(bad, columns) == 3  # the Python renderer then appends
+    assert _strict(_taken(columns)) == _strict(_reference(good + bad, cols))
     with native_extension(False):
         python = _sink()
         assert ImageRenderer(cols).render_changes_into(good + bad, python) == 4
-    assert _strict(python) == _strict(sink)
+    assert _strict(python) == _strict(_reference(good + bad, cols))
+
+
+@pytest.mark.parametrize("new_sink", [_sink, _native.image_columns], ids=["python", "extension"])
+def test_a_change_the_sink_cannot_hold_appends_nothing(new_sink: Any) -> None:
+    """A column name with a lone surrogate (a TABLE_MAP's names are decoded with
+    surrogateescape) cannot be an Arrow string: the extension's columns refuse it as
+    ``pa.array`` would, and neither sink keeps a part of the event."""
+    cols = {"a": EDGE_COLUMNS["i"], "\udcff": EDGE_COLUMNS["s"]}
+    sink = new_sink()
+    ImageRenderer(cols).render_changes_into((RowChange(None, {"a": 1}),), sink)
+    changes = (RowChange(None, {"a": 2}), RowChange(None, {"a": 3, "\udcff": "x"}))
+    if isinstance(sink, ImageSink):  # lists hold anything: the Arrow conversion refuses it later
+        assert ImageRenderer(cols).render_changes_into(changes, sink) == 2
+        return
+    with pytest.raises(UnicodeEncodeError):
+        ImageRenderer(cols).render_changes_into(changes, sink)
+    assert len(sink) == 1
+    assert _taken(sink).after_values == ["1"]
 
 
 def test_without_the_extension_the_python_renderer_gives_the_same_images() -> None:

@@ -113,9 +113,10 @@ def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: 
     return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, value_types, plan_second))
 
 
-def render_changes_into(changes: Any, before: Any, after: Any, sink: tuple[list[Any], ...]) -> int | None:
-    """The images of a rows event's changes appended to ``sink`` (``render.ImageSink``): the
-    number of changes, or None with the lists untouched: no extension, or let Python do it."""
+def render_changes_into(changes: Any, before: Any, after: Any, sink: Any) -> int | None:
+    """The images of a rows event's changes appended to ``sink`` (the extension's
+    ``ImageColumns``): the number of changes, or None with the sink untouched: no extension,
+    or let Python do it."""
     module = _State.module
     if module is _UNLOADED:
         module = extension()
@@ -123,6 +124,13 @@ def render_changes_into(changes: Any, before: Any, after: Any, sink: tuple[list[
         return None
     result: int | None = module.render_changes_into(changes, before, after, sink)
     return result
+
+
+def image_columns() -> Any:
+    """A new ``ImageColumns`` of the extension (the row image columns as Arrow buffers), or
+    None without it."""
+    module = extension()
+    return None if module is None else module.ImageColumns()
 
 
 def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],

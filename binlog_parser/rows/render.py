@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring as _json_str
-from typing import Any, NamedTuple
+from typing import Any
 
 from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import ColumnType as T
@@ -312,28 +312,56 @@ def _compile_renderer(names: tuple[Any, ...], kinds: tuple[Any, ...]) -> Rendere
 RenderedChange = tuple[dict[str, str | None] | None, dict[str, str | None] | None, str | None, str | None]
 
 
-class ImageSink(NamedTuple):
+class ImageSink:
     """Rendered images as flat columns, appended to change by change
     (:meth:`ImageRenderer.render_changes_into`): per side, every image's column names and texts
-    in order, the number of names so far after each image (``offsets``), True in ``nulls`` for a
-    change without that image; and each image's JSON text (None for no image). The layout of an
-    Arrow ``map<string,string>`` column, so a consumer builds its arrays without a dict per row."""
+    in order, the number of names so far after each image (``offsets``, from 0), True in
+    ``nulls`` for a change without that image; and each image's JSON text (None for no image).
+    The layout of an Arrow ``map<string,string>`` column, so a consumer builds its arrays
+    without a dict per row.
 
-    before_keys: list[str]
-    before_values: list[str | None]
-    before_offsets: list[int]
-    before_nulls: list[bool]
-    after_keys: list[str]
-    after_values: list[str | None]
-    after_offsets: list[int]
-    after_nulls: list[bool]
-    before_json: list[str | None]
-    after_json: list[str | None]
+    The pure-Python form of the extension's ``ImageColumns`` (``native/src/columns.rs``), which
+    keeps the same columns as Arrow buffers; both have ``len``, :meth:`append` and
+    :meth:`truncate`, and :func:`new_image_sink` gives the one to use."""
+
+    __slots__ = ("before_keys", "before_values", "before_offsets", "before_nulls", "after_keys",
+                 "after_values", "after_offsets", "after_nulls", "before_json", "after_json")
+
+    def __init__(self) -> None:
+        self.before_keys: list[str] = []
+        self.before_values: list[str | None] = []
+        self.before_offsets: list[int] = [0]
+        self.before_nulls: list[bool] = []
+        self.after_keys: list[str] = []
+        self.after_values: list[str | None] = []
+        self.after_offsets: list[int] = [0]
+        self.after_nulls: list[bool] = []
+        self.before_json: list[str | None] = []
+        self.after_json: list[str | None] = []
+
+    def __len__(self) -> int:
+        """Changes appended."""
+        return len(self.before_json)
+
+    def append(self, before: Mapping[str, str | None] | None, after: Mapping[str, str | None] | None,
+               before_json: str | None, after_json: str | None) -> None:
+        """One change's images: each side's text map (None: no image) and JSON text."""
+        _append_side(before, self.before_keys, self.before_values, self.before_offsets, self.before_nulls)
+        _append_side(after, self.after_keys, self.after_values, self.after_offsets, self.after_nulls)
+        self.before_json.append(before_json)
+        self.after_json.append(after_json)
+
+    def truncate(self, changes: int) -> None:
+        """Back to the first ``changes`` changes."""
+        for offsets, keys, values, nulls in (
+                (self.before_offsets, self.before_keys, self.before_values, self.before_nulls),
+                (self.after_offsets, self.after_keys, self.after_values, self.after_nulls)):
+            del keys[offsets[changes]:], values[offsets[changes]:], offsets[changes + 1:], nulls[changes:]
+        del self.before_json[changes:], self.after_json[changes:]
 
 
-def append_image_side(image: Mapping[str, str | None] | None, keys: list[str], values: list[str | None],
-                      offsets: list[int], nulls: list[bool]) -> None:
-    """One text map (or None) appended to flat map columns, as :class:`ImageSink` holds them."""
+def _append_side(image: Mapping[str, str | None] | None, keys: list[str], values: list[str | None],
+                 offsets: list[int], nulls: list[bool]) -> None:
     if image is None:
         nulls.append(True)
     else:
@@ -341,6 +369,25 @@ def append_image_side(image: Mapping[str, str | None] | None, keys: list[str], v
         values.extend(image.values())
         nulls.append(False)
     offsets.append(len(keys))
+
+
+def append_images(sink: Any, images: Sequence[RenderedChange]) -> None:
+    """Rendered changes appended to a sink (:func:`new_image_sink`): all, or on an exception
+    none (a string the sink cannot hold, e.g. lone surrogates in a column name)."""
+    mark = len(sink)
+    try:
+        for image in images:
+            sink.append(*image)
+    except BaseException:
+        sink.truncate(mark)
+        raise
+
+
+def new_image_sink() -> Any:
+    """Where :meth:`ImageRenderer.render_changes_into` appends: the extension's
+    ``ImageColumns`` (Arrow buffers filled in Rust) when it is built, else an :class:`ImageSink`."""
+    sink = _native.image_columns()
+    return sink if sink is not None else ImageSink()
 
 
 class ImageRenderer:
@@ -388,10 +435,11 @@ class ImageRenderer:
             append((bt, at, bj, aj))
         return images
 
-    def render_changes_into(self, changes: Sequence[Any], sink: ImageSink) -> int:
-        """:meth:`render_changes` appended to ``sink`` (the extension writes straight into its
-        lists); returns the number of changes. On an exception the sink is as it was."""
-        if changes:
+    def render_changes_into(self, changes: Sequence[Any], sink: Any) -> int:
+        """:meth:`render_changes` appended to ``sink`` (:func:`new_image_sink`; the extension
+        renders into its own ``ImageColumns``); returns the number of changes. On an exception
+        the sink is as it was."""
+        if changes and not isinstance(sink, ImageSink):
             first = changes[0]
             change_type = type(first)
             n = _native.render_changes_into(changes, self._native_layout(first.before, change_type),
@@ -399,11 +447,7 @@ class ImageRenderer:
             if n is not None:
                 return n
         images = self.render_changes(changes)  # may raise: nothing appended yet
-        for bt, at, bj, aj in images:
-            append_image_side(bt, sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls)
-            append_image_side(at, sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls)
-            sink.before_json.append(bj)
-            sink.after_json.append(aj)
+        append_images(sink, images)
         return len(images)
 
     def _native_layout(self, row: dict[str, Any] | None, change_type: type) -> Any:

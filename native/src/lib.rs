@@ -51,9 +51,11 @@ const C_PAD: u32 = 2;
 /// framing loop, `EventTypes` / `Frames`; 3: `EventTypes` also takes `HeaderOnlyEvent` and
 /// `decode_header_only`, the header-only scan; 4: `ImageLayout` / `render_changes_into`, the row
 /// images rendered, `render.rs`, and `FieldsLayout` / `fields_json`, events' fields as JSON,
-/// `fields.rs`).
-const ABI: u32 = 4;
+/// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
+/// `render_changes_into` now fills).
+const ABI: u32 = 5;
 
+mod columns;
 mod events;
 mod fields;
 mod framing;
@@ -932,6 +934,7 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_rows, m)?)?;
     m.add_function(wrap_pyfunction!(decode_rows_event, m)?)?;
     m.add_class::<render::ImageLayout>()?;
+    m.add_class::<columns::ImageColumns>()?;
     m.add_function(wrap_pyfunction!(render::render_changes_into, m)?)?;
     m.add_class::<fields::FieldsLayout>()?;
     m.add_function(wrap_pyfunction!(fields::fields_json, m)?)?;

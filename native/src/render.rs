@@ -18,8 +18,9 @@ use std::fmt::Write as _;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
+use crate::columns::{ImageColumns, MapBuilder, Overflow, Utf8Builder};
 use crate::{SlotLayout, ValueTypes};
 
 /// JSON numbers beyond +-2**53 are written as strings (`render.render_value`).
@@ -42,6 +43,8 @@ struct RenderCol {
 pub struct ImageLayout {
     types: Py<ValueTypes>,
     names: Vec<Py<PyString>>,
+    /// each name's UTF-8 (None: lone surrogates, which no Arrow string holds)
+    names_utf8: Vec<Option<String>>,
     /// each name as the JSON encoder writes it, with its colon: `"name":`
     keys_json: Vec<String>,
     cols: Vec<RenderCol>,
@@ -54,7 +57,7 @@ impl ImageLayout {
     /// `specs`: one `(name, key_json, year, scale or -1, bytes_hex, column)` per column.
     #[new]
     fn new(types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>, pair_any: Py<PyAny>) -> PyResult<Self> {
-        let mut names = Vec::with_capacity(specs.len());
+        let mut names: Vec<Py<PyString>> = Vec::with_capacity(specs.len());
         let mut keys_json = Vec::with_capacity(specs.len());
         let mut cols = Vec::with_capacity(specs.len());
         for s in &specs {
@@ -71,7 +74,8 @@ impl ImageLayout {
                 column: s.get_item(5)?.unbind(),
             });
         }
-        Ok(ImageLayout { types, names, keys_json, cols, pair_any })
+        let names_utf8 = Python::attach(|py| names.iter().map(|n| n.bind(py).to_str().ok().map(str::to_owned)).collect());
+        Ok(ImageLayout { types, names, names_utf8, keys_json, cols, pair_any })
     }
 }
 
@@ -80,6 +84,12 @@ struct Fallback;
 
 impl From<PyErr> for Fallback {
     fn from(_: PyErr) -> Self {
+        Fallback
+    }
+}
+
+impl From<Overflow> for Fallback {
+    fn from(_: Overflow) -> Self {
         Fallback
     }
 }
@@ -262,50 +272,52 @@ impl ImageLayout {
         Some(text)
     }
 
-    /// One value: its JSON appended to `json`, its text returned.
-    fn value<'py>(
+    /// One value: its JSON appended to `json`, its text to `text`.
+    fn value(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         t: &ValueTypes,
         col: &RenderCol,
-        v: &Bound<'py, PyAny>,
+        v: &Bound<'_, PyAny>,
         json: &mut String,
-    ) -> Result<Bound<'py, PyAny>, Fallback> {
+        text: &mut Utf8Builder,
+    ) -> Result<(), Fallback> {
         let p = v.as_ptr();
         // SAFETY: type checks and buffer access on a live object
         unsafe {
             if ffi::PyUnicode_CheckExact(p) != 0 {
-                let Some(s) = str_utf8(p) else { return self.python_pair(py, col, v, json) };
+                let Some(s) = str_utf8(p) else { return self.python_pair(py, col, v, json, text) };
                 push_json_str(json, s);
-                return Ok(v.clone());
+                return Ok(text.push(s.as_bytes())?);
             }
             if p == ffi::Py_None() {
                 json.push_str("null");
-                return Ok(v.clone());
+                text.push_null();
+                return Ok(());
             }
             if p == ffi::Py_True() || p == ffi::Py_False() {
                 let s = if p == ffi::Py_True() { "1" } else { "0" };
                 json.push_str(s);
-                return Ok(PyString::new(py, s).into_any());
+                return Ok(text.push(s.as_bytes())?);
             }
             if ffi::PyLong_CheckExact(p) != 0 {
-                let Some(n) = exact_int(p) else { return self.python_pair(py, col, v, json) };
-                let text = if col.year { format!("{n:04}") } else { n.to_string() };
+                let Some(n) = exact_int(p) else { return self.python_pair(py, col, v, json, text) };
+                let s = if col.year { format!("{n:04}") } else { n.to_string() };
                 if col.year || !(-MAX_SAFE..=MAX_SAFE).contains(&n) {
                     json.push('"');
-                    json.push_str(&text);
+                    json.push_str(&s);
                     json.push('"');
                 } else {
-                    json.push_str(&text);
+                    json.push_str(&s);
                 }
-                return Ok(PyString::new(py, &text).into_any());
+                return Ok(text.push(s.as_bytes())?);
             }
             if ffi::PyBytes_CheckExact(p) != 0 {
                 let raw = v.cast::<PyBytes>().map_err(|_| Fallback)?.as_bytes();
                 if !col.bytes_hex {
                     if let Ok(s) = std::str::from_utf8(raw) {
                         push_json_str(json, s);
-                        return Ok(PyString::new(py, s).into_any());
+                        return Ok(text.push(raw)?);
                     }
                 }
                 let mut s = String::with_capacity(2 + 2 * raw.len());
@@ -316,35 +328,37 @@ impl ImageLayout {
                 json.push('"');
                 json.push_str(&s);
                 json.push('"');
-                return Ok(PyString::new(py, &s).into_any());
+                return Ok(text.push(s.as_bytes())?);
             }
         }
         if v.get_type().as_ptr() == t.decimal.as_ptr() {
-            if let Some(text) = col.scale.and_then(|scale| self.decimal_text(v, scale)) {
+            if let Some(s) = col.scale.and_then(|scale| self.decimal_text(v, scale)) {
+                let s = s.to_str().map_err(|_| Fallback)?;
                 json.push('"');
-                json.push_str(text.to_str().map_err(|_| Fallback)?);
+                json.push_str(s);
                 json.push('"');
-                return Ok(text.into_any());
+                return Ok(text.push(s.as_bytes())?);
             }
-            return self.python_pair(py, col, v, json);
+            return self.python_pair(py, col, v, json, text);
         }
         if let Some(s) = self.temporal_text(t, v) {
             json.push('"');
             json.push_str(&s);
             json.push('"');
-            return Ok(PyString::new(py, &s).into_any());
+            return Ok(text.push(s.as_bytes())?);
         }
-        self.python_pair(py, col, v, json)
+        self.python_pair(py, col, v, json, text)
     }
 
-    /// `render._pair_any(value, column)`: the JSON appended, the text returned.
-    fn python_pair<'py>(
+    /// `render._pair_any(value, column)`: the JSON appended to `json`, the text to `text`.
+    fn python_pair(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         col: &RenderCol,
-        v: &Bound<'py, PyAny>,
+        v: &Bound<'_, PyAny>,
         json: &mut String,
-    ) -> Result<Bound<'py, PyAny>, Fallback> {
+        text: &mut Utf8Builder,
+    ) -> Result<(), Fallback> {
         let out = self.pair_any.bind(py).call1((v, col.column.bind(py)))?;
         let pair = out.cast_into::<PyTuple>().map_err(|_| Fallback)?;
         if pair.len() != 2 {
@@ -352,19 +366,24 @@ impl ImageLayout {
         }
         let j = pair.get_item(0)?;
         json.push_str(j.cast::<PyString>().map_err(|_| Fallback)?.to_str()?);
-        Ok(pair.get_item(1)?)
+        let s = pair.get_item(1)?;
+        if s.is_none() {
+            text.push_null();
+            return Ok(());
+        }
+        // SAFETY: an exact str, checked first
+        let bytes = unsafe {
+            if ffi::PyUnicode_CheckExact(s.as_ptr()) == 0 {
+                return Err(Fallback);
+            }
+            str_utf8(s.as_ptr()).ok_or(Fallback)?
+        };
+        Ok(text.push(bytes.as_bytes())?)
     }
 
-    /// One image: its columns checked against the layout, each value's text handed to
-    /// `emit(name, text)` in order, and its JSON text returned; Fallback when its columns are
-    /// not this layout's.
-    fn walk<'py>(
-        &self,
-        py: Python<'py>,
-        t: &ValueTypes,
-        row: &Bound<'py, PyAny>,
-        mut emit: impl FnMut(&Bound<'py, PyString>, Bound<'py, PyAny>) -> Result<(), Fallback>,
-    ) -> Result<String, Fallback> {
+    /// One image appended to `map` (its columns checked against the layout: Fallback when
+    /// they are not this layout's); its JSON text returned.
+    fn walk(&self, py: Python<'_>, t: &ValueTypes, row: &Bound<'_, PyAny>, map: &mut MapBuilder) -> Result<String, Fallback> {
         let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
         let n = self.names.len();
         if row.len() != n {
@@ -381,48 +400,36 @@ impl ImageLayout {
                 json.push(',');
             }
             json.push_str(&self.keys_json[i]);
-            let text = self.value(py, t, &self.cols[i], &value, &mut json)?;
-            emit(name, text)?;
+            map.keys.push(self.names_utf8[i].as_ref().ok_or(Fallback)?.as_bytes())?;
+            self.value(py, t, &self.cols[i], &value, &mut json, &mut map.values)?;
         }
         json.push('}');
         Ok(json)
     }
 
-    /// One image (or None) appended to a sink side (`keys`, `values`, `offsets`, `nulls`) and
-    /// its JSON text to `jsons`.
-    fn image_into<'py>(
+    /// One image (or None) appended to a side's map and JSON columns.
+    fn image_into(
         layout: Option<&Self>,
-        py: Python<'py>,
+        py: Python<'_>,
         t: &ValueTypes,
-        row: &Bound<'py, PyAny>,
-        side: &[Bound<'py, PyList>],
-        jsons: &Bound<'py, PyList>,
+        row: &Bound<'_, PyAny>,
+        map: &mut MapBuilder,
+        json: &mut Utf8Builder,
     ) -> Result<(), Fallback> {
-        let (keys, values, offsets, nulls) = (&side[0], &side[1], &side[2], &side[3]);
         if row.is_none() {
-            nulls.append(true)?;
-            offsets.append(keys.len())?;
-            jsons.append(row)?;
+            map.end_row(false)?;
+            json.push_null();
             return Ok(());
         }
-        let json = layout.ok_or(Fallback)?.walk(py, t, row, |name, text| {
-            keys.append(name)?;
-            values.append(text)?;
-            Ok(())
-        })?;
-        nulls.append(false)?;
-        offsets.append(keys.len())?;
-        jsons.append(PyString::new(py, &json))?;
+        let text = layout.ok_or(Fallback)?.walk(py, t, row, map)?;
+        map.end_row(true)?;
+        json.push(text.as_bytes())?;
         Ok(())
     }
 }
 
-/// The images of a rows event's changes appended to `sink`, the flat columns of
-/// `render.ImageSink`: `(before keys, before values, before offsets, before nulls, after keys,
-/// after values, after offsets, after nulls, before JSONs, after JSONs)`, each image's keys and
-/// values in order, the keys' length after it in `offsets`, True in `nulls` for no image.
-/// Returns the number of changes, or None with every list as it was: the caller renders the
-/// event in Python.
+/// The images of a rows event's changes appended to `sink`. Returns the number of changes,
+/// or None with the sink as it was: the caller renders the event in Python.
 #[pyfunction]
 #[pyo3(signature = (changes, before, after, sink))]
 pub fn render_changes_into<'py>(
@@ -430,52 +437,41 @@ pub fn render_changes_into<'py>(
     changes: &Bound<'py, PyAny>,
     before: Option<&Bound<'py, ImageLayout>>,
     after: Option<&Bound<'py, ImageLayout>>,
-    sink: &Bound<'py, PyTuple>,
+    sink: &Bound<'py, ImageColumns>,
 ) -> Option<usize> {
-    let lists: Vec<Bound<'py, PyList>> = match sink.iter().map(|l| l.cast_into::<PyList>()).collect() {
-        Ok(lists) => lists,
-        Err(_) => return None,
-    };
-    if lists.len() != 10 {
-        return None;
-    }
-    let marks: Vec<usize> = lists.iter().map(|l| l.len()).collect();
-    let run = std::panic::AssertUnwindSafe(|| into_inner(py, changes, before.map(|b| b.get()), after.map(|a| a.get()), &lists));
+    let mut sink = sink.try_borrow_mut().ok()?;
+    let mark = sink.__len__();
+    let run = std::panic::AssertUnwindSafe(|| into_inner(py, changes, before.map(|b| b.get()), after.map(|a| a.get()), &mut sink));
     match std::panic::catch_unwind(run) {
         Ok(Ok(n)) => Some(n),
         _ => {
-            // SAFETY: drop any pending Python error; cut each list back to its length on entry
-            unsafe {
-                ffi::PyErr_Clear();
-                for (l, m) in lists.iter().zip(&marks) {
-                    if ffi::PyList_SetSlice(l.as_ptr(), *m as ffi::Py_ssize_t, ffi::PY_SSIZE_T_MAX, std::ptr::null_mut()) < 0 {
-                        ffi::PyErr_Clear();
-                    }
-                }
-            }
+            // SAFETY: drop any pending Python error: the caller renders the event itself
+            unsafe { ffi::PyErr_Clear() };
+            sink.truncate_to(mark);
             None
         }
     }
 }
 
-fn into_inner<'py>(
-    py: Python<'py>,
-    changes: &Bound<'py, PyAny>,
+fn into_inner(
+    py: Python<'_>,
+    changes: &Bound<'_, PyAny>,
     before: Option<&ImageLayout>,
     after: Option<&ImageLayout>,
-    lists: &[Bound<'py, PyList>],
+    sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
     let types = match (before, after) {
         (Some(l), _) | (None, Some(l)) => l.types.get(),
         (None, None) => return Err(Fallback),
     };
+    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson] } = sink;
     let mut n = 0;
     for change in changes.try_iter()? {
         let change = change?;
         let b = change.getattr(pyo3::intern!(py, "before"))?;
         let a = change.getattr(pyo3::intern!(py, "after"))?;
-        ImageLayout::image_into(before, py, types, &b, &lists[0..4], &lists[8])?;
-        ImageLayout::image_into(after, py, types, &a, &lists[4..8], &lists[9])?;
+        ImageLayout::image_into(before, py, types, &b, bmap, bjson)?;
+        ImageLayout::image_into(after, py, types, &a, amap, ajson)?;
         n += 1;
     }
     Ok(n)
