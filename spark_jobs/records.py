@@ -315,7 +315,7 @@ class RangeDecoder:
         self._table_map_json: dict[Any, tuple[Any, dict[str, Any], str]] = {}
         # table_id -> (columns, the row image renderer of its rows events)
         self._renderers: dict[Any, tuple[Any, ImageRenderer]] = {}
-        # (table_id, type code, flags, extra data) -> (TABLE_MAP, head, head JSON unclosed)
+        # (table_id, type code, flags, extra data) -> (TABLE_MAP columns, head, head JSON unclosed)
         self._rows_heads: dict[tuple[Any, ...], tuple[Any, dict[str, Any], str]] = {}
         self._init_columns()
 
@@ -611,18 +611,21 @@ class RangeDecoder:
 
     def _rows_head(self, event: Any) -> tuple[dict[str, Any], str]:
         """A rows event's ``fields_head()`` and its JSON without the closing brace, kept while
-        its table (the TABLE_MAP object), type, table id, flags and extra data repeat: they are
-        all the head is made of, and a table's rows events repeat them thousands of times."""
+        its table, type, table id, flags and extra data repeat: they are all the head is made
+        of, and a table's rows events repeat them thousands of times."""
         table = event.table
+        # a TABLE_MAP repeated with the same body shares its decoded columns (and its names:
+        # the parser's TABLE_MAP cache), so the columns object stands for the table
+        anchor = table.columns if table is not None else None
         key = (event.table_id, event.header.type_code, event.flags, event.extra_data)
         hit = self._rows_heads.get(key)
-        if hit is not None and hit[0] is table:
+        if hit is not None and hit[0] is anchor:
             return hit[1], hit[2]
         head = event.fields_head()
         head_json = unclosed_json(head)
         if len(self._rows_heads) >= 4096:
             self._rows_heads.clear()
-        self._rows_heads[key] = (table, head, head_json)
+        self._rows_heads[key] = (anchor, head, head_json)
         return head, head_json
 
     def _renderer(self, event: Any) -> ImageRenderer:
