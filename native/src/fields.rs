@@ -7,13 +7,13 @@
 //! `compact_json(to_json_value(value))`, the very text the encoder embeds for it. Any surprise
 //! makes `fields_json` answer None and the caller encodes `fields()` in Python.
 
-use std::fmt::Write as _;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
+use crate::digits::{push_hex, push_int};
 use crate::render::{exact_int, push_json_str, slot, str_utf8};
 use crate::SlotLayout;
 
@@ -110,15 +110,13 @@ fn push_value(py: Python<'_>, out: &mut String, v: &Bound<'_, PyAny>, fallback: 
             }
         } else if ffi::PyLong_CheckExact(p) != 0 {
             if let Some(n) = exact_int(p) {
-                out.push_str(&n.to_string());
+                push_int(out, n);
                 return Ok(());
             }
         } else if ffi::PyBytes_CheckExact(p) != 0 {
             let raw = v.cast::<PyBytes>()?.as_bytes();
             out.push('"');
-            for b in raw {
-                let _ = write!(out, "{b:02x}");
-            }
+            push_hex(out, raw);
             out.push('"');
             return Ok(());
         } else if depth < MAX_DEPTH && ffi::PyDict_CheckExact(p) != 0 {

@@ -14,7 +14,6 @@
 //! `decode_rows` return `None`, and the caller decodes the event again with the pure-Python
 //! decoder, which raises its exact error (type, file, offset and words).
 
-use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
@@ -56,6 +55,7 @@ const C_PAD: u32 = 2;
 const ABI: u32 = 5;
 
 mod columns;
+mod digits;
 mod events;
 mod fields;
 mod framing;
@@ -717,7 +717,7 @@ fn decimal_text(raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> Op
             return None;
         }
         let dst = if is_frac { &mut frac_digits } else { &mut int_digits };
-        let _ = write!(dst, "{:0width$}", v, width = ndigits);
+        digits::push_padded(dst, v as i64, ndigits);
     }
     let int_part = int_digits.trim_start_matches('0');
     let mut out = String::with_capacity(int_part.len() + scale + 3);

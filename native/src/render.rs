@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use crate::columns::{ImageColumns, MapBuilder, Overflow, Utf8Builder};
+use crate::digits::{push_hex, push_int, push_padded};
 use crate::{SlotLayout, ValueTypes};
 
 /// JSON numbers beyond +-2**53 are written as strings (`render.render_value`).
@@ -152,9 +153,27 @@ fn push_frac(out: &mut String, usec: i64, fsp: i64) {
     if fsp <= 0 {
         return;
     }
-    let digits = format!("{usec:06}");
+    let mut digits = String::with_capacity(8);
+    push_padded(&mut digits, usec, 6);
     out.push('.');
     out.push_str(&digits[..digits.len().min(fsp as usize)]);
+}
+
+/// `%04d-%02d-%02d` and, with a time, ` %02d:%02d:%02d` (`temporal.py`'s `__str__`).
+fn push_date_time(out: &mut String, [y, mo, d]: [i64; 3], time: Option<[i64; 3]>) {
+    push_padded(out, y, 4);
+    out.push('-');
+    push_padded(out, mo, 2);
+    out.push('-');
+    push_padded(out, d, 2);
+    if let Some([h, mi, sec]) = time {
+        out.push(' ');
+        push_padded(out, h, 2);
+        out.push(':');
+        push_padded(out, mi, 2);
+        out.push(':');
+        push_padded(out, sec, 2);
+    }
 }
 
 /// An exact `int` as i64 (a bool, another type or an overflow: None).
@@ -206,7 +225,7 @@ impl ImageLayout {
         let mut s = String::with_capacity(26);
         if tp == t.datetime.cls.as_ptr() {
             let [y, mo, d, h, mi, sec, us, fsp] = slot_ints::<8>(v, &t.datetime)?;
-            let _ = write!(s, "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{sec:02}");
+            push_date_time(&mut s, [y, mo, d], Some([h, mi, sec]));
             push_frac(&mut s, us, fsp);
         } else if tp == t.timestamp.cls.as_ptr() {
             let [seconds, us, fsp] = slot_ints::<3>(v, &t.timestamp)?;
@@ -221,11 +240,11 @@ impl ImageLayout {
             }
             let (days, secs) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
             let (y, mo, d) = civil_from_days(days);
-            let _ = write!(s, "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+            push_date_time(&mut s, [y, mo, d], Some([secs / 3600, secs / 60 % 60, secs % 60]));
             push_frac(&mut s, us, fsp);
         } else if tp == t.date.cls.as_ptr() {
             let [y, mo, d] = slot_ints::<3>(v, &t.date)?;
-            let _ = write!(s, "{y:04}-{mo:02}-{d:02}");
+            push_date_time(&mut s, [y, mo, d], None);
         } else if tp == t.time.cls.as_ptr() {
             // SAFETY: v is an instance of t.time.cls; the first slot is `negative`
             let negative = unsafe { slot(v, t.time.offsets[0]) };
@@ -245,7 +264,14 @@ impl ImageLayout {
                 parts[k] = exact_int(unsafe { slot(v, *off) })?;
             }
             let [h, mi, sec, us, fsp] = parts;
-            let _ = write!(s, "{}{h:02}:{mi:02}:{sec:02}", if neg { "-" } else { "" });
+            if neg {
+                s.push('-');
+            }
+            push_padded(&mut s, h, 2);
+            s.push(':');
+            push_padded(&mut s, mi, 2);
+            s.push(':');
+            push_padded(&mut s, sec, 2);
             push_frac(&mut s, us, fsp);
         } else {
             return None;
@@ -302,7 +328,12 @@ impl ImageLayout {
             }
             if ffi::PyLong_CheckExact(p) != 0 {
                 let Some(n) = exact_int(p) else { return self.python_pair(py, col, v, json, text) };
-                let s = if col.year { format!("{n:04}") } else { n.to_string() };
+                let mut s = String::with_capacity(20);
+                if col.year {
+                    push_padded(&mut s, n, 4);
+                } else {
+                    push_int(&mut s, n);
+                }
                 if col.year || !(-MAX_SAFE..=MAX_SAFE).contains(&n) {
                     json.push('"');
                     json.push_str(&s);
@@ -322,9 +353,7 @@ impl ImageLayout {
                 }
                 let mut s = String::with_capacity(2 + 2 * raw.len());
                 s.push_str("0x");
-                for b in raw {
-                    let _ = write!(s, "{b:02x}");
-                }
+                push_hex(&mut s, raw);
                 json.push('"');
                 json.push_str(&s);
                 json.push('"');
