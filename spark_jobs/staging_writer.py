@@ -108,7 +108,7 @@ class PartWriter:
 
         if self._writer is None:
             self._sink = pa.BufferOutputStream()
-            self._writer = pq.ParquetWriter(self._sink, self.schema)
+            self._writer = pq.ParquetWriter(self._sink, self.schema, write_statistics=self._statistics())
         group = pa.Table.from_batches(self._pending, schema=self.schema)
         self._writer.write_table(group)
         self._wrote(group)
@@ -127,6 +127,11 @@ class PartWriter:
 
     def _name(self, n: int) -> str:
         return part_name(self.kind, self.task, n)
+
+    def _statistics(self) -> bool | list[str]:
+        """Which columns get Parquet min/max statistics: none in a staging part, which Spark
+        reads whole once (computing them is a tenth of a part's write)."""
+        return False
 
     def _wrote(self, group: Any) -> None:
         """Hook: a row group was written."""
@@ -150,6 +155,18 @@ class DataFileWriter(PartWriter):
 
     def _name(self, n: int) -> str:
         return f"{self.folder}/part-{self.task:05d}-{n:04d}-{self.token}.snappy.parquet"
+
+    def _statistics(self) -> bool | list[str]:
+        """The Delta stats columns (their bounds come from the footer) and every column of a
+        fixed-width type (cheap, and what Spark's row-group filters use); not the other text,
+        binary and nested columns (``fields`` JSON, row images, SQL), whose min/max no reader
+        uses and which cost most of the statistics' CPU."""
+        import pyarrow as pa
+
+        wanted = set(self._stats.columns)
+        return [f.name for f in self.schema
+                if f.name in wanted or not (pa.types.is_nested(f.type) or pa.types.is_string(f.type)
+                                            or pa.types.is_binary(f.type))]
 
     def _wrote(self, group: Any) -> None:
         self._stats.note(group)
