@@ -300,3 +300,43 @@ def test_batches_are_cut_at_batch_rows_in_each_tables_schema():
     assert [{**r, "commit_time": None, "commit_date": None} for r in early["row_changes"]] == [
         {**r, "commit_time": None, "commit_date": None} for r in whole["row_changes"]]
     assert [r["commit_time"] for r in early["row_changes"]] == [r["event_time"] for r in early["row_changes"]]
+
+
+def test_rows_event_heads_follow_their_table_flags_and_table_id():
+    """Each rows event's bronze fields are its own head (kept per table, type, table id, flags
+    and extra data): chunked statements (STMT_END_F on the last chunk only), two tables, and a
+    table id mapped again to another table."""
+    import io
+
+    from binlog_parser.reader import read_events
+    from binlog_parser.rows.render import compact_json
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+
+    cols = (Column("id", "INT"), Column("v", "VARCHAR(40)"))
+    a, b = Table("db", "a", cols, table_id=7), Table("db", "b", cols, table_id=8)
+    again = Table("other", "c", cols + (Column("w", "INT"),), table_id=7)  # id 7 reused
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", max_rows_event_size=200)
+    gno = 0
+    for table in (a, b, a, again, b):
+        gno += 1
+        w.begin_transaction(f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{gno}", last_committed=gno - 1,
+                            sequence_number=gno, timestamp=1700000000)
+        w.write_rows(table, [dict({"id": i, "v": "x" * 30}, **({"w": i} if table is again else {}))
+                             for i in range(12)])
+        w.update_rows(table, [({"id": 1, "v": "x", **({"w": 1} if table is again else {})},
+                               {"id": 2, "v": "y", **({"w": 2} if table is again else {})})])
+        w.xid()
+    w.rotate("binlog.000002")
+    data = buf.getvalue()
+    want = {}
+    flags = collections.Counter()
+    for e in read_events(data):
+        if hasattr(e, "fields_head"):
+            want[e.header.pos] = compact_json(dict(e.fields_head(), row_count=len(e.rows),
+                                                   row_images="silver.row_changes"))
+            flags[(e.table_name, e.flags)] += 1
+    out = collect(decode_file(data, source="s", file="binlog.000001"))
+    got = {e["pos"]: e["fields"] for e in out["events"] if e["pos"] in want}
+    assert got == want
+    assert flags[("a", 0)] > 2 and flags[("a", 1)] == 4 and flags[("c", 1)] == 2  # chunks and ends
