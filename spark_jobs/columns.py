@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
 from spark_jobs.schemas import spec
 
@@ -85,17 +86,74 @@ def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
                                                     pa.py_buffer(offsets)], null_count=nulls, children=[entries])
 
 
+def row_kind(arrow_type: Any) -> str:
+    """How a ``RowColumns`` (``native/src/columns.rs``) holds a column of ``arrow_type``."""
+    import pyarrow as pa
+
+    if pa.types.is_int64(arrow_type) or pa.types.is_timestamp(arrow_type):
+        return "int64"  # a timestamp's values are appended as integer microseconds
+    if pa.types.is_int32(arrow_type):
+        return "int32"
+    if pa.types.is_boolean(arrow_type):
+        return "bool"
+    if pa.types.is_string(arrow_type):
+        return "utf8"
+    if pa.types.is_binary(arrow_type):
+        return "binary"
+    return "object"
+
+
+def array_from_parts(parts: Any, arrow_type: Any) -> Any:
+    """One ``RowColumns.take`` column as an Arrow array: its buffers wrapped as they are, or
+    (kind ``object``) its Python values converted."""
+    import pyarrow as pa
+
+    if isinstance(parts, list):
+        return pa.array(parts, arrow_type)
+    if len(parts) == 5:
+        return _utf8_from_buffers(parts, arrow_type)
+    rows, nulls, validity, values = parts
+    return pa.Array.from_buffers(arrow_type, rows, [None if validity is None else pa.py_buffer(validity),
+                                                    pa.py_buffer(values)], null_count=nulls)
+
+
+class _RowLists:
+    """The pure-Python form of ``RowColumns``: one list per column, appended a row at a time."""
+
+    __slots__ = ("lists",)
+
+    def __init__(self, columns: int) -> None:
+        self.lists: list[list[Any]] = [[] for _ in range(columns)]
+
+    def __len__(self) -> int:
+        return len(self.lists[0]) if self.lists else 0
+
+    def append(self, *values: Any) -> None:
+        if len(values) != len(self.lists):
+            raise TypeError(f"a row has {len(self.lists)} values, not {len(values)}")
+        for column, value in zip(self.lists, values, strict=True):
+            column.append(value)
+
+    def take(self) -> list[list[Any]]:
+        out, self.lists = self.lists, [[] for _ in self.lists]
+        return out
+
+
 class TableColumns:
     """The rows of one table being built, column by column.
 
-    ``add`` has one attribute per appended column, the bound ``append`` of its buffer (bind it
-    once, call it per row): ``add.pos(123)``. :meth:`take_batch` turns the buffers into one
-    ``pyarrow.RecordBatch`` and empties them (the bound appends stay valid).
+    A table without group columns is appended a row at a time: :attr:`row` takes one value per
+    :attr:`row_columns` column, in that (the schema's) order, and is the extension's
+    ``RowColumns.append`` when it is built (the values go straight into Arrow buffers) or a
+    Python list per column. A table with group columns (``silver.row_changes``) keeps a list
+    per column instead, and ``add`` has one attribute per column, the bound ``append`` of its
+    list: ``add.pos(123)``. :meth:`take_batch` turns the buffers into one
+    ``pyarrow.RecordBatch`` and empties them (``row`` and the bound appends stay valid).
     """
 
     def __init__(self, table: str, constants: Mapping[str, Any] | None = None,
                  group_columns: Iterable[str] = (), images: Any = None,
-                 image_columns: Sequence[str] = ()) -> None:
+                 image_columns: Sequence[str] = (), row_columns: Sequence[str] | None = None) -> None:
         ts = spec(table)
         self.table = table
         self.schema = ts.arrow_schema
@@ -105,15 +163,26 @@ class TableColumns:
         #: the row image sink (:func:`image_arrays`) and the four columns it holds, in its order
         self.images = images
         self.image_columns = tuple(image_columns) if images is not None else ()
-        self.buffers: dict[str, Any] = {
-            c: [] for c in ts.column_names
-            if c not in self.constants and c not in self.dates and c not in self.image_columns}
+        appended = [c for c in ts.column_names
+                    if c not in self.constants and c not in self.dates and c not in self.image_columns]
+        #: the columns :attr:`row` takes, in order (none for a table with group columns)
+        self.row_columns: tuple[str, ...] = () if self.group_columns else tuple(appended)
+        if row_columns is not None and tuple(row_columns) != self.row_columns:
+            raise ValueError(f"{table}: rows are appended as {self.row_columns}, not {tuple(row_columns)}")
+        self._rows: Any = None
+        if self.row_columns:
+            self._rows = _native.row_columns([row_kind(self.schema.field(c).type) for c in self.row_columns])
+            if self._rows is None:
+                self._rows = _RowLists(len(self.row_columns))
+        self.row = self._rows.append if self._rows is not None else None
+        self.buffers: dict[str, Any] = {} if self.row_columns else {c: [] for c in appended}
         self.add = SimpleNamespace(**{c: b.append for c, b in self.buffers.items()})
         #: per row, the index of its group (only when there are group columns)
         self.group_of_row: list[int] = []
         self._groups = 0
-        #: a row-level buffer: its length is the number of rows appended since the last batch
-        self.row_buffer = next(b for c, b in self.buffers.items() if c not in self.group_columns)
+        #: what holds one value per row: its length is the rows appended since the last batch
+        self.row_buffer: Any = self._rows if self._rows is not None else next(
+            b for c, b in self.buffers.items() if c not in self.group_columns)
 
     def __len__(self) -> int:
         """Rows appended since the last batch."""
@@ -133,7 +202,7 @@ class TableColumns:
         lengths = {c: len(b) for c, b in self.buffers.items()}
         if self.images is not None:
             lengths.update(dict.fromkeys(self.image_columns, len(self.images)))
-        rows = {v for c, v in lengths.items() if c not in self.group_columns}
+        rows = {v for c, v in lengths.items() if c not in self.group_columns} | ({n} if self._rows is not None else set())
         groups = {lengths[c] for c in self.group_columns}
         if rows != {n} or (self.group_columns and (groups != {self._groups} or len(self.group_of_row) != n)):
             raise ValueError(f"{self.table}: columns of unequal length {lengths} "
@@ -143,6 +212,9 @@ class TableColumns:
         if self.images is not None:
             types = [self.schema.field(c).type for c in self.image_columns]
             arrays.update(zip(self.image_columns, image_arrays(self.images, types), strict=True))
+        if self._rows is not None:
+            for name, parts in zip(self.row_columns, self._rows.take(), strict=True):
+                arrays[name] = array_from_parts(parts, self.schema.field(name).type)
         for field in self.schema:
             name = field.name
             if name in self.constants:

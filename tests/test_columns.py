@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -12,22 +13,35 @@ from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
 from spark_jobs.columns import TableColumns, image_arrays
 from spark_jobs.schemas import spec
+from tests._native_util import native_extension
 
 UTC = dt.UTC
 US = 1_000_000
 
 
 def _statement(cols: TableColumns, pos: int, event_us: int | None, sql: str) -> None:
-    s = cols.add
-    for name, value in (("pos", pos), ("payload_index", None), ("gtid", "u:1"), ("trx_pos", 4),
-                        ("event_time", event_us), ("server_id", 7), ("db", "shop"), ("sql", sql),
-                        ("kind", "DDL"), ("thread_id", 9), ("exec_time", 0), ("error_code", 0),
-                        ("status_vars", None), ("event_type", "QUERY")):
-        getattr(s, name)(value)
+    values = {"pos": pos, "payload_index": None, "gtid": "u:1", "trx_pos": 4, "event_time": event_us,
+              "server_id": 7, "db": "shop", "sql": sql, "kind": "DDL", "thread_id": 9, "exec_time": 0,
+              "error_code": 0, "status_vars": None, "event_type": "QUERY"}
+    cols.row(*(values[c] for c in cols.row_columns))
 
 
-def test_a_batch_has_the_tables_schema_constants_and_dates() -> None:
+def _modes() -> list[Any]:
+    """The row buffers with the extension (when built) and without (Python lists)."""
+    built = _native.use_native(None)
+    return [pytest.param(True, id="extension", marks=pytest.mark.skipif(not built, reason="extension not built")),
+            pytest.param(False, id="python")]
+
+
+@pytest.fixture(params=_modes())
+def native(request: pytest.FixtureRequest) -> Iterator[bool]:
+    with native_extension(request.param):
+        yield request.param
+
+
+def test_a_batch_has_the_tables_schema_constants_and_dates(native: bool) -> None:
     cols = TableColumns("silver.statements", {"source": "s", "file": "binlog.000002", "file_seq": 2})
+    assert (type(cols.row_buffer).__name__ == "RowColumns") is native
     _statement(cols, 120, 86_400 * US + 5, "CREATE TABLE t (a INT)")
     _statement(cols, 300, None, "DROP TABLE t")
     assert len(cols) == 2
@@ -49,15 +63,66 @@ def test_a_batch_has_the_tables_schema_constants_and_dates() -> None:
     assert (row["pos"], row["event_date"]) == (400, dt.date(1970, 1, 1))
 
 
-def test_a_date_is_the_first_non_null_of_its_timestamps() -> None:
+def test_a_date_is_the_first_non_null_of_its_timestamps(native: bool) -> None:
     """silver.transactions.commit_date: of commit_time, else of begin_time."""
     cols = TableColumns("silver.transactions", {"source": "s", "file": "f", "file_seq": None})
     for commit_us, begin_us in ((None, 3 * 86_400 * US), (86_400 * US, 0), (None, None)):
-        for c in cols.buffers:
-            getattr(cols.add, c)({"commit_time": commit_us, "begin_time": begin_us, "statements": [],
-                                  "tables": []}.get(c))
+        values = {"commit_time": commit_us, "begin_time": begin_us, "statements": [], "tables": []}
+        cols.row(*(values.get(c) for c in cols.row_columns))
     days = [r["commit_date"] for r in cols.take_batch().to_pylist()]
     assert days == [dt.date(1970, 1, 4), dt.date(1970, 1, 2), None]
+
+
+#: one bronze.events row per kind of value at its edges: NULLs, int32/int64 bounds, non-ASCII
+#: and empty text, bytes with a NUL, timestamps before 1970
+EDGE_EVENTS = [
+    {"pos": 4, "payload_index": 2 ** 31 - 1, "payload_offset": -(2 ** 63), "next_pos": 2 ** 63 - 1, "type_code": -(2 ** 31),
+     "event_type": "é 日本 😀", "event_time": -1, "server_id": 0, "event_size": 19, "log_pos": 0, "flags": 0,
+     "checksum": "", "gtid": None, "trx_pos": None, "db": None, "table_name": "t\x00", "fields": "{}", "raw": b"\x00\xff"},
+    dict.fromkeys(("pos", "payload_index", "payload_offset", "next_pos", "type_code", "event_type", "event_time",
+                   "server_id", "event_size", "log_pos", "flags", "checksum", "gtid", "trx_pos", "db", "table_name",
+                   "fields", "raw")),
+]
+
+
+def test_row_buffers_with_and_without_the_extension_give_the_same_batch() -> None:
+    if not _native.use_native(None):
+        pytest.skip("compiled extension not built")
+    batches = []
+    for enabled in (True, False):
+        with native_extension(enabled):
+            cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
+            for _ in range(3):  # more than a byte of validity bits
+                for row in EDGE_EVENTS * 3:
+                    cols.row(*(row[c] for c in cols.row_columns))
+            batch = cols.take_batch()
+            batch.validate(full=True)
+            batches.append(batch)
+    assert batches[0].equals(batches[1])
+    assert batches[0].column("raw").to_pylist()[:2] == [b"\x00\xff", None]
+
+
+@pytest.mark.parametrize("bad, error", [
+    ({"payload_index": 2 ** 31}, OverflowError), ({"pos": 2 ** 63}, OverflowError), ({"pos": "4"}, TypeError),
+    ({"raw": "text"}, TypeError), ({"fields": b"\xff"}, ValueError), ({"fields": "\udcff"}, UnicodeEncodeError)])
+def test_a_row_the_extension_cannot_hold_keeps_nothing(bad: dict[str, Any], error: type[Exception]) -> None:
+    """A value of another type or out of its column's range fails the row, as ``pa.array``
+    fails the batch; the rows before it stay whole."""
+    if not _native.use_native(None):
+        pytest.skip("compiled extension not built")
+    cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
+    cols.row(*(EDGE_EVENTS[0][c] for c in cols.row_columns))
+    with pytest.raises(error):
+        cols.row(*(dict(EDGE_EVENTS[0], **bad)[c] for c in cols.row_columns))
+    with pytest.raises(TypeError):
+        cols.row(1, 2)
+    assert len(cols) == 1
+    assert cols.take_batch().to_pylist()[0]["raw"] == b"\x00\xff"
+
+
+def test_row_columns_are_checked_against_the_schema() -> None:
+    with pytest.raises(ValueError, match="appended as"):
+        TableColumns("silver.statements", {"source": "s", "file": "f", "file_seq": 1}, row_columns=("sql", "pos"))
 
 
 def _image_sinks() -> list[Any]:

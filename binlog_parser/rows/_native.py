@@ -133,6 +133,13 @@ def image_columns() -> Any:
     return None if module is None else module.ImageColumns()
 
 
+def row_columns(kinds: list[str]) -> Any:
+    """A new ``RowColumns`` of the extension (a table's columns as Arrow buffers, appended a row
+    at a time; ``kinds``: ``spark_jobs.columns.row_kind`` of each), or None without it."""
+    module = extension()
+    return None if module is None else module.RowColumns(kinds)
+
+
 def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],
                  row_change_type: type) -> Any:
     """The extension's ``ImageLayout`` of one image's columns (``render.ImageRenderer``), or

@@ -1,20 +1,25 @@
 //! Arrow column buffers filled in Rust: `ImageColumns`, the four row image columns of
-//! `silver.row_changes` (two `map<string,string>`, two JSON strings).
+//! `silver.row_changes` (two `map<string,string>`, two JSON strings), and `RowColumns`, the
+//! columns of a table appended row by row (ints, timestamps, bools, strings, bytes).
 //!
-//! `render_changes_into` writes each rendered value's bytes straight into these buffers, so no
-//! Python `str` is made per value and no Python list is walked by `pa.array` per batch: `take`
-//! hands the buffers over as `bytes` (Arrow's own layout: validity bitmap, i32 offsets, UTF-8
-//! data), and `spark_jobs.columns` wraps them as Arrow arrays without another pass over the values.
+//! `render_changes_into` writes each rendered value's bytes straight into `ImageColumns`, so no
+//! Python `str` is made per value; `RowColumns.append` takes a whole row in one call. Neither
+//! leaves a Python list for `pa.array` to walk per batch: `take` hands the buffers over as
+//! `bytes` (Arrow's own layout: validity bitmap, values or i32 offsets and data), and
+//! `spark_jobs.columns` wraps them as Arrow arrays without another pass over the values.
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::render::str_utf8;
 
 /// Why a value cannot go into a buffer: an Arrow string array holds at most 2 GiB - 1 bytes.
 pub(crate) struct Overflow;
 
 fn overflow_err() -> PyErr {
-    PyOverflowError::new_err("silver.row_changes: the row images of one batch pass 2 GiB (an Arrow string column's limit)")
+    PyOverflowError::new_err("the text of one batch passes 2 GiB (an Arrow string column's limit)")
 }
 
 /// An Arrow validity bitmap being built (bit set: a value), with its NULL count.
@@ -250,5 +255,172 @@ impl ImageColumns {
         let [b, a] = &mut self.maps;
         let [bj, aj] = &mut self.jsons;
         (b.take(py)?, a.take(py)?, bj.take(py)?, aj.take(py)?).into_pyobject(py)
+    }
+}
+
+/// How `RowColumns` holds one column: the Arrow layout it builds.
+enum RowColumn {
+    /// int64 (and timestamp[us], which is its int64 microseconds) or int32 (`narrow`)
+    Int { values: Vec<i64>, validity: Validity, narrow: bool },
+    Bool { values: Validity, validity: Validity },
+    /// string (`utf8`: str, or bytes that are UTF-8) or binary (bytes-like)
+    Bytes { data: Utf8Builder, utf8: bool },
+    /// anything else (lists, ...): the Python objects, for `pa.array`
+    Object(Vec<Py<PyAny>>),
+}
+
+impl RowColumn {
+    fn len(&self) -> usize {
+        match self {
+            RowColumn::Int { values, .. } => values.len(),
+            RowColumn::Bool { validity, .. } => validity.len,
+            RowColumn::Bytes { data, .. } => data.len(),
+            RowColumn::Object(v) => v.len(),
+        }
+    }
+
+    fn push(&mut self, v: &Bound<'_, PyAny>) -> PyResult<()> {
+        let none = v.is_none();
+        match self {
+            RowColumn::Int { values, validity, narrow } => {
+                let n: i64 = if none { 0 } else { v.extract()? };
+                if *narrow && i32::try_from(n).is_err() {
+                    return Err(PyOverflowError::new_err(format!("{n} does not fit an int32 column")));
+                }
+                values.push(n);
+                validity.push(!none);
+            }
+            RowColumn::Bool { values, validity } => {
+                // SAFETY: identity checks with the two bool singletons
+                let b = unsafe { v.as_ptr() == ffi::Py_True() };
+                if !none && !b && unsafe { v.as_ptr() != ffi::Py_False() } {
+                    return Err(PyTypeError::new_err("a bool column takes True, False or None"));
+                }
+                values.push(b);
+                validity.push(!none);
+            }
+            RowColumn::Bytes { data, utf8 } => {
+                if none {
+                    data.push_null();
+                } else if let Ok(s) = v.cast::<PyString>() {
+                    if !*utf8 {
+                        return Err(PyTypeError::new_err("a binary column takes bytes, not str"));
+                    }
+                    // SAFETY: a live str; lone surrogates: UnicodeEncodeError, as pa.array
+                    let bytes = match unsafe { str_utf8(s.as_ptr()) } {
+                        Some(t) => t.as_bytes(),
+                        None => s.to_str()?.as_bytes(),
+                    };
+                    data.push(bytes).map_err(|_| overflow_err())?;
+                } else {
+                    let raw: Vec<u8> = v.extract()?; // bytes, bytearray, memoryview
+                    if *utf8 && std::str::from_utf8(&raw).is_err() {
+                        return Err(PyValueError::new_err("bytes for a string column are not UTF-8"));
+                    }
+                    data.push(&raw).map_err(|_| overflow_err())?;
+                }
+            }
+            RowColumn::Object(values) => values.push(v.clone().unbind()),
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        match self {
+            RowColumn::Int { values, validity, .. } => {
+                values.truncate(rows);
+                validity.truncate(rows);
+            }
+            RowColumn::Bool { values, validity } => {
+                values.truncate(rows);
+                validity.truncate(rows);
+            }
+            RowColumn::Bytes { data, .. } => data.truncate(rows),
+            RowColumn::Object(v) => v.truncate(rows),
+        }
+    }
+
+    /// Int: `(rows, nulls, validity or None, little-endian values)`; Bool: `(rows, nulls,
+    /// validity or None, value bitmap)`; Bytes: `Utf8Builder::take`'s; Object: the list.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rows = self.len();
+        Ok(match self {
+            RowColumn::Int { values, validity, narrow } => {
+                let (nulls, bits) = validity.take(py);
+                let data: Vec<u8> = if *narrow {
+                    values.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect()
+                } else {
+                    values.iter().flat_map(|x| x.to_le_bytes()).collect()
+                };
+                values.clear();
+                (rows, nulls, bits, PyBytes::new(py, &data)).into_pyobject(py)?.into_any()
+            }
+            RowColumn::Bool { values, validity } => {
+                let (nulls, bits) = validity.take(py);
+                let data = PyBytes::new(py, &values.bits);
+                *values = Validity::default();
+                (rows, nulls, bits, data).into_pyobject(py)?.into_any()
+            }
+            RowColumn::Bytes { data, .. } => data.take(py)?.into_any(),
+            RowColumn::Object(values) => PyList::new(py, values.drain(..))?.into_any(),
+        })
+    }
+}
+
+/// The columns of one table appended a row at a time (`append(*values)`, in the kinds' order).
+#[pyclass(module = "binlog_parser._native_ext")]
+pub struct RowColumns {
+    cols: Vec<RowColumn>,
+    rows: usize,
+}
+
+#[pymethods]
+impl RowColumns {
+    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"` or `"object"`.
+    #[new]
+    fn new(kinds: Vec<String>) -> PyResult<Self> {
+        let cols = kinds
+            .iter()
+            .map(|k| {
+                Ok(match k.as_str() {
+                    "int64" | "int32" => RowColumn::Int { values: Vec::new(), validity: Validity::default(), narrow: k == "int32" },
+                    "bool" => RowColumn::Bool { values: Validity::default(), validity: Validity::default() },
+                    "utf8" | "binary" => RowColumn::Bytes { data: Utf8Builder::default(), utf8: k == "utf8" },
+                    "object" => RowColumn::Object(Vec::new()),
+                    other => return Err(PyValueError::new_err(format!("unknown column kind {other}"))),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(RowColumns { cols, rows: 0 })
+    }
+
+    fn __len__(&self) -> usize {
+        self.rows
+    }
+
+    /// One row, a value per column; on an error (a value of another type, an int out of
+    /// range, text that is not UTF-8) nothing of it is kept.
+    #[pyo3(signature = (*values))]
+    fn append(&mut self, values: &Bound<'_, PyTuple>) -> PyResult<()> {
+        if values.len() != self.cols.len() {
+            return Err(PyTypeError::new_err(format!("a row has {} values, not {}", self.cols.len(), values.len())));
+        }
+        for (i, (col, v)) in self.cols.iter_mut().zip(values.iter()).enumerate() {
+            if let Err(e) = col.push(&v) {
+                for c in &mut self.cols[..i] {
+                    c.truncate(self.rows);
+                }
+                return Err(e);
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Every column's buffers (`RowColumn::take`), in order; the columns are emptied.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = self.cols.iter_mut().map(|c| c.take(py)).collect::<PyResult<Vec<_>>>()?;
+        self.rows = 0;
+        PyList::new(py, out)
     }
 }

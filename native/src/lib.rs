@@ -51,7 +51,7 @@ const C_PAD: u32 = 2;
 /// `decode_header_only`, the header-only scan; 4: `ImageLayout` / `render_changes_into`, the row
 /// images rendered, `render.rs`, and `FieldsLayout` / `fields_json`, events' fields as JSON,
 /// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
-/// `render_changes_into` now fills).
+/// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row).
 const ABI: u32 = 5;
 
 mod columns;
@@ -935,6 +935,7 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_rows_event, m)?)?;
     m.add_class::<render::ImageLayout>()?;
     m.add_class::<columns::ImageColumns>()?;
+    m.add_class::<columns::RowColumns>()?;
     m.add_function(wrap_pyfunction!(render::render_changes_into, m)?)?;
     m.add_class::<fields::FieldsLayout>()?;
     m.add_function(wrap_pyfunction!(fields::fields_json, m)?)?;
