@@ -23,7 +23,7 @@ What keeps the per-row work small:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -174,7 +174,7 @@ class TableColumns:
             self._rows = _native.row_columns([row_kind(self.schema.field(c).type) for c in self.row_columns])
             if self._rows is None:
                 self._rows = _RowLists(len(self.row_columns))
-        self.row = self._rows.append if self._rows is not None else None
+        self.row: Callable[..., None] = self._rows.append if self._rows is not None else self._grouped
         self.buffers: dict[str, Any] = {} if self.row_columns else {c: [] for c in appended}
         self.add = SimpleNamespace(**{c: b.append for c, b in self.buffers.items()})
         #: per row, the index of its group (only when there are group columns)
@@ -187,6 +187,9 @@ class TableColumns:
     def __len__(self) -> int:
         """Rows appended since the last batch."""
         return len(self.row_buffer)
+
+    def _grouped(self, *values: Any) -> None:
+        raise TypeError(f"{self.table} has group columns: its values go through add")
 
     def end_group(self, rows: int) -> None:
         """The group just begun (one value per group column, some maybe appended later) holds

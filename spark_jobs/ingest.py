@@ -217,17 +217,11 @@ def _failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -
 
     file_seq = split_series(piece["file"])[1]
     quarantine = TableColumns("bronze.quarantine", {"source": piece["source"], "file": piece["file"],
-                                                    "file_seq": file_seq, "run_id": run_id})
-    q = quarantine.add
-    q.pos(piece["start"])
-    q.scope("file" if piece["start"] == 0 else "range")
-    q.type_code(None)
-    q.event_type(None)
-    q.error_class(type(exc).__name__)
-    q.error_message(str(exc) or repr(exc))
-    q.range_start(piece["start"])
-    q.range_end(piece["end"] if piece["end"] < piece["size"] else None)
-    q.raw_head(None)
+                                                    "file_seq": file_seq, "run_id": run_id},
+                              row_columns=records.QUARANTINE_COLUMNS)
+    quarantine.row(piece["start"], "file" if piece["start"] == 0 else "range", None, None, type(exc).__name__,
+                   str(exc) or repr(exc), piece["start"], piece["end"] if piece["end"] < piece["size"] else None,
+                   None)
     yield "quarantine", quarantine.take_batch()
     yield "file_facts", {
         "source": piece["source"], "file": piece["file"], "file_seq": file_seq, "uri": piece["uri"],

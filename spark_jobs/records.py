@@ -258,6 +258,50 @@ class _EventPlace(NamedTuple):
     table: str | None
 
 
+#: ``_EventPlace(...)`` without the generated Python ``__new__`` (one per rows event)
+_new_place = tuple.__new__
+
+# The columns of the tables appended a row at a time, in the order the row calls give their
+# values (TableColumns checks it against the schema when it is built).
+EVENT_COLUMNS = ("pos", "payload_index", "payload_offset", "next_pos", "type_code", "event_type",
+                  "event_time", "server_id", "event_size", "log_pos", "flags", "checksum", "gtid",
+                  "trx_pos", "db", "table_name", "fields", "raw")
+QUARANTINE_COLUMNS = ("pos", "scope", "type_code", "event_type", "error_class", "error_message",
+                       "range_start", "range_end", "raw_head")
+TRX_COLUMNS = ("start_pos", "end_pos", "gtid", "gtid_kind", "uuid", "tag", "gno", "mariadb_domain_id",
+                "mariadb_server_id", "mariadb_seq_no", "last_committed", "sequence_number", "begin_time",
+                "commit_time", "original_commit_time", "immediate_commit_time", "original_server_version",
+                "immediate_server_version", "transaction_length", "server_id", "xid", "events",
+                "row_changes", "statements", "tables", "kind", "end_event", "complete")
+STATEMENT_COLUMNS = ("pos", "payload_index", "gtid", "trx_pos", "event_time", "server_id", "db", "sql", "kind",
+                      "thread_id", "exec_time", "error_code", "status_vars", "event_type")
+
+# How _on_event handles a type code: one dict lookup per event instead of a chain of set tests.
+_ON_OTHER, _ON_ROWS, _ON_TABLE_MAP, _ON_QUERY, _ON_ANNOTATION, _ON_XID, _ON_XA_PREPARE, _ON_TRX_START = range(8)
+_HANDLING: dict[int, int] = {
+    **dict.fromkeys(_ROWS_TYPES, _ON_ROWS), _TABLE_MAP: _ON_TABLE_MAP,
+    **dict.fromkeys(_QUERY_TYPES, _ON_QUERY), **dict.fromkeys(_ANNOTATION_TYPES, _ON_ANNOTATION),
+    _XID: _ON_XID, _XA_PREPARE: _ON_XA_PREPARE, **dict.fromkeys(_TRX_START_TYPES, _ON_TRX_START)}
+#: the only type codes _note_file_facts looks at
+_FILE_FACT_TYPES = frozenset({_FDE, _START_V3, _PREVIOUS_GTIDS, _GTID_LIST, _ROTATE, _STOP})
+#: ``event.name`` of the defined codes (``event_type_name``'s table; other codes ask ``event.name``)
+_TYPE_NAMES: dict[int, str] = {int(t): t.name for t in EventType}
+#: silver.row_changes.operation by rows event type code
+_OPERATION: dict[int, str] = {**dict.fromkeys(_DELETE_TYPES, "delete"), **dict.fromkeys(_UPDATE_TYPES, "update"),
+                              **dict.fromkeys(_INSERT_TYPES, "insert")}
+_ANONYMOUS_GTID = int(_T.ANONYMOUS_GTID)
+#: the fields of an event read only as JSON (never mutated)
+_NO_FIELDS: dict[str, Any] = {}
+
+
+def _query_word(sql: str) -> str:
+    """``sql.strip().upper()`` as far as the transaction logic compares it: equal to it when it is
+    9 characters or fewer, else its head (``upper`` maps each character to one or more, so a head
+    of 9 can equal none of BEGIN / COMMIT / ROLLBACK and starts as the whole does), without
+    upper-casing a long statement."""
+    return sql.strip()[:9].upper()
+
+
 class RangeDecoder:
     """Decode the events of ``data`` (file bytes ``[range_start, range_start + len(data))``).
 
@@ -324,19 +368,23 @@ class RangeDecoder:
         same = {"source": self.source, "file": self.file, "file_seq": self.file_seq}
         self._images = new_image_sink()  # the row image columns: the renderer appends to them
         self.tables: dict[str, TableColumns] = {
-            "events": TableColumns("bronze.events", same),
-            "quarantine": TableColumns("bronze.quarantine", dict(same, run_id=self.run_id)),
-            "transactions": TableColumns("silver.transactions", same),
+            "events": TableColumns("bronze.events", same, row_columns=EVENT_COLUMNS),
+            "quarantine": TableColumns("bronze.quarantine", dict(same, run_id=self.run_id),
+                                       row_columns=QUARANTINE_COLUMNS),
+            "transactions": TableColumns("silver.transactions", same, row_columns=TRX_COLUMNS),
             "row_changes": TableColumns(
                 "silver.row_changes", same, images=self._images,
                 image_columns=("before", "after", "before_json", "after_json"),
                 group_columns=("pos", "payload_index", "gtid", "trx_pos", "commit_time", "event_time",
                                "server_id", "db", "table_name", "operation", "event_type")),
-            "statements": TableColumns("silver.statements", same),
+            "statements": TableColumns("silver.statements", same, row_columns=STATEMENT_COLUMNS),
         }
         t = self.tables
-        self._ev, self._q, self._tx = t["events"].add, t["quarantine"].add, t["transactions"].add
-        self._rc, self._st = t["row_changes"].add, t["statements"].add
+        # one call per row (in the order of EVENT_COLUMNS, ...); row_changes' event columns
+        # once per rows event through ``add``
+        self._ev, self._q, self._tx, self._st = t["events"].row, t["quarantine"].row, t["transactions"].row, \
+            t["statements"].row
+        self._rc = t["row_changes"].add
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
         self._rc_buffers = t["row_changes"].buffers
 
@@ -402,16 +450,8 @@ class RangeDecoder:
                        f"next event found by {skip.found_by.replace('_', ' ')})")
             head, start, end = skip.head, skip.start, skip.end
             self.facts["skipped_ranges"].append([skip.start, skip.end])
-        q = self._q
-        q.pos(pos)
-        q.scope(scope)
-        q.type_code(type_code)
-        q.event_type(event_type_name(type_code) if type_code is not None else None)
-        q.error_class(type(exc).__name__)
-        q.error_message(message)
-        q.range_start(start)
-        q.range_end(end)
-        q.raw_head(head)
+        self._q(pos, scope, type_code, event_type_name(type_code) if type_code is not None else None,
+                type(exc).__name__, message, start, end, head)
 
     def _quarantine_skip(self, skip: SkippedBytes) -> None:
         exc = skip.error
@@ -429,37 +469,43 @@ class RangeDecoder:
         context = self.context
         start: int | None = None
         limit, ev_rows, rc_rows = self.batch_rows, self._ev_rows, self._rc_rows
-        while True:
-            reader = self._reader(start, context)
-            try:
-                for item in reader.records():
-                    if item.__class__ is SkippedBytes:
-                        assert isinstance(item, SkippedBytes)
-                        self._quarantine_skip(item)
-                    else:
-                        self._on_event(item)
-                    if len(ev_rows) >= limit or len(rc_rows) >= limit:
-                        yield from self._full_batches()
-                self._pos = max(self._pos, reader.position)
-                return
-            except TruncatedEventError as exc:
-                self._pos = max(self._pos, reader.position)
-                if self.is_last_range:
-                    self.facts["truncated"] = True
-                    self._quarantine(exc, "tail", exc.offset, exc.type_code)
-                else:
-                    self._quarantine(exc, "range", exc.offset, exc.type_code)
-                return
-            except BinlogError as exc:
-                start = self._after_bad_event(exc, reader)
-                if start is None:
+        on_event = self._on_event
+        events = 0  # counted here, into facts once (not a dict update per event)
+        try:
+            while True:
+                reader = self._reader(start, context)
+                try:
+                    for item in reader.records():
+                        if item.__class__ is SkippedBytes:
+                            assert isinstance(item, SkippedBytes)
+                            self._quarantine_skip(item)
+                        else:
+                            events += 1
+                            on_event(item)
+                        if len(ev_rows) >= limit or len(rc_rows) >= limit:
+                            yield from self._full_batches()
+                    self._pos = max(self._pos, reader.position)
                     return
-                context = reader.context
-            except Exception as exc:  # a decoder bug: keep it, never crash the task
-                pos = reader.position
-                self._quarantine(exc, "range", pos, None)
-                self._pos = max(self._pos, pos)
-                return
+                except TruncatedEventError as exc:
+                    self._pos = max(self._pos, reader.position)
+                    if self.is_last_range:
+                        self.facts["truncated"] = True
+                        self._quarantine(exc, "tail", exc.offset, exc.type_code)
+                    else:
+                        self._quarantine(exc, "range", exc.offset, exc.type_code)
+                    return
+                except BinlogError as exc:
+                    start = self._after_bad_event(exc, reader)
+                    if start is None:
+                        return
+                    context = reader.context
+                except Exception as exc:  # a decoder bug: keep it, never crash the task
+                    pos = reader.position
+                    self._quarantine(exc, "range", pos, None)
+                    self._pos = max(self._pos, pos)
+                    return
+        finally:
+            self.facts["events"] += events
 
     def _after_bad_event(self, exc: BinlogError, reader: BinlogReader) -> int | None:
         """Quarantine an event that failed to decode; where to go on (None: the range ends)."""
@@ -479,81 +525,109 @@ class RangeDecoder:
 
     # -- per event ------------------------------------------------------------------------
     def _on_event(self, event: Any) -> None:
+        """One event: its ``bronze.events`` row, its part in the transaction, its statement or
+        row changes. Runs once per event: one dict lookup picks what the event needs, and the
+        common cases of ``_locate`` and ``_track_transaction`` are inline (their calls, set
+        tests and ``event.name`` were a tenth of a task's CPU)."""
         h = event.header
         tc = h.type_code
-        self.facts["events"] += 1
-        embedded = h.payload_pos is not None
-        pos, payload_index, payload_offset = self._locate(h, tc, embedded)
-        event_us = _us(h.timestamp)
-        if event_us is not None:
-            if self._first_us is None or event_us < self._first_us:
-                self._first_us = event_us
-            if self._last_us is None or event_us > self._last_us:
-                self._last_us = event_us
+        handling = _HANDLING.get(tc, _ON_OTHER)
+        if h.payload_pos is None:  # _locate's top-level case, inline: nearly every event
+            embedded = False
+            pos = h.pos
+            payload_index = payload_offset = None
+            self._payload_pos = self._payload_index = None
+            self._pos = next_pos = h.next_pos
+            if tc == _PAYLOAD:
+                self._payload_end = next_pos
+        else:
+            embedded = True
+            pos, payload_index, payload_offset = self._locate(h, tc, embedded)
+        event_us = self._event_time(h.timestamp)
         fields, fields_json, images = self._event_fields(event, tc, pos)
-        self._note_file_facts(event, h, tc, embedded)
-        self._track_transaction(event, h, tc)
-        trx = self._trx
-        gtid = trx.gtid if trx is not None else None
-        if trx is not None and gtid is None and trx.gtid_kind == "ANONYMOUS":
-            gtid = "ANONYMOUS"
-        trx_pos = trx.start_pos if trx is not None else None
-        db = getattr(event, "schema", None) if tc in _QUERY_TYPES or tc == _TABLE_MAP or tc in _ROWS_TYPES else None
-        table = None
-        if tc == _TABLE_MAP or tc in _ROWS_TYPES:
-            db = fields.get("schema", db)
+        if tc in _FILE_FACT_TYPES:
+            self._note_file_facts(event, h, tc, embedded)
+        sql = word = ""
+        if handling == _ON_QUERY:
+            sql = getattr(event, "query", None) or ""
+            word = "BEGIN" if sql == "BEGIN" else _query_word(sql)  # most are a plain BEGIN
+            self._track_transaction(event, h, tc, handling, word)
+            trx = self._trx
+        elif handling == _ON_TRX_START:
+            self._track_transaction(event, h, tc, handling, word)
+            trx = self._trx
+        else:  # _track_transaction's case of the others, inline
+            trx = self._trx
+            if trx is not None:
+                trx.events += 1
+                if tc != _PAYLOAD:
+                    trx.substantive = True
+        gtid = trx_pos = None
+        if trx is not None:
+            gtid = trx.gtid
+            if gtid is None and trx.gtid_kind == "ANONYMOUS":
+                gtid = "ANONYMOUS"
+            trx_pos = trx.start_pos
+        db = table = None
+        if handling == _ON_ROWS or handling == _ON_TABLE_MAP:
+            db = fields.get("schema", getattr(event, "schema", None))
             table = fields.get("table")
+        elif handling == _ON_QUERY:
+            db = getattr(event, "schema", None)
         if fields_json is None:
             fields_json = self._fields_json(event, tc, fields)
-        at = _EventPlace(pos, payload_index, gtid, trx_pos, event_us, db, table)
-        self._append_event(event, h, at, payload_offset, fields_json, embedded)
-        if tc in _QUERY_TYPES:
-            self._on_query(event, h, fields, at)
-        elif tc in _ANNOTATION_TYPES:
-            if trx is not None:
-                text = getattr(event, "query", None)
-                if text:
-                    trx.statements.append(text)
-        elif tc in _ROWS_TYPES:
-            self._on_rows(event, h, images or 0, at)
-        elif tc == _XID:
-            if trx is not None:
-                trx.xid = getattr(event, "xid", None)
-                self._close_trx(h, cut=False, end_event="XID")
-        elif tc == _XA_PREPARE:
-            if trx is not None:
-                self._close_trx(h, cut=False, end_event="XA_PREPARE")
-
-    def _append_event(self, event: Any, h: Any, at: _EventPlace, payload_offset: int | None,
-                      fields_json: str, embedded: bool) -> None:
-        """The event's ``bronze.events`` row."""
+        name = _TYPE_NAMES.get(tc) or event.name
+        # the bronze.events row
         raw = None
         if self.keep_raw and not embedded:
-            off = h.pos - self.range_start
+            off = pos - self.range_start
             raw = bytes(self.data[off:off + h.event_size])
-        e = self._ev
-        e.pos(at.pos)
-        e.payload_index(at.payload_index)
-        e.payload_offset(payload_offset)
-        e.next_pos(h.next_pos)
-        e.type_code(h.type_code)
-        e.event_type(event.name)
-        e.event_time(at.event_us)
-        e.server_id(h.server_id)
-        e.event_size(h.event_size)
-        e.log_pos(h.log_pos)
-        e.flags(h.flags)
-        e.checksum("none" if h.checksum_ok is None else ("ok" if h.checksum_ok else "bad"))
-        e.gtid(at.gtid)
-        e.trx_pos(at.trx_pos)
-        e.db(at.db or None)
-        e.table_name(at.table)
-        e.fields(fields_json)
-        e.raw(raw)
+        ok = h.checksum_ok
+        self._ev(pos, payload_index, payload_offset, h.next_pos, tc, name, event_us, h.server_id, h.event_size,
+                 h.log_pos, h.flags, "none" if ok is None else ("ok" if ok else "bad"), gtid, trx_pos,
+                 db or None, table, fields_json, raw)
+        if handling == _ON_OTHER or handling == _ON_TABLE_MAP or handling == _ON_TRX_START:
+            return
+        if handling == _ON_ROWS:
+            at = _new_place(_EventPlace, (pos, payload_index, gtid, trx_pos, event_us, db, table))
+            self._on_rows(event, h, images or 0, at, name)
+        elif handling == _ON_QUERY:
+            if word != "BEGIN":  # _on_query does nothing more for a BEGIN
+                at = _new_place(_EventPlace, (pos, payload_index, gtid, trx_pos, event_us, db, table))
+                self._on_query(event, h, fields, at, sql, word, name)
+        elif trx is not None:
+            self._in_transaction(event, h, handling, trx)
+
+    def _in_transaction(self, event: Any, h: Any, handling: int, trx: _Trx) -> None:
+        """An annotation's text, an XID's or XA PREPARE's end of the open transaction."""
+        if handling == _ON_ANNOTATION:
+            text = getattr(event, "query", None)
+            if text:
+                trx.statements.append(text)
+        elif handling == _ON_XID:
+            trx.xid = getattr(event, "xid", None)
+            self._close_trx(h, cut=False, end_event="XID")
+        elif handling == _ON_XA_PREPARE:
+            self._close_trx(h, cut=False, end_event="XA_PREPARE")
+
+    def _event_time(self, seconds: int | None) -> int | None:
+        """A header timestamp in microseconds (:func:`_us`), noted as the range's first or last
+        event time."""
+        if seconds is None or seconds < 0 or seconds > _MAX_TS:
+            return None
+        event_us = seconds * 1_000_000
+        first = self._first_us
+        if first is None or event_us < first:
+            self._first_us = event_us
+        last = self._last_us
+        if last is None or event_us > last:
+            self._last_us = event_us
+        return event_us
 
     def _locate(self, h: Any, tc: int, embedded: bool) -> tuple[int, int | None, int | None]:
         """(pos, payload_index, payload_offset) of an event; events inside a TRANSACTION_PAYLOAD
-        are placed at the payload's position and numbered within it."""
+        are placed at the payload's position and numbered within it (``_on_event`` inlines the
+        top-level case)."""
         if embedded:
             if self._payload_pos != h.payload_pos:
                 self._payload_pos = h.payload_pos
@@ -582,11 +656,16 @@ class RangeDecoder:
                 return hit[1], hit[2], None
             return self._fields(event, tc, pos), None, None
         try:  # only TABLE_MAP and rows events' fields are read here: the others' only as JSON
-            return {}, event_fields_json(event), None
+            return _NO_FIELDS, event_fields_json(event), None
         except Exception as exc:  # rendering bug: keep the event, quarantine the fields
-            self._quarantine(exc, "event", pos, tc)
-            fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
-            return fields, compact_json(fields), None
+            fields, fields_json = self._fields_failed(exc, tc, pos)
+            return fields, fields_json, None
+
+    def _fields_failed(self, exc: Exception, tc: int, pos: int) -> tuple[dict[str, Any], str]:
+        """An event's fields that failed to render: quarantined, the event kept with the error."""
+        self._quarantine(exc, "event", pos, tc)
+        fields = {"_fields_error": f"{type(exc).__name__}: {exc}"}
+        return fields, compact_json(fields)
 
     def _rows_event_fields(self, event: Any, tc: int, pos: int) -> tuple[dict[str, Any], str | None, int]:
         """A rows event's fields, its bronze JSON (the images left to silver.row_changes) and
@@ -692,56 +771,54 @@ class RangeDecoder:
             facts["next_file"] = None
 
 
-    def _track_transaction(self, event: Any, h: Any, tc: int) -> None:
-        """Open / close the transaction around this event and count it in."""
-        if tc in _TRX_START_TYPES:
+    def _track_transaction(self, event: Any, h: Any, tc: int, handling: int, word: str) -> None:
+        """Open / close the transaction around this event and count it in (``word``: a QUERY's
+        :func:`_query_word`). ``_on_event`` calls it for QUERY and GTID events; the other events'
+        case (count it in) is inline there."""
+        if handling == _ON_TRX_START:
             self._close_trx(None, cut=True)
             self._open_trx(event, h)
-        elif tc in _QUERY_TYPES:
-            sql = getattr(event, "query", None) or ""
-            word = sql.strip().upper()
+            trx = self._trx
+            assert trx is not None
+            trx.events += 1
+            return
+        trx = self._trx
+        if handling == _ON_QUERY:
             if word == "BEGIN" or word.startswith("XA START") or word.startswith("XA BEGIN"):
-                if self._trx is None or self._trx.began_with_begin or self._trx.substantive:
+                if trx is None or trx.began_with_begin or trx.substantive:
                     self._close_trx(None, cut=True)
                     self._open_trx(None, h)
-                assert self._trx is not None
-                self._trx.began_with_begin = True
-            elif self._trx is None:
+                    trx = self._trx
+                assert trx is not None
+                trx.began_with_begin = True
+            elif trx is None:
                 self._open_trx(None, h)
-
-        trx = self._trx
-        if trx is not None:
+                trx = self._trx
+                assert trx is not None
             trx.events += 1
-            if tc not in _TRX_START_TYPES and tc != _PAYLOAD:
-                is_begin = tc in _QUERY_TYPES and (getattr(event, "query", "") or "").strip().upper() == "BEGIN"
-                trx.substantive = trx.substantive or not is_begin
+            if word != "BEGIN":
+                trx.substantive = True
+        elif trx is not None:
+            trx.events += 1
+            if tc != _PAYLOAD:
+                trx.substantive = True
 
-    def _on_query(self, event: Any, h: Any, fields: dict[str, Any], at: _EventPlace) -> None:
-        """A statement row, and the statement's part in its transaction (a standalone one closes it)."""
+    def _on_query(self, event: Any, h: Any, fields: dict[str, Any], at: _EventPlace, sql: str, word: str,
+                  name: str) -> None:
+        """A statement row, and the statement's part in its transaction (a standalone one closes it).
+        ``sql``: the event's query ("" for none), ``word``: its :func:`_query_word`, ``name``: its
+        ``event.name``."""
         trx = self._trx
-        sql = getattr(event, "query", None) or ""
-        word = sql.strip().upper()
-        if word in ("BEGIN", "COMMIT"):
+        if word == "BEGIN" or word == "COMMIT":
             if trx is not None and word == "COMMIT":
                 self._close_trx(h, cut=False, end_event="COMMIT")
             return
         kind = statement_kind(sql)
-        s = self._st
-        s.pos(at.pos)
-        s.payload_index(at.payload_index)
-        s.gtid(at.gtid)
-        s.trx_pos(at.trx_pos)
-        s.event_time(at.event_us)
-        s.server_id(h.server_id)
-        s.db(getattr(event, "schema", None) or None)
-        s.sql(sql)
-        s.kind(kind)
-        s.thread_id(getattr(event, "thread_id", None))
-        s.exec_time(getattr(event, "exec_time", None))
-        s.error_code(getattr(event, "error_code", None))
         status_vars = None if "_fields_error" in fields else getattr(event, "status_vars", None)
-        s.status_vars(None if status_vars is None else compact_json(to_json_value(status_vars)))
-        s.event_type(event.name)
+        self._st(at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_us, h.server_id,
+                 getattr(event, "schema", None) or None, sql, kind, getattr(event, "thread_id", None),
+                 getattr(event, "exec_time", None), getattr(event, "error_code", None),
+                 None if status_vars is None else compact_json(to_json_value(status_vars)), name)
         if trx is None:
             return
         if word == "ROLLBACK":
@@ -756,20 +833,20 @@ class RangeDecoder:
             # a standalone statement (DDL, or a GTID + single statement): it closes
             self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
 
-    def _on_rows(self, event: Any, h: Any, images: int, at: _EventPlace) -> None:
+    def _on_rows(self, event: Any, h: Any, images: int, at: _EventPlace, name: str) -> None:
         """The row images of a rows event, held in its transaction until the commit time is
         known (flushed early past ``max_buffered_rows``); ``images``: their number, already in
-        the row image columns (``_rows_event_fields``)."""
+        the row image columns (``_rows_event_fields``); ``name``: the event's ``event.name``."""
         trx = self._trx
         if trx is None:
             self._open_trx(None, h)
             trx = self._trx
             assert trx is not None
             trx.events += 1
-        tc = h.type_code
         trx.has_dml = True
-        if at.db or at.table:
-            trx.tables.add(f"{at.db}.{at.table}")
+        db, table = at.db, at.table
+        if db or table:
+            trx.tables.add(f"{db}.{table}")
         r = self._rc  # the event's columns once (its rows' columns below, one extend each)
         r.pos(at.pos)
         r.payload_index(at.payload_index)
@@ -777,10 +854,10 @@ class RangeDecoder:
         r.trx_pos(at.trx_pos)
         r.event_time(at.event_us)
         r.server_id(h.server_id)
-        r.db(at.db or "")
-        r.table_name(at.table or "")
-        r.operation("insert" if tc in _INSERT_TYPES else ("update" if tc in _UPDATE_TYPES else "delete"))
-        r.event_type(event.name)
+        r.db(db or "")
+        r.table_name(table or "")
+        r.operation(_OPERATION[h.type_code])
+        r.event_type(name)
         n = images
         self._rc_buffers["row_index"].extend(range(n))
         self.tables["row_changes"].end_group(n)
@@ -791,11 +868,11 @@ class RangeDecoder:
             self._flush_rows(trx, None)
 
     def _open_trx(self, event: Any, h: Any) -> None:
-        pos = h.payload_pos if h.payload_pos is not None else h.pos
+        payload_pos = h.payload_pos
         tc = h.type_code
-        trx = _Trx(pos, _us(h.timestamp), h.server_id)
+        trx = _Trx(payload_pos if payload_pos is not None else h.pos, _us(h.timestamp), h.server_id)
         if event is not None and tc in _GTID_TYPES:
-            anonymous = tc == int(_T.ANONYMOUS_GTID)
+            anonymous = tc == _ANONYMOUS_GTID
             tag = getattr(event, "tag", None) or None
             trx.gtid_kind = "ANONYMOUS" if anonymous else ("TAGGED" if tag else "GTID")
             if not anonymous:
@@ -803,9 +880,11 @@ class RangeDecoder:
                 trx.uuid = getattr(event, "uuid", None)
                 trx.tag = tag
                 trx.gno = getattr(event, "gno", None)
-            for f in ("last_committed", "sequence_number", "transaction_length",
-                      "original_server_version", "immediate_server_version"):
-                setattr(trx, f, getattr(event, f, None))
+            trx.last_committed = getattr(event, "last_committed", None)
+            trx.sequence_number = getattr(event, "sequence_number", None)
+            trx.transaction_length = getattr(event, "transaction_length", None)
+            trx.original_server_version = getattr(event, "original_server_version", None)
+            trx.immediate_server_version = getattr(event, "immediate_server_version", None)
             imm = getattr(event, "immediate_commit_timestamp", None)
             orig = getattr(event, "original_commit_timestamp", None)
             trx.immediate_commit_us = _valid_us(imm)
@@ -865,36 +944,13 @@ class RangeDecoder:
 
     def _append_transaction(self, trx: _Trx, end_pos: int | None, commit_us: int | None,
                             end_event: str | None, complete: bool) -> None:
-        t = self._tx
-        t.start_pos(trx.start_pos)
-        t.end_pos(end_pos)
-        t.gtid(trx.gtid)
-        t.gtid_kind(trx.gtid_kind)
-        t.uuid(trx.uuid)
-        t.tag(trx.tag)
-        t.gno(trx.gno)
-        t.mariadb_domain_id(trx.mariadb_domain_id)
-        t.mariadb_server_id(trx.mariadb_server_id)
-        t.mariadb_seq_no(trx.mariadb_seq_no)
-        t.last_committed(trx.last_committed)
-        t.sequence_number(trx.sequence_number)
-        t.begin_time(trx.begin_us)
-        t.commit_time(commit_us)
-        t.original_commit_time(trx.original_commit_us)
-        t.immediate_commit_time(trx.immediate_commit_us)
-        t.original_server_version(trx.original_server_version)
-        t.immediate_server_version(trx.immediate_server_version)
-        t.transaction_length(trx.transaction_length)
-        t.server_id(trx.server_id)
-        t.xid(trx.xid)
-        t.events(trx.events)
-        t.row_changes(trx.row_changes)
-        t.statements(trx.statements)
-        t.tables(sorted(trx.tables))
-        t.kind("MIXED" if trx.has_ddl and trx.has_dml else "DDL" if trx.has_ddl
-               else "DML" if trx.has_dml else "EMPTY")
-        t.end_event(end_event)
-        t.complete(complete)
+        self._tx(trx.start_pos, end_pos, trx.gtid, trx.gtid_kind, trx.uuid, trx.tag, trx.gno, trx.mariadb_domain_id,
+                 trx.mariadb_server_id, trx.mariadb_seq_no, trx.last_committed, trx.sequence_number,
+                 trx.begin_us, commit_us, trx.original_commit_us, trx.immediate_commit_us,
+                 trx.original_server_version, trx.immediate_server_version, trx.transaction_length,
+                 trx.server_id, trx.xid, trx.events, trx.row_changes, trx.statements, sorted(trx.tables),
+                 "MIXED" if trx.has_ddl and trx.has_dml else "DDL" if trx.has_ddl
+                 else "DML" if trx.has_dml else "EMPTY", end_event, complete)
 
 
 def rows_of(batches: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
