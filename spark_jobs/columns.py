@@ -39,16 +39,36 @@ DATE_SOURCES: dict[str, tuple[str, ...]] = {
     "silver.transactions.commit_date": ("commit_time", "begin_time"),
 }
 
+def arrow_array(values: list[Any], arrow_type: Any) -> Any:
+    """``pa.array(values, arrow_type)``; a ``str`` with lone surrogates (a name decoded with
+    ``surrogateescape`` from bytes that are not UTF-8) stored as ``s.encode("utf-8",
+    "backslashreplace")`` writes it (``\\udcff``), as the extension's buffers store it: no Arrow
+    string holds a surrogate, and in a JSON text that is the escape of the same character."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, arrow_type)
+    except UnicodeEncodeError:
+        return pa.array([_escaped(v) for v in values], arrow_type)
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value
+
+
 def image_arrays(sink: Any, types: Sequence[Any]) -> list[Any]:
     """The Arrow arrays of a row image sink's columns (before map, after map, before JSON, after
     JSON; ``types``: their Arrow types), and the sink emptied. An extension ``ImageColumns``
     hands over Arrow buffers, wrapped without a pass over the values; an ``ImageSink`` lists."""
-    import pyarrow as pa
 
     if isinstance(sink, ImageSink):
         out = [_map_from_lists(sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls, types[0]),
                _map_from_lists(sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls, types[1]),
-               pa.array(sink.before_json, types[2]), pa.array(sink.after_json, types[3])]
+               arrow_array(sink.before_json, types[2]), arrow_array(sink.after_json, types[3])]
         sink.truncate(0)
         return out
     before, after, before_json, after_json = sink.take()
@@ -61,8 +81,8 @@ def _map_from_lists(keys: list[str], values: list[str | None], offsets: list[int
     import pyarrow as pa
 
     mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
-    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()),
-                                   pa.array(values, pa.string()), type=arrow_type, mask=mask)
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), arrow_array(keys, pa.string()),
+                                   arrow_array(values, pa.string()), type=arrow_type, mask=mask)
 
 
 def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
@@ -109,7 +129,7 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     import pyarrow as pa
 
     if isinstance(parts, list):
-        return pa.array(parts, arrow_type)
+        return arrow_array(parts, arrow_type)
     if len(parts) == 5:
         return _utf8_from_buffers(parts, arrow_type)
     rows, nulls, validity, values = parts
@@ -171,7 +191,8 @@ class TableColumns:
             raise ValueError(f"{table}: rows are appended as {self.row_columns}, not {tuple(row_columns)}")
         self._rows: Any = None
         if self.row_columns:
-            self._rows = _native.row_columns([row_kind(self.schema.field(c).type) for c in self.row_columns])
+            self._rows = _native.row_columns([row_kind(self.schema.field(c).type) for c in self.row_columns],
+                                             [f"{table}.{c}" for c in self.row_columns])
             if self._rows is None:
                 self._rows = _RowLists(len(self.row_columns))
         self.row: Callable[..., None] = self._rows.append if self._rows is not None else self._grouped
@@ -223,7 +244,7 @@ class TableColumns:
             if name in self.constants:
                 arrays[name] = pa.repeat(pa.scalar(self.constants[name], field.type), n)
             elif name in self.buffers:
-                arr = pa.array(self.buffers[name], field.type)
+                arr = arrow_array(self.buffers[name], field.type)
                 arrays[name] = arr.take(take) if name in self.group_columns else arr
         for name, sources in self.dates.items():
             ts = arrays[sources[0]]

@@ -340,3 +340,36 @@ def test_rows_event_heads_follow_their_table_flags_and_table_id():
     got = {e["pos"]: e["fields"] for e in out["events"] if e["pos"] in want}
     assert got == want
     assert flags[("a", 0)] > 2 and flags[("a", 1)] == 4 and flags[("c", 1)] == 2  # chunks and ends
+
+
+def test_names_that_are_not_utf8_are_kept_escaped_not_a_failed_range():
+    """A TABLE_MAP whose schema and column names are not UTF-8 (a damaged or non-UTF-8 server
+    name): the decoder keeps them with surrogateescape, and every table stores them as
+    ``backslashreplace`` writes them, with and without the extension, instead of failing the
+    range (Arrow holds no surrogate; before, the whole task failed)."""
+    import io
+
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+    from tests._native_util import native_extension
+
+    table = Table("dQZ", "t", (Column("id", "INT"), Column("nQZ", "VARCHAR(10)")), table_id=5)
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", checksum=False)
+    w.begin_transaction("3e11fa47-71ca-11e1-9e33-c80aa9429562:1", last_committed=0, sequence_number=1,
+                        timestamp=1700000000)
+    w.write_rows(table, [{"id": 1, "nQZ": "x"}])
+    w.xid()
+    w.rotate("binlog.000002")
+    data = buf.getvalue().replace(b"QZ", b"\xfeZ")  # the names' bytes, no longer UTF-8
+    outs = []
+    for native in (True, False):
+        with native_extension(native):
+            outs.append(collect(decode_file(data, source="s", file="binlog.000001")))
+    assert outs[0] == outs[1]
+    out = outs[0]
+    assert "quarantine" not in out
+    (change,) = out["row_changes"]
+    assert change["db"] == "d\\udcfeZ" and change["after"] == [("id", "1"), ("n\\udcfeZ", "x")]
+    assert json.loads(change["after_json"]) == {"id": 1, "n\udcfeZ": "x"}  # the JSON escape of the name
+    (tm,) = [e for e in out["events"] if e["event_type"] == "TABLE_MAP"]
+    assert tm["db"] == "d\\udcfeZ" and json.loads(tm["fields"])["schema"] == "d\udcfeZ"

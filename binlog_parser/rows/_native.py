@@ -133,11 +133,12 @@ def image_columns() -> Any:
     return None if module is None else module.ImageColumns()
 
 
-def row_columns(kinds: list[str]) -> Any:
+def row_columns(kinds: list[str], names: list[str]) -> Any:
     """A new ``RowColumns`` of the extension (a table's columns as Arrow buffers, appended a row
-    at a time; ``kinds``: ``spark_jobs.columns.row_kind`` of each), or None without it."""
+    at a time; ``kinds``: ``spark_jobs.columns.row_kind`` of each, ``names``: their names, for
+    errors), or None without it."""
     module = extension()
-    return None if module is None else module.RowColumns(kinds)
+    return None if module is None else module.RowColumns(kinds, names)
 
 
 def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],

@@ -11,7 +11,7 @@
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::render::str_utf8;
 
@@ -96,14 +96,25 @@ impl Utf8Builder {
         self.validity.push(false);
     }
 
-    /// One value: an exact `str`, or None (NULL).
+    /// One value: a `str`, or None (NULL).
     fn push_py(&mut self, v: &Bound<'_, PyAny>) -> PyResult<()> {
         if v.is_none() {
             self.push_null();
             return Ok(());
         }
-        let s = v.cast::<PyString>()?.to_str()?; // lone surrogates: UnicodeEncodeError, as pa.array
-        self.push(s.as_bytes()).map_err(|_| overflow_err())
+        self.push_str(v.cast::<PyString>()?)
+    }
+
+    /// A `str`'s UTF-8; lone surrogates (names decoded with `surrogateescape`) written as
+    /// `s.encode("utf-8", "backslashreplace")` writes them, `\udcff`: no Arrow string holds a
+    /// surrogate, and in a JSON text that is the escape of the same character.
+    pub(crate) fn push_str(&mut self, s: &Bound<'_, PyString>) -> PyResult<()> {
+        // SAFETY: a live str
+        if let Some(text) = unsafe { str_utf8(s.as_ptr()) } {
+            return self.push(text.as_bytes()).map_err(|_| overflow_err());
+        }
+        let escaped = s.call_method1("encode", ("utf-8", "backslashreplace"))?;
+        self.push(escaped.cast::<PyBytes>()?.as_bytes()).map_err(|_| overflow_err())
     }
 
     fn truncate(&mut self, rows: usize) {
@@ -283,10 +294,14 @@ impl RowColumn {
         let none = v.is_none();
         match self {
             RowColumn::Int { values, validity, narrow } => {
-                let n: i64 = if none { 0 } else { v.extract()? };
-                if *narrow && i32::try_from(n).is_err() {
-                    return Err(PyOverflowError::new_err(format!("{n} does not fit an int32 column")));
+                if !none && !v.is_instance_of::<PyInt>() {
+                    return Err(PyTypeError::new_err(format!("{} is not an integer", v.repr()?)));
                 }
+                let n: Option<i64> = if none { Some(0) } else { v.extract().ok() };
+                let Some(n) = n.filter(|n| !*narrow || i32::try_from(*n).is_ok()) else {
+                    let what = if *narrow { "an INT (int32)" } else { "a BIGINT (int64)" };
+                    return Err(PyOverflowError::new_err(format!("{} does not fit {what} column", v.repr()?)));
+                };
                 values.push(n);
                 validity.push(!none);
             }
@@ -306,12 +321,7 @@ impl RowColumn {
                     if !*utf8 {
                         return Err(PyTypeError::new_err("a binary column takes bytes, not str"));
                     }
-                    // SAFETY: a live str; lone surrogates: UnicodeEncodeError, as pa.array
-                    let bytes = match unsafe { str_utf8(s.as_ptr()) } {
-                        Some(t) => t.as_bytes(),
-                        None => s.to_str()?.as_bytes(),
-                    };
-                    data.push(bytes).map_err(|_| overflow_err())?;
+                    data.push_str(s)?;
                 } else {
                     let raw: Vec<u8> = v.extract()?; // bytes, bytearray, memoryview
                     if *utf8 && std::str::from_utf8(&raw).is_err() {
@@ -371,14 +381,20 @@ impl RowColumn {
 #[pyclass(module = "binlog_parser._native_ext")]
 pub struct RowColumns {
     cols: Vec<RowColumn>,
+    /// the columns' names, for errors
+    names: Vec<String>,
     rows: usize,
 }
 
 #[pymethods]
 impl RowColumns {
-    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"` or `"object"`.
+    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"` or `"object"`;
+    /// `names`: the columns' names (errors name the column).
     #[new]
-    fn new(kinds: Vec<String>) -> PyResult<Self> {
+    fn new(kinds: Vec<String>, names: Vec<String>) -> PyResult<Self> {
+        if names.len() != kinds.len() {
+            return Err(PyValueError::new_err("one name per column kind"));
+        }
         let cols = kinds
             .iter()
             .map(|k| {
@@ -391,7 +407,7 @@ impl RowColumns {
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(RowColumns { cols, rows: 0 })
+        Ok(RowColumns { cols, names, rows: 0 })
     }
 
     fn __len__(&self) -> usize {
@@ -410,7 +426,9 @@ impl RowColumns {
                 for c in &mut self.cols[..i] {
                     c.truncate(self.rows);
                 }
-                return Err(e);
+                let py = values.py();
+                let err = PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py)));
+                return Err(err);
             }
         }
         self.rows += 1;
