@@ -1,16 +1,22 @@
-"""Column buffers of the ingest tables: one Python list per column, one Arrow batch per table.
+"""Column buffers of the ingest tables, one Arrow batch per table.
 
 Why: the executors' decoder used to build one dict per output row and have ``pa.array`` walk the
 dicts into one wide staging batch whose five struct columns were four-fifths NULL; that cost ten
-times the decoding itself (issue 13). Here the decoder appends each value to its column's list,
-and each list becomes an Arrow array once per batch (``pa.array(values, type)``, a C loop), in the
-table's own schema (:meth:`spark_jobs.schemas.TableSpec.arrow_schema`).
+times the decoding itself (issue 13). Here the decoder appends each value to its column, and the
+columns become Arrow arrays once per batch, in the table's own schema
+(:meth:`spark_jobs.schemas.TableSpec.arrow_schema`). With the compiled extension the columns are
+Arrow buffers filled in Rust (``RowColumns``, ``ImageColumns``: ``native/src/columns.rs``), which
+are wrapped as they are; without it, one Python list per column and ``pa.array`` (a C loop).
 
 What keeps the per-row work small:
 
 * timestamps are appended as integer microseconds since the epoch (None = NULL), never as
   datetime objects; date columns are not appended at all but cast from their timestamp column
   (:data:`DATE_SOURCES`);
+* a table appended a row at a time (every one but ``silver.row_changes``) takes each row in one
+  call (:attr:`TableColumns.row`), not one call per column;
+* text Arrow cannot hold (lone surrogates of names decoded with ``surrogateescape``) is stored
+  escaped (:func:`arrow_array`) rather than failing the batch;
 * columns equal for every row a decoder makes (``source``, ``file``, ...) are given once as
   ``constants`` and repeated by Arrow;
 * ``group_columns`` are appended once per group of rows (a rows event's columns, shared by its
