@@ -70,7 +70,6 @@ def image_arrays(sink: Any, types: Sequence[Any]) -> list[Any]:
     """The Arrow arrays of a row image sink's columns (before map, after map, before JSON, after
     JSON; ``types``: their Arrow types), and the sink emptied. An extension ``ImageColumns``
     hands over Arrow buffers, wrapped without a pass over the values; an ``ImageSink`` lists."""
-
     if isinstance(sink, ImageSink):
         out = [_map_from_lists(sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls, types[0]),
                _map_from_lists(sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls, types[1]),

@@ -373,7 +373,8 @@ def _append_side(image: Mapping[str, str | None] | None, keys: list[str], values
 
 def append_images(sink: Any, images: Sequence[RenderedChange]) -> None:
     """Rendered changes appended to a sink (:func:`new_image_sink`): all, or on an exception
-    none (a string the sink cannot hold, e.g. lone surrogates in a column name)."""
+    none (a value the extension's columns cannot hold, such as a text map value that is not a
+    str)."""
     mark = len(sink)
     try:
         for image in images:
