@@ -45,6 +45,7 @@ DATE_SOURCES: dict[str, tuple[str, ...]] = {
     "silver.transactions.commit_date": ("commit_time", "begin_time"),
 }
 
+
 def arrow_array(values: list[Any], arrow_type: Any) -> Any:
     """``pa.array(values, arrow_type)``; a ``str`` with lone surrogates (a name decoded with
     ``surrogateescape`` from bytes that are not UTF-8) stored as ``s.encode("utf-8",
@@ -95,8 +96,15 @@ def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
     import pyarrow as pa
 
     rows, nulls, validity, offsets, data = parts
-    return pa.Array.from_buffers(arrow_type, rows, [None if validity is None else pa.py_buffer(validity),
-                                                    pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+    return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def _validity(bitmap: bytes | None) -> Any:
+    """A validity bitmap as an Arrow buffer (None: every value valid)."""
+    import pyarrow as pa
+
+    return None if bitmap is None else pa.py_buffer(bitmap)
 
 
 def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
@@ -107,8 +115,8 @@ def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
     entries = pa.StructArray.from_arrays(
         [_utf8_from_buffers(keys, arrow_type.key_type), _utf8_from_buffers(values, arrow_type.item_type)],
         fields=[arrow_type.key_field, arrow_type.item_field])
-    return pa.Array.from_buffers(arrow_type, rows, [None if validity is None else pa.py_buffer(validity),
-                                                    pa.py_buffer(offsets)], null_count=nulls, children=[entries])
+    return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(offsets)], null_count=nulls,
+                                 children=[entries])
 
 
 def row_kind(arrow_type: Any) -> str:
@@ -138,8 +146,7 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     if len(parts) == 5:
         return _utf8_from_buffers(parts, arrow_type)
     rows, nulls, validity, values = parts
-    return pa.Array.from_buffers(arrow_type, rows, [None if validity is None else pa.py_buffer(validity),
-                                                    pa.py_buffer(values)], null_count=nulls)
+    return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(values)], null_count=nulls)
 
 
 class _RowLists:

@@ -833,10 +833,10 @@ class RangeDecoder:
             # a standalone statement (DDL, or a GTID + single statement): it closes
             self._close_trx(h, cut=False, end_event="DDL" if kind in ("DDL", "DCL") else "COMMIT")
 
-    def _on_rows(self, event: Any, h: Any, images: int, at: _EventPlace, name: str) -> None:
+    def _on_rows(self, event: Any, h: Any, n: int, at: _EventPlace, name: str) -> None:
         """The row images of a rows event, held in its transaction until the commit time is
-        known (flushed early past ``max_buffered_rows``); ``images``: their number, already in
-        the row image columns (``_rows_event_fields``); ``name``: the event's ``event.name``."""
+        known (flushed early past ``max_buffered_rows``); ``n``: how many, already in the row
+        image columns (``_rows_event_fields``); ``name``: the event's ``event.name``."""
         trx = self._trx
         if trx is None:
             self._open_trx(None, h)
@@ -858,7 +858,6 @@ class RangeDecoder:
         r.table_name(table or "")
         r.operation(_OPERATION[h.type_code])
         r.event_type(name)
-        n = images
         self._rc_buffers["row_index"].extend(range(n))
         self.tables["row_changes"].end_group(n)
         trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end

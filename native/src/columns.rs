@@ -8,6 +8,8 @@
 //! `bytes` (Arrow's own layout: validity bitmap, values or i32 offsets and data), and
 //! `spark_jobs.columns` wraps them as Arrow arrays without another pass over the values.
 
+use std::borrow::Cow;
+
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -105,16 +107,9 @@ impl Utf8Builder {
         self.push_str(v.cast::<PyString>()?)
     }
 
-    /// A `str`'s UTF-8; lone surrogates (names decoded with `surrogateescape`) written as
-    /// `s.encode("utf-8", "backslashreplace")` writes them, `\udcff`: no Arrow string holds a
-    /// surrogate, and in a JSON text that is the escape of the same character.
+    /// A `str` (`arrow_utf8`).
     pub(crate) fn push_str(&mut self, s: &Bound<'_, PyString>) -> PyResult<()> {
-        // SAFETY: a live str
-        if let Some(text) = unsafe { str_utf8(s.as_ptr()) } {
-            return self.push(text.as_bytes()).map_err(|_| overflow_err());
-        }
-        let escaped = s.call_method1("encode", ("utf-8", "backslashreplace"))?;
-        self.push(escaped.cast::<PyBytes>()?.as_bytes()).map_err(|_| overflow_err())
+        self.push(&arrow_utf8(s)?).map_err(|_| overflow_err())
     }
 
     fn truncate(&mut self, rows: usize) {
@@ -132,6 +127,18 @@ impl Utf8Builder {
         *self = Utf8Builder::default();
         (rows, nulls, validity, offsets, data).into_pyobject(py)
     }
+}
+
+/// A `str`'s UTF-8 as an Arrow string holds it: lone surrogates (names decoded with
+/// `surrogateescape`) written as `s.encode("utf-8", "backslashreplace")` writes them, `\udcff`:
+/// no Arrow string holds a surrogate, and in a JSON text that is the escape of the same character.
+pub(crate) fn arrow_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8]>> {
+    // SAFETY: a live str; its UTF-8 is cached on it, so it lives as long as `s`
+    if let Some(text) = unsafe { str_utf8(s.as_ptr()) } {
+        return Ok(Cow::Borrowed(text.as_bytes()));
+    }
+    let escaped = s.call_method1("encode", ("utf-8", "backslashreplace"))?;
+    Ok(Cow::Owned(escaped.cast::<PyBytes>()?.as_bytes().to_vec()))
 }
 
 fn i32_bytes(v: &[i32]) -> Vec<u8> {

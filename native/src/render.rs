@@ -20,7 +20,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use crate::columns::{ImageColumns, MapBuilder, Overflow, Utf8Builder};
+use crate::columns::{arrow_utf8, ImageColumns, MapBuilder, Overflow, Utf8Builder};
 use crate::digits::{push_hex, push_int, push_padded};
 use crate::{SlotLayout, ValueTypes};
 
@@ -44,8 +44,8 @@ struct RenderCol {
 pub struct ImageLayout {
     types: Py<ValueTypes>,
     names: Vec<Py<PyString>>,
-    /// each name's UTF-8 (None: lone surrogates, which no Arrow string holds)
-    names_utf8: Vec<Option<String>>,
+    /// each name as a map key holds it (`columns::arrow_utf8`)
+    names_utf8: Vec<Vec<u8>>,
     /// each name as the JSON encoder writes it, with its colon: `"name":`
     keys_json: Vec<String>,
     cols: Vec<RenderCol>,
@@ -57,7 +57,7 @@ pub struct ImageLayout {
 impl ImageLayout {
     /// `specs`: one `(name, key_json, year, scale or -1, bytes_hex, column)` per column.
     #[new]
-    fn new(types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>, pair_any: Py<PyAny>) -> PyResult<Self> {
+    fn new(py: Python<'_>, types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>, pair_any: Py<PyAny>) -> PyResult<Self> {
         let mut names: Vec<Py<PyString>> = Vec::with_capacity(specs.len());
         let mut keys_json = Vec::with_capacity(specs.len());
         let mut cols = Vec::with_capacity(specs.len());
@@ -75,7 +75,7 @@ impl ImageLayout {
                 column: s.get_item(5)?.unbind(),
             });
         }
-        let names_utf8 = Python::attach(|py| names.iter().map(|n| n.bind(py).to_str().ok().map(str::to_owned)).collect());
+        let names_utf8 = names.iter().map(|n| Ok(arrow_utf8(n.bind(py))?.into_owned())).collect::<PyResult<_>>()?;
         Ok(ImageLayout { types, names, names_utf8, keys_json, cols, pair_any })
     }
 }
@@ -400,14 +400,7 @@ impl ImageLayout {
             text.push_null();
             return Ok(());
         }
-        // SAFETY: an exact str, checked first
-        let bytes = unsafe {
-            if ffi::PyUnicode_CheckExact(s.as_ptr()) == 0 {
-                return Err(Fallback);
-            }
-            str_utf8(s.as_ptr()).ok_or(Fallback)?
-        };
-        Ok(text.push(bytes.as_bytes())?)
+        Ok(text.push_str(s.cast::<PyString>().map_err(|_| Fallback)?)?)
     }
 
     /// One image appended to `map` (its columns checked against the layout: Fallback when
@@ -429,7 +422,7 @@ impl ImageLayout {
                 json.push(',');
             }
             json.push_str(&self.keys_json[i]);
-            map.keys.push(self.names_utf8[i].as_ref().ok_or(Fallback)?.as_bytes())?;
+            map.keys.push(&self.names_utf8[i])?;
             self.value(py, t, &self.cols[i], &value, &mut json, &mut map.values)?;
         }
         json.push('}');
