@@ -124,7 +124,7 @@ class SparkStandaloneCluster:
             try:
                 if self.alive_workers() >= n:
                     return
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or (starting) an empty answer
                 pass
             time.sleep(1.0)
         raise SparkClusterError(f"{n} spark worker(s) not registered after {timeout:.0f}s: "
