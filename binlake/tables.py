@@ -141,7 +141,8 @@ BRONZE_QUARANTINE = TableSpec(
         Column('scope', STRING, False,
                "'event' (one bad event skipped by its own size, decoding went on), 'skipped' (bytes "
                "stepped over to the next header that checks out, or to the end), 'tail' (truncated tail), "
-               "'file' or 'range' (could not read/decode on)"),
+               "'file' or 'range' (could not read/decode on), 'value' (integers that do not fit their "
+               "column, stored as NULL in a row that was kept)"),
         Column('type_code', INT, True, 'event type code when known'),
         Column('event_type', STRING, True, 'event type name when known'),
         Column('error_class', STRING, False, 'exception class, e.g. TruncatedEventError'),

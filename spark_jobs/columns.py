@@ -13,14 +13,12 @@ What keeps the per-row work small:
 * timestamps are appended as integer microseconds since the epoch (None = NULL), never as
   datetime objects; date columns are not appended at all but cast from their timestamp column
   (:data:`DATE_SOURCES`);
-* a table appended a row at a time (every one but ``silver.row_changes``) takes each row in one
-  call (:attr:`TableColumns.row`), not one call per column;
+* each row is one call (:attr:`TableColumns.row`), not one call per column, and the rows of a
+  rows event, which share its columns, are one call for all (:attr:`TableColumns.repeated`);
 * text Arrow cannot hold (lone surrogates of names decoded with ``surrogateescape``) is stored
   escaped (:func:`arrow_array`) rather than failing the batch;
 * columns equal for every row a decoder makes (``source``, ``file``, ...) are given once as
   ``constants`` and repeated by Arrow;
-* ``group_columns`` are appended once per group of rows (a rows event's columns, shared by its
-  row images) and expanded with ``take``;
 * the row image columns (two ``map<string,string>``, two JSON strings) are one sink the
   renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the extension, Arrow
   buffers filled in Rust and wrapped here as they are (:func:`image_arrays`), with no Python
@@ -30,9 +28,9 @@ What keeps the per-row work small:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any
 
+from binlake.errors import BinlakeError
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
 from spark_jobs.schemas import spec
@@ -149,115 +147,145 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(values)], null_count=nulls)
 
 
+#: the integer kinds of ``row_kind``: (lowest, highest, the column's words in a misfit's message)
+_INT_RANGES = {"int64": (-(2 ** 63), 2 ** 63 - 1, "a BIGINT (int64)"),
+               "int32": (-(2 ** 31), 2 ** 31 - 1, "an INT (int32)")}
+
+
+class ColumnRangeError(BinlakeError, ValueError):
+    """An integer the binlog holds that does not fit its column's type (a flipped byte in an
+    XID, say): stored as NULL, the row kept, and quarantined with scope ``value``."""
+
+
 class _RowLists:
-    """The pure-Python form of ``RowColumns``: one list per column, appended a row at a time."""
+    """The pure-Python form of ``RowColumns``: one list per column, appended a row at a time;
+    ``kinds`` and ``names`` as ``RowColumns`` takes them. Integers are checked against their
+    column's range as they are appended, as the extension does: one that does not fit is
+    stored as NULL and named in the answer."""
 
-    __slots__ = ("lists",)
+    __slots__ = ("lists", "sequences", "ints", "names")
 
-    def __init__(self, columns: int) -> None:
-        self.lists: list[list[Any]] = [[] for _ in range(columns)]
+    def __init__(self, kinds: Sequence[str], names: Sequence[str]) -> None:
+        self.lists: list[list[Any]] = [[] for _ in kinds]
+        self.names = list(names)
+        self.sequences = frozenset(i for i, k in enumerate(kinds) if k.endswith("_sequence"))
+        self.ints = [(i, *_INT_RANGES[k.removesuffix("_sequence")]) for i, k in enumerate(kinds)
+                     if k.removesuffix("_sequence") in _INT_RANGES]
 
     def __len__(self) -> int:
         return len(self.lists[0]) if self.lists else 0
 
-    def append(self, *values: Any) -> None:
+    def _fit(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[str] | None]:
         if len(values) != len(self.lists):
             raise TypeError(f"a row has {len(self.lists)} values, not {len(values)}")
-        for column, value in zip(self.lists, values, strict=True):
+        misfits = None
+        for i, low, high, what in self.ints:
+            v = values[i]
+            if isinstance(v, int) and not low <= v <= high:
+                misfits = (misfits or []) + [f"{self.names[i]}: {v!r} does not fit {what} column"]
+                values = values[:i] + (None,) + values[i + 1:]
+        return values, misfits
+
+    def append(self, *values: Any) -> list[str] | None:
+        values, misfits = self._fit(values)
+        for column, value in zip(self.lists, values):
             column.append(value)
+        return misfits
+
+    def append_repeated(self, n: int, *values: Any) -> list[str] | None:
+        if n == 0:
+            return None
+        values, misfits = self._fit(values)
+        for i, (column, value) in enumerate(zip(self.lists, values)):
+            if i in self.sequences and value is not None:
+                column.extend(range(value, value + n))
+            else:
+                column.extend([value] * n)
+        return misfits
 
     def take(self) -> list[list[Any]]:
         out, self.lists = self.lists, [[] for _ in self.lists]
         return out
 
 
+def _row_buffers(table: str, schema: Any, columns: Sequence[str], sequences: Iterable[str] = ()) -> Any:
+    """A ``RowColumns`` of the extension for ``columns`` (Arrow buffers), or :class:`_RowLists`."""
+    counting = frozenset(sequences)
+    kinds = [row_kind(schema.field(c).type) + ("_sequence" if c in counting else "") for c in columns]
+    names = [f"{table}.{c}" for c in columns]
+    native = _native.row_columns(kinds, names)
+    return native if native is not None else _RowLists(kinds, names)
+
+
 class TableColumns:
     """The rows of one table being built, column by column.
 
-    A table without group columns is appended a row at a time: :attr:`row` takes one value per
-    :attr:`row_columns` column, in that (the schema's) order, and is the extension's
-    ``RowColumns.append`` when it is built (the values go straight into Arrow buffers) or a
-    Python list per column. A table with group columns (``silver.row_changes``) keeps a list
-    per column instead, and ``add`` has one attribute per column, the bound ``append`` of its
-    list: ``add.pos(123)``. :meth:`take_batch` turns the buffers into one
-    ``pyarrow.RecordBatch`` and empties them (``row`` and the bound appends stay valid).
+    :attr:`row` takes one row, one value per :attr:`row_columns` column in that (the schema's)
+    order, and answers None, or the misfits: integers that do not fit their column, stored as
+    NULL (:class:`ColumnRangeError`); :attr:`repeated` takes ``n`` and one row, and appends it ``n`` times (a rows event's
+    columns, shared by its row images), counting up in the ``sequence_columns`` (``row_index``).
+    Both are the extension's ``RowColumns`` methods when it is built (the values go straight into
+    Arrow buffers), or Python lists per column. ``late_columns`` (``commit_time``, known when
+    the transaction ends) are appended apart, through :attr:`late` (``n``, then one value
+    each), and must catch up before a batch is taken. :meth:`take_batch` turns the buffers into
+    one ``pyarrow.RecordBatch`` and empties them (the bound methods stay valid).
     """
 
-    def __init__(self, table: str, constants: Mapping[str, Any] | None = None,
-                 group_columns: Iterable[str] = (), images: Any = None,
-                 image_columns: Sequence[str] = (), row_columns: Sequence[str] | None = None) -> None:
+    def __init__(self, table: str, constants: Mapping[str, Any] | None = None, images: Any = None,
+                 image_columns: Sequence[str] = (), row_columns: Sequence[str] | None = None,
+                 late_columns: Sequence[str] = (), sequence_columns: Iterable[str] = ()) -> None:
         ts = spec(table)
         self.table = table
         self.schema = ts.arrow_schema
         self.constants = dict(constants or {})
-        self.group_columns = frozenset(group_columns)
         self.dates = {c: DATE_SOURCES[f"{table}.{c}"] for c in ts.column_names if f"{table}.{c}" in DATE_SOURCES}
         #: the row image sink (:func:`image_arrays`) and the four columns it holds, in its order
         self.images = images
         self.image_columns = tuple(image_columns) if images is not None else ()
-        appended = [c for c in ts.column_names
-                    if c not in self.constants and c not in self.dates and c not in self.image_columns]
-        #: the columns :attr:`row` takes, in order (none for a table with group columns)
-        self.row_columns: tuple[str, ...] = () if self.group_columns else tuple(appended)
+        self.late_columns = tuple(late_columns)
+        apart = {*self.constants, *self.dates, *self.image_columns, *self.late_columns}
+        #: the columns :attr:`row` takes, in order
+        self.row_columns: tuple[str, ...] = tuple(c for c in ts.column_names if c not in apart)
         if row_columns is not None and tuple(row_columns) != self.row_columns:
             raise ValueError(f"{table}: rows are appended as {self.row_columns}, not {tuple(row_columns)}")
-        self._rows: Any = None
-        if self.row_columns:
-            self._rows = _native.row_columns([row_kind(self.schema.field(c).type) for c in self.row_columns],
-                                             [f"{table}.{c}" for c in self.row_columns])
-            if self._rows is None:
-                self._rows = _RowLists(len(self.row_columns))
-        self.row: Callable[..., None] = self._rows.append if self._rows is not None else self._grouped
-        self.buffers: dict[str, Any] = {} if self.row_columns else {c: [] for c in appended}
-        self.add = SimpleNamespace(**{c: b.append for c, b in self.buffers.items()})
-        #: per row, the index of its group (only when there are group columns)
-        self.group_of_row: list[int] = []
-        self._groups = 0
+        self._rows = _row_buffers(table, self.schema, self.row_columns, sequence_columns)
+        self._late = _row_buffers(table, self.schema, self.late_columns) if self.late_columns else None
+        self.row: Callable[..., None] = self._rows.append
+        self.repeated: Callable[..., None] = self._rows.append_repeated
+        self.late: Callable[..., None] = self._late.append_repeated if self._late is not None else self._no_late
         #: what holds one value per row: its length is the rows appended since the last batch
-        self.row_buffer: Any = self._rows if self._rows is not None else next(
-            b for c, b in self.buffers.items() if c not in self.group_columns)
+        self.row_buffer: Any = self._rows
 
     def __len__(self) -> int:
         """Rows appended since the last batch."""
-        return len(self.row_buffer)
+        return len(self._rows)
 
-    def _grouped(self, *values: Any) -> None:
-        raise TypeError(f"{self.table} has group columns: its values go through add")
-
-    def end_group(self, rows: int) -> None:
-        """The group just begun (one value per group column, some maybe appended later) holds
-        the last ``rows`` rows."""
-        self.group_of_row.extend([self._groups] * rows)
-        self._groups += 1
+    def _no_late(self, n: int, *values: Any) -> None:
+        raise TypeError(f"{self.table} has no late columns")
 
     def take_batch(self) -> Any:
         """The buffered rows as one RecordBatch in the table's schema; the buffers are emptied."""
         import pyarrow as pa
 
-        n = len(self)
-        lengths = {c: len(b) for c, b in self.buffers.items()}
+        n = len(self._rows)
+        lengths = {"rows": n}
+        if self._late is not None:
+            lengths["late columns"] = len(self._late)
         if self.images is not None:
-            lengths.update(dict.fromkeys(self.image_columns, len(self.images)))
-        rows = {v for c, v in lengths.items() if c not in self.group_columns} | ({n} if self._rows is not None else set())
-        groups = {lengths[c] for c in self.group_columns}
-        if rows != {n} or (self.group_columns and (groups != {self._groups} or len(self.group_of_row) != n)):
-            raise ValueError(f"{self.table}: columns of unequal length {lengths} "
-                             f"({self._groups} groups, {len(self.group_of_row)} grouped rows)")
-        take = pa.array(self.group_of_row, pa.int32()) if self.group_columns else None
+            lengths["row images"] = len(self.images)
+        if set(lengths.values()) != {n}:
+            raise ValueError(f"{self.table}: columns of unequal length {lengths}")
         arrays: dict[str, Any] = {}
         if self.images is not None:
             types = [self.schema.field(c).type for c in self.image_columns]
             arrays.update(zip(self.image_columns, image_arrays(self.images, types), strict=True))
-        if self._rows is not None:
-            for name, parts in zip(self.row_columns, self._rows.take(), strict=True):
-                arrays[name] = array_from_parts(parts, self.schema.field(name).type)
+        for names, buffers in ((self.row_columns, self._rows), (self.late_columns, self._late)):
+            if buffers is not None:
+                for name, parts in zip(names, buffers.take(), strict=True):
+                    arrays[name] = array_from_parts(parts, self.schema.field(name).type)
         for field in self.schema:
-            name = field.name
-            if name in self.constants:
-                arrays[name] = pa.repeat(pa.scalar(self.constants[name], field.type), n)
-            elif name in self.buffers:
-                arr = arrow_array(self.buffers[name], field.type)
-                arrays[name] = arr.take(take) if name in self.group_columns else arr
+            if field.name in self.constants:
+                arrays[field.name] = pa.repeat(pa.scalar(self.constants[field.name], field.type), n)
         for name, sources in self.dates.items():
             ts = arrays[sources[0]]
             for other in sources[1:]:
@@ -265,8 +293,4 @@ class TableColumns:
 
                 ts = pc.coalesce(ts, arrays[other])
             arrays[name] = ts.cast(pa.date32())
-        for buf in self.buffers.values():
-            buf.clear()
-        self.group_of_row.clear()
-        self._groups = 0
         return pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)

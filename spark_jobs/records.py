@@ -48,7 +48,7 @@ from binlog_parser.rows.render import (
     new_image_sink,
     render_row_text,
 )
-from spark_jobs.columns import TableColumns
+from spark_jobs.columns import ColumnRangeError, TableColumns
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 #: where the row images of a rows event are (``bronze.events.fields`` points there)
@@ -211,13 +211,14 @@ def unclosed_json(head: dict[str, Any]) -> str:
 
 class _Trx:
     """An open transaction: its ``silver.transactions`` values so far, and its row changes not
-    yet flushed (``pending_times``: the event time of each rows event waiting for the commit time)."""
+    yet flushed (``pending``: the event time and row count of each rows event waiting for the
+    commit time)."""
 
     __slots__ = ("start_pos", "begin_us", "server_id", "gtid", "gtid_kind", "uuid", "tag", "gno",
                  "mariadb_domain_id", "mariadb_server_id", "mariadb_seq_no", "last_committed",
                  "sequence_number", "transaction_length", "original_server_version",
                  "immediate_server_version", "original_commit_us", "immediate_commit_us", "xid",
-                 "statements", "tables", "row_changes", "pending_rows", "pending_times", "has_ddl",
+                 "statements", "tables", "row_changes", "pending_rows", "pending", "has_ddl",
                  "has_dml", "commit_us", "began_with_begin", "events", "substantive")
 
     def __init__(self, start_pos: int, begin_us: int | None, server_id: int | None) -> None:
@@ -237,7 +238,7 @@ class _Trx:
         self.tables: set[str] = set()
         self.row_changes = 0
         self.pending_rows = 0
-        self.pending_times: list[int | None] = []
+        self.pending: list[tuple[int | None, int]] = []
         self.has_ddl = False
         self.has_dml = False
         self.commit_us: int | None = None
@@ -273,6 +274,10 @@ TRX_COLUMNS = ("start_pos", "end_pos", "gtid", "gtid_kind", "uuid", "tag", "gno"
                 "commit_time", "original_commit_time", "immediate_commit_time", "original_server_version",
                 "immediate_server_version", "transaction_length", "server_id", "xid", "events",
                 "row_changes", "statements", "tables", "kind", "end_event", "complete")
+#: silver.row_changes' columns appended once per rows event (``row_index`` counts its rows up
+#: from 0; ``commit_time`` is appended when the transaction ends)
+ROW_CHANGE_COLUMNS = ("pos", "payload_index", "row_index", "gtid", "trx_pos", "event_time", "server_id", "db",
+                      "table_name", "operation", "event_type")
 STATEMENT_COLUMNS = ("pos", "payload_index", "gtid", "trx_pos", "event_time", "server_id", "db", "sql", "kind",
                       "thread_id", "exec_time", "error_code", "status_vars", "event_type")
 
@@ -374,19 +379,17 @@ class RangeDecoder:
             "transactions": TableColumns("silver.transactions", same, row_columns=TRX_COLUMNS),
             "row_changes": TableColumns(
                 "silver.row_changes", same, images=self._images,
-                image_columns=("before", "after", "before_json", "after_json"),
-                group_columns=("pos", "payload_index", "gtid", "trx_pos", "commit_time", "event_time",
-                               "server_id", "db", "table_name", "operation", "event_type")),
+                image_columns=("before", "after", "before_json", "after_json"), row_columns=ROW_CHANGE_COLUMNS,
+                late_columns=("commit_time",), sequence_columns=("row_index",)),
             "statements": TableColumns("silver.statements", same, row_columns=STATEMENT_COLUMNS),
         }
         t = self.tables
-        # one call per row (in the order of EVENT_COLUMNS, ...); row_changes' event columns
-        # once per rows event through ``add``
+        # one call per row (in the order of EVENT_COLUMNS, ...); one per rows event for its row
+        # changes, and one per rows event for their commit time when the transaction ends
         self._ev, self._q, self._tx, self._st = t["events"].row, t["quarantine"].row, t["transactions"].row, \
             t["statements"].row
-        self._rc = t["row_changes"].add
+        self._rc, self._rc_commit_time = t["row_changes"].repeated, t["row_changes"].late
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
-        self._rc_buffers = t["row_changes"].buffers
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -410,7 +413,7 @@ class RangeDecoder:
     def _full_batches(self) -> Iterator[tuple[str, Any]]:
         """Batches of the buffers holding ``batch_rows`` rows or more (row changes only when
         none waits for its transaction's commit time)."""
-        pending = self._trx is not None and self._trx.pending_times
+        pending = self._trx is not None and self._trx.pending
         for kind, cols in self.tables.items():
             if len(cols) >= self.batch_rows and not (pending and kind == "row_changes"):
                 yield kind, cols.take_batch()
@@ -452,6 +455,11 @@ class RangeDecoder:
             self.facts["skipped_ranges"].append([skip.start, skip.end])
         self._q(pos, scope, type_code, event_type_name(type_code) if type_code is not None else None,
                 type(exc).__name__, message, start, end, head)
+
+    def _unfit(self, misfits: list[str], pos: int | None, type_code: int | None) -> None:
+        """Integers that do not fit their columns (a flipped byte in an XID, say): the row was
+        kept with NULL in their place; one quarantine row (scope ``value``) names them."""
+        self._quarantine(ColumnRangeError("; ".join(misfits) + "; stored as NULL"), "value", pos, type_code)
 
     def _quarantine_skip(self, skip: SkippedBytes) -> None:
         exc = skip.error
@@ -583,9 +591,11 @@ class RangeDecoder:
             off = pos - self.range_start
             raw = bytes(self.data[off:off + h.event_size])
         ok = h.checksum_ok
-        self._ev(pos, payload_index, payload_offset, h.next_pos, tc, name, event_us, h.server_id, h.event_size,
-                 h.log_pos, h.flags, "none" if ok is None else ("ok" if ok else "bad"), gtid, trx_pos,
-                 db or None, table, fields_json, raw)
+        misfits = self._ev(pos, payload_index, payload_offset, h.next_pos, tc, name, event_us, h.server_id,
+                           h.event_size, h.log_pos, h.flags, "none" if ok is None else ("ok" if ok else "bad"), gtid,
+                           trx_pos, db or None, table, fields_json, raw)
+        if misfits:
+            self._unfit(misfits, pos, tc)
         if handling == _ON_OTHER or handling == _ON_TABLE_MAP or handling == _ON_TRX_START:
             return
         if handling == _ON_ROWS:
@@ -815,10 +825,12 @@ class RangeDecoder:
             return
         kind = statement_kind(sql)
         status_vars = None if "_fields_error" in fields else getattr(event, "status_vars", None)
-        self._st(at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_us, h.server_id,
-                 getattr(event, "schema", None) or None, sql, kind, getattr(event, "thread_id", None),
-                 getattr(event, "exec_time", None), getattr(event, "error_code", None),
-                 None if status_vars is None else compact_json(to_json_value(status_vars)), name)
+        misfits = self._st(at.pos, at.payload_index, at.gtid, at.trx_pos, at.event_us, h.server_id,
+                           getattr(event, "schema", None) or None, sql, kind, getattr(event, "thread_id", None),
+                           getattr(event, "exec_time", None), getattr(event, "error_code", None),
+                           None if status_vars is None else compact_json(to_json_value(status_vars)), name)
+        if misfits:
+            self._unfit(misfits, at.pos, h.type_code)
         if trx is None:
             return
         if word == "ROLLBACK":
@@ -847,20 +859,12 @@ class RangeDecoder:
         db, table = at.db, at.table
         if db or table:
             trx.tables.add(f"{db}.{table}")
-        r = self._rc  # the event's columns once (its rows' columns below, one extend each)
-        r.pos(at.pos)
-        r.payload_index(at.payload_index)
-        r.gtid(at.gtid)
-        r.trx_pos(at.trx_pos)
-        r.event_time(at.event_us)
-        r.server_id(h.server_id)
-        r.db(db or "")
-        r.table_name(table or "")
-        r.operation(_OPERATION[h.type_code])
-        r.event_type(name)
-        self._rc_buffers["row_index"].extend(range(n))
-        self.tables["row_changes"].end_group(n)
-        trx.pending_times.append(at.event_us)  # its commit_time comes with the transaction's end
+        # its n rows in one call (row_index counts up from 0), in the order of ROW_CHANGE_COLUMNS
+        misfits = self._rc(n, at.pos, at.payload_index, 0, at.gtid, at.trx_pos, at.event_us, h.server_id,
+                           db or "", table or "", _OPERATION[h.type_code], name)
+        if misfits:
+            self._unfit(misfits, at.pos, h.type_code)
+        trx.pending.append((at.event_us, n))  # their commit_time comes with the transaction's end
         trx.row_changes += n
         trx.pending_rows += n
         if trx.pending_rows >= self.max_buffered_rows:
@@ -911,10 +915,10 @@ class RangeDecoder:
     def _flush_rows(self, trx: _Trx, commit_us: int | None) -> None:
         """Give the transaction's waiting row changes their commit time (their rows event's own
         time when the commit time is not known)."""
-        commit_time = self._rc.commit_time
-        for event_us in trx.pending_times:
-            commit_time(commit_us if commit_us is not None else event_us)
-        trx.pending_times = []
+        commit_time = self._rc_commit_time
+        for event_us, n in trx.pending:
+            commit_time(n, commit_us if commit_us is not None else event_us)
+        trx.pending = []
         trx.pending_rows = 0
 
     def _close_trx(self, h: Any, *, cut: bool, end_event: str | None = None, at_end: bool = False) -> None:
@@ -943,13 +947,15 @@ class RangeDecoder:
 
     def _append_transaction(self, trx: _Trx, end_pos: int | None, commit_us: int | None,
                             end_event: str | None, complete: bool) -> None:
-        self._tx(trx.start_pos, end_pos, trx.gtid, trx.gtid_kind, trx.uuid, trx.tag, trx.gno, trx.mariadb_domain_id,
-                 trx.mariadb_server_id, trx.mariadb_seq_no, trx.last_committed, trx.sequence_number,
-                 trx.begin_us, commit_us, trx.original_commit_us, trx.immediate_commit_us,
-                 trx.original_server_version, trx.immediate_server_version, trx.transaction_length,
-                 trx.server_id, trx.xid, trx.events, trx.row_changes, trx.statements, sorted(trx.tables),
-                 "MIXED" if trx.has_ddl and trx.has_dml else "DDL" if trx.has_ddl
-                 else "DML" if trx.has_dml else "EMPTY", end_event, complete)
+        misfits = self._tx(
+            trx.start_pos, end_pos, trx.gtid, trx.gtid_kind, trx.uuid, trx.tag, trx.gno, trx.mariadb_domain_id,
+            trx.mariadb_server_id, trx.mariadb_seq_no, trx.last_committed, trx.sequence_number, trx.begin_us,
+            commit_us, trx.original_commit_us, trx.immediate_commit_us, trx.original_server_version,
+            trx.immediate_server_version, trx.transaction_length, trx.server_id, trx.xid, trx.events,
+            trx.row_changes, trx.statements, sorted(trx.tables), "MIXED" if trx.has_ddl and trx.has_dml
+            else "DDL" if trx.has_ddl else "DML" if trx.has_dml else "EMPTY", end_event, complete)
+        if misfits:
+            self._unfit(misfits, trx.start_pos, None)
 
 
 def rows_of(batches: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:

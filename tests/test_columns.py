@@ -105,11 +105,11 @@ def test_row_buffers_with_and_without_the_extension_give_the_same_batch() -> Non
 
 
 @pytest.mark.parametrize("bad, error", [
-    ({"payload_index": 2 ** 31}, OverflowError), ({"pos": 2 ** 63}, OverflowError), ({"pos": "4"}, TypeError),
-    ({"raw": "text"}, TypeError), ({"fields": b"\xff"}, ValueError), ({"flags": 1.5}, TypeError)])
+    ({"pos": "4"}, TypeError), ({"raw": "text"}, TypeError), ({"fields": b"\xff"}, ValueError),
+    ({"flags": 1.5}, TypeError)])
 def test_a_row_the_extension_cannot_hold_keeps_nothing(bad: dict[str, Any], error: type[Exception]) -> None:
-    """A value of another type or out of its column's range fails the row, as ``pa.array``
-    fails the batch; the rows before it stay whole."""
+    """A value of another type fails the row, as ``pa.array`` fails the batch; the rows before
+    it stay whole."""
     if not _native.use_native(None):
         pytest.skip("compiled extension not built")
     cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
@@ -120,6 +120,31 @@ def test_a_row_the_extension_cannot_hold_keeps_nothing(bad: dict[str, Any], erro
         cols.row(1, 2)
     assert len(cols) == 1
     assert cols.take_batch().to_pylist()[0]["raw"] == b"\x00\xff"
+
+
+def test_an_integer_out_of_its_columns_range_is_stored_as_null_and_named(native: bool) -> None:
+    """A binlog integer that does not fit its column (a flipped byte in a length or an XID)
+    costs that value, not the row: it is stored as NULL and the answer names it; the same with
+    and without the extension, repeated rows too."""
+    cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
+    row = dict(EDGE_EVENTS[0], payload_index=2 ** 31, pos=2 ** 63, next_pos=-(2 ** 63) - 1, log_pos=2 ** 64 - 1)
+    assert cols.row(*(EDGE_EVENTS[0][c] for c in cols.row_columns)) is None
+    assert cols.row(*(row[c] for c in cols.row_columns)) == [
+        f"bronze.events.pos: {2 ** 63} does not fit a BIGINT (int64) column",
+        f"bronze.events.payload_index: {2 ** 31} does not fit an INT (int32) column",
+        f"bronze.events.next_pos: {-(2 ** 63) - 1} does not fit a BIGINT (int64) column",
+        f"bronze.events.log_pos: {2 ** 64 - 1} does not fit a BIGINT (int64) column"]
+    assert cols.repeated(2, *(row[c] for c in cols.row_columns)) == [
+        f"bronze.events.pos: {2 ** 63} does not fit a BIGINT (int64) column",
+        f"bronze.events.payload_index: {2 ** 31} does not fit an INT (int32) column",
+        f"bronze.events.next_pos: {-(2 ** 63) - 1} does not fit a BIGINT (int64) column",
+        f"bronze.events.log_pos: {2 ** 64 - 1} does not fit a BIGINT (int64) column"]
+    batch = cols.take_batch()
+    batch.validate(full=True)
+    got = batch.to_pylist()
+    assert [(r["pos"], r["payload_index"], r["next_pos"], r["log_pos"], r["event_size"]) for r in got] == [
+        (4, 2 ** 31 - 1, 2 ** 63 - 1, 0, 19)] + [(None, None, None, None, 19)] * 3
+    assert got[1]["raw"] == b"\x00\xff" and got[1]["db"] == "d\\udcff"
 
 
 def test_row_columns_are_checked_against_the_schema() -> None:
@@ -134,40 +159,78 @@ def _image_sinks() -> list[Any]:
     return sinks + ([native] if native is not None else [])
 
 
-@pytest.mark.parametrize("which", ["python", "extension"])
-def test_group_columns_are_appended_once_per_group_and_images_from_the_sink(which: str) -> None:
-    """row_changes: an event's columns once, each row's image per row; NULL maps and absent keys kept."""
-    sinks = _image_sinks()
-    if which == "extension" and len(sinks) < 2:
-        pytest.skip("compiled extension not built")
-    images_sink = sinks[0 if which == "python" else 1]
-    cols = TableColumns("silver.row_changes", {"source": "s", "file": "f", "file_seq": 1},
-                        group_columns=("pos", "payload_index", "gtid", "trx_pos", "commit_time", "event_time",
-                                       "server_id", "db", "table_name", "operation", "event_type"),
-                        images=images_sink, image_columns=("before", "after", "before_json", "after_json"))
-    r = cols.add
+ROW_CHANGE_COLUMNS = ("pos", "payload_index", "row_index", "gtid", "trx_pos", "event_time", "server_id", "db",
+                      "table_name", "operation", "event_type")
+
+
+def _row_changes(images_sink: Any) -> TableColumns:
+    return TableColumns("silver.row_changes", {"source": "s", "file": "f", "file_seq": 1}, images=images_sink,
+                        image_columns=("before", "after", "before_json", "after_json"), row_columns=ROW_CHANGE_COLUMNS,
+                        late_columns=("commit_time",), sequence_columns=("row_index",))
+
+
+def test_a_rows_events_columns_are_one_call_for_its_rows_and_commit_times_come_late(native: bool) -> None:
+    """row_changes: an event's columns in one call for all its rows (row_index counting up), each
+    row's image from the sink, the commit time per event once the transaction ends; NULL maps
+    and absent keys kept."""
+    sink = _native.image_columns() if native else None
+    images_sink = sink if sink is not None else ImageSink()
+    cols = _row_changes(images_sink)
     for pos, op, images in ((10, "insert", [(None, {"id": "1", "n": None})]),
                             (20, "update", [({"id": "1"}, {"id": "2"}), ({"id": "5"}, {"id": "6", "x": "y"})]),
-                            (30, "delete", [])):
-        for name, value in (("pos", pos), ("payload_index", None), ("gtid", None), ("trx_pos", 4),
-                            ("event_time", pos * US), ("server_id", 1), ("db", "d"), ("table_name", "t"),
-                            ("operation", op), ("event_type", "X")):
-            getattr(r, name)(value)
-        for i, (before, after) in enumerate(images):
-            r.row_index(i)
+                            (30, "delete", []),
+                            (40, "delete", [({"id": "9"}, None)] * 3)):
+        cols.repeated(len(images), pos, None, 0, None if pos == 40 else "u:1", 4, pos * US, 1, "d", "t", op, "X")
+        for before, after in images:
             images_sink.append(before, after, None, "{}")
-        cols.end_group(len(images))
     with pytest.raises(ValueError, match="unequal length"):  # commit times not given yet
         cols.take_batch()
-    for _group in range(3):
-        r.commit_time(100 * US)
+    for n in (1, 2, 0):
+        cols.late(n, 100 * US)
+    cols.late(3, None)
     rows = cols.take_batch().to_pylist()
-    assert [(x["pos"], x["operation"], x["row_index"], x["before"], x["after"], x["after_json"]) for x in rows] == [
-        (10, "insert", 0, None, [("id", "1"), ("n", None)], "{}"),
-        (20, "update", 0, [("id", "1")], [("id", "2")], "{}"),
-        (20, "update", 1, [("id", "5")], [("id", "6"), ("x", "y")], "{}")]
-    assert {x["commit_date"] for x in rows} == {dt.date(1970, 1, 1)} and rows[1]["event_time"].second == 20
-    assert len(images_sink) == 0
+    assert [(x["pos"], x["operation"], x["row_index"], x["gtid"], x["before"], x["after"], x["after_json"])
+            for x in rows] == [
+        (10, "insert", 0, "u:1", None, [("id", "1"), ("n", None)], "{}"),
+        (20, "update", 0, "u:1", [("id", "1")], [("id", "2")], "{}"),
+        (20, "update", 1, "u:1", [("id", "5")], [("id", "6"), ("x", "y")], "{}"),
+        (40, "delete", 0, None, [("id", "9")], None, "{}"),
+        (40, "delete", 1, None, [("id", "9")], None, "{}"),
+        (40, "delete", 2, None, [("id", "9")], None, "{}")]
+    assert [x["commit_date"] for x in rows] == [dt.date(1970, 1, 1)] * 3 + [None] * 3
+    assert rows[1]["event_time"].second == 20 and rows[5]["event_time"].second == 40
+    assert len(images_sink) == 0 and len(cols) == 0
+
+
+def test_repeated_rows_with_and_without_the_extension_give_the_same_batch() -> None:
+    """Every kind of column repeated, NULLs and a NULL sequence value included, more rows than a
+    byte of validity bits; a row that cannot be held keeps nothing, repeated or not."""
+    if not _native.use_native(None):
+        pytest.skip("compiled extension not built")
+    batches = []
+    for enabled in (True, False):
+        with native_extension(enabled):
+            cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
+            for i, row in enumerate(EDGE_EVENTS * 3):
+                cols.repeated(i + 1, *(row[c] for c in cols.row_columns))
+            cols.repeated(0, *(EDGE_EVENTS[0][c] for c in cols.row_columns))
+            batch = cols.take_batch()
+            batch.validate(full=True)
+            batches.append(batch)
+    assert batches[0].equals(batches[1]) and batches[0].num_rows == 21
+    assert batches[0].column("raw").to_pylist()[:4] == [b"\x00\xff", None, None, b"\x00\xff"]
+    if not _native.use_native(None):
+        return
+    sink = _native.image_columns()
+    cols = _row_changes(sink)
+    cols.repeated(2, 10, None, 2 ** 31 - 2, None, 4, US, 1, "d", "t", "insert", "X")
+    with pytest.raises(OverflowError, match="silver.row_changes.row_index: .* does not fit an INT"):
+        cols.repeated(3, 10, None, 2 ** 31 - 2, None, 4, US, 1, "d", "t", "insert", "X")
+    assert len(cols) == 2
+    cols.late(2, None)
+    for _ in range(2):
+        sink.append(None, {}, None, "{}")
+    assert cols.take_batch().column("row_index").to_pylist() == [2 ** 31 - 2, 2 ** 31 - 1]
 
 
 IMAGES = [({"a": "1"}, None, '{"a":1}', None), (None, {}, None, "{}"),

@@ -373,3 +373,43 @@ def test_names_that_are_not_utf8_are_kept_escaped_not_a_failed_range():
     assert json.loads(change["after_json"]) == {"id": 1, "n\udcfeZ": "x"}  # the JSON escape of the name
     (tm,) = [e for e in out["events"] if e["event_type"] == "TABLE_MAP"]
     assert tm["db"] == "d\\udcfeZ" and json.loads(tm["fields"])["schema"] == "d\udcfeZ"
+
+
+def test_an_xid_too_large_for_its_column_costs_that_value_not_the_range():
+    """A flipped byte made an XID larger than a BIGINT holds: its transaction is kept with a
+    NULL xid and one quarantine row (scope ``value``) names the value; the events after it are
+    decoded as ever, with and without the extension. (Before, the rest of the range was one
+    ``range`` quarantine row.)"""
+    import io
+
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+    from tests._native_util import native_extension
+
+    table = Table("d", "t", (Column("id", "INT"),), table_id=5)
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", checksum=False)
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    for gno, xid in ((1, 2 ** 64 - 5), (2, 77)):
+        w.begin_transaction(f"{uuid}:{gno}", last_committed=0, sequence_number=gno, timestamp=1700000000)
+        w.write_rows(table, [{"id": gno}])
+        w.xid(xid)
+    w.rotate("binlog.000002")
+    data = buf.getvalue()
+    outs = []
+    for native in (True, False):
+        with native_extension(native):
+            outs.append(collect(decode_file(data, source="s", file="binlog.000001")))
+    assert outs[0] == outs[1]
+    out = outs[0]
+    trx = out["transactions"]
+    assert [(t["gtid"], t["xid"], t["end_event"], t["complete"]) for t in trx] == [
+        (f"{uuid}:1", None, "XID", True), (f"{uuid}:2", 77, "XID", True)]
+    (q,) = out["quarantine"]
+    assert (q["scope"], q["pos"], q["error_class"]) == ("value", trx[0]["start_pos"], "ColumnRangeError")
+    assert q["error_message"] == (f"silver.transactions.xid: {2 ** 64 - 5} does not fit a BIGINT (int64) column; "
+                                  "stored as NULL")
+    assert [c["after"] for c in out["row_changes"]] == [[("id", "1")], [("id", "2")]]
+    assert out["events"][-1]["event_type"] == "ROTATE"
+    assert json.loads([e for e in out["events"] if e["event_type"] == "XID"][0]["fields"])["xid"] == 2 ** 64 - 5
+    (facts,) = out["file_facts"]
+    assert facts["quarantined"] == 1 and facts["closing_event"] == "ROTATE"

@@ -45,6 +45,12 @@ impl Validity {
         self.len += 1;
     }
 
+    /// The last bit pushed (None: none yet).
+    fn last(&self) -> Option<bool> {
+        let i = self.len.checked_sub(1)?;
+        Some(self.bits[i / 8] & (1 << (i % 8)) != 0)
+    }
+
     fn truncate(&mut self, len: usize) {
         while self.len > len {
             self.len -= 1;
@@ -96,6 +102,24 @@ impl Utf8Builder {
     pub(crate) fn push_null(&mut self) {
         self.offsets.push(*self.offsets.last().unwrap_or(&0));
         self.validity.push(false);
+    }
+
+    /// The last value (or NULL), `k` more times.
+    fn repeat_last(&mut self, k: usize) -> Result<(), Overflow> {
+        let (Some(valid), rows) = (self.validity.last(), self.len()) else { return Ok(()) };
+        let start = self.offsets[rows - 1] as usize;
+        let end = self.offsets[rows] as usize;
+        for _ in 0..k {
+            if valid {
+                let next = i32::try_from(self.data.len() + (end - start)).map_err(|_| Overflow)?;
+                self.data.extend_from_within(start..end);
+                self.offsets.push(next);
+            } else {
+                self.offsets.push(*self.offsets.last().unwrap_or(&0));
+            }
+            self.validity.push(valid);
+        }
+        Ok(())
     }
 
     /// One value: a `str`, or None (NULL).
@@ -278,8 +302,9 @@ impl ImageColumns {
 
 /// How `RowColumns` holds one column: the Arrow layout it builds.
 enum RowColumn {
-    /// int64 (and timestamp[us], which is its int64 microseconds) or int32 (`narrow`)
-    Int { values: Vec<i64>, validity: Validity, narrow: bool },
+    /// int64 (and timestamp[us], which is its int64 microseconds) or int32 (`narrow`);
+    /// `sequence`: a row appended n times counts up from its value (`append_repeated`)
+    Int { values: Vec<i64>, validity: Validity, narrow: bool, sequence: bool },
     Bool { values: Validity, validity: Validity },
     /// string (`utf8`: str, or bytes that are UTF-8) or binary (bytes-like)
     Bytes { data: Utf8Builder, utf8: bool },
@@ -297,17 +322,20 @@ impl RowColumn {
         }
     }
 
-    fn push(&mut self, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// One value; `Ok(Some(why))`: an integer out of the column's range, stored as NULL.
+    fn push(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
         let none = v.is_none();
         match self {
-            RowColumn::Int { values, validity, narrow } => {
+            RowColumn::Int { values, validity, narrow, .. } => {
                 if !none && !v.is_instance_of::<PyInt>() {
                     return Err(PyTypeError::new_err(format!("{} is not an integer", v.repr()?)));
                 }
                 let n: Option<i64> = if none { Some(0) } else { v.extract().ok() };
                 let Some(n) = n.filter(|n| !*narrow || i32::try_from(*n).is_ok()) else {
                     let what = if *narrow { "an INT (int32)" } else { "a BIGINT (int64)" };
-                    return Err(PyOverflowError::new_err(format!("{} does not fit {what} column", v.repr()?)));
+                    values.push(0);
+                    validity.push(false);
+                    return Ok(Some(format!("{} does not fit {what} column", v.repr()?)));
                 };
                 values.push(n);
                 validity.push(!none);
@@ -339,7 +367,7 @@ impl RowColumn {
             }
             RowColumn::Object(values) => values.push(v.clone().unbind()),
         }
-        Ok(())
+        Ok(None)
     }
 
     fn truncate(&mut self, rows: usize) {
@@ -357,12 +385,44 @@ impl RowColumn {
         }
     }
 
+    /// The last value pushed, `k` more times (a sequence: the next `k` values after it).
+    fn repeat_last(&mut self, py: Python<'_>, k: usize) -> PyResult<()> {
+        match self {
+            RowColumn::Int { values, validity, narrow, sequence } => {
+                let (Some(&last), Some(valid)) = (values.last(), validity.last()) else { return Ok(()) };
+                for i in 1..=k as i64 {
+                    let v = if *sequence && valid { last.checked_add(i) } else { Some(last) };
+                    let Some(v) = v.filter(|v| !*narrow || i32::try_from(*v).is_ok()) else {
+                        let what = if *narrow { "an INT (int32)" } else { "a BIGINT (int64)" };
+                        return Err(PyOverflowError::new_err(format!("{last} + {i} does not fit {what} column")));
+                    };
+                    values.push(v);
+                    validity.push(valid);
+                }
+            }
+            RowColumn::Bool { values, validity } => {
+                let (Some(v), Some(valid)) = (values.last(), validity.last()) else { return Ok(()) };
+                for _ in 0..k {
+                    values.push(v);
+                    validity.push(valid);
+                }
+            }
+            RowColumn::Bytes { data, .. } => data.repeat_last(k).map_err(|_| overflow_err())?,
+            RowColumn::Object(values) => {
+                let Some(last) = values.last() else { return Ok(()) };
+                let copies: Vec<Py<PyAny>> = (0..k).map(|_| last.clone_ref(py)).collect();
+                values.extend(copies);
+            }
+        }
+        Ok(())
+    }
+
     /// Int: `(rows, nulls, validity or None, little-endian values)`; Bool: `(rows, nulls,
     /// validity or None, value bitmap)`; Bytes: `Utf8Builder::take`'s; Object: the list.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rows = self.len();
         Ok(match self {
-            RowColumn::Int { values, validity, narrow } => {
+            RowColumn::Int { values, validity, narrow, .. } => {
                 let (nulls, bits) = validity.take(py);
                 let data: Vec<u8> = if *narrow {
                     values.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect()
@@ -395,7 +455,8 @@ pub struct RowColumns {
 
 #[pymethods]
 impl RowColumns {
-    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"` or `"object"`;
+    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"` or `"object"`
+    /// (`"int64_sequence"`, `"int32_sequence"`: see `append_repeated`);
     /// `names`: the columns' names (errors name the column).
     #[new]
     fn new(kinds: Vec<String>, names: Vec<String>) -> PyResult<Self> {
@@ -406,7 +467,12 @@ impl RowColumns {
             .iter()
             .map(|k| {
                 Ok(match k.as_str() {
-                    "int64" | "int32" => RowColumn::Int { values: Vec::new(), validity: Validity::default(), narrow: k == "int32" },
+                    "int64" | "int32" | "int64_sequence" | "int32_sequence" => RowColumn::Int {
+                        values: Vec::new(),
+                        validity: Validity::default(),
+                        narrow: k.starts_with("int32"),
+                        sequence: k.ends_with("_sequence"),
+                    },
                     "bool" => RowColumn::Bool { values: Validity::default(), validity: Validity::default() },
                     "utf8" | "binary" => RowColumn::Bytes { data: Utf8Builder::default(), utf8: k == "utf8" },
                     "object" => RowColumn::Object(Vec::new()),
@@ -421,25 +487,53 @@ impl RowColumns {
         self.rows
     }
 
-    /// One row, a value per column; on an error (a value of another type, an int out of
-    /// range, text that is not UTF-8) nothing of it is kept.
+    /// One row, a value per column. An integer out of its column's range is stored as NULL
+    /// and named in the answer: None when every value fits, else a list of
+    /// `"<column>: <value> does not fit ... column"`. On an error (a value of another type,
+    /// text that is not UTF-8) nothing of the row is kept.
     #[pyo3(signature = (*values))]
-    fn append(&mut self, values: &Bound<'_, PyTuple>) -> PyResult<()> {
+    fn append<'py>(&mut self, values: &Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyList>>> {
         if values.len() != self.cols.len() {
             return Err(PyTypeError::new_err(format!("a row has {} values, not {}", self.cols.len(), values.len())));
         }
+        let py = values.py();
+        let mut misfits: Option<Bound<'py, PyList>> = None;
         for (i, (col, v)) in self.cols.iter_mut().zip(values.iter()).enumerate() {
-            if let Err(e) = col.push(&v) {
-                for c in &mut self.cols[..i] {
-                    c.truncate(self.rows);
+            match col.push(&v) {
+                Ok(None) => {}
+                Ok(Some(why)) => misfits.get_or_insert_with(|| PyList::empty(py)).append(format!("{}: {why}", self.names[i]))?,
+                Err(e) => {
+                    for c in &mut self.cols[..i] {
+                        c.truncate(self.rows);
+                    }
+                    return Err(PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
                 }
-                let py = values.py();
-                let err = PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py)));
-                return Err(err);
             }
         }
         self.rows += 1;
-        Ok(())
+        Ok(misfits)
+    }
+
+    /// The same row `n` times in one call (the rows of one rows event share its columns), but
+    /// a sequence column counts up: its value, then +1 per copy. On an error nothing is kept.
+    #[pyo3(signature = (n, *values))]
+    fn append_repeated<'py>(&mut self, n: usize, values: &Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyList>>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let misfits = self.append(values)?;
+        let py = values.py();
+        for i in 0..self.cols.len() {
+            if let Err(e) = self.cols[i].repeat_last(py, n - 1) {
+                for c in &mut self.cols {
+                    c.truncate(self.rows - 1);
+                }
+                self.rows -= 1;
+                return Err(PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
+            }
+        }
+        self.rows += n - 1;
+        Ok(misfits)
     }
 
     /// Every column's buffers (`RowColumn::take`), in order; the columns are emptied.

@@ -52,7 +52,7 @@ const C_PAD: u32 = 2;
 /// images rendered, `render.rs`, and `FieldsLayout` / `fields_json`, events' fields as JSON,
 /// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
 /// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row).
-const ABI: u32 = 5;
+const ABI: u32 = 6;
 
 mod columns;
 mod digits;
