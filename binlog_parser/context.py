@@ -36,6 +36,10 @@ class DecodeContext:
     # decoded TABLE_MAPs by body bytes (a server repeats the same TABLE_MAP before every
     # transaction on a table): a repeat reuses the columns and per-column value decoders
     table_map_cache: dict[bytes, Any] = field(default_factory=dict, repr=False, compare=False)
+    # with the compiled extension: rows events' images kept as their bytes, decoded when first
+    # read (``RowsEvent.rows`` is then the extension's ``RowImages`` sequence), for a caller that
+    # renders them without reading their values (the ingest: ``ImageRenderer.render_changes_into``)
+    rows_as_bytes: bool = field(default=False, compare=False)
 
     @property
     def is_mariadb(self) -> bool:

@@ -425,15 +425,20 @@ class RangeDecoder:
         return self._gtids
 
     def _reader(self, start: int | None, context: DecodeContext | None) -> BinlogReader:
-        """A resynchronising reader: one bad event is a quarantine row, not the end of the range."""
+        """A resynchronising reader: one bad event is a quarantine row, not the end of the range.
+        Its rows events keep their images as bytes (``rows_as_bytes``): they are rendered
+        straight from them, and no Python value is built for them."""
         if context is None:
             # range 0: the bytes are the file head, the reader detects the format
-            return BinlogReader(self.data, file_name=self.file, lenient=True, start_position=start,
-                                on_error=ON_ERROR_RESYNC)
-        return BinlogReader(self.data, file_name=self.file, lenient=True, context=context,
-                            source_offset=self.range_start,
-                            start_position=start if start is not None else max(self.range_start, 4),
-                            on_error=ON_ERROR_RESYNC)
+            reader = BinlogReader(self.data, file_name=self.file, lenient=True, start_position=start,
+                                  on_error=ON_ERROR_RESYNC)
+        else:
+            reader = BinlogReader(self.data, file_name=self.file, lenient=True, context=context,
+                                  source_offset=self.range_start,
+                                  start_position=start if start is not None else max(self.range_start, 4),
+                                  on_error=ON_ERROR_RESYNC)
+        reader.context.rows_as_bytes = True
+        return reader
 
     def _quarantine(self, exc: BaseException, scope: str, pos: int | None, type_code: int | None,
                     skip: SkippedBytes | None = None) -> None:

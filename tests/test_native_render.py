@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from binlog_parser.events import Event, GtidEvent, QueryEvent, RowsQueryEvent, XidEvent
 from binlog_parser.header import EventHeader
-from binlog_parser.reader import read_events
+from binlog_parser.reader import BinlogReader, read_events
 from binlog_parser.render import _FIELDS_LAYOUTS, event_fields_json
 from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import ColumnType as T
@@ -103,16 +103,23 @@ def _native_sink(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
     renderer = ImageRenderer(columns_by_name)
     first = changes[0]
     columns = _native.image_columns()
-    n = _native.render_changes_into(changes, renderer._native_layout(first.before, RowChange),
-                                    renderer._native_layout(first.after, RowChange), columns)
+    n = _native.render_changes_into(changes, renderer._native_layout(_names(first.before), RowChange),
+                                    renderer._native_layout(_names(first.after), RowChange), columns)
     assert n == len(changes), "the extension did not render the event"
     return _taken(columns)
 
 
-def _rows_events() -> Iterator[tuple[str, RowsEvent]]:
+def _names(image: dict[str, Any] | None) -> tuple[str, ...] | None:
+    return None if image is None else tuple(image)
+
+
+def _rows_events(as_bytes: bool = False) -> Iterator[tuple[str, RowsEvent]]:
+    """Every rows event with rows of the fixtures (``as_bytes``: read with ``rows_as_bytes``)."""
     for path in fixture_binlogs():
+        reader = BinlogReader(str(path))
+        reader.context.rows_as_bytes = as_bytes
         try:
-            for ev in read_events(str(path)):
+            for ev in reader:
                 if isinstance(ev, RowsEvent) and ev.rows:
                     yield path.name, ev
         except Exception:  # noqa: BLE001 - damaged fixtures: their good events are enough here
@@ -131,6 +138,96 @@ def test_every_fixture_rows_event_renders_as_the_python_renderers() -> None:
     assert events > 1500 and values > 250000, (events, values)
 
 
+def test_rows_kept_as_bytes_render_and_read_as_the_decoded_rows() -> None:
+    """``rows_as_bytes``: every fixture rows event's images, rendered straight from their bytes
+    by the ingest's call (``ImageRenderer.render_changes_into``), are byte for byte what the
+    decoded rows render to; read as a sequence, they are the decoded rows. An event is kept as
+    bytes when every column is of a kind the bytes path takes; the others are decoded as ever."""
+    decoded = list(_rows_events())
+    kept = list(_rows_events(as_bytes=True))
+    assert [(n, e.header.pos) for n, e in kept] == [(n, e.header.pos) for n, e in decoded]
+    as_bytes = 0
+    for (name, ev), (_, lazy) in zip(decoded, kept, strict=True):
+        cols = ev.columns_by_name()
+        rows = lazy.rows
+        if type(rows).__name__ == "RowImages":
+            as_bytes += 1
+            columns = _native.image_columns()
+            assert ImageRenderer(cols).render_changes_into(rows, columns) == len(ev.rows)
+            assert _strict(_taken(columns)) == _strict(_reference(ev.rows, cols)), (name, ev.header.pos)
+            assert rows.image_names == (_names(ev.rows[0].before), _names(ev.rows[0].after))
+        assert len(rows) == len(ev.rows) and rows[0] == ev.rows[0] and rows[-1:] == ev.rows[-1:]
+        assert list(rows) == list(ev.rows) and rows == ev.rows and lazy == ev
+    # the fixtures are a zoo of column types: 518 of 1,583 events kept as bytes when written
+    assert as_bytes > 450 and len(decoded) > 1500, (as_bytes, len(decoded))
+
+
+def _edge_rows_binlog() -> bytes:
+    """A binlog whose rows hold each column kind the bytes path renders at its edges: unsigned
+    BIGINTs past 2**63, DECIMALs that ``Decimal`` prints with an exponent (``0E-7``, ``1E-7``:
+    the renderer writes them with their scale),
+    zero and fractional temporals, negative TIMEs, control characters, bytes that are not UTF-8,
+    NULLs; written, updated and deleted."""
+    import io
+
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+
+    cols = (Column("u", "BIGINT UNSIGNED"), Column("i", "TINYINT"), Column("d", "DECIMAL(20,10)"),
+            Column("z", "DECIMAL(10,7)"), Column("y", "YEAR"), Column("dt", "DATETIME(6)"),
+            Column("ts", "TIMESTAMP(3)"), Column("t", "TIME(2)"), Column("dd", "DATE"), Column("s", "VARCHAR(20)"),
+            Column("b", "VARBINARY(10)"))
+    table = Table("db", "t", cols, table_id=9)
+    dt, tm, ts, date = MySQLDateTime, MySQLTime, MySQLTimestamp, MySQLDate
+    rows = [
+        {"u": 2 ** 64 - 1, "i": -128, "d": Decimal("-0.0000000000"), "z": Decimal("0.0000000"), "y": 0,
+         "dt": dt(2024, 2, 29, 23, 59, 59, 1, 6), "ts": ts(0, 0, 3), "t": tm(True, 0, 0, 0, 500000, 2),
+         "dd": date(0, 0, 0), "s": 'é"\\\n\x01', "b": b"\xff\x00"},
+        {"u": 2 ** 63, "i": 127, "d": Decimal("0.0000001000"), "z": Decimal("-0.0000001"), "y": 2155,
+         "dt": dt(0, 0, 0, 0, 0, 0, 0, 6), "ts": ts(2 ** 31 - 1, 999000, 3), "t": tm(False, 838, 59, 59, 990000, 2),
+         "dd": date(9999, 12, 31), "s": "", "b": b""},
+        {"u": 0, "i": 0, "d": Decimal("9999999999.9999999999"), "z": Decimal("-999.9999999"), "y": 1901,
+         "dt": dt(1000, 1, 1, 0, 0, 0, 500000, 6), "ts": ts(1, 0, 3), "t": tm(True, 838, 59, 59, 0, 2),
+         "dd": date(1000, 1, 1), "s": "日本 😀", "b": b"abc"},
+        dict.fromkeys(("u", "i", "d", "z", "y", "dt", "ts", "t", "dd", "s", "b")),
+    ]
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", checksum=False)
+    w.begin_transaction("3e11fa47-71ca-11e1-9e33-c80aa9429562:1", last_committed=0, sequence_number=1,
+                        timestamp=1700000000)
+    for _ in range(2):  # (the first event of a table and bitmap builds its plan: decoded as ever)
+        w.write_rows(table, rows)
+        w.update_rows(table, [(rows[0], rows[1]), (rows[3], rows[2])])
+        w.delete_rows(table, rows[1:])
+    w.xid(1)
+    return buf.getvalue()
+
+
+def test_edge_values_kept_as_bytes_render_as_the_decoded_values() -> None:
+    data = _edge_rows_binlog()
+    reader = BinlogReader(data)
+    decoded = [e for e in reader if isinstance(e, RowsEvent)]
+    reader = BinlogReader(data)
+    reader.context.rows_as_bytes = True
+    kept = [e for e in reader if isinstance(e, RowsEvent)]
+    assert [type(e.rows).__name__ for e in kept][3:] == ["RowImages"] * 3
+    for ev, lazy in zip(decoded, kept, strict=True):
+        cols = ev.columns_by_name()
+        columns = _native.image_columns()
+        assert ImageRenderer(cols).render_changes_into(lazy.rows, columns) == len(ev.rows)
+        assert _strict(_taken(columns)) == _strict(_reference(ev.rows, cols))
+        assert lazy == ev
+    # the values at their edges, as the ingest stores them
+    columns = _native.image_columns()
+    ImageRenderer(kept[3].columns_by_name()).render_changes_into(kept[3].rows, columns)
+    after_json = _taken(columns).after_json
+    assert after_json[0] == ('{"u":"18446744073709551615","i":-128,"d":"0.0000000000","z":"0.0000000","y":"0000",'
+                             '"dt":"2024-02-29 23:59:59.000001","ts":"0000-00-00 00:00:00.000","t":"-00:00:00.50",'
+                             '"dd":"0000-00-00","s":"é\\"\\\\\\n\\u0001","b":"0xff00"}')
+    assert after_json[1] == ('{"u":"9223372036854775808","i":127,"d":"0.0000001000","z":"-0.0000001","y":"2155",'
+                             '"dt":"0000-00-00 00:00:00.000000","ts":"2038-01-19 03:14:07.999","t":"838:59:59.99",'
+                             '"dd":"9999-12-31","s":"","b":"0x"}')
+
+
 def test_a_sink_is_left_as_it_was_when_an_image_does_not_fit_its_layout() -> None:
     cols = {"a": EDGE_COLUMNS["i"], "b": EDGE_COLUMNS["s"]}
     good = (RowChange(None, {"a": 1, "b": "x"}),)
@@ -139,7 +236,7 @@ def test_a_sink_is_left_as_it_was_when_an_image_does_not_fit_its_layout() -> Non
     columns = _native.image_columns()
     assert renderer.render_changes_into(good, columns) == 1
     # the first change fits, the second does not: the extension hands the event back
-    assert _native.render_changes_into(bad, None, renderer._native_layout(bad[0].after, RowChange), columns) is None
+    assert _native.render_changes_into(bad, None, renderer._native_layout(_names(bad[0].after), RowChange), columns) is None
     assert len(columns) == 1  # cut back to its length on entry
     assert renderer.render_changes_into(bad, columns) == 3  # the Python renderer then appends
     assert _strict(_taken(columns)) == _strict(_reference(good + bad, cols))

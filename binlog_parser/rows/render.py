@@ -441,23 +441,27 @@ class ImageRenderer:
         renders into its own ``ImageColumns``); returns the number of changes. On an exception
         the sink is as it was."""
         if changes and not isinstance(sink, ImageSink):
-            first = changes[0]
-            change_type = type(first)
-            n = _native.render_changes_into(changes, self._native_layout(first.before, change_type),
-                                            self._native_layout(first.after, change_type), sink)
+            names = getattr(changes, "image_names", None)  # RowImages: its columns, nothing decoded
+            if names is not None:
+                change_type = changes.change_type  # type: ignore[attr-defined]
+            else:
+                first = changes[0]
+                change_type = type(first)
+                names = tuple(n if n is None else tuple(n) for n in (first.before, first.after))
+            n = _native.render_changes_into(changes, self._native_layout(names[0], change_type),
+                                            self._native_layout(names[1], change_type), sink)
             if n is not None:
                 return n
         images = self.render_changes(changes)  # may raise: nothing appended yet
         append_images(sink, images)
         return len(images)
 
-    def _native_layout(self, row: dict[str, Any] | None, change_type: type) -> Any:
-        """The extension's layout of images with ``row``'s columns (None: none, or the Python
-        renderer's). ``change_type``: the changes' class (``rows_event.RowChange``, which imports
-        this module's callers: taken from the changes, the import graph stays acyclic)."""
-        if row is None:
+    def _native_layout(self, names: tuple[Any, ...] | None, change_type: type) -> Any:
+        """The extension's layout of images of the columns ``names`` (None: no image, or the
+        Python renderer's). ``change_type``: the changes' class (``rows_event.RowChange``, which
+        imports this module's callers: taken from the changes, the import graph stays acyclic)."""
+        if names is None:
             return None
-        names = tuple(row)
         try:
             return self._native_layouts[names]
         except KeyError:

@@ -342,7 +342,12 @@ impl Frames {
                 let phl = ctx.getattr(pyo3::intern!(py, "post_header_lengths"))?.cast_into::<PyBytes>()?;
                 let maps = ctx.getattr(pyo3::intern!(py, "table_maps"))?.cast_into::<PyDict>()?;
                 let data = PyBytes::new(py, body);
-                let ev = rows_event_inner(py, &types.rows_event, header, t as u32, data.as_any(), &phl, &maps)?;
+                // the decoder context's `rows_as_bytes` (`RowImages`): absent or false, the values
+                let as_bytes = match ctx.getattr_opt(pyo3::intern!(py, "rows_as_bytes"))? {
+                    Some(v) => v.is_truthy()?,
+                    None => false,
+                };
+                let ev = rows_event_inner(py, &types.rows_event, header, t as u32, data.as_any(), &phl, &maps, as_bytes)?;
                 if ev.is_some() {
                     return Ok(ev);
                 }

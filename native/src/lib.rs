@@ -51,7 +51,8 @@ const C_PAD: u32 = 2;
 /// `decode_header_only`, the header-only scan; 4: `ImageLayout` / `render_changes_into`, the row
 /// images rendered, `render.rs`, and `FieldsLayout` / `fields_json`, events' fields as JSON,
 /// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
-/// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row).
+/// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row; 6:
+/// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`).
 const ABI: u32 = 6;
 
 mod columns;
@@ -379,6 +380,44 @@ impl ImageReader {
 }
 
 impl ImageReader {
+    /// Where the image at `pos` ends, when every column is of a kind whose decoding cannot fail
+    /// once its bytes are there (see `RowImages`); None: another kind, a short read, a DECIMAL
+    /// the fast text does not take.
+    fn skip(&self, buf: &[u8], mut pos: usize) -> Option<usize> {
+        let n = self.cols.len();
+        let nb = (n + 7) >> 3;
+        let nulls = buf.get(pos..pos.checked_add(nb)?)?;
+        pos += nb;
+        for (i, col) in self.cols.iter().enumerate() {
+            if nulls[i >> 3] >> (i & 7) & 1 != 0 {
+                continue;
+            }
+            let size = match col {
+                Col::Int { size, .. } | Col::Enum { size, .. } | Col::Set { size, .. } | Col::Bit(size) => *size,
+                Col::Float => 4,
+                Col::Double => 8,
+                Col::Year => 1,
+                Col::Null => 0,
+                Col::Date => 3,
+                Col::TimestampOld => 4,
+                Col::Timestamp2 { fsp } => 4 + frac_bytes(*fsp),
+                Col::DateTime2 { fsp } => 5 + frac_bytes(*fsp),
+                Col::Time2 { fsp } => 3 + frac_bytes(*fsp),
+                Col::Decimal { size, scale, groups, .. } => {
+                    decimal_text(buf.get(pos..pos.checked_add(*size)?)?, *scale, groups)?;
+                    *size
+                }
+                Col::Str { nlen, .. } => nlen + le(buf.get(pos..pos.checked_add(*nlen)?)?) as usize,
+                Col::Py(_) | Col::TimeOld(_) | Col::DateTimeOld(_) => return None,
+            };
+            pos = pos.checked_add(size)?;
+            if pos > buf.len() {
+                return None;
+            }
+        }
+        Some(pos)
+    }
+
     /// One image at `pos`: (dict, position after it).
     fn read<'py>(
         &self,
@@ -533,63 +572,19 @@ impl ImageReader {
         Ok(match col {
             Col::DateTime2 { fsp } => {
                 let size = 5 + frac_bytes(*fsp);
-                let v = be(take(buf, pos, size)?);
-                let fshift = 8 * frac_bytes(*fsp) as u32;
-                let mut intpart = (v >> fshift) as i64 - 0x80_0000_0000;
-                if intpart < 0 {
-                    intpart = -intpart;
-                }
-                let ymd = intpart >> 17;
-                let ym = ymd >> 5;
-                let hms = intpart & 0x1FFFF;
-                let frac = read_frac(&buf[pos + 5..pos + size], *fsp);
-                let vals = [
-                    int(py, ym / 13), int(py, ym % 13), int(py, ymd & 31), int(py, hms >> 12),
-                    int(py, (hms >> 6) & 63), int(py, hms & 63), int(py, frac), int(py, *fsp as i64),
-                ];
+                let vals = datetime2_fields(take(buf, pos, size)?, *fsp).map(|v| int(py, v));
                 (t.datetime.make(py, vals)?, pos + size)
             }
             Col::Timestamp2 { fsp } => {
                 let size = 4 + frac_bytes(*fsp);
-                let b = take(buf, pos, size)?;
-                let vals = [uint(py, be(&b[..4])), int(py, read_frac(&b[4..], *fsp)), int(py, *fsp as i64)];
+                let vals = timestamp2_fields(take(buf, pos, size)?, *fsp).map(|v| int(py, v));
                 (t.timestamp.make(py, vals)?, pos + size)
             }
             Col::Time2 { fsp } => {
                 let size = 3 + frac_bytes(*fsp);
-                let b = take(buf, pos, size)?;
-                let mut packed: i64 = match fsp {
-                    0 => (be(&b[..3]) as i64 - 0x800000) << 24,
-                    1 | 2 => {
-                        let mut ip = be(&b[..3]) as i64 - 0x800000;
-                        let mut frac = b[3] as i64;
-                        if ip < 0 && frac != 0 {
-                            ip += 1;
-                            frac -= 0x100;
-                        }
-                        (ip << 24) + frac * 10000
-                    }
-                    3 | 4 => {
-                        let mut ip = be(&b[..3]) as i64 - 0x800000;
-                        let mut frac = be(&b[3..5]) as i64;
-                        if ip < 0 && frac != 0 {
-                            ip += 1;
-                            frac -= 0x10000;
-                        }
-                        (ip << 24) + frac * 100
-                    }
-                    _ => be(&b[..6]) as i64 - 0x8000_0000_0000,
-                };
-                let neg = packed < 0;
-                if neg {
-                    packed = -packed;
-                }
-                let hms = packed >> 24;
-                let vals = [
-                    pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
-                    int(py, (hms >> 12) & 0x3FF), int(py, (hms >> 6) & 63), int(py, hms & 63),
-                    int(py, packed & 0xFFFFFF), int(py, *fsp as i64),
-                ];
+                let (neg, fields) = time2_fields(take(buf, pos, size)?, *fsp);
+                let [h, mi, sec, us, fsp] = fields.map(|v| int(py, v));
+                let vals = [pyo3::types::PyBool::new(py, neg).to_owned().into_any(), h, mi, sec, us, fsp];
                 (t.time.make(py, vals)?, pos + size)
             }
             _ => return self.temporal_old(py, t, col, buf, bufobj, pos),
@@ -608,8 +603,7 @@ impl ImageReader {
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
             Col::Date => {
-                let v = le(take(buf, pos, 3)?) as i64;
-                let vals = [int(py, v >> 9), int(py, (v >> 5) & 15), int(py, v & 31)];
+                let vals = date_fields(take(buf, pos, 3)?).map(|v| int(py, v));
                 (t.date.make(py, vals)?, pos + 3)
             }
             Col::TimestampOld => {
@@ -650,6 +644,64 @@ impl ImageReader {
             _ => return Err(PyValueError::new_err("not a temporal column")),
         })
     }
+}
+
+/// DATETIME2 (`temporal.py`): year, month, day, hour, minute, second, microsecond, fsp.
+fn datetime2_fields(b: &[u8], fsp: u32) -> [i64; 8] {
+    let v = be(&b[..5 + frac_bytes(fsp)]);
+    let fshift = 8 * frac_bytes(fsp) as u32;
+    let mut intpart = (v >> fshift) as i64 - 0x80_0000_0000;
+    if intpart < 0 {
+        intpart = -intpart;
+    }
+    let ymd = intpart >> 17;
+    let ym = ymd >> 5;
+    let hms = intpart & 0x1FFFF;
+    let frac = read_frac(&b[5..], fsp);
+    [ym / 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, frac, fsp as i64]
+}
+
+/// TIMESTAMP2: seconds since the epoch, microsecond, fsp.
+fn timestamp2_fields(b: &[u8], fsp: u32) -> [i64; 3] {
+    [be(&b[..4]) as i64, read_frac(&b[4..], fsp), fsp as i64]
+}
+
+/// DATE: year, month, day.
+fn date_fields(b: &[u8]) -> [i64; 3] {
+    let v = le(&b[..3]) as i64;
+    [v >> 9, (v >> 5) & 15, v & 31]
+}
+
+/// TIME2: negative, and hour, minute, second, microsecond, fsp.
+fn time2_fields(b: &[u8], fsp: u32) -> (bool, [i64; 5]) {
+    let mut packed: i64 = match fsp {
+        0 => (be(&b[..3]) as i64 - 0x800000) << 24,
+        1 | 2 => {
+            let mut ip = be(&b[..3]) as i64 - 0x800000;
+            let mut frac = b[3] as i64;
+            if ip < 0 && frac != 0 {
+                ip += 1;
+                frac -= 0x100;
+            }
+            (ip << 24) + frac * 10000
+        }
+        3 | 4 => {
+            let mut ip = be(&b[..3]) as i64 - 0x800000;
+            let mut frac = be(&b[3..5]) as i64;
+            if ip < 0 && frac != 0 {
+                ip += 1;
+                frac -= 0x10000;
+            }
+            (ip << 24) + frac * 100
+        }
+        _ => be(&b[..6]) as i64 - 0x8000_0000_0000,
+    };
+    let neg = packed < 0;
+    if neg {
+        packed = -packed;
+    }
+    let hms = packed >> 24;
+    (neg, [(hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, packed & 0xFFFFFF, fsp as i64])
 }
 
 /// `dec(buf, pos) -> (value, new_pos)`: a column decoded by its Python decoder.
@@ -789,6 +841,122 @@ fn decode_rows_inner<'py>(
     PyTuple::new(py, rows)
 }
 
+/// The row images of a rows event kept as their bytes (a decoder context's `rows_as_bytes`):
+/// a sequence of the `RowChange`s `decode_rows` would build, decoded when first read, that
+/// `render_changes_into` renders straight from the bytes. The ingest renders every image and
+/// reads no value: building the Python values it never reads was half of its decoding.
+///
+/// Only for images whose every column decodes without fail once its bytes are there, and
+/// after a walk over all of them (`ImageReader::skip`): a rows event that would fail to decode
+/// fails now, as without `rows_as_bytes`.
+#[pyclass(frozen, sequence, module = "binlog_parser._native_ext")]
+pub(crate) struct RowImages {
+    data: Py<PyBytes>,
+    start: usize,
+    /// 0 WRITE, 1 UPDATE, 2 DELETE (`decode_rows`)
+    kind: u32,
+    first: Py<ImageReader>,
+    second: Option<Py<ImageReader>>,
+    count: usize,
+    decoded: pyo3::sync::PyOnceLock<Py<PyTuple>>,
+}
+
+impl RowImages {
+    /// The images' decoded `RowChange`s (once).
+    fn changes<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyTuple>> {
+        let rows = self.decoded.get_or_try_init(py, || {
+            let second = self.second.as_ref().map(|s| s.get());
+            decode_rows_inner(py, self.data.bind(py), self.start, self.kind, self.first.get(), second).map(Bound::unbind)
+        })?;
+        Ok(rows.bind(py))
+    }
+
+    /// The readers of the before and after images (None: that side has none).
+    pub(crate) fn readers(&self) -> (Option<&ImageReader>, Option<&ImageReader>) {
+        let first = Some(self.first.get());
+        match self.kind {
+            0 => (None, first),
+            1 => (first, self.second.as_ref().map(|s| s.get())),
+            _ => (first, None),
+        }
+    }
+}
+
+#[pymethods]
+impl RowImages {
+    fn __len__(&self) -> usize {
+        self.count
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, index: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.changes(py)?.as_any().get_item(index)
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.changes(py)?.as_any().try_iter()?.into_any())
+    }
+
+    fn __eq__<'py>(&self, py: Python<'py>, other: Bound<'py, PyAny>) -> PyResult<bool> {
+        let other = match other.cast::<RowImages>() {
+            Ok(o) => o.get().changes(py)?.clone().into_any(),
+            Err(_) => other,
+        };
+        self.changes(py)?.as_any().eq(other)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.changes(py)?.repr()?.to_string())
+    }
+
+    /// The column names of the before and after images, as the decoded images' keys (None:
+    /// that side has no image).
+    #[getter]
+    fn image_names<'py>(&self, py: Python<'py>) -> PyResult<(Option<Bound<'py, PyTuple>>, Option<Bound<'py, PyTuple>>)> {
+        let names = |r: Option<&ImageReader>| r.map(|r| PyTuple::new(py, r.names.iter().map(|n| n.bind(py)))).transpose();
+        let (before, after) = self.readers();
+        Ok((names(before)?, names(after)?))
+    }
+
+    /// The class of the decoded changes (`rows_event.RowChange`).
+    #[getter]
+    fn change_type<'py>(&self, py: Python<'py>) -> Bound<'py, PyType> {
+        self.first.get().types.get().row_change.cls.bind(py).clone()
+    }
+}
+
+/// `RowImages` of the images from `pos` on, or None: a column kind it does not take, or bytes
+/// that would not decode (the images are then decoded as ever).
+fn row_images(
+    data: &Bound<'_, PyBytes>,
+    start: usize,
+    kind: u32,
+    first: &Bound<'_, ImageReader>,
+    second: Option<&Bound<'_, ImageReader>>,
+) -> Option<RowImages> {
+    let buf = data.as_bytes();
+    let (mut pos, mut count) = (start, 0usize);
+    while pos < buf.len() {
+        let from = pos;
+        pos = first.get().skip(buf, pos)?;
+        if kind == 1 {
+            pos = second?.get().skip(buf, pos)?;
+        }
+        if pos == from {
+            return None;
+        }
+        count += 1;
+    }
+    Some(RowImages {
+        data: data.clone().unbind(),
+        start,
+        kind,
+        first: first.clone().unbind(),
+        second: second.map(|s| s.clone().unbind()),
+        count,
+        decoded: pyo3::sync::PyOnceLock::new(),
+    })
+}
+
 /// MySQL's length-encoded integer (`wire.packed_int`); None for the NULL marker, 0xff or a
 /// short read (the Python decoder then reports the event).
 fn packed_int(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
@@ -819,7 +987,7 @@ fn decode_rows_event<'py>(
     table_maps: &Bound<'py, pyo3::types::PyDict>,
 ) -> Option<Bound<'py, PyAny>> {
     let run = std::panic::AssertUnwindSafe(|| {
-        rows_event_inner(py, make_event.get(), header, type_code, body, post_header_lengths, table_maps)
+        rows_event_inner(py, make_event.get(), header, type_code, body, post_header_lengths, table_maps, false)
     });
     match std::panic::catch_unwind(run) {
         Ok(Ok(Some(ev))) => Some(ev),
@@ -827,7 +995,9 @@ fn decode_rows_event<'py>(
     }
 }
 
-fn rows_event_inner<'py>(
+/// `as_bytes`: the rows as `RowImages` when they can be (see there).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rows_event_inner<'py>(
     py: Python<'py>,
     make_event: &SlotsConstructor,
     header: &Bound<'py, PyAny>,
@@ -835,6 +1005,7 @@ fn rows_event_inner<'py>(
     body: &Bound<'py, PyAny>,
     post_header_lengths: &Bound<'py, PyBytes>,
     table_maps: &Bound<'py, pyo3::types::PyDict>,
+    as_bytes: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     use pyo3::types::PyDictMethods;
     let (kind, version) = match t {
@@ -904,7 +1075,11 @@ fn rows_event_inner<'py>(
         },
         None => None,
     };
-    let rows = decode_rows_inner(py, &data, pos, kind, first.get(), second.as_ref().map(|s| s.get()))?;
+    let lazy = if as_bytes { row_images(&data, pos, kind, &first, second.as_ref()) } else { None };
+    let rows = match lazy {
+        Some(images) => Bound::new(py, images)?.into_any(),
+        None => decode_rows_inner(py, &data, pos, kind, first.get(), second.as_ref().map(|s| s.get()))?.into_any(),
+    };
     let none = py.None().into_bound(py);
     let args = PyTuple::new(py, [
         header.clone(),
@@ -917,7 +1092,7 @@ fn rows_event_inner<'py>(
             Some(b) => PyBytes::new(py, b).into_any(),
             None => none,
         },
-        rows.into_any(),
+        rows,
         tm,
     ])?;
     Ok(Some(make_event.__call__(py, &args)?))
@@ -928,6 +1103,7 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ABI", ABI)?;
     m.add_class::<ValueTypes>()?;
     m.add_class::<ImageReader>()?;
+    m.add_class::<RowImages>()?;
     m.add_class::<SlotsConstructor>()?;
     m.add_class::<framing::EventTypes>()?;
     m.add_class::<framing::Frames>()?;

@@ -22,7 +22,10 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use crate::columns::{arrow_utf8, ImageColumns, MapBuilder, Overflow, Utf8Builder};
 use crate::digits::{push_hex, push_int, push_padded};
-use crate::{SlotLayout, ValueTypes};
+use crate::{
+    date_fields, datetime2_fields, decimal_text, frac_bytes, le, time2_fields, timestamp2_fields, Col, Conv,
+    ImageReader, RowImages, SlotLayout, ValueTypes,
+};
 
 /// JSON numbers beyond +-2**53 are written as strings (`render.render_value`).
 const MAX_SAFE: i64 = 1 << 53;
@@ -176,6 +179,86 @@ fn push_date_time(out: &mut String, [y, mo, d]: [i64; 3], time: Option<[i64; 3]>
     }
 }
 
+/// `str()` of a `temporal.DateTime` of these fields.
+fn datetime_text([y, mo, d, h, mi, sec, us, fsp]: [i64; 8]) -> String {
+    let mut s = String::with_capacity(26);
+    push_date_time(&mut s, [y, mo, d], Some([h, mi, sec]));
+    push_frac(&mut s, us, fsp);
+    s
+}
+
+/// `str()` of a `temporal.Timestamp` of these fields, or None beyond `datetime`'s years
+/// (1..9999), where the Python renderer raises.
+fn timestamp_text([seconds, us, fsp]: [i64; 3]) -> Option<String> {
+    let mut s = String::with_capacity(26);
+    if seconds == 0 && us == 0 {
+        s.push_str("0000-00-00 00:00:00");
+        push_frac(&mut s, 0, fsp);
+        return Some(s);
+    }
+    if !(-62_135_596_800..=253_402_300_799).contains(&seconds) {
+        return None;
+    }
+    let (days, secs) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    let (y, mo, d) = civil_from_days(days);
+    push_date_time(&mut s, [y, mo, d], Some([secs / 3600, secs / 60 % 60, secs % 60]));
+    push_frac(&mut s, us, fsp);
+    Some(s)
+}
+
+/// `str()` of a `temporal.Time` of these fields.
+fn time_text(neg: bool, [h, mi, sec, us, fsp]: [i64; 5]) -> String {
+    let mut s = String::with_capacity(20);
+    if neg {
+        s.push('-');
+    }
+    push_padded(&mut s, h, 2);
+    s.push(':');
+    push_padded(&mut s, mi, 2);
+    s.push(':');
+    push_padded(&mut s, sec, 2);
+    push_frac(&mut s, us, fsp);
+    s
+}
+
+/// A value whose JSON is its text quoted (temporals, DECIMALs).
+fn emit_quoted(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+    json.push('"');
+    json.push_str(s);
+    json.push('"');
+    Ok(text.push(s.as_bytes())?)
+}
+
+/// A text value: a JSON string, and itself.
+fn emit_str(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+    push_json_str(json, s);
+    Ok(text.push(s.as_bytes())?)
+}
+
+/// An integer: `%04d` and quoted for YEAR, a JSON string beyond +-2**53, else a number.
+fn emit_int(col: &RenderCol, n: i64, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+    let mut s = String::with_capacity(20);
+    if col.year {
+        push_padded(&mut s, n, 4);
+    } else {
+        push_int(&mut s, n);
+    }
+    if col.year || !(-MAX_SAFE..=MAX_SAFE).contains(&n) {
+        return emit_quoted(&s, json, text);
+    }
+    json.push_str(&s);
+    Ok(text.push(s.as_bytes())?)
+}
+
+/// The text `str(Decimal(s))` gives back as it is: no exponent (`Decimal.__str__` writes one
+/// when the adjusted exponent is below -6) and not a negative zero (the Python renderer's).
+fn plain_decimal(s: &str, scale: usize) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let significant = digits.bytes().filter(|b| *b != b'.').skip_while(|b| *b == b'0').count().max(1);
+    let zero = digits.bytes().all(|b| b == b'0' || b == b'.');
+    significant as i64 - 1 - scale as i64 >= -6 && !(zero && s.starts_with('-'))
+}
+
 /// An exact `int` as i64 (a bool, another type or an overflow: None).
 pub(crate) fn exact_int(obj: *mut ffi::PyObject) -> Option<i64> {
     // SAFETY: a live object; PyLong_CheckExact excludes bool and subclasses
@@ -224,24 +307,9 @@ impl ImageLayout {
         let tp = v.get_type().as_ptr();
         let mut s = String::with_capacity(26);
         if tp == t.datetime.cls.as_ptr() {
-            let [y, mo, d, h, mi, sec, us, fsp] = slot_ints::<8>(v, &t.datetime)?;
-            push_date_time(&mut s, [y, mo, d], Some([h, mi, sec]));
-            push_frac(&mut s, us, fsp);
+            return Some(datetime_text(slot_ints::<8>(v, &t.datetime)?));
         } else if tp == t.timestamp.cls.as_ptr() {
-            let [seconds, us, fsp] = slot_ints::<3>(v, &t.timestamp)?;
-            if seconds == 0 && us == 0 {
-                s.push_str("0000-00-00 00:00:00");
-                push_frac(&mut s, 0, fsp);
-                return Some(s);
-            }
-            // datetime's range (years 1..9999): beyond it the Python renderer raises
-            if !(-62_135_596_800..=253_402_300_799).contains(&seconds) {
-                return None;
-            }
-            let (days, secs) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-            let (y, mo, d) = civil_from_days(days);
-            push_date_time(&mut s, [y, mo, d], Some([secs / 3600, secs / 60 % 60, secs % 60]));
-            push_frac(&mut s, us, fsp);
+            return timestamp_text(slot_ints::<3>(v, &t.timestamp)?);
         } else if tp == t.date.cls.as_ptr() {
             let [y, mo, d] = slot_ints::<3>(v, &t.date)?;
             push_date_time(&mut s, [y, mo, d], None);
@@ -263,16 +331,7 @@ impl ImageLayout {
                 // SAFETY: as in slot_ints
                 parts[k] = exact_int(unsafe { slot(v, *off) })?;
             }
-            let [h, mi, sec, us, fsp] = parts;
-            if neg {
-                s.push('-');
-            }
-            push_padded(&mut s, h, 2);
-            s.push(':');
-            push_padded(&mut s, mi, 2);
-            s.push(':');
-            push_padded(&mut s, sec, 2);
-            push_frac(&mut s, us, fsp);
+            return Some(time_text(neg, parts));
         } else {
             return None;
         }
@@ -313,8 +372,7 @@ impl ImageLayout {
         unsafe {
             if ffi::PyUnicode_CheckExact(p) != 0 {
                 let Some(s) = str_utf8(p) else { return self.python_pair(py, col, v, json, text) };
-                push_json_str(json, s);
-                return Ok(text.push(s.as_bytes())?);
+                return emit_str(s, json, text);
             }
             if p == ffi::Py_None() {
                 json.push_str("null");
@@ -328,20 +386,7 @@ impl ImageLayout {
             }
             if ffi::PyLong_CheckExact(p) != 0 {
                 let Some(n) = exact_int(p) else { return self.python_pair(py, col, v, json, text) };
-                let mut s = String::with_capacity(20);
-                if col.year {
-                    push_padded(&mut s, n, 4);
-                } else {
-                    push_int(&mut s, n);
-                }
-                if col.year || !(-MAX_SAFE..=MAX_SAFE).contains(&n) {
-                    json.push('"');
-                    json.push_str(&s);
-                    json.push('"');
-                } else {
-                    json.push_str(&s);
-                }
-                return Ok(text.push(s.as_bytes())?);
+                return emit_int(col, n, json, text);
             }
             if ffi::PyBytes_CheckExact(p) != 0 {
                 let raw = v.cast::<PyBytes>().map_err(|_| Fallback)?.as_bytes();
@@ -362,21 +407,98 @@ impl ImageLayout {
         }
         if v.get_type().as_ptr() == t.decimal.as_ptr() {
             if let Some(s) = col.scale.and_then(|scale| self.decimal_text(v, scale)) {
-                let s = s.to_str().map_err(|_| Fallback)?;
-                json.push('"');
-                json.push_str(s);
-                json.push('"');
-                return Ok(text.push(s.as_bytes())?);
+                return emit_quoted(s.to_str().map_err(|_| Fallback)?, json, text);
             }
             return self.python_pair(py, col, v, json, text);
         }
         if let Some(s) = self.temporal_text(t, v) {
-            json.push('"');
-            json.push_str(&s);
-            json.push('"');
-            return Ok(text.push(s.as_bytes())?);
+            return emit_quoted(&s, json, text);
         }
         self.python_pair(py, col, v, json, text)
+    }
+
+    /// One value rendered from its bytes at `pos` in `buf` (`reader`'s column `i`), as
+    /// `value` renders what `ImageReader::value` decodes from them; a value of another kind, or
+    /// one whose text that port does not take, is decoded and rendered by them. Returns where
+    /// the value ends.
+    #[allow(clippy::too_many_arguments)]
+    fn value_from_bytes(
+        &self,
+        py: Python<'_>,
+        t: &ValueTypes,
+        col: &RenderCol,
+        reader: &ImageReader,
+        i: usize,
+        data: &Bound<'_, PyBytes>,
+        pos: usize,
+        json: &mut String,
+        text: &mut Utf8Builder,
+    ) -> Result<usize, Fallback> {
+        let buf = data.as_bytes();
+        let at = |n: usize| pos.checked_add(n).and_then(|end| buf.get(pos..end)).ok_or(Fallback);
+        match &reader.cols[i] {
+            Col::Int { size, unsigned } => {
+                let raw = le(at(*size)?);
+                let n = if *unsigned {
+                    i64::try_from(raw).ok()
+                } else {
+                    let shift = 64 - 8 * *size as u32;
+                    Some(((raw << shift) as i64) >> shift)
+                };
+                if let Some(n) = n {
+                    emit_int(col, n, json, text)?;
+                    return Ok(pos + size);
+                }
+            }
+            Col::Year => {
+                let v = at(1)?[0] as i64;
+                emit_int(col, if v != 0 { v + 1900 } else { 0 }, json, text)?;
+                return Ok(pos + 1);
+            }
+            Col::Str { nlen, conv: Conv::Utf8 } => {
+                let len = le(at(*nlen)?) as usize;
+                let raw = buf.get(pos + nlen..pos + nlen + len).ok_or(Fallback)?;
+                if let Ok(s) = std::str::from_utf8(raw) {
+                    emit_str(s, json, text)?;
+                    return Ok(pos + nlen + len);
+                }
+            }
+            Col::Decimal { size, scale, groups, .. } if col.scale == Some(*scale) => {
+                if let Some(s) = decimal_text(at(*size)?, *scale, groups).filter(|s| plain_decimal(s, *scale)) {
+                    emit_quoted(&s, json, text)?;
+                    return Ok(pos + size);
+                }
+            }
+            Col::DateTime2 { fsp } => {
+                let size = 5 + frac_bytes(*fsp);
+                emit_quoted(&datetime_text(datetime2_fields(at(size)?, *fsp)), json, text)?;
+                return Ok(pos + size);
+            }
+            Col::Timestamp2 { fsp } => {
+                let size = 4 + frac_bytes(*fsp);
+                if let Some(s) = timestamp_text(timestamp2_fields(at(size)?, *fsp)) {
+                    emit_quoted(&s, json, text)?;
+                    return Ok(pos + size);
+                }
+            }
+            Col::Time2 { fsp } => {
+                let size = 3 + frac_bytes(*fsp);
+                let (neg, fields) = time2_fields(at(size)?, *fsp);
+                emit_quoted(&time_text(neg, fields), json, text)?;
+                return Ok(pos + size);
+            }
+            Col::Date => {
+                let [y, mo, d] = date_fields(at(3)?);
+                let mut s = String::with_capacity(10);
+                push_date_time(&mut s, [y, mo, d], None);
+                emit_quoted(&s, json, text)?;
+                return Ok(pos + 3);
+            }
+            _ => {}
+        }
+        let (v, next) = reader.value(py, t, &reader.cols[i], buf, data, pos)?;
+        self.value(py, t, col, &v, json, text)?;
+        Ok(next)
     }
 
     /// `render._pair_any(value, column)`: the JSON appended to `json`, the text to `text`.
@@ -427,6 +549,49 @@ impl ImageLayout {
         }
         json.push('}');
         Ok(json)
+    }
+
+    /// One image read from its bytes at `pos` by `reader` (whose columns are this layout's)
+    /// appended to a side's map and JSON columns; returns where it ends.
+    fn image_from_bytes(
+        &self,
+        py: Python<'_>,
+        reader: &ImageReader,
+        data: &Bound<'_, PyBytes>,
+        mut pos: usize,
+        map: &mut MapBuilder,
+        json: &mut Utf8Builder,
+    ) -> Result<usize, Fallback> {
+        let t = self.types.get();
+        let n = self.names.len();
+        let nb = (n + 7) >> 3;
+        let nulls = data.as_bytes().get(pos..pos + nb).ok_or(Fallback)?;
+        pos += nb;
+        let mut text = String::with_capacity(16 * n + 2);
+        text.push('{');
+        for i in 0..n {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&self.keys_json[i]);
+            map.keys.push(&self.names_utf8[i])?;
+            if nulls[i >> 3] >> (i & 7) & 1 != 0 {
+                text.push_str("null");
+                map.values.push_null();
+            } else {
+                pos = self.value_from_bytes(py, t, &self.cols[i], reader, i, data, pos, &mut text, &mut map.values)?;
+            }
+        }
+        text.push('}');
+        map.end_row(true)?;
+        json.push(text.as_bytes())?;
+        Ok(pos)
+    }
+
+    /// Whether `reader`'s images have this layout's columns, in order.
+    fn reads(&self, py: Python<'_>, reader: &ImageReader) -> bool {
+        self.names.len() == reader.names.len()
+            && self.names.iter().zip(&reader.names).all(|(a, b)| a.as_ptr() == b.as_ptr() || a.bind(py).as_any().eq(b.bind(py)).unwrap_or(false))
     }
 
     /// One image (or None) appended to a side's map and JSON columns.
@@ -482,6 +647,9 @@ fn into_inner(
     after: Option<&ImageLayout>,
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
+    if let Ok(rows) = changes.cast::<RowImages>() {
+        return images_from_bytes(py, rows.get(), before, after, sink);
+    }
     let types = match (before, after) {
         (Some(l), _) | (None, Some(l)) => l.types.get(),
         (None, None) => return Err(Fallback),
@@ -497,4 +665,50 @@ fn into_inner(
         n += 1;
     }
     Ok(n)
+}
+
+/// `into_inner` for images kept as their bytes: each rendered straight from them, in the
+/// order they were written (the first reader's image, then for an UPDATE the second's).
+fn images_from_bytes(
+    py: Python<'_>,
+    rows: &RowImages,
+    before: Option<&ImageLayout>,
+    after: Option<&ImageLayout>,
+    sink: &mut ImageColumns,
+) -> Result<usize, Fallback> {
+    let (before_reader, after_reader) = rows.readers();
+    let (before, after) = (side(py, before, before_reader)?, side(py, after, after_reader)?);
+    let data = rows.data.bind(py);
+    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson] } = sink;
+    let mut pos = rows.start;
+    for _ in 0..rows.count {
+        match before {
+            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bmap, bjson)?,
+            None => {
+                bmap.end_row(false)?;
+                bjson.push_null();
+            }
+        }
+        match after {
+            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, amap, ajson)?,
+            None => {
+                amap.end_row(false)?;
+                ajson.push_null();
+            }
+        }
+    }
+    Ok(rows.count)
+}
+
+/// A side's layout and reader, when the layout is the reader's columns (None: no image).
+fn side<'a, 'b>(
+    py: Python<'_>,
+    layout: Option<&'a ImageLayout>,
+    reader: Option<&'b ImageReader>,
+) -> Result<Option<(&'a ImageLayout, &'b ImageReader)>, Fallback> {
+    match (layout, reader) {
+        (Some(l), Some(r)) if l.reads(py, r) => Ok(Some((l, r))),
+        (_, None) => Ok(None),
+        _ => Err(Fallback),
+    }
 }
