@@ -43,6 +43,27 @@ OPEN_FILES_PARTS = 2
 
 _S3_CLIENTS: dict[str, Any] = {}
 
+#: the string columns that hold free text (JSON, SQL, messages): no Parquet dictionary for
+#: them, nor for the values of the row image maps or any non-string column. A dictionary pays off
+#: for short repeated strings (names, kinds, GTIDs, the maps' keys); tried on every value, it was
+#: a sixth of a task's Parquet writing for 2% smaller files (bench file, 5.9 MB: 0.125 -> 0.105
+#: CPU-s, 5.5 -> 5.6 MB).
+FREE_TEXT_COLUMNS = frozenset({"fields", "sql", "status_vars", "error_message", "before_json", "after_json"})
+
+
+def dictionary_columns(schema: Any) -> list[str]:
+    """The Parquet column paths of ``schema`` written with a dictionary: plain string columns
+    but :data:`FREE_TEXT_COLUMNS`, and the keys of ``map<string,string>`` columns."""
+    import pyarrow as pa
+
+    paths = []
+    for field in schema:
+        if pa.types.is_map(field.type):
+            paths.append(f"{field.name}.key_value.key")
+        elif pa.types.is_string(field.type) and field.name not in FREE_TEXT_COLUMNS:
+            paths.append(field.name)
+    return paths
+
 
 def staging_store(folder: str, s3: Mapping[str, Any] | None) -> ObjectStore:
     """The object store of a run's staging folder; on S3 with one client per process and
@@ -108,7 +129,8 @@ class PartWriter:
 
         if self._writer is None:
             self._sink = pa.BufferOutputStream()
-            self._writer = pq.ParquetWriter(self._sink, self.schema, write_statistics=self._statistics())
+            self._writer = pq.ParquetWriter(self._sink, self.schema, write_statistics=self._statistics(),
+                                            use_dictionary=dictionary_columns(self.schema))
         group = pa.Table.from_batches(self._pending, schema=self.schema)
         self._writer.write_table(group)
         self._wrote(group)
