@@ -221,11 +221,11 @@ class TableColumns:
     """The rows of one table being built, column by column.
 
     :attr:`row` takes one row, one value per :attr:`row_columns` column in that (the schema's)
-    order, and answers None, or the misfits: integers that do not fit their column, stored as
-    NULL (:class:`ColumnRangeError`); :attr:`repeated` takes ``n`` and one row, and appends it ``n`` times (a rows event's
+    order; :attr:`repeated` takes ``n`` and one row, and appends it ``n`` times (a rows event's
     columns, shared by its row images), counting up in the ``sequence_columns`` (``row_index``).
-    Both are the extension's ``RowColumns`` methods when it is built (the values go straight into
-    Arrow buffers), or Python lists per column. ``late_columns`` (``commit_time``, known when
+    Both answer None, or the misfits: integers that do not fit their column, stored as NULL
+    (:class:`ColumnRangeError`). They are the extension's ``RowColumns`` methods when it is built
+    (the values go straight into Arrow buffers), or Python lists per column. ``late_columns`` (``commit_time``, known when
     the transaction ends) are appended apart, through :attr:`late` (``n``, then one value
     each), and must catch up before a batch is taken. :meth:`take_batch` turns the buffers into
     one ``pyarrow.RecordBatch`` and empties them (the bound methods stay valid).
@@ -250,9 +250,10 @@ class TableColumns:
             raise ValueError(f"{table}: rows are appended as {self.row_columns}, not {tuple(row_columns)}")
         self._rows = _row_buffers(table, self.schema, self.row_columns, sequence_columns)
         self._late = _row_buffers(table, self.schema, self.late_columns) if self.late_columns else None
-        self.row: Callable[..., None] = self._rows.append
-        self.repeated: Callable[..., None] = self._rows.append_repeated
-        self.late: Callable[..., None] = self._late.append_repeated if self._late is not None else self._no_late
+        self.row: Callable[..., list[str] | None] = self._rows.append
+        self.repeated: Callable[..., list[str] | None] = self._rows.append_repeated
+        self.late: Callable[..., list[str] | None] = (self._late.append_repeated if self._late is not None
+                                                      else self._no_late)
         #: what holds one value per row: its length is the rows appended since the last batch
         self.row_buffer: Any = self._rows
 
@@ -260,7 +261,7 @@ class TableColumns:
         """Rows appended since the last batch."""
         return len(self._rows)
 
-    def _no_late(self, n: int, *values: Any) -> None:
+    def _no_late(self, n: int, *values: Any) -> list[str] | None:
         raise TypeError(f"{self.table} has no late columns")
 
     def take_batch(self) -> Any:

@@ -27,6 +27,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import re
@@ -433,6 +434,8 @@ class RangeDecoder:
             reader = BinlogReader(self.data, file_name=self.file, lenient=True, start_position=start,
                                   on_error=ON_ERROR_RESYNC)
         else:
+            if not context.rows_as_bytes:  # (the caller's context keeps its own setting)
+                context = dataclasses.replace(context, rows_as_bytes=True)
             reader = BinlogReader(self.data, file_name=self.file, lenient=True, context=context,
                                   source_offset=self.range_start,
                                   start_position=start if start is not None else max(self.range_start, 4),
