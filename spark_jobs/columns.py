@@ -139,9 +139,9 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     (kind ``object``) its Python values converted."""
     import pyarrow as pa
 
-    if isinstance(parts, list):
+    if isinstance(parts, list):  # kind "object": the Python values
         return arrow_array(parts, arrow_type)
-    if len(parts) == 5:
+    if pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type):
         return _utf8_from_buffers(parts, arrow_type)
     rows, nulls, validity, values = parts
     return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(values)], null_count=nulls)

@@ -275,3 +275,27 @@ def test_a_sink_truncated_is_as_it_was(which: int) -> None:
         sink.append(*image)
     assert [a.to_pylist() for a in image_arrays(sink, TYPES)][0] == [
         [("a", "1")], None, [("b", None), ("c", "日本 😀")], None]
+
+
+def test_bool_columns_hold_values_and_nulls_apart() -> None:
+    """silver.transactions.complete: True, False and NULL kept apart through more than a byte of
+    bits, repeated rows and a row cut back by a later bad value, with and without the extension."""
+    if not _native.use_native(None):
+        pytest.skip("compiled extension not built")
+    batches = []
+    for enabled in (True, False):
+        with native_extension(enabled):
+            cols = TableColumns("silver.transactions", {"source": "s", "file": "f", "file_seq": 1})
+            for i, complete in enumerate([True, False, None] * 4):
+                values = {"start_pos": i, "events": 1, "row_changes": 0, "statements": [], "tables": [],
+                          "gtid_kind": "NONE", "kind": "EMPTY", "complete": complete}
+                cols.repeated(2 if i % 5 == 0 else 1, *(values.get(c) for c in cols.row_columns))
+                if enabled and i == 7:
+                    with pytest.raises(TypeError, match="silver.transactions.kind"):
+                        cols.row(*(dict(values, kind=1).get(c) for c in cols.row_columns))
+            batch = cols.take_batch()
+            batch.validate(full=True)
+            batches.append(batch)
+    assert batches[0].equals(batches[1])
+    assert batches[0].column("complete").to_pylist() == [
+        True, True, False, None, True, False, None, None, True, False, None, True, False, False, None]

@@ -24,49 +24,81 @@ fn overflow_err() -> PyErr {
     PyOverflowError::new_err("the text of one batch passes 2 GiB (an Arrow string column's limit)")
 }
 
+/// An Arrow bitmap being built, least significant bit first (bool values, validity).
+#[derive(Default)]
+struct Bits {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Bits {
+    fn push(&mut self, bit: bool) {
+        if self.len.is_multiple_of(8) {
+            self.bytes.push(0);
+        }
+        if bit {
+            self.bytes[self.len / 8] |= 1 << (self.len % 8);
+        }
+        self.len += 1;
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.bytes[i / 8] & (1 << (i % 8)) != 0
+    }
+
+    /// The last bit pushed (None: none yet).
+    fn last(&self) -> Option<bool> {
+        Some(self.get(self.len.checked_sub(1)?))
+    }
+
+    /// Back to the first `len` bits; the ones dropped that were set are counted.
+    fn truncate(&mut self, len: usize) -> usize {
+        let mut set = 0;
+        while self.len > len {
+            self.len -= 1;
+            let (byte, bit) = (self.len / 8, 1u8 << (self.len % 8));
+            if self.bytes[byte] & bit != 0 {
+                set += 1;
+            }
+            self.bytes[byte] &= !bit;
+        }
+        self.bytes.truncate(len.div_ceil(8));
+        set
+    }
+}
+
 /// An Arrow validity bitmap being built (bit set: a value), with its NULL count.
 #[derive(Default)]
 struct Validity {
-    bits: Vec<u8>,
-    len: usize,
+    bits: Bits,
     nulls: usize,
 }
 
 impl Validity {
     fn push(&mut self, valid: bool) {
-        if self.len.is_multiple_of(8) {
-            self.bits.push(0);
-        }
-        if valid {
-            self.bits[self.len / 8] |= 1 << (self.len % 8);
-        } else {
-            self.nulls += 1;
-        }
-        self.len += 1;
+        self.bits.push(valid);
+        self.nulls += usize::from(!valid);
     }
 
-    /// The last bit pushed (None: none yet).
+    fn len(&self) -> usize {
+        self.bits.len
+    }
+
+    /// The last validity pushed (None: none yet).
     fn last(&self) -> Option<bool> {
-        let i = self.len.checked_sub(1)?;
-        Some(self.bits[i / 8] & (1 << (i % 8)) != 0)
+        self.bits.last()
     }
 
     fn truncate(&mut self, len: usize) {
-        while self.len > len {
-            self.len -= 1;
-            let (byte, bit) = (self.len / 8, 1u8 << (self.len % 8));
-            if self.bits[byte] & bit == 0 {
-                self.nulls -= 1;
-            }
-            self.bits[byte] &= !bit;
-        }
-        self.bits.truncate(len.div_ceil(8));
+        let dropped = self.bits.len.saturating_sub(len);
+        let valid = self.bits.truncate(len);
+        self.nulls -= dropped - valid;
     }
 
     /// The bitmap as `bytes`, or None when no value is NULL (Arrow's "all valid").
     fn take<'py>(&mut self, py: Python<'py>) -> (usize, Option<Bound<'py, PyBytes>>) {
         let nulls = self.nulls;
-        let bits = (nulls > 0).then(|| PyBytes::new(py, &self.bits));
+        let bits = (nulls > 0).then(|| PyBytes::new(py, &self.bits.bytes));
         *self = Validity::default();
         (nulls, bits)
     }
@@ -186,7 +218,7 @@ impl Default for MapBuilder {
 
 impl MapBuilder {
     fn rows(&self) -> usize {
-        self.validity.len
+        self.validity.len()
     }
 
     /// Ends the row whose entries were pushed since the last one (`valid`: a map, not NULL).
@@ -305,7 +337,7 @@ enum RowColumn {
     /// int64 (and timestamp[us], which is its int64 microseconds) or int32 (`narrow`);
     /// `sequence`: a row appended n times counts up from its value (`append_repeated`)
     Int { values: Vec<i64>, validity: Validity, narrow: bool, sequence: bool },
-    Bool { values: Validity, validity: Validity },
+    Bool { values: Bits, validity: Validity },
     /// string (`utf8`: str, or bytes that are UTF-8) or binary (bytes-like)
     Bytes { data: Utf8Builder, utf8: bool },
     /// anything else (lists, ...): the Python objects, for `pa.array`
@@ -316,7 +348,7 @@ impl RowColumn {
     fn len(&self) -> usize {
         match self {
             RowColumn::Int { values, .. } => values.len(),
-            RowColumn::Bool { validity, .. } => validity.len,
+            RowColumn::Bool { validity, .. } => validity.len(),
             RowColumn::Bytes { data, .. } => data.len(),
             RowColumn::Object(v) => v.len(),
         }
@@ -434,8 +466,8 @@ impl RowColumn {
             }
             RowColumn::Bool { values, validity } => {
                 let (nulls, bits) = validity.take(py);
-                let data = PyBytes::new(py, &values.bits);
-                *values = Validity::default();
+                let data = PyBytes::new(py, &values.bytes);
+                *values = Bits::default();
                 (rows, nulls, bits, data).into_pyobject(py)?.into_any()
             }
             RowColumn::Bytes { data, .. } => data.take(py)?.into_any(),
@@ -473,7 +505,7 @@ impl RowColumns {
                         narrow: k.starts_with("int32"),
                         sequence: k.ends_with("_sequence"),
                     },
-                    "bool" => RowColumn::Bool { values: Validity::default(), validity: Validity::default() },
+                    "bool" => RowColumn::Bool { values: Bits::default(), validity: Validity::default() },
                     "utf8" | "binary" => RowColumn::Bytes { data: Utf8Builder::default(), utf8: k == "utf8" },
                     "object" => RowColumn::Object(Vec::new()),
                     other => return Err(PyValueError::new_err(format!("unknown column kind {other}"))),
