@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -85,23 +85,34 @@ EDGE_EVENTS = [
 ]
 
 
-def test_row_buffers_with_and_without_the_extension_give_the_same_batch() -> None:
+def _batches_with_and_without_the_extension(table: str,
+                                            fill: Callable[[TableColumns, bool], None]) -> pa.RecordBatch:
+    """The batch ``fill(columns, native)`` makes of ``table``: valid, and the same with the
+    extension's buffers and with Python lists."""
     if not _native.use_native(None):
         pytest.skip("compiled extension not built")
     batches = []
     for enabled in (True, False):
         with native_extension(enabled):
-            cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
-            for _ in range(3):  # more than a byte of validity bits
-                for row in EDGE_EVENTS * 3:
-                    cols.row(*(row[c] for c in cols.row_columns))
+            cols = TableColumns(table, {"source": "s", "file": "f", "file_seq": 1})
+            fill(cols, enabled)
             batch = cols.take_batch()
             batch.validate(full=True)
             batches.append(batch)
     assert batches[0].equals(batches[1])
-    assert batches[0].column("raw").to_pylist()[:2] == [b"\x00\xff", None]
+    return batches[0]
+
+
+def test_row_buffers_with_and_without_the_extension_give_the_same_batch() -> None:
+    def fill(cols: TableColumns, native: bool) -> None:
+        for _ in range(3):  # more than a byte of validity bits
+            for row in EDGE_EVENTS * 3:
+                cols.row(*(row[c] for c in cols.row_columns))
+
+    batch = _batches_with_and_without_the_extension("bronze.events", fill)
+    assert batch.column("raw").to_pylist()[:2] == [b"\x00\xff", None]
     # a lone surrogate (a name decoded with surrogateescape) as backslashreplace writes it
-    assert batches[0].column("db").to_pylist()[:2] == ["d\\udcff", None]
+    assert batch.column("db").to_pylist()[:2] == ["d\\udcff", None]
 
 
 @pytest.mark.parametrize("bad, error", [
@@ -205,22 +216,14 @@ def test_a_rows_events_columns_are_one_call_for_its_rows_and_commit_times_come_l
 def test_repeated_rows_with_and_without_the_extension_give_the_same_batch() -> None:
     """Every kind of column repeated, NULLs and a NULL sequence value included, more rows than a
     byte of validity bits; a row that cannot be held keeps nothing, repeated or not."""
-    if not _native.use_native(None):
-        pytest.skip("compiled extension not built")
-    batches = []
-    for enabled in (True, False):
-        with native_extension(enabled):
-            cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
-            for i, row in enumerate(EDGE_EVENTS * 3):
-                cols.repeated(i + 1, *(row[c] for c in cols.row_columns))
-            cols.repeated(0, *(EDGE_EVENTS[0][c] for c in cols.row_columns))
-            batch = cols.take_batch()
-            batch.validate(full=True)
-            batches.append(batch)
-    assert batches[0].equals(batches[1]) and batches[0].num_rows == 21
-    assert batches[0].column("raw").to_pylist()[:4] == [b"\x00\xff", None, None, b"\x00\xff"]
-    if not _native.use_native(None):
-        return
+    def fill(cols: TableColumns, native: bool) -> None:
+        for i, row in enumerate(EDGE_EVENTS * 3):
+            cols.repeated(i + 1, *(row[c] for c in cols.row_columns))
+        cols.repeated(0, *(EDGE_EVENTS[0][c] for c in cols.row_columns))
+
+    batch = _batches_with_and_without_the_extension("bronze.events", fill)
+    assert batch.num_rows == 21
+    assert batch.column("raw").to_pylist()[:4] == [b"\x00\xff", None, None, b"\x00\xff"]
     sink = _native.image_columns()
     cols = _row_changes(sink)
     cols.repeated(2, 10, None, 2 ** 31 - 2, None, 4, US, 1, "d", "t", "insert", "X")
@@ -280,22 +283,15 @@ def test_a_sink_truncated_is_as_it_was(which: int) -> None:
 def test_bool_columns_hold_values_and_nulls_apart() -> None:
     """silver.transactions.complete: True, False and NULL kept apart through more than a byte of
     bits, repeated rows and a row cut back by a later bad value, with and without the extension."""
-    if not _native.use_native(None):
-        pytest.skip("compiled extension not built")
-    batches = []
-    for enabled in (True, False):
-        with native_extension(enabled):
-            cols = TableColumns("silver.transactions", {"source": "s", "file": "f", "file_seq": 1})
-            for i, complete in enumerate([True, False, None] * 4):
-                values = {"start_pos": i, "events": 1, "row_changes": 0, "statements": [], "tables": [],
-                          "gtid_kind": "NONE", "kind": "EMPTY", "complete": complete}
-                cols.repeated(2 if i % 5 == 0 else 1, *(values.get(c) for c in cols.row_columns))
-                if enabled and i == 7:
-                    with pytest.raises(TypeError, match="silver.transactions.kind"):
-                        cols.row(*(dict(values, kind=1).get(c) for c in cols.row_columns))
-            batch = cols.take_batch()
-            batch.validate(full=True)
-            batches.append(batch)
-    assert batches[0].equals(batches[1])
-    assert batches[0].column("complete").to_pylist() == [
+    def fill(cols: TableColumns, native: bool) -> None:
+        for i, complete in enumerate([True, False, None] * 4):
+            values = {"start_pos": i, "events": 1, "row_changes": 0, "statements": [], "tables": [],
+                      "gtid_kind": "NONE", "kind": "EMPTY", "complete": complete}
+            cols.repeated(2 if i % 5 == 0 else 1, *(values.get(c) for c in cols.row_columns))
+            if native and i == 7:
+                with pytest.raises(TypeError, match="silver.transactions.kind"):
+                    cols.row(*(dict(values, kind=1).get(c) for c in cols.row_columns))
+
+    batch = _batches_with_and_without_the_extension("silver.transactions", fill)
+    assert batch.column("complete").to_pylist() == [
         True, True, False, None, True, False, None, None, True, False, None, True, False, False, None]

@@ -342,6 +342,18 @@ def test_rows_event_heads_follow_their_table_flags_and_table_id():
     assert flags[("a", 0)] > 2 and flags[("a", 1)] == 4 and flags[("c", 1)] == 2  # chunks and ends
 
 
+def _decoded_with_and_without_the_extension(data: bytes) -> dict:
+    """``decode_file``'s rows of ``data``, which must be the same with and without the extension."""
+    from tests._native_util import native_extension
+
+    outs = []
+    for native in (True, False):
+        with native_extension(native):
+            outs.append(collect(decode_file(data, source="s", file="binlog.000001")))
+    assert outs[0] == outs[1]
+    return outs[0]
+
+
 def test_names_that_are_not_utf8_are_kept_escaped_not_a_failed_range():
     """A TABLE_MAP whose schema and column names are not UTF-8 (a damaged or non-UTF-8 server
     name): the decoder keeps them with surrogateescape, and every table stores them as
@@ -350,7 +362,6 @@ def test_names_that_are_not_utf8_are_kept_escaped_not_a_failed_range():
     import io
 
     from binlog_parser.writer import BinlogFileWriter, Column, Table
-    from tests._native_util import native_extension
 
     table = Table("dQZ", "t", (Column("id", "INT"), Column("nQZ", "VARCHAR(10)")), table_id=5)
     buf = io.BytesIO()
@@ -361,12 +372,7 @@ def test_names_that_are_not_utf8_are_kept_escaped_not_a_failed_range():
     w.xid()
     w.rotate("binlog.000002")
     data = buf.getvalue().replace(b"QZ", b"\xfeZ")  # the names' bytes, no longer UTF-8
-    outs = []
-    for native in (True, False):
-        with native_extension(native):
-            outs.append(collect(decode_file(data, source="s", file="binlog.000001")))
-    assert outs[0] == outs[1]
-    out = outs[0]
+    out = _decoded_with_and_without_the_extension(data)
     assert "quarantine" not in out
     (change,) = out["row_changes"]
     assert change["db"] == "d\\udcfeZ" and change["after"] == [("id", "1"), ("n\\udcfeZ", "x")]
@@ -383,7 +389,6 @@ def test_an_xid_too_large_for_its_column_costs_that_value_not_the_range():
     import io
 
     from binlog_parser.writer import BinlogFileWriter, Column, Table
-    from tests._native_util import native_extension
 
     table = Table("d", "t", (Column("id", "INT"),), table_id=5)
     buf = io.BytesIO()
@@ -395,12 +400,7 @@ def test_an_xid_too_large_for_its_column_costs_that_value_not_the_range():
         w.xid(xid)
     w.rotate("binlog.000002")
     data = buf.getvalue()
-    outs = []
-    for native in (True, False):
-        with native_extension(native):
-            outs.append(collect(decode_file(data, source="s", file="binlog.000001")))
-    assert outs[0] == outs[1]
-    out = outs[0]
+    out = _decoded_with_and_without_the_extension(data)
     trx = out["transactions"]
     assert [(t["gtid"], t["xid"], t["end_event"], t["complete"]) for t in trx] == [
         (f"{uuid}:1", None, "XID", True), (f"{uuid}:2", 77, "XID", True)]
