@@ -145,6 +145,23 @@ def test_split_ranges_give_the_same_rows_as_one_pass():
     assert merged["ranges"] == len(bounds) - 1
 
 
+def test_a_range_decoded_twice_with_one_context_gives_the_same_rows():
+    """A range that starts on a rows event whose TABLE_MAP is before the cut: the context given
+    is not changed by decoding (TABLE_MAPs are registered in a copy), so a second decode with
+    the same context gives the same rows, the first event quarantined both times."""
+    from binlog_parser.rows.rows_event import ROWS_EVENT_TYPES
+
+    path = MARIA / "binlog.000002"
+    data = path.read_bytes()
+    cut = next(h.pos for h in scan_headers(data) if h.type_code in ROWS_EVENT_TYPES)
+    ctx = context_from_head(data[:65536], path.name)
+    runs = [collect(decode_range(data[cut:], source="m", file=path.name, range_start=cut, range_index=1,
+                                 file_size=len(data), context=ctx)) for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert runs[0]["quarantine"][0]["pos"] == cut and runs[0]["row_changes"]
+    assert ctx.table_maps == {} and not ctx.rows_as_bytes
+
+
 def test_statement_kind():
     assert statement_kind("/* x */ CREATE TABLE t (a int)") == "DDL"
     assert statement_kind("create user u") == "DCL"
