@@ -240,13 +240,14 @@ class DecodeSplit:
 
 
 def decode_split(path: Path, work: Path) -> DecodeSplit:
-    """Measured in this process on one file: ``binlog_parser`` alone, then the ingest's executor
+    """Measured in this process on one file: ``binlog_parser`` alone, reading as the ingest reads
+    (row images kept as their bytes: ``DecodeContext.rows_as_bytes``), then the ingest's executor
     task (decode + records + Arrow batches + Parquet data files) on the same bytes, as it runs for
     new files: every table's rows written as data files into its (here scratch) folder. Each is
     run twice and the second run measured: a Python worker runs many tasks, so imports and
     per-layout caches are paid once per worker, not per file (measured cold, they made the
     estimate larger than the whole ingest's CPU)."""
-    from binlog_parser import read_events
+    from binlog_parser import BinlogReader
     from spark_jobs.ingest import TaskSettings, decode_task
     from spark_jobs.schemas import KIND_TO_TABLE, spec
     from spark_jobs.staging_writer import DirectTable
@@ -260,7 +261,9 @@ def decode_split(path: Path, work: Path) -> DecodeSplit:
     decode = whole = 0.0
     for _ in range(2):
         c0 = time.process_time()
-        for _ev in read_events(str(path)):
+        reader = BinlogReader(str(path))
+        reader.context.rows_as_bytes = True
+        for _ev in reader:
             pass
         decode = time.process_time() - c0
         c0 = time.process_time()
