@@ -437,7 +437,7 @@ class RangeDecoder:
             if context is self.context:
                 # the caller's context stays as it was: decoding registers TABLE_MAPs in a copy
                 # (a second decode of the range with it gives the same rows)
-                context = dataclasses.replace(context, rows_as_bytes=True, table_maps=dict(context.table_maps))
+                context = dataclasses.replace(context, table_maps=dict(context.table_maps))
             reader = BinlogReader(self.data, file_name=self.file, lenient=True, context=context,
                                   source_offset=self.range_start,
                                   start_position=start if start is not None else max(self.range_start, 4),

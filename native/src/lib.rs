@@ -279,17 +279,31 @@ struct ImageReader {
 }
 
 impl Col {
+    /// The size of a value of a fixed-width kind (None: strings and Python-decoded kinds).
+    fn fixed_size(&self) -> Option<usize> {
+        Some(match self {
+            Col::Int { size, .. } | Col::Enum { size, .. } | Col::Set { size, .. } | Col::Bit(size) => *size,
+            Col::Decimal { size, .. } => *size,
+            Col::Float => 4,
+            Col::Double => 8,
+            Col::Year => 1,
+            Col::Null => 0,
+            Col::Date | Col::TimeOld(_) => 3,
+            Col::TimestampOld => 4,
+            Col::DateTimeOld(_) => 8,
+            Col::Timestamp2 { fsp } => 4 + frac_bytes(*fsp),
+            Col::DateTime2 { fsp } => 5 + frac_bytes(*fsp),
+            Col::Time2 { fsp } => 3 + frac_bytes(*fsp),
+            Col::Str { .. } | Col::Py(_) => return None,
+        })
+    }
+
     /// The value size of columns whose values are worth remembering: immutable objects that
     /// cost a constructor call (Decimal, the temporal dataclasses).
     fn memo_size(&self) -> Option<usize> {
         match self {
-            Col::Decimal { size, .. } => Some(*size),
-            Col::DateTime2 { fsp } => Some(5 + frac_bytes(*fsp)),
-            Col::Timestamp2 { fsp } => Some(4 + frac_bytes(*fsp)),
-            Col::Time2 { fsp } => Some(3 + frac_bytes(*fsp)),
-            Col::Date | Col::TimeOld(_) => Some(3),
-            Col::TimestampOld => Some(4),
-            Col::DateTimeOld(_) => Some(8),
+            Col::Decimal { .. } | Col::DateTime2 { .. } | Col::Timestamp2 { .. } | Col::Time2 { .. } | Col::Date
+            | Col::TimeOld(_) | Col::TimestampOld | Col::DateTimeOld(_) => self.fixed_size(),
             _ => None,
         }
     }
@@ -393,22 +407,14 @@ impl ImageReader {
                 continue;
             }
             let size = match col {
-                Col::Int { size, .. } | Col::Enum { size, .. } | Col::Set { size, .. } | Col::Bit(size) => *size,
-                Col::Float => 4,
-                Col::Double => 8,
-                Col::Year => 1,
-                Col::Null => 0,
-                Col::Date => 3,
-                Col::TimestampOld => 4,
-                Col::Timestamp2 { fsp } => 4 + frac_bytes(*fsp),
-                Col::DateTime2 { fsp } => 5 + frac_bytes(*fsp),
-                Col::Time2 { fsp } => 3 + frac_bytes(*fsp),
+                // decoded by Python, or with checks that can fail (the pre-5.6 temporals)
+                Col::Py(_) | Col::TimeOld(_) | Col::DateTimeOld(_) => return None,
+                Col::Str { nlen, .. } => nlen + le(buf.get(pos..pos.checked_add(*nlen)?)?) as usize,
                 Col::Decimal { size, scale, groups, .. } => {
                     decimal_text(buf.get(pos..pos.checked_add(*size)?)?, *scale, groups)?;
                     *size
                 }
-                Col::Str { nlen, .. } => nlen + le(buf.get(pos..pos.checked_add(*nlen)?)?) as usize,
-                Col::Py(_) | Col::TimeOld(_) | Col::DateTimeOld(_) => return None,
+                _ => col.fixed_size()?,
             };
             pos = pos.checked_add(size)?;
             if pos > buf.len() {
