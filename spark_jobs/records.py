@@ -42,6 +42,7 @@ from binlog_parser.events import to_json_value
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
 from binlog_parser.render import event_fields_json
+from binlog_parser.rows import _native
 from binlog_parser.rows.render import (
     ImageRenderer,
     append_images,
@@ -391,6 +392,11 @@ class RangeDecoder:
             t["statements"].row
         self._rc, self._rc_commit_time = t["row_changes"].repeated, t["row_changes"].late
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
+        # with the extension, the compiled framing loop appends the rows of the TABLE_MAP and rows
+        # events it can (``_native.event_sink``; what the sink took is counted in by _take_sunk)
+        self._sink = None if self.keep_raw else _native.event_sink(
+            self._ev_rows, self._rc_rows, self._images, _TYPE_NAMES, _OPERATION, self.batch_rows,
+            self.max_buffered_rows)
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -443,6 +449,7 @@ class RangeDecoder:
                                   start_position=start if start is not None else max(self.range_start, 4),
                                   on_error=ON_ERROR_RESYNC)
         reader.context.rows_as_bytes = True
+        reader.context.event_sink = self._sink
         return reader
 
     def _quarantine(self, exc: BaseException, scope: str, pos: int | None, type_code: int | None,
@@ -483,6 +490,33 @@ class RangeDecoder:
         size = int.from_bytes(self.data[off + 9:off + 13], "little")
         return size if size >= 13 else None
 
+    def _take_sunk(self) -> None:
+        """Count in the TABLE_MAP and rows events the sink took since the last call: it appended
+        their rows; their part in the open transaction and the range's facts is added here, as
+        ``_on_event`` adds it for the events it handles. Called before anything else is handled."""
+        sink = self._sink
+        if sink is None or not sink.seen:
+            return
+        seen, next_pos, first_us, last_us, rows, tables, pending = sink.take()
+        trx = self._trx
+        assert trx is not None  # the sink takes events only while a transaction is open
+        self.facts["events"] += seen
+        self._pos = max(self._pos, next_pos)
+        self._payload_pos = self._payload_index = None
+        if first_us is not None and (self._first_us is None or first_us < self._first_us):
+            self._first_us = first_us
+        if last_us is not None and (self._last_us is None or last_us > self._last_us):
+            self._last_us = last_us
+        trx.events += seen
+        trx.substantive = True
+        if pending:
+            trx.has_dml = True
+            trx.pending.extend(pending)
+        trx.tables.update(tables)
+        trx.row_changes += rows
+        trx.pending_rows += rows
+        sink.pending_base = trx.pending_rows
+
     def _decode(self) -> Iterator[tuple[str, Any]]:
         context = self.context
         start: int | None = None
@@ -496,6 +530,7 @@ class RangeDecoder:
                     for item in reader.records():
                         if item.__class__ is SkippedBytes:
                             assert isinstance(item, SkippedBytes)
+                            self._take_sunk()
                             self._quarantine_skip(item)
                         else:
                             events += 1
@@ -505,6 +540,7 @@ class RangeDecoder:
                     self._pos = max(self._pos, reader.position)
                     return
                 except TruncatedEventError as exc:
+                    self._take_sunk()
                     self._pos = max(self._pos, reader.position)
                     if self.is_last_range:
                         self.facts["truncated"] = True
@@ -513,16 +549,19 @@ class RangeDecoder:
                         self._quarantine(exc, "range", exc.offset, exc.type_code)
                     return
                 except BinlogError as exc:
+                    self._take_sunk()
                     start = self._after_bad_event(exc, reader)
                     if start is None:
                         return
                     context = reader.context
                 except Exception as exc:  # a decoder bug: keep it, never crash the task
+                    self._take_sunk()
                     pos = reader.position
                     self._quarantine(exc, "range", pos, None)
                     self._pos = max(self._pos, pos)
                     return
         finally:
+            self._take_sunk()
             self.facts["events"] += events
 
     def _after_bad_event(self, exc: BinlogError, reader: BinlogReader) -> int | None:
@@ -547,6 +586,9 @@ class RangeDecoder:
         row changes. Runs once per event: one dict lookup picks what the event needs, and the
         common cases of ``_locate`` and ``_track_transaction`` are inline (their calls, set
         tests and ``event.name`` were a tenth of a task's CPU)."""
+        sink = self._sink
+        if sink is not None and sink.seen:
+            self._take_sunk()
         h = event.header
         tc = h.type_code
         handling = _HANDLING.get(tc, _ON_OTHER)
@@ -697,9 +739,13 @@ class RangeDecoder:
                 fields_json = rows_fields_json(head_json, len(event.rows))
                 # last: on an exception nothing is appended, and the generic path below keeps
                 # (and quarantines) the failure
-                return head, fields_json, renderer.render_changes_into(event.rows, self._images)
+                n = renderer.render_changes_into(event.rows, self._images)
             except Exception:
                 pass
+            else:
+                if self._sink is not None:
+                    self._remember_rows(event, tc, head, head_json, renderer)
+                return head, fields_json, n
         fields = self._fields(event, tc, pos)
         if "rows" not in fields:  # fields() failed: nothing in silver.row_changes either
             return fields, None, 0
@@ -707,6 +753,21 @@ class RangeDecoder:
         append_images(self._images, images)
         head = {k: v for k, v in fields.items() if k != "rows"}
         return fields, rows_fields_json(unclosed_json(head), len(images)), len(images)
+
+    def _remember_rows(self, event: Any, tc: int, head: dict[str, Any], head_json: str,
+                       renderer: ImageRenderer) -> None:
+        """What the sink needs to take the next rows events of this table like this one: its
+        head, where its rows go, and the layouts its images were rendered with."""
+        table = getattr(event, "table", None)
+        layouts = renderer.native_layouts(event.rows)
+        table_id, flags = getattr(event, "table_id", None), getattr(event, "flags", None)
+        if table is None or layouts is None or type(table_id) is not int or type(flags) is not int:
+            return
+        db, name = head.get("schema", getattr(event, "schema", None)), head.get("table")
+        where = (db or None, name, db or "", name or "", f"{db}.{name}" if db or name else None)
+        assert self._sink is not None
+        self._sink.remember_rows(table_id, tc, flags, getattr(event, "extra_data", None), table.columns, head_json,
+                                 where, *layouts)
 
     def _rows_head(self, event: Any) -> tuple[dict[str, Any], str]:
         """A rows event's ``fields_head()`` and its JSON without the closing brace, kept while
@@ -759,7 +820,11 @@ class RangeDecoder:
             if cols is not None:
                 if len(self._table_map_json) >= 4096:
                     self._table_map_json.clear()
-                self._table_map_json[getattr(event, "table_id", None)] = (cols, fields, fields_json)
+                table_id = getattr(event, "table_id", None)
+                self._table_map_json[table_id] = (cols, fields, fields_json)
+                if self._sink is not None and type(table_id) is int:
+                    db = fields.get("schema", getattr(event, "schema", None))
+                    self._sink.remember_table_map(table_id, cols, fields_json, db or None, fields.get("table"))
         return fields_json
 
     def _note_file_facts(self, event: Any, h: Any, tc: int, embedded: bool) -> None:
@@ -879,6 +944,8 @@ class RangeDecoder:
         trx.pending_rows += n
         if trx.pending_rows >= self.max_buffered_rows:
             self._flush_rows(trx, None)
+        elif self._sink is not None:
+            self._sink.pending_base = trx.pending_rows
 
     def _open_trx(self, event: Any, h: Any) -> None:
         payload_pos = h.payload_pos
@@ -921,6 +988,9 @@ class RangeDecoder:
                 facts["first_gtid"] = trx.gtid
             facts["last_gtid"] = trx.gtid
         self._trx = trx
+        if self._sink is not None:
+            gtid = trx.gtid if trx.gtid is not None or trx.gtid_kind != "ANONYMOUS" else "ANONYMOUS"
+            self._sink.open(gtid, trx.start_pos)
 
     def _flush_rows(self, trx: _Trx, commit_us: int | None) -> None:
         """Give the transaction's waiting row changes their commit time (their rows event's own
@@ -930,12 +1000,16 @@ class RangeDecoder:
             commit_time(n, commit_us if commit_us is not None else event_us)
         trx.pending = []
         trx.pending_rows = 0
+        if self._sink is not None:
+            self._sink.pending_base = 0
 
     def _close_trx(self, h: Any, *, cut: bool, end_event: str | None = None, at_end: bool = False) -> None:
         trx = self._trx
         if trx is None:
             return
         self._trx = None
+        if self._sink is not None:
+            self._sink.close()
         # The archive holds a GTID once its transaction is in the file; one still open when
         # the data ends (truncated tail, snapshot of an active file) is not in the archive.
         if not (cut and at_end):

@@ -430,3 +430,76 @@ def test_an_xid_too_large_for_its_column_costs_that_value_not_the_range():
     assert json.loads([e for e in out["events"] if e["event_type"] == "XID"][0]["fields"])["xid"] == 2 ** 64 - 5
     (facts,) = out["file_facts"]
     assert facts["quarantined"] == 1 and facts["closing_event"] == "ROTATE"
+
+
+def _batches_and_python_events(data: bytes, monkeypatch, *, sink: bool, **kwargs) -> tuple[list, int]:
+    """``RangeDecoder.batches`` of ``data`` as ``(kind, rows)`` in order, and how many events the
+    Python loop (``_on_event``) handled; ``sink``: False, the extension's ``EventSink`` is not
+    made (the extension decodes as ever)."""
+    from spark_jobs import records
+
+    handled = 0
+    on_event = records.RangeDecoder._on_event
+
+    def counted(self, event):
+        nonlocal handled
+        handled += 1
+        return on_event(self, event)
+
+    with monkeypatch.context() as m:
+        m.setattr(records.RangeDecoder, "_on_event", counted)
+        if not sink:
+            m.setattr(records._native, "event_sink", lambda *args: None)
+        decoder = records.RangeDecoder(data, source="s", file="binlog.000001", file_size=len(data), **kwargs)
+        out = [(kind, item if kind == "file_facts" else item.to_pylist()) for kind, item in decoder.batches()]
+    return out, handled
+
+
+def _many_transactions() -> bytes:
+    """A written binlog of 40 transactions on two tables: GTID, BEGIN, TABLE_MAP + WRITE_ROWS,
+    every third one a TABLE_MAP + UPDATE_ROWS too, XID."""
+    import io
+
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+
+    t1 = Table("shop", "orders", (Column("id", "INT"), Column("note", "VARCHAR(20)")), table_id=7)
+    t2 = Table("shop", "stock", (Column("sku", "BIGINT"), Column("qty", "INT")), table_id=8)
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", checksum=True)
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    for gno in range(1, 41):
+        w.begin_transaction(f"{uuid}:{gno}", last_committed=gno - 1, sequence_number=gno,
+                            timestamp=1700000000 + gno * 3600)
+        w.write_rows(t1, [{"id": gno * 10 + k, "note": f"n{k}"} for k in range(gno % 4 + 1)])
+        if gno % 3 == 0:
+            w.update_rows(t2, [({"sku": gno, "qty": 1}, {"sku": gno, "qty": 2})])
+        w.xid(gno)
+    w.rotate("binlog.000002")
+    return buf.getvalue()
+
+
+def test_the_event_sink_takes_table_maps_and_rows_events_and_changes_no_row(monkeypatch):
+    """With the extension, the compiled framing loop appends the rows of the TABLE_MAP and rows
+    events it can (``EventSink``), which the Python loop then never sees. Every table's rows,
+    their order and their cut into batches, and the file facts are the same without the sink:
+    on every fixture binlog, and on a written one cut into batches of 7 rows with at most 10 row
+    changes waiting for their commit time (the sink leaves those events to the Python loop)."""
+    from tests._native_util import fixture_binlogs, native_extension
+
+    written = _many_transactions()
+    inputs = [(p.name, p.read_bytes(), {}) for p in fixture_binlogs()]
+    inputs += [("written", written, {}), ("written, small batches", written, {"batch_rows": 7, "max_buffered_rows": 10})]
+    fewer = 0
+    with native_extension(True):
+        for name, data, kwargs in inputs:
+            with_sink, python_events = _batches_and_python_events(data, monkeypatch, sink=True, **kwargs)
+            without, all_events = _batches_and_python_events(data, monkeypatch, sink=False, **kwargs)
+            assert with_sink == without, name
+            fewer += python_events < all_events
+            if name == "written":
+                # 40 x (GTID, BEGIN, XID) + FORMAT_DESCRIPTION, PREVIOUS_GTIDS, ROTATE; of each
+                # table, the first TABLE_MAP and the first two rows events are the Python loop's:
+                # the first TABLE_MAP is decoded in Python, so the rows event after it has its
+                # values decoded, and the next tells the sink what its repeats share
+                assert (python_events, all_events) == (3 * 40 + 3 + 2 * 3, 3 * 40 + 3 + 2 * (40 + 13))
+    assert fewer >= 20  # (25 of the 97 inputs when written)

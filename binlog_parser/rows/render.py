@@ -456,6 +456,16 @@ class ImageRenderer:
         append_images(sink, images)
         return len(images)
 
+    def native_layouts(self, changes: Any) -> tuple[Any, Any] | None:
+        """The extension's layouts :meth:`render_changes_into` renders the before and after
+        images of ``changes`` with when they are kept as bytes (``RowImages``); None for other
+        changes."""
+        names = getattr(changes, "image_names", None)
+        if names is None:
+            return None
+        change_type = changes.change_type
+        return self._native_layout(names[0], change_type), self._native_layout(names[1], change_type)
+
     def _native_layout(self, names: tuple[Any, ...] | None, change_type: type) -> Any:
         """The extension's layout of images of the columns ``names`` (None: no image, or the
         Python renderer's). ``change_type``: the changes' class (``rows_event.RowChange``, which

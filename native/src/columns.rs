@@ -515,7 +515,7 @@ impl RowColumns {
         Ok(RowColumns { cols, names, rows: 0 })
     }
 
-    fn __len__(&self) -> usize {
+    pub(crate) fn __len__(&self) -> usize {
         self.rows
     }
 
@@ -524,7 +524,7 @@ impl RowColumns {
     /// `"<column>: <value> does not fit ... column"`. On an error (a value of another type,
     /// text that is not UTF-8) nothing of the row is kept.
     #[pyo3(signature = (*values))]
-    fn append<'py>(&mut self, values: &Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyList>>> {
+    pub(crate) fn append<'py>(&mut self, values: &Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyList>>> {
         if values.len() != self.cols.len() {
             return Err(PyTypeError::new_err(format!("a row has {} values, not {}", self.cols.len(), values.len())));
         }
@@ -549,7 +549,7 @@ impl RowColumns {
     /// The same row `n` times in one call (the rows of one rows event share its columns), but
     /// a sequence column counts up: its value, then +1 per copy. On an error nothing is kept.
     #[pyo3(signature = (n, *values))]
-    fn append_repeated<'py>(&mut self, n: usize, values: &Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyList>>> {
+    pub(crate) fn append_repeated<'py>(&mut self, n: usize, values: &Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyList>>> {
         if n == 0 {
             return Ok(None);
         }
@@ -573,5 +573,17 @@ impl RowColumns {
         let out = self.cols.iter_mut().map(|c| c.take(py)).collect::<PyResult<Vec<_>>>()?;
         self.rows = 0;
         PyList::new(py, out)
+    }
+}
+
+impl RowColumns {
+    /// Back to the first `rows` rows (`sink::EventSink` undoing an event it then declines).
+    pub(crate) fn truncate_rows(&mut self, rows: usize) {
+        if rows < self.rows {
+            for c in &mut self.cols {
+                c.truncate(rows);
+            }
+            self.rows = rows;
+        }
     }
 }

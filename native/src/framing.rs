@@ -31,6 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple, PyType};
 
 use crate::events::{decode_gtid, decode_query, decode_xid};
+use crate::sink::{EventSink, Place};
 use crate::{le, rows_event_inner, uint, SlotLayout, SlotsConstructor};
 
 const START_V3: u8 = 1;
@@ -137,6 +138,12 @@ impl EventTypes {
         if !data.is_c_contiguous() {
             return None;
         }
+        // the ingest's sink (`DecodeContext.event_sink`): top-level events only, and events
+        // handed out, not headers
+        let sink = match ctx.getattr_opt(pyo3::intern!(py, "event_sink")).ok()? {
+            Some(s) if !headers && payload_pos.is_none(py) && !s.is_none() => Some(s.cast_into::<EventSink>().ok()?.unbind()),
+            _ => None,
+        };
         Some(Frames {
             types: slf,
             framer,
@@ -156,6 +163,7 @@ impl EventTypes {
             headers,
             dispatch: dispatch.unbind(),
             ctx: ctx.unbind(),
+            sink,
         })
     }
 }
@@ -184,6 +192,8 @@ pub struct Frames {
     headers: bool,
     dispatch: Py<PyDict>,
     ctx: Py<PyAny>,
+    /// takes the TABLE_MAP and rows events it can instead of their being handed out
+    sink: Option<Py<EventSink>>,
 }
 
 /// The common header of one event that frames cleanly.
@@ -269,8 +279,38 @@ impl Frames {
         })
     }
 
+    /// The next event to hand out: events the sink takes are appended there and skipped.
     fn next_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(f) = self.frame() else { return Ok(None) };
+        loop {
+            let Some(f) = self.frame() else { return Ok(None) };
+            let sink = self.sink.as_ref().filter(|_| matches!(f.type_code, TABLE_MAP | 23..=25 | 30..=32));
+            let Some(sink) = sink else { return self.hand_out(py, f) };
+            let Some(event) = self.framed_event(py, &f)? else { return Ok(None) };
+            let at = Place { pos: self.pos, next_pos: self.pos + f.size, type_code: f.type_code, fields: f.fields,
+                             checksum_ok: f.checksum_ok };
+            if !sink.bind(py).try_borrow_mut()?.take_event(py, &event.1, &at)? {
+                return self.handed_out(py, f, event);
+            }
+            self.pos = at.next_pos;
+        }
+    }
+
+    fn hand_out<'py>(&mut self, py: Python<'py>, f: Framed) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(event) = self.framed_event(py, &f)? else { return Ok(None) };
+        self.handed_out(py, f, event)
+    }
+
+    /// The framer's position, then the event (or with `headers` its header) handed out.
+    fn handed_out<'py>(&mut self, py: Python<'py>, f: Framed, (header, event): (Bound<'py, PyAny>, Bound<'py, PyAny>))
+                       -> PyResult<Option<Bound<'py, PyAny>>> {
+        let pos = self.pos;
+        self.framer.bind(py).setattr(pyo3::intern!(py, "position"), uint(py, pos))?;
+        self.pos = pos + f.size;
+        Ok(Some(if self.headers { header } else { event }))
+    }
+
+    /// The framed event's header and the event decoded (None: let the Python loop decode it).
+    fn framed_event<'py>(&self, py: Python<'py>, f: &Framed) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
         let types = self.types.get();
         let pos = self.pos;
         let [timestamp, server_id, size, log_pos, flags] = f.fields;
@@ -284,10 +324,8 @@ impl Frames {
             uint(py, server_id), uint(py, size), uint(py, log_pos), uint(py, flags), ok,
             self.payload_pos.bind(py).clone(), py.None().into_bound(py),
         ])?;
-        let Some(event) = self.decode(py, types, &header, &f)? else { return Ok(None) };
-        self.framer.bind(py).setattr(pyo3::intern!(py, "position"), pos_obj)?;
-        self.pos = pos + f.size;
-        Ok(Some(if self.headers { header } else { event }))
+        let Some(event) = self.decode(py, types, &header, f)? else { return Ok(None) };
+        Ok(Some((header, event)))
     }
 
     /// The event's body decoded as `dispatch` says, or None: let the Python loop decode it.

@@ -52,8 +52,9 @@ const C_PAD: u32 = 2;
 /// images rendered, `render.rs`, and `FieldsLayout` / `fields_json`, events' fields as JSON,
 /// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
 /// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row; 6:
-/// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`).
-const ABI: u32 = 6;
+/// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`; 7:
+/// `EventSink`, TABLE_MAP and rows events appended inside the framing loop, `sink.rs`).
+const ABI: u32 = 7;
 
 mod columns;
 mod digits;
@@ -61,6 +62,7 @@ mod events;
 mod fields;
 mod framing;
 mod render;
+mod sink;
 
 enum Conv {
     Raw,
@@ -877,6 +879,11 @@ impl RowImages {
         Ok(rows.bind(py))
     }
 
+    /// How many changes (images, or before / after pairs).
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
     /// The readers of the before and after images (None: that side has none).
     pub(crate) fn readers(&self) -> (Option<&ImageReader>, Option<&ImageReader>) {
         let first = Some(self.first.get());
@@ -1118,6 +1125,7 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<render::ImageLayout>()?;
     m.add_class::<columns::ImageColumns>()?;
     m.add_class::<columns::RowColumns>()?;
+    m.add_class::<sink::EventSink>()?;
     m.add_function(wrap_pyfunction!(render::render_changes_into, m)?)?;
     m.add_class::<fields::FieldsLayout>()?;
     m.add_function(wrap_pyfunction!(fields::fields_json, m)?)?;
