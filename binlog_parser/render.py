@@ -31,16 +31,23 @@ def event_fields_json(event: Event) -> str:
     built (``native/src/fields.rs``: None, bools, strs, ints, bytes and dicts, lists and tuples
     of them there, any other value through the encoder); ``tests/test_native_render.py`` holds
     it equal to the encoder on every fixture event."""
-    cls = type(event)
-    if cls.fields is Event.fields:  # the default walk: its slots, in dataclass order
-        layout = _FIELDS_LAYOUTS.get(cls, _UNWALKED)
-        if layout is _UNWALKED:
-            layout = _FIELDS_LAYOUTS[cls] = _fields_layout(cls)
-        if layout is not None:
-            text = _native.fields_json(event, layout)
-            if text is not None:
-                return text
+    layout = fields_layout(type(event))
+    if layout is not None:
+        text = _native.fields_json(event, layout)
+        if text is not None:
+            return text
     return compact_json(event.fields())
+
+
+def fields_layout(cls: type) -> Any:
+    """The extension's layout of the fields of an event class (:func:`event_fields_json`), or
+    None: they are encoded in Python (no extension, or a ``fields()`` of the class's own)."""
+    if cls.fields is not Event.fields:  # type: ignore[attr-defined]
+        return None
+    layout = _FIELDS_LAYOUTS.get(cls, _UNWALKED)
+    if layout is _UNWALKED:
+        layout = _FIELDS_LAYOUTS[cls] = _fields_layout(cls)
+    return layout
 
 
 _UNWALKED: Any = object()

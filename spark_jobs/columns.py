@@ -256,6 +256,8 @@ class TableColumns:
                                                       else self._no_late)
         #: what holds one value per row: its length is the rows appended since the last batch
         self.row_buffer: Any = self._rows
+        #: what holds the late columns (None: the table has none)
+        self.late_buffer: Any = self._late
 
     def __len__(self) -> int:
         """Rows appended since the last batch."""

@@ -38,10 +38,10 @@ from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsB
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
-from binlog_parser.events import to_json_value
+from binlog_parser.events import GtidEvent, QueryEvent, XidEvent, to_json_value
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
-from binlog_parser.render import event_fields_json
+from binlog_parser.render import event_fields_json, fields_layout
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import (
     ImageRenderer,
@@ -248,6 +248,23 @@ class _Trx:
         self.events = 0
         self.substantive = False  # saw a statement, table map, row or XID
 
+    @classmethod
+    def opened_by_the_sink(cls, values: tuple[Any, ...]) -> _Trx:
+        """A transaction the event sink opened (its GTID's values, ``EventSink.take``; its
+        counts come apart)."""
+        (start_pos, begin_us, server_id, gtid, gtid_kind, uuid, gno, last_committed, sequence_number,
+         transaction_length, original_server_version, immediate_server_version, original_commit_us,
+         immediate_commit_us, commit_us, began_with_begin) = values
+        trx = cls(start_pos, begin_us, server_id)
+        trx.gtid, trx.gtid_kind, trx.uuid, trx.gno = gtid, gtid_kind, uuid, gno
+        trx.last_committed, trx.sequence_number, trx.transaction_length = last_committed, sequence_number, \
+            transaction_length
+        trx.original_server_version, trx.immediate_server_version = original_server_version, immediate_server_version
+        trx.original_commit_us, trx.immediate_commit_us, trx.commit_us = original_commit_us, immediate_commit_us, \
+            commit_us
+        trx.began_with_begin = began_with_begin
+        return trx
+
 
 class _EventPlace(NamedTuple):
     """Where an event sits, as every row derived from it records it."""
@@ -297,6 +314,9 @@ _TYPE_NAMES: dict[int, str] = {int(t): t.name for t in EventType}
 _OPERATION: dict[int, str] = {**dict.fromkeys(_DELETE_TYPES, "delete"), **dict.fromkeys(_UPDATE_TYPES, "update"),
                               **dict.fromkeys(_INSERT_TYPES, "insert")}
 _ANONYMOUS_GTID = int(_T.ANONYMOUS_GTID)
+#: the event classes whose fields the event sink writes as JSON, by type code
+_SUNK_FIELDS: dict[int, type] = {int(_T.QUERY): QueryEvent, _XID: XidEvent, int(_T.GTID): GtidEvent,
+                                 _ANONYMOUS_GTID: GtidEvent}
 #: the fields of an event read only as JSON (never mutated)
 _NO_FIELDS: dict[str, Any] = {}
 
@@ -392,11 +412,12 @@ class RangeDecoder:
             t["statements"].row
         self._rc, self._rc_commit_time = t["row_changes"].repeated, t["row_changes"].late
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
-        # with the extension, the compiled framing loop appends the rows of the TABLE_MAP and rows
-        # events it can (``_native.event_sink``; what the sink took is counted in by _take_sunk)
+        # with the extension, the compiled framing loop appends the rows of the events of plain
+        # transactions (``_native.event_sink``; what the sink took is counted in by _take_sunk)
         self._sink = None if self.keep_raw else _native.event_sink(
-            self._ev_rows, self._rc_rows, self._images, _TYPE_NAMES, _OPERATION, self.batch_rows,
-            self.max_buffered_rows)
+            (self._ev_rows, self._rc_rows, t["row_changes"].late_buffer, t["transactions"].row_buffer),
+            self._images, {tc: fields_layout(cls) for tc, cls in _SUNK_FIELDS.items() if fields_layout(cls)},
+            _TYPE_NAMES, _OPERATION, self.batch_rows, self.max_buffered_rows)
 
     # -- public ---------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[str, Any]]:
@@ -491,28 +512,43 @@ class RangeDecoder:
         return size if size >= 13 else None
 
     def _take_sunk(self) -> None:
-        """Count in the TABLE_MAP and rows events the sink took since the last call: it appended
-        their rows; their part in the open transaction and the range's facts is added here, as
-        ``_on_event`` adds it for the events it handles. Called before anything else is handled."""
+        """Count in the events the sink took since the last call (``_native.event_sink``): it
+        appended their rows; their part in the range's facts and in the open transaction is
+        added here, as ``_on_event`` adds it for the events it handles, and a transaction the
+        sink opened and has not ended becomes this loop's. Called before anything else is
+        handled."""
         sink = self._sink
         if sink is None or not sink.seen:
             return
-        seen, next_pos, first_us, last_us, rows, tables, pending = sink.take()
-        trx = self._trx
-        assert trx is not None  # the sink takes events only while a transaction is open
-        self.facts["events"] += seen
+        (seen, next_pos, first_us, last_us, ended, gtids, first_gtid, last_gtid), opened, counts = sink.take()
+        facts = self.facts
+        facts["events"] += seen
+        facts["transactions"] += ended
+        if gtids:
+            add = self._builder().add
+            for uuid, gno in gtids:
+                add(uuid, gno, "")
+        if first_gtid is not None and facts["first_gtid"] is None:
+            facts["first_gtid"] = first_gtid
+        if last_gtid is not None:
+            facts["last_gtid"] = last_gtid
         self._pos = max(self._pos, next_pos)
         self._payload_pos = self._payload_index = None
         if first_us is not None and (self._first_us is None or first_us < self._first_us):
             self._first_us = first_us
         if last_us is not None and (self._last_us is None or last_us > self._last_us):
             self._last_us = last_us
-        trx.events += seen
-        trx.substantive = True
-        if pending:
-            trx.has_dml = True
-            trx.pending.extend(pending)
+        if opened is not None:
+            self._trx = _Trx.opened_by_the_sink(opened)
+        trx = self._trx
+        events, substantive, has_dml, rows, tables, pending = counts
+        if trx is None:
+            return
+        trx.events += events
+        trx.substantive = trx.substantive or substantive
+        trx.has_dml = trx.has_dml or has_dml
         trx.tables.update(tables)
+        trx.pending.extend(pending)
         trx.row_changes += rows
         trx.pending_rows += rows
         sink.pending_base = trx.pending_rows

@@ -478,9 +478,10 @@ def _many_transactions() -> bytes:
     return buf.getvalue()
 
 
-def test_the_event_sink_takes_table_maps_and_rows_events_and_changes_no_row(monkeypatch):
-    """With the extension, the compiled framing loop appends the rows of the TABLE_MAP and rows
-    events it can (``EventSink``), which the Python loop then never sees. Every table's rows,
+def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch):
+    """With the extension, the compiled framing loop appends the rows of the events of plain
+    transactions (GTID, BEGIN, TABLE_MAP, rows events, XID: ``EventSink``), which the Python
+    loop then never sees. Every table's rows,
     their order and their cut into batches, and the file facts are the same without the sink:
     on every fixture binlog, and on a written one cut into batches of 7 rows with at most 10 row
     changes waiting for their commit time (the sink leaves those events to the Python loop)."""
@@ -488,7 +489,8 @@ def test_the_event_sink_takes_table_maps_and_rows_events_and_changes_no_row(monk
 
     written = _many_transactions()
     inputs = [(p.name, p.read_bytes(), {}) for p in fixture_binlogs()]
-    inputs += [("written", written, {}), ("written, small batches", written, {"batch_rows": 7, "max_buffered_rows": 10})]
+    inputs += [("written", written, {}), ("written, small batches", written, {"batch_rows": 7, "max_buffered_rows": 10}),
+               ("written, cut in a transaction", written[:len(written) // 2], {})]
     fewer = 0
     with native_extension(True):
         for name, data, kwargs in inputs:
@@ -497,9 +499,12 @@ def test_the_event_sink_takes_table_maps_and_rows_events_and_changes_no_row(monk
             assert with_sink == without, name
             fewer += python_events < all_events
             if name == "written":
-                # 40 x (GTID, BEGIN, XID) + FORMAT_DESCRIPTION, PREVIOUS_GTIDS, ROTATE; of each
-                # table, the first TABLE_MAP and the first two rows events are the Python loop's:
-                # the first TABLE_MAP is decoded in Python, so the rows event after it has its
-                # values decoded, and the next tells the sink what its repeats share
-                assert (python_events, all_events) == (3 * 40 + 3 + 2 * 3, 3 * 40 + 3 + 2 * (40 + 13))
+                # the sink takes 40 x (GTID, BEGIN, XID) and the TABLE_MAPs and rows events
+                # but FORMAT_DESCRIPTION, PREVIOUS_GTIDS, ROTATE and, of each table, the first
+                # TABLE_MAP and the first two rows events: the first TABLE_MAP is decoded in
+                # Python, so the rows event after it has its values decoded, and the next tells
+                # the sink what its repeats share. A transaction the Python loop handles an event
+                # of is its own from then on: so it handles their XIDs too.
+                assert (python_events, all_events) == (3 + 2 * (3 + 2), 3 * 40 + 3 + 2 * (40 + 13))
+                assert sum(len(rows) for kind, rows in with_sink if kind == "transactions") == 40
     assert fewer >= 20  # (25 of the 97 inputs when written)

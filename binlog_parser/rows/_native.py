@@ -141,19 +141,22 @@ def row_columns(kinds: list[str], names: list[str]) -> Any:
     return None if module is None else module.RowColumns(kinds, names)
 
 
-def event_sink(events: Any, row_changes: Any, images: Any, names: dict[int, str], operations: dict[int, str],
-               batch_rows: int, max_pending: int) -> Any:
-    """A new ``EventSink`` of the extension, or None without it: given to a decoder context
-    (``DecodeContext.event_sink``), it appends the rows of the top-level TABLE_MAP and rows
-    events it can take to ``events`` and ``row_changes`` (``RowColumns``) and ``images``
-    (``ImageColumns``) inside the compiled framing loop. ``names``: ``event.name`` by type code;
-    ``operations``: ``silver.row_changes.operation`` by rows type code; ``batch_rows`` and
-    ``max_pending``: it leaves to the caller any event after which a buffer would hold
-    ``batch_rows`` rows, or the open transaction ``max_pending`` rows waiting for its commit."""
+def event_sink(tables: tuple[Any, Any, Any, Any], images: Any, fields: dict[int, Any], names: dict[int, str],
+               operations: dict[int, str], batch_rows: int, max_pending: int) -> Any:
+    """A new ``EventSink`` of the extension, or None without it. Given to a decoder context
+    (``DecodeContext.event_sink``), it appends the rows of the top-level events of plain
+    transactions (GTID, BEGIN, TABLE_MAP, rows events, XID) inside the compiled framing loop:
+    to ``tables``, the ``RowColumns`` of ``bronze.events``, ``silver.row_changes``, its commit
+    times and ``silver.transactions``, and to ``images`` (``ImageColumns``). ``fields``:
+    ``FieldsLayout`` by type code of GTID, QUERY and XID events; ``names``: ``event.name`` by
+    type code; ``operations``: ``silver.row_changes.operation`` by rows type code;
+    ``batch_rows`` and ``max_pending``: it leaves to the caller any event after which a buffer
+    would hold ``batch_rows`` rows, or the open transaction ``max_pending`` rows waiting for its
+    commit time."""
     module = extension()
     if module is None:
         return None
-    return module.EventSink(events, row_changes, images, names, operations, batch_rows, max_pending)
+    return module.EventSink(tables, images, fields, names, operations, batch_rows, max_pending)
 
 
 def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],

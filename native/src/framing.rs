@@ -283,7 +283,7 @@ impl Frames {
     fn next_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         loop {
             let Some(f) = self.frame() else { return Ok(None) };
-            let sink = self.sink.as_ref().filter(|_| matches!(f.type_code, TABLE_MAP | 23..=25 | 30..=32));
+            let sink = self.sink.as_ref().filter(|_| matches!(f.type_code, QUERY | XID | TABLE_MAP | 23..=25 | 30..=32 | GTID | ANONYMOUS_GTID));
             let Some(sink) = sink else { return self.hand_out(py, f) };
             let Some(event) = self.framed_event(py, &f)? else { return Ok(None) };
             let at = Place { pos: self.pos, next_pos: self.pos + f.size, type_code: f.type_code, fields: f.fields,

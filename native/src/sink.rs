@@ -1,22 +1,27 @@
-//! `EventSink`: the ingest's rows of TABLE_MAP and rows events appended inside the compiled
-//! framing loop (`framing.rs`), so those events never reach the Python loop of
-//! `spark_jobs.records.RangeDecoder` (issue 13: they are 44% of an OLTP binlog's events, and
-//! that loop's per-event Python was the largest share of the ingest's CPU).
+//! `EventSink`: the ingest's rows of plain transactions appended inside the compiled framing
+//! loop (`framing.rs`), so their events never reach the Python loop of
+//! `spark_jobs.records.RangeDecoder` (issue 13: that loop's per-event Python was the largest
+//! share of the ingest's CPU). A plain transaction is what an OLTP server writes for most of its
+//! commits: GTID (or ANONYMOUS_GTID), BEGIN, TABLE_MAP and rows events, XID.
 //!
 //! The sink does only what the Python loop would do for such an event, with what the Python
 //! loop handed it: the buffers it appends to (`RowColumns` of `bronze.events` and
 //! `silver.row_changes`, the row image `ImageColumns`), the open transaction's GTID and start,
 //! and per table what the Python loop worked out the first time it met the table (the
 //! TABLE_MAP's fields JSON, a rows event's head JSON and image layouts). It takes an event only
-//! when all of that is known and the event is plain: top level (not in a TRANSACTION_PAYLOAD), in
-//! an open transaction, its images kept as bytes (`RowImages`), and appending it leaves every
-//! buffer short of the point where the Python loop cuts a batch or flushes the transaction's
-//! rows. Anything else is declined and the Python loop handles the event as ever; so the
-//! tables are the same rows in the same order with or without the sink.
+//! when all of that is known and the event is plain: top level (not in a TRANSACTION_PAYLOAD), its
+//! images kept as bytes (`RowImages`), and appending it leaves every buffer short of the point
+//! where the Python loop cuts a batch or flushes the transaction's rows. It takes TABLE_MAP and
+//! rows events in any open transaction; a GTID only when no transaction is open, and then the
+//! BEGIN right after it and the XID that ends it, appending the `silver.transactions` row and the
+//! row changes' commit time as `RangeDecoder._close_trx` does. Anything else is declined and the
+//! Python loop handles the event as ever; so the tables are the same rows in the same order with
+//! or without the sink.
 //!
-//! What the Python loop keeps per transaction (events, tables, rows waiting for the commit
-//! time, ...) is counted here and handed over by `take`, which the Python loop calls before it
-//! handles its next event.
+//! What the Python loop keeps per range and per transaction (events, GTIDs, tables, rows waiting
+//! for the commit time, ...) is counted here and handed over by `take`, which the Python loop
+//! calls before it handles its next event; a transaction the sink opened and has not ended then
+//! becomes the Python loop's.
 
 use std::collections::HashMap;
 
@@ -24,12 +29,18 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::columns::{ImageColumns, RowColumns};
+use crate::fields::{fields_json, FieldsLayout};
 use crate::render::{render_changes_into, ImageLayout};
 use crate::{uint, RowImages};
 
+const QUERY: u8 = 2;
+const XID: u8 = 16;
 const TABLE_MAP: u8 = 19;
+const GTID: u8 = 33;
+const ANONYMOUS_GTID: u8 = 34;
 /// 9999-12-31T23:59:59: the last second a TIMESTAMP column holds (`records._MAX_TS`)
 const MAX_TS: u64 = 253_402_300_799;
+const MAX_US: u64 = MAX_TS * 1_000_000;
 
 /// What `bronze.events` holds of a TABLE_MAP, as the Python loop rendered it.
 struct TableMapRow {
@@ -63,11 +74,50 @@ struct RowsHead {
     after: Option<Py<ImageLayout>>,
 }
 
+/// A transaction the sink opened (it took its GTID): its `silver.transactions` values
+/// (`records._Trx`) but the counts, which the sink keeps for any open transaction.
+struct OwnTrx {
+    start_pos: u64,
+    begin_us: Option<u64>,
+    server_id: u64,
+    gtid: Py<PyAny>,
+    anonymous: bool,
+    uuid: Py<PyAny>,
+    gno: Py<PyAny>,
+    last_committed: Py<PyAny>,
+    sequence_number: Py<PyAny>,
+    transaction_length: Py<PyAny>,
+    original_server_version: Py<PyAny>,
+    immediate_server_version: Py<PyAny>,
+    original_commit_us: Option<u64>,
+    immediate_commit_us: Option<u64>,
+    /// the GTID's immediate commit timestamp as it is (`_Trx.commit_us`)
+    commit_us: Py<PyAny>,
+    began_with_begin: bool,
+}
+
+/// An open transaction's counts since it opened (the sink's own) or since the last `take`.
+#[derive(Default)]
+struct TrxCounts {
+    events: usize,
+    substantive: bool,
+    has_dml: bool,
+    rows: usize,
+    tables: Vec<Py<PyAny>>,
+    /// `(event_us, rows)` per rows event, in order: their commit time comes with the end
+    pending: Vec<(Option<u64>, usize)>,
+}
+
 #[pyclass(module = "binlog_parser._native_ext")]
 pub struct EventSink {
     events: Py<RowColumns>,
     row_changes: Py<RowColumns>,
+    /// `silver.row_changes.commit_time`, appended when the transaction ends
+    commit_times: Py<RowColumns>,
+    transactions: Py<RowColumns>,
     images: Py<ImageColumns>,
+    /// type code -> the extension's layout of the event class's fields (GTID, QUERY, XID)
+    fields: HashMap<u8, Py<FieldsLayout>>,
     /// type code -> `event.name`; rows type code -> `silver.row_changes.operation`
     names: Py<PyDict>,
     operations: Py<PyDict>,
@@ -77,6 +127,15 @@ pub struct EventSink {
     rows_heads: HashMap<(u64, u8, u64), RowsHead>,
     /// the open transaction's `gtid` and `trx_pos` columns (None: no transaction is open)
     trx: Option<(Py<PyAny>, Py<PyAny>)>,
+    /// the open transaction when the sink opened it
+    own: Option<Box<OwnTrx>>,
+    counts: TrxCounts,
+    /// transactions the sink ended since the last `take`, their GTIDs `(uuid, gno)`, the first
+    /// and last GTID text
+    ended: usize,
+    gtids: Vec<(Py<PyAny>, Py<PyAny>)>,
+    first_gtid: Option<Py<PyAny>>,
+    last_gtid: Option<Py<PyAny>>,
     /// rows of the open transaction waiting for its commit time in the Python loop
     #[pyo3(get, set)]
     pending_base: usize,
@@ -86,42 +145,51 @@ pub struct EventSink {
     next_pos: u64,
     first_us: Option<u64>,
     last_us: Option<u64>,
-    rows: usize,
-    tables: Vec<Py<PyAny>>,
-    pending: Vec<(Option<u64>, usize)>,
 }
 
 #[pymethods]
 impl EventSink {
+    /// `tables`: the `RowColumns` of `bronze.events`, `silver.row_changes`, its commit times and
+    /// `silver.transactions`; `fields`: type code -> `FieldsLayout` of GTID, QUERY and XID
+    /// events (`binlog_parser.render.fields_layout`).
     #[new]
     #[allow(clippy::too_many_arguments)]
-    fn new(events: Py<RowColumns>, row_changes: Py<RowColumns>, images: Py<ImageColumns>, names: Py<PyDict>,
-           operations: Py<PyDict>, batch_rows: usize, max_pending: usize) -> Self {
+    fn new(tables: (Py<RowColumns>, Py<RowColumns>, Py<RowColumns>, Py<RowColumns>), images: Py<ImageColumns>,
+           fields: HashMap<u8, Py<FieldsLayout>>, names: Py<PyDict>, operations: Py<PyDict>, batch_rows: usize,
+           max_pending: usize) -> Self {
+        let (events, row_changes, commit_times, transactions) = tables;
         EventSink {
-            events, row_changes, images, names, operations, batch_rows, max_pending,
+            events, row_changes, commit_times, transactions, images, fields, names, operations, batch_rows, max_pending,
             table_maps: HashMap::new(),
             rows_heads: HashMap::new(),
             trx: None,
+            own: None,
+            counts: TrxCounts::default(),
+            ended: 0,
+            gtids: Vec::new(),
+            first_gtid: None,
+            last_gtid: None,
             pending_base: 0,
             seen: 0,
             next_pos: 0,
             first_us: None,
             last_us: None,
-            rows: 0,
-            tables: Vec::new(),
-            pending: Vec::new(),
         }
     }
 
-    /// A transaction opened: its `gtid` and `trx_pos` columns.
+    /// The Python loop opened a transaction: its `gtid` and `trx_pos` columns.
     fn open(&mut self, gtid: Py<PyAny>, trx_pos: Py<PyAny>) {
         self.trx = Some((gtid, trx_pos));
+        self.own = None;
+        self.counts = TrxCounts::default();
         self.pending_base = 0;
     }
 
-    /// The open transaction ended (its events were taken before).
+    /// The Python loop ended the open transaction (its events were taken before).
     fn close(&mut self) {
         self.trx = None;
+        self.own = None;
+        self.counts = TrxCounts::default();
         self.pending_base = 0;
     }
 
@@ -150,21 +218,39 @@ impl EventSink {
         });
     }
 
-    /// What the events taken since the last call add to the range and its open transaction:
-    /// `(events, next_pos, first_us, last_us, row_changes, tables, pending)`, `pending` being
-    /// `(event_us, rows)` per rows event, in order. Counts restart from zero.
-    #[allow(clippy::type_complexity)]
-    fn take<'py>(&mut self, py: Python<'py>)
-                 -> PyResult<(usize, u64, Option<u64>, Option<u64>, usize, Bound<'py, PyList>, Bound<'py, PyList>)> {
-        let tables = PyList::new(py, self.tables.drain(..))?;
-        let pending = PyList::new(py, self.pending.drain(..))?;
-        let out = (self.seen, self.next_pos, self.first_us, self.last_us, self.rows, tables, pending);
-        self.pending_base += self.rows;
+    /// What the events taken since the last call add to the range and to its open transaction:
+    /// `(range, opened, counts)`. `range`: `(events, next_pos, first_us, last_us, transactions
+    /// ended, their GTIDs (uuid, gno), first GTID, last GTID)`. `opened`: None, or the
+    /// transaction the sink opened and has not ended, which is the Python loop's from now on:
+    /// `records._Trx`'s values from `start_pos` to `began_with_begin` (see `OwnTrx`). `counts`:
+    /// the open transaction's `(events, substantive, has_dml, row_changes, tables, pending)`,
+    /// `pending` being `(event_us, rows)` per rows event, in order. Counts restart from zero.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let range = (self.seen, self.next_pos, self.first_us, self.last_us, self.ended,
+                     PyList::new(py, self.gtids.drain(..))?, self.first_gtid.take(), self.last_gtid.take())
+            .into_pyobject(py)?;
+        let opened = match self.own.take() {
+            None => py.None().into_bound(py),
+            Some(t) => {
+                let opt = |v: Option<u64>| opt_uint(py, v);
+                PyTuple::new(py, [
+                    uint(py, t.start_pos), opt(t.begin_us), uint(py, t.server_id), t.gtid.into_bound(py),
+                    PyString::new(py, if t.anonymous { "ANONYMOUS" } else { "GTID" }).into_any(), t.uuid.into_bound(py),
+                    t.gno.into_bound(py), t.last_committed.into_bound(py), t.sequence_number.into_bound(py),
+                    t.transaction_length.into_bound(py), t.original_server_version.into_bound(py),
+                    t.immediate_server_version.into_bound(py), opt(t.original_commit_us), opt(t.immediate_commit_us),
+                    t.commit_us.into_bound(py), pyo3::types::PyBool::new(py, t.began_with_begin).to_owned().into_any(),
+                ])?.into_any()
+            }
+        };
+        let c = std::mem::take(&mut self.counts);
+        self.pending_base += c.rows;
+        let counts = (c.events, c.substantive, c.has_dml, c.rows, PyList::new(py, c.tables)?, PyList::new(py, c.pending)?);
         self.seen = 0;
-        self.rows = 0;
+        self.ended = 0;
         self.first_us = None;
         self.last_us = None;
-        Ok(out)
+        PyTuple::new(py, [range.into_any(), opened, counts.into_pyobject(py)?.into_any()])
     }
 }
 
@@ -182,16 +268,175 @@ impl EventSink {
     /// Append `event` (a top-level event, just decoded) when it is a TABLE_MAP or rows event
     /// the sink can take; false: the Python loop handles it. On false nothing was appended.
     pub(crate) fn take_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
-        if self.trx.is_none() {
+        // the Python loop cuts batches after an event that leaves either buffer this full
+        if self.events.bind(py).borrow().__len__() + 1 >= self.batch_rows
+            || self.row_changes.bind(py).borrow().__len__() >= self.batch_rows {
             return Ok(false);
         }
-        if at.type_code == TABLE_MAP {
-            self.table_map(py, event, at)
-        } else if matches!(at.type_code, 23..=25 | 30..=32) {
-            self.rows_event(py, event, at)
-        } else {
-            Ok(false)
+        match at.type_code {
+            GTID | ANONYMOUS_GTID if self.trx.is_none() => self.gtid(py, event, at),
+            _ if self.trx.is_none() => Ok(false),
+            TABLE_MAP => self.table_map(py, event, at),
+            23..=25 | 30..=32 => self.rows_event(py, event, at),
+            QUERY if self.own.as_ref().is_some_and(|t| !t.began_with_begin && !self.counts.substantive) => {
+                self.begin(py, event, at)
+            }
+            XID if self.own.is_some() => self.xid(py, event, at),
+            _ => Ok(false),
         }
+    }
+
+    /// A GTID with no transaction open: the sink opens one (`RangeDecoder._open_trx`).
+    fn gtid(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+        let attr = |name: &Bound<'_, PyString>| event.getattr(name).map(Bound::unbind);
+        let tag = event.getattr(pyo3::intern!(py, "tag"))?;
+        if !tag.is_none() && tag.is_truthy()? {
+            return Ok(false); // a tagged GTID: the Python loop's
+        }
+        let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
+        let commit = |v: &Bound<'_, PyAny>| -> PyResult<Option<u64>> {
+            // `records._valid_us`: None when absent (0) or past what a TIMESTAMP holds
+            Ok(if v.is_none() { None } else { Some(v.extract::<u64>()?).filter(|&us| us != 0 && us <= MAX_US) })
+        };
+        let imm = event.getattr(pyo3::intern!(py, "immediate_commit_timestamp"))?;
+        let orig = event.getattr(pyo3::intern!(py, "original_commit_timestamp"))?;
+        let anonymous = at.type_code == ANONYMOUS_GTID;
+        let none = || py.None();
+        let trx = OwnTrx {
+            start_pos: at.pos,
+            begin_us: event_us(at),
+            server_id: at.fields[1],
+            gtid: if anonymous { none() } else { attr(pyo3::intern!(py, "gtid"))? },
+            anonymous,
+            uuid: if anonymous { none() } else { attr(pyo3::intern!(py, "uuid"))? },
+            gno: if anonymous { none() } else { attr(pyo3::intern!(py, "gno"))? },
+            last_committed: attr(pyo3::intern!(py, "last_committed"))?,
+            sequence_number: attr(pyo3::intern!(py, "sequence_number"))?,
+            transaction_length: attr(pyo3::intern!(py, "transaction_length"))?,
+            original_server_version: attr(pyo3::intern!(py, "original_server_version"))?,
+            immediate_server_version: attr(pyo3::intern!(py, "immediate_server_version"))?,
+            immediate_commit_us: commit(&imm)?,
+            original_commit_us: commit(if orig.is_none() { &imm } else { &orig })?,
+            commit_us: imm.unbind(),
+            began_with_begin: false,
+        };
+        let gtid_col = if anonymous { PyString::new(py, "ANONYMOUS").into_any().unbind() } else { trx.gtid.clone_ref(py) };
+        let trx_cols = (gtid_col, uint(py, at.pos).unbind());
+        let mut events = self.events.bind(py).try_borrow_mut()?;
+        if !self.append_event_of(py, &mut events, at, &trx_cols, py.None(), py.None(), fields)? {
+            return Ok(false);
+        }
+        if !trx.gtid.is_none(py) {
+            if self.first_gtid.is_none() {
+                self.first_gtid = Some(trx.gtid.clone_ref(py));
+            }
+            self.last_gtid = Some(trx.gtid.clone_ref(py));
+        }
+        self.trx = Some(trx_cols);
+        self.own = Some(Box::new(trx));
+        self.counts = TrxCounts { events: 1, ..TrxCounts::default() };
+        self.pending_base = 0;
+        self.taken(at, event_us(at));
+        Ok(true)
+    }
+
+    /// The BEGIN right after the GTID of a transaction the sink opened.
+    fn begin(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+        let query = event.getattr(pyo3::intern!(py, "query"))?;
+        if !query.cast::<PyString>().is_ok_and(|q| q.to_str().is_ok_and(|q| q == "BEGIN")) {
+            return Ok(false);
+        }
+        let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
+        let schema = event.getattr(pyo3::intern!(py, "schema"))?;
+        let db = if schema.is_truthy()? { schema.unbind() } else { py.None() };
+        let mut events = self.events.bind(py).try_borrow_mut()?;
+        if !self.append_event(py, &mut events, at, event_us(at), db, py.None(), fields)? {
+            return Ok(false);
+        }
+        if let Some(t) = self.own.as_mut() {
+            t.began_with_begin = true;
+        }
+        self.counts.events += 1;
+        self.taken(at, event_us(at));
+        Ok(true)
+    }
+
+    /// The XID that ends a transaction the sink opened: its `silver.transactions` row and its
+    /// row changes' commit time (`RangeDecoder._close_trx`).
+    fn xid(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+        let xid = event.getattr(pyo3::intern!(py, "xid"))?;
+        if xid.extract::<i64>().is_err() {
+            return Ok(false); // too large for its column: the Python loop stores NULL and says so
+        }
+        let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
+        let Some(t) = self.own.as_deref() else { return Ok(false) };
+        let Some((gtid_col, _)) = &self.trx else { return Ok(false) };
+        let c = &self.counts;
+        let header_us = event_us(at);
+        let mut tables = c.tables.iter().map(|t| t.extract::<String>(py)).collect::<PyResult<Vec<_>>>()?;
+        tables.sort_unstable();
+        tables.dedup();
+        let none = || py.None().into_bound(py);
+        let opt = |v: Option<u64>| opt_uint(py, v);
+        let kind = if c.has_dml { "DML" } else { "EMPTY" };
+        let row = PyTuple::new(py, [
+            uint(py, t.start_pos), uint(py, at.next_pos), t.gtid.bind(py).clone(),
+            PyString::new(py, if t.anonymous { "ANONYMOUS" } else { "GTID" }).into_any(), t.uuid.bind(py).clone(), none(),
+            t.gno.bind(py).clone(), none(), none(), none(), t.last_committed.bind(py).clone(),
+            t.sequence_number.bind(py).clone(), opt(t.begin_us), opt(header_us), opt(t.original_commit_us),
+            opt(t.immediate_commit_us), t.original_server_version.bind(py).clone(),
+            t.immediate_server_version.bind(py).clone(), t.transaction_length.bind(py).clone(), uint(py, t.server_id),
+            xid.clone(), uint(py, c.events as u64 + 1), uint(py, c.rows as u64), PyList::empty(py).into_any(),
+            PyList::new(py, tables)?.into_any(), PyString::new(py, kind).into_any(), PyString::new(py, "XID").into_any(),
+            pyo3::types::PyBool::new(py, true).to_owned().into_any(),
+        ])?;
+        let commit = match t.commit_us.bind(py) {
+            v if v.is_none() => None,
+            v => v.extract::<u64>().ok().filter(|&us| us != 0 && us <= MAX_US),
+        }
+        .or(header_us);
+        let gno_counts = !t.gno.bind(py).is_none() && t.gno.bind(py).is_truthy()? && t.uuid.bind(py).is_truthy()?;
+        let mut transactions = self.transactions.bind(py).try_borrow_mut()?;
+        let mut events = self.events.bind(py).try_borrow_mut()?;
+        let mut commit_times = self.commit_times.bind(py).try_borrow_mut()?;
+        let marks = (transactions.__len__(), events.__len__(), commit_times.__len__());
+        let undo = |tx: &mut RowColumns, ev: &mut RowColumns, ct: &mut RowColumns| {
+            tx.truncate_rows(marks.0);
+            ev.truncate_rows(marks.1);
+            ct.truncate_rows(marks.2);
+        };
+        if !matches!(transactions.append(&row), Ok(None)) {
+            undo(&mut transactions, &mut events, &mut commit_times);
+            return Ok(false);
+        }
+        let trx_cols = (gtid_col.clone_ref(py), uint(py, t.start_pos).unbind());
+        if !self.append_event_of(py, &mut events, at, &trx_cols, py.None(), py.None(), fields)? {
+            undo(&mut transactions, &mut events, &mut commit_times);
+            return Ok(false);
+        }
+        for (event_us, n) in &c.pending {
+            let value = PyTuple::new(py, [opt(commit.or(*event_us))])?;
+            if !matches!(commit_times.append_repeated(*n, &value), Ok(None)) {
+                undo(&mut transactions, &mut events, &mut commit_times);
+                return Ok(false);
+            }
+        }
+        if gno_counts {
+            self.gtids.push((t.uuid.clone_ref(py), t.gno.clone_ref(py)));
+        }
+        self.ended += 1;
+        self.trx = None;
+        self.own = None;
+        self.counts = TrxCounts::default();
+        self.pending_base = 0;
+        self.taken(at, header_us);
+        Ok(true)
+    }
+
+    /// `compact_json(event.fields())` by the extension (None: the Python loop's).
+    fn fields_json(&self, py: Python<'_>, event: &Bound<'_, PyAny>, type_code: u8) -> Option<Py<PyAny>> {
+        let layout = self.fields.get(&type_code)?;
+        fields_json(py, event, layout.bind(py)).map(|s| s.into_any().unbind())
     }
 
     fn table_map(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
@@ -209,6 +454,8 @@ impl EventSink {
         if !self.append_event(py, &mut events, at, event_us, db, table, fields_json)? {
             return Ok(false);
         }
+        self.counts.events += 1;
+        self.counts.substantive = true;
         self.taken(at, event_us);
         Ok(true)
     }
@@ -217,7 +464,7 @@ impl EventSink {
         let rows = event.getattr(pyo3::intern!(py, "rows"))?;
         let Ok(images) = rows.cast::<RowImages>() else { return Ok(false) };
         let n = images.get().len();
-        if self.pending_base + self.rows + n >= self.max_pending {
+        if self.pending_base + self.counts.rows + n >= self.max_pending {
             return Ok(false); // the Python loop flushes the transaction's rows after this one
         }
         let table_id: u64 = event.getattr(pyo3::intern!(py, "table_id"))?.extract()?;
@@ -231,7 +478,7 @@ impl EventSink {
         let Some(operation) = self.operations.bind(py).get_item(at.type_code)? else { return Ok(false) };
         let mut events = self.events.bind(py).try_borrow_mut()?;
         let mut changes = self.row_changes.bind(py).try_borrow_mut()?;
-        if events.__len__() + 1 >= self.batch_rows || changes.__len__() + n >= self.batch_rows {
+        if changes.__len__() + n >= self.batch_rows {
             return Ok(false);
         }
         let image_sink = self.images.bind(py);
@@ -269,20 +516,34 @@ impl EventSink {
                 return Ok(false);
             }
         }
+        let c = &mut self.counts;
         if let Some(key) = &head.table_key {
-            self.tables.push(key.clone_ref(py));
+            c.tables.push(key.clone_ref(py));
         }
-        self.pending.push((event_us, n));
-        self.rows += n;
+        c.pending.push((event_us, n));
+        c.rows += n;
+        c.events += 1;
+        c.substantive = true;
+        c.has_dml = true;
         self.taken(at, event_us);
         Ok(true)
     }
 
-    /// The event's `bronze.events` row (false, nothing appended: let the Python loop do it).
+    /// The event's `bronze.events` row in the open transaction (false, nothing appended: let
+    /// the Python loop do it).
     #[allow(clippy::too_many_arguments)]
     fn append_event(&self, py: Python<'_>, events: &mut RowColumns, at: &Place, event_us: Option<u64>, db: Py<PyAny>,
                     table: Py<PyAny>, fields_json: Py<PyAny>) -> PyResult<bool> {
-        let (gtid, trx_pos) = self.trx.as_ref().expect("checked by take_event");
+        let Some(trx) = self.trx.as_ref() else { return Ok(false) };
+        debug_assert!(event_us == self::event_us(at));
+        self.append_event_of(py, events, at, trx, db, table, fields_json)
+    }
+
+    /// The event's `bronze.events` row, in the transaction of `(gtid, trx_pos)`.
+    #[allow(clippy::too_many_arguments)]
+    fn append_event_of(&self, py: Python<'_>, events: &mut RowColumns, at: &Place, (gtid, trx_pos): &(Py<PyAny>, Py<PyAny>),
+                       db: Py<PyAny>, table: Py<PyAny>, fields_json: Py<PyAny>) -> PyResult<bool> {
+        let event_us = event_us(at);
         let [_, server_id, size, log_pos, flags] = at.fields;
         let checksum = match at.checksum_ok {
             None => pyo3::intern!(py, "none"),
