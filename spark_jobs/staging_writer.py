@@ -218,6 +218,18 @@ def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[di
     uniques = [pc.unique(batch.column(c)) for c in partition_by]
     if all(len(u) == 1 for u in uniques):
         return [({c: partition_text(u[0].as_py()) for c, u in zip(partition_by, uniques, strict=True)}, data)]
+    varying = [i for i, u in enumerate(uniques) if len(u) > 1]
+    if len(varying) == 1:
+        # the common case (one source, several dates): a mask per value of the one column that
+        # varies, without grouping the batch
+        fixed = {c: partition_text(u[0].as_py()) for c, u in zip(partition_by, uniques, strict=True) if len(u) == 1}
+        name = partition_by[varying[0]]
+        column = batch.column(name)
+        out = []
+        for value in uniques[varying[0]]:
+            mask = pc.is_null(column) if not value.is_valid else pc.fill_null(pc.equal(column, value), False)
+            out.append(({**fixed, name: partition_text(value.as_py())}, data.filter(mask)))
+        return [({c: values[c] for c in partition_by}, part) for values, part in out]
     keys = pa.Table.from_batches([batch.select(list(partition_by))]).group_by(list(partition_by)).aggregate([])
     out = []
     for key in keys.to_pylist():

@@ -478,6 +478,25 @@ def _many_transactions() -> bytes:
     return buf.getvalue()
 
 
+def _misfit_in_the_second_transaction() -> bytes:
+    """Five transactions; the fourth's GTID has a last_committed too large for its BIGINT
+    column, which only the transactions row, appended at the XID, finds out."""
+    import io
+
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+
+    table = Table("d", "t", (Column("id", "INT"),), table_id=5)
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", checksum=False)
+    for gno, last_committed in ((1, 0), (2, 1), (3, 2), (4, 2 ** 64 - 3), (5, 4)):
+        w.begin_transaction(f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{gno}", last_committed=last_committed,
+                            sequence_number=gno, timestamp=1700000000)
+        w.write_rows(table, [{"id": gno}])
+        w.xid(gno)
+    w.rotate("binlog.000002")
+    return buf.getvalue()
+
+
 def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch):
     """With the extension, the compiled framing loop appends the rows of the events of plain
     transactions (GTID, BEGIN, TABLE_MAP, rows events, XID: ``EventSink``), which the Python
@@ -490,7 +509,8 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
     written = _many_transactions()
     inputs = [(p.name, p.read_bytes(), {}) for p in fixture_binlogs()]
     inputs += [("written", written, {}), ("written, small batches", written, {"batch_rows": 7, "max_buffered_rows": 10}),
-               ("written, cut in a transaction", written[:len(written) // 2], {})]
+               ("written, cut in a transaction", written[:len(written) // 2], {}),
+               ("a misfit at the XID", _misfit_in_the_second_transaction(), {})]
     fewer = 0
     with native_extension(True):
         for name, data, kwargs in inputs:
@@ -507,4 +527,14 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
                 # of is its own from then on: so it handles their XIDs too.
                 assert (python_events, all_events) == (3 + 2 * (3 + 2), 3 * 40 + 3 + 2 * (40 + 13))
                 assert sum(len(rows) for kind, rows in with_sink if kind == "transactions") == 40
+            if name == "a misfit at the XID":
+                # the sink appended the fourth transactions row, met the misfit, took the row back
+                # and left the XID to the Python loop (the ninth event it handles, after the file's
+                # three and the first two transactions' five): one NULL, one quarantine row, as
+                # without the sink
+                assert python_events == 9
+                ((_, quarantine),) = [(k, rows) for k, rows in with_sink if k == "quarantine"]
+                assert [q["scope"] for q in quarantine] == ["value"]
+                assert [t["last_committed"] for k, rows in with_sink if k == "transactions" for t in rows] == \
+                    [0, 1, 2, None, 4]
     assert fewer >= 20  # (25 of the 97 inputs when written)

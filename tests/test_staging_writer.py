@@ -86,6 +86,9 @@ def test_split_by_partition_keeps_row_order_and_drops_the_partition_columns() ->
     got = {tuple(v.values()): b.column("pos").to_pylist()
            for v, b in split_by_partition(_dated("a", [d2, d1, None, d2, d1]), ["source", "day"])}
     assert got == {("a", "2024-05-02"): [0, 3], ("a", "2024-05-01"): [1, 4], ("a", None): [2]}
+    both = pa.concat_batches([_dated("a", [d1, d2]), _dated("b", [d1], start=2)])  # two columns vary
+    got = {tuple(v.values()): b.column("pos").to_pylist() for v, b in split_by_partition(both, ["source", "day"])}
+    assert got == {("a", "2024-05-01"): [0], ("a", "2024-05-02"): [1], ("b", "2024-05-01"): [2]}
 
 
 def test_a_direct_table_gets_data_files_in_partition_folders_with_stats(tmp_path: Path) -> None:

@@ -288,7 +288,7 @@ impl Frames {
             let Some(event) = self.framed_event(py, &f)? else { return Ok(None) };
             let at = Place { pos: self.pos, next_pos: self.pos + f.size, type_code: f.type_code, fields: f.fields,
                              checksum_ok: f.checksum_ok };
-            if !sink.bind(py).try_borrow_mut()?.take_event(py, &event.1, &at)? {
+            if !sink.bind(py).try_borrow_mut()?.take_event(py, &event.1, &at) {
                 return self.handed_out(py, f, event);
             }
             self.pos = at.next_pos;

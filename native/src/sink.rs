@@ -24,6 +24,7 @@
 //! becomes the Python loop's.
 
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -254,6 +255,16 @@ impl EventSink {
     }
 }
 
+/// The buffers' lengths before an event (`EventSink::take_event` cuts them back to these when
+/// it declines the event).
+struct Marks {
+    events: usize,
+    row_changes: usize,
+    commit_times: usize,
+    transactions: usize,
+    images: usize,
+}
+
 /// An event's header as the framing loop read it.
 pub(crate) struct Place {
     pub pos: u64,
@@ -267,12 +278,56 @@ pub(crate) struct Place {
 impl EventSink {
     /// Append `event` (a top-level event, just decoded) when it is a TABLE_MAP or rows event
     /// the sink can take; false: the Python loop handles it. On false nothing was appended.
-    pub(crate) fn take_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+    ///
+    /// All or nothing: on an error or a panic the buffers are cut back to where they were and
+    /// the event is declined. Each handler changes the sink's own state only after its last
+    /// append.
+    pub(crate) fn take_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> bool {
+        let Ok(marks) = self.marks(py) else { return false };
         // the Python loop cuts batches after an event that leaves either buffer this full
-        if self.events.bind(py).borrow().__len__() + 1 >= self.batch_rows
-            || self.row_changes.bind(py).borrow().__len__() >= self.batch_rows {
-            return Ok(false);
+        if marks.events + 1 >= self.batch_rows || marks.row_changes >= self.batch_rows {
+            return false;
         }
+        match catch_unwind(AssertUnwindSafe(|| self.dispatch(py, event, at))) {
+            Ok(Ok(true)) => true,
+            _ => {
+                // declined, or an error (the Python loop handles the event, and meets any
+                // error itself), or a panic (a bug here, never expected)
+                self.undo(py, &marks);
+                false
+            }
+        }
+    }
+
+    /// The buffers' lengths.
+    fn marks(&self, py: Python<'_>) -> PyResult<Marks> {
+        let len = |c: &Py<RowColumns>| -> PyResult<usize> { Ok(c.bind(py).try_borrow()?.__len__()) };
+        Ok(Marks {
+            events: len(&self.events)?,
+            row_changes: len(&self.row_changes)?,
+            commit_times: len(&self.commit_times)?,
+            transactions: len(&self.transactions)?,
+            images: self.images.bind(py).try_borrow()?.__len__(),
+        })
+    }
+
+    /// The buffers cut back to `marks` (what a declined event appended).
+    fn undo(&self, py: Python<'_>, marks: &Marks) {
+        let cut = |c: &Py<RowColumns>, rows: usize| {
+            if let Ok(mut c) = c.bind(py).try_borrow_mut() {
+                c.truncate_rows(rows);
+            }
+        };
+        cut(&self.events, marks.events);
+        cut(&self.row_changes, marks.row_changes);
+        cut(&self.commit_times, marks.commit_times);
+        cut(&self.transactions, marks.transactions);
+        if let Ok(mut images) = self.images.bind(py).try_borrow_mut() {
+            images.truncate_to(marks.images);
+        }
+    }
+
+    fn dispatch(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
         match at.type_code {
             GTID | ANONYMOUS_GTID if self.trx.is_none() => self.gtid(py, event, at),
             _ if self.trx.is_none() => Ok(false),
@@ -322,8 +377,7 @@ impl EventSink {
         };
         let gtid_col = if anonymous { PyString::new(py, "ANONYMOUS").into_any().unbind() } else { trx.gtid.clone_ref(py) };
         let trx_cols = (gtid_col, uint(py, at.pos).unbind());
-        let mut events = self.events.bind(py).try_borrow_mut()?;
-        if !self.append_event_of(py, &mut events, at, &trx_cols, py.None(), py.None(), fields)? {
+        if !self.append_event_of(py, at, &trx_cols, py.None(), py.None(), fields)? {
             return Ok(false);
         }
         if !trx.gtid.is_none(py) {
@@ -349,8 +403,7 @@ impl EventSink {
         let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
         let schema = event.getattr(pyo3::intern!(py, "schema"))?;
         let db = if schema.is_truthy()? { schema.unbind() } else { py.None() };
-        let mut events = self.events.bind(py).try_borrow_mut()?;
-        if !self.append_event(py, &mut events, at, event_us(at), db, py.None(), fields)? {
+        if !self.append_event(py, at, db, py.None(), fields)? {
             return Ok(false);
         }
         if let Some(t) = self.own.as_mut() {
@@ -396,28 +449,18 @@ impl EventSink {
         }
         .or(header_us);
         let gno_counts = !t.gno.bind(py).is_none() && t.gno.bind(py).is_truthy()? && t.uuid.bind(py).is_truthy()?;
-        let mut transactions = self.transactions.bind(py).try_borrow_mut()?;
-        let mut events = self.events.bind(py).try_borrow_mut()?;
-        let mut commit_times = self.commit_times.bind(py).try_borrow_mut()?;
-        let marks = (transactions.__len__(), events.__len__(), commit_times.__len__());
-        let undo = |tx: &mut RowColumns, ev: &mut RowColumns, ct: &mut RowColumns| {
-            tx.truncate_rows(marks.0);
-            ev.truncate_rows(marks.1);
-            ct.truncate_rows(marks.2);
-        };
-        if !matches!(transactions.append(&row), Ok(None)) {
-            undo(&mut transactions, &mut events, &mut commit_times);
-            return Ok(false);
+        let commit_times = c.pending.iter().map(|(event_us, n)| Ok((*n, PyTuple::new(py, [opt(commit.or(*event_us))])?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        if self.transactions.bind(py).try_borrow_mut()?.append(&row)?.is_some() {
+            return Ok(false); // a value too large for its column: the Python loop stores NULL and says so
         }
         let trx_cols = (gtid_col.clone_ref(py), uint(py, t.start_pos).unbind());
-        if !self.append_event_of(py, &mut events, at, &trx_cols, py.None(), py.None(), fields)? {
-            undo(&mut transactions, &mut events, &mut commit_times);
+        if !self.append_event_of(py, at, &trx_cols, py.None(), py.None(), fields)? {
             return Ok(false);
         }
-        for (event_us, n) in &c.pending {
-            let value = PyTuple::new(py, [opt(commit.or(*event_us))])?;
-            if !matches!(commit_times.append_repeated(*n, &value), Ok(None)) {
-                undo(&mut transactions, &mut events, &mut commit_times);
+        let mut times = self.commit_times.bind(py).try_borrow_mut()?;
+        for (n, value) in &commit_times {
+            if times.append_repeated(*n, value)?.is_some() {
                 return Ok(false);
             }
         }
@@ -445,18 +488,13 @@ impl EventSink {
         if !event.getattr(pyo3::intern!(py, "columns"))?.is(&row.columns) {
             return Ok(false);
         }
-        let mut events = self.events.bind(py).try_borrow_mut()?;
-        if events.__len__() + 1 >= self.batch_rows {
-            return Ok(false);
-        }
         let (fields_json, db, table) = (row.fields_json.clone_ref(py).into_any(), row.db.clone_ref(py), row.table.clone_ref(py));
-        let event_us = event_us(at);
-        if !self.append_event(py, &mut events, at, event_us, db, table, fields_json)? {
+        if !self.append_event(py, at, db, table, fields_json)? {
             return Ok(false);
         }
         self.counts.events += 1;
         self.counts.substantive = true;
-        self.taken(at, event_us);
+        self.taken(at, event_us(at));
         Ok(true)
     }
 
@@ -476,45 +514,28 @@ impl EventSink {
             return Ok(false);
         }
         let Some(operation) = self.operations.bind(py).get_item(at.type_code)? else { return Ok(false) };
-        let mut events = self.events.bind(py).try_borrow_mut()?;
-        let mut changes = self.row_changes.bind(py).try_borrow_mut()?;
-        if changes.__len__() + n >= self.batch_rows {
+        if self.row_changes.bind(py).try_borrow()?.__len__() + n >= self.batch_rows {
             return Ok(false);
         }
-        let image_sink = self.images.bind(py);
-        let mark = image_sink.borrow().__len__();
-        let (before, after) = (head.before.as_ref().map(|l| l.bind(py)), head.after.as_ref().map(|l| l.bind(py)));
-        // the images first: on a fallback the sink is as it was and nothing else is appended
-        if n > 0 && render_changes_into(py, &rows, before, after, image_sink) != Some(n) {
-            return Ok(false);
-        }
-        let undo_images = |sink: &Bound<'_, ImageColumns>| sink.borrow_mut().truncate_to(mark);
+        let Some((gtid, trx_pos)) = self.trx.as_ref() else { return Ok(false) };
+        let event_us = event_us(at);
         let fields_json = PyString::new(py, &format!(
             "{},\"row_count\":{n},\"row_images\":\"silver.row_changes\"}}", head.head_json)).into_any().unbind();
-        let event_us = event_us(at);
-        let (db, table_name) = (head.db.clone_ref(py), head.table.clone_ref(py));
-        let marks = (events.__len__(), changes.__len__());
-        if !self.append_event(py, &mut events, at, event_us, db, table_name, fields_json)? {
-            undo_images(image_sink);
-            return Ok(false);
-        }
-        let head = &self.rows_heads[&(table_id, at.type_code, flags)];
-        let (gtid, trx_pos) = self.trx.as_ref().expect("checked by take_event");
-        let name = self.name(py, at.type_code)?;
         let values = PyTuple::new(py, [
             uint(py, at.pos), py.None().into_bound(py), uint(py, 0), gtid.bind(py).clone(), trx_pos.bind(py).clone(),
             opt_uint(py, event_us), uint(py, at.fields[1]), head.db_text.bind(py).clone(), head.table_text.bind(py).clone(),
-            operation, name,
+            operation, self.name(py, at.type_code)?,
         ])?;
-        match changes.append_repeated(n, &values) {
-            Ok(None) => {}
-            _ => {
-                // never expected (the values are the header's): leave the event to the Python loop
-                changes.truncate_rows(marks.1);
-                events.truncate_rows(marks.0);
-                undo_images(image_sink);
-                return Ok(false);
-            }
+        let (before, after) = (head.before.as_ref().map(|l| l.bind(py)), head.after.as_ref().map(|l| l.bind(py)));
+        // the images (on a fallback the sink is as it was), the event's row, its row changes
+        if n > 0 && render_changes_into(py, &rows, before, after, self.images.bind(py)) != Some(n) {
+            return Ok(false);
+        }
+        if !self.append_event(py, at, head.db.clone_ref(py), head.table.clone_ref(py), fields_json)? {
+            return Ok(false);
+        }
+        if self.row_changes.bind(py).try_borrow_mut()?.append_repeated(n, &values)?.is_some() {
+            return Ok(false); // never expected (the values are the header's)
         }
         let c = &mut self.counts;
         if let Some(key) = &head.table_key {
@@ -529,21 +550,17 @@ impl EventSink {
         Ok(true)
     }
 
-    /// The event's `bronze.events` row in the open transaction (false, nothing appended: let
-    /// the Python loop do it).
-    #[allow(clippy::too_many_arguments)]
-    fn append_event(&self, py: Python<'_>, events: &mut RowColumns, at: &Place, event_us: Option<u64>, db: Py<PyAny>,
-                    table: Py<PyAny>, fields_json: Py<PyAny>) -> PyResult<bool> {
+    /// The event's `bronze.events` row in the open transaction (false: let the Python loop do
+    /// it).
+    fn append_event(&self, py: Python<'_>, at: &Place, db: Py<PyAny>, table: Py<PyAny>, fields_json: Py<PyAny>)
+                    -> PyResult<bool> {
         let Some(trx) = self.trx.as_ref() else { return Ok(false) };
-        debug_assert!(event_us == self::event_us(at));
-        self.append_event_of(py, events, at, trx, db, table, fields_json)
+        self.append_event_of(py, at, trx, db, table, fields_json)
     }
 
     /// The event's `bronze.events` row, in the transaction of `(gtid, trx_pos)`.
-    #[allow(clippy::too_many_arguments)]
-    fn append_event_of(&self, py: Python<'_>, events: &mut RowColumns, at: &Place, (gtid, trx_pos): &(Py<PyAny>, Py<PyAny>),
-                       db: Py<PyAny>, table: Py<PyAny>, fields_json: Py<PyAny>) -> PyResult<bool> {
-        let event_us = event_us(at);
+    fn append_event_of(&self, py: Python<'_>, at: &Place, (gtid, trx_pos): &(Py<PyAny>, Py<PyAny>), db: Py<PyAny>,
+                       table: Py<PyAny>, fields_json: Py<PyAny>) -> PyResult<bool> {
         let [_, server_id, size, log_pos, flags] = at.fields;
         let checksum = match at.checksum_ok {
             None => pyo3::intern!(py, "none"),
@@ -553,21 +570,13 @@ impl EventSink {
         let none = || py.None().into_bound(py);
         let values = PyTuple::new(py, [
             uint(py, at.pos), none(), none(), uint(py, at.next_pos), uint(py, at.type_code as u64),
-            self.name(py, at.type_code)?, opt_uint(py, event_us), uint(py, server_id), uint(py, size), uint(py, log_pos),
+            self.name(py, at.type_code)?, opt_uint(py, event_us(at)), uint(py, server_id), uint(py, size), uint(py, log_pos),
             uint(py, flags), checksum.clone().into_any(), gtid.bind(py).clone(), trx_pos.bind(py).clone(),
             db.into_bound(py), table.into_bound(py), fields_json.into_bound(py), none(),
         ])?;
-        let rows = events.__len__();
-        match events.append(&values) {
-            Ok(None) => Ok(true),
-            Ok(Some(_)) => {
-                // a value that does not fit (never expected of a header): the Python loop
-                // stores it as NULL and quarantines it
-                events.truncate_rows(rows);
-                Ok(false)
-            }
-            Err(_) => Ok(false),
-        }
+        // a misfit (a value too large for its column, never expected of a header): the Python
+        // loop stores it as NULL and says so
+        Ok(self.events.bind(py).try_borrow_mut()?.append(&values)?.is_none())
     }
 
     fn name<'py>(&self, py: Python<'py>, type_code: u8) -> PyResult<Bound<'py, PyAny>> {
