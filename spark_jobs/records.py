@@ -38,7 +38,15 @@ from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsB
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
 from binlog_parser.errors import BinlogError, TruncatedEventError
-from binlog_parser.events import GtidEvent, QueryEvent, XidEvent, to_json_value
+from binlog_parser.events import (
+    AnnotateRowsEvent,
+    GtidEvent,
+    MariaGtidEvent,
+    QueryEvent,
+    RowsQueryEvent,
+    XidEvent,
+    to_json_value,
+)
 from binlog_parser.framing import ON_ERROR_RESYNC, SkippedBytes
 from binlog_parser.reader import BinlogReader, read_format_description
 from binlog_parser.render import event_fields_json, fields_layout
@@ -252,11 +260,13 @@ class _Trx:
     def opened_by_the_sink(cls, values: tuple[Any, ...]) -> _Trx:
         """A transaction the event sink opened (its GTID's values, ``EventSink.take``; its
         counts come apart)."""
-        (start_pos, begin_us, server_id, gtid, gtid_kind, uuid, gno, last_committed, sequence_number,
-         transaction_length, original_server_version, immediate_server_version, original_commit_us,
+        (start_pos, begin_us, server_id, gtid, gtid_kind, uuid, gno, mariadb_domain_id, mariadb_seq_no, last_committed,
+         sequence_number, transaction_length, original_server_version, immediate_server_version, original_commit_us,
          immediate_commit_us, commit_us, began_with_begin) = values
         trx = cls(start_pos, begin_us, server_id)
         trx.gtid, trx.gtid_kind, trx.uuid, trx.gno = gtid, gtid_kind, uuid, gno
+        if gtid_kind == "MARIADB":
+            trx.mariadb_domain_id, trx.mariadb_server_id, trx.mariadb_seq_no = mariadb_domain_id, server_id, mariadb_seq_no
         trx.last_committed, trx.sequence_number, trx.transaction_length = last_committed, sequence_number, \
             transaction_length
         trx.original_server_version, trx.immediate_server_version = original_server_version, immediate_server_version
@@ -316,7 +326,8 @@ _OPERATION: dict[int, str] = {**dict.fromkeys(_DELETE_TYPES, "delete"), **dict.f
 _ANONYMOUS_GTID = int(_T.ANONYMOUS_GTID)
 #: the event classes whose fields the event sink writes as JSON, by type code
 _SUNK_FIELDS: dict[int, type] = {int(_T.QUERY): QueryEvent, _XID: XidEvent, int(_T.GTID): GtidEvent,
-                                 _ANONYMOUS_GTID: GtidEvent}
+                                 _ANONYMOUS_GTID: GtidEvent, _MARIA_GTID: MariaGtidEvent,
+                                 int(_T.ROWS_QUERY): RowsQueryEvent, int(_T.MARIA_ANNOTATE_ROWS): AnnotateRowsEvent}
 #: the fields of an event read only as JSON (never mutated)
 _NO_FIELDS: dict[str, Any] = {}
 
@@ -416,7 +427,7 @@ class RangeDecoder:
         # transactions (``_native.event_sink``; what the sink took is counted in by _take_sunk)
         self._sink = None if self.keep_raw else _native.event_sink(
             (self._ev_rows, self._rc_rows, t["row_changes"].late_buffer, t["transactions"].row_buffer),
-            self._images, {tc: fields_layout(cls) for tc, cls in _SUNK_FIELDS.items() if fields_layout(cls)},
+            self._images, {tc: layout for tc, cls in _SUNK_FIELDS.items() if (layout := fields_layout(cls)) is not None},
             _TYPE_NAMES, _OPERATION, self.batch_rows, self.max_buffered_rows)
 
     # -- public ---------------------------------------------------------------------------
@@ -520,14 +531,16 @@ class RangeDecoder:
         sink = self._sink
         if sink is None or not sink.seen:
             return
-        (seen, next_pos, first_us, last_us, ended, gtids, first_gtid, last_gtid), opened, counts = sink.take()
+        (seen, next_pos, first_us, last_us, ended, gtids, first_gtid, last_gtid, mariadb), opened, counts = sink.take()
         facts = self.facts
         facts["events"] += seen
         facts["transactions"] += ended
+        if mariadb:
+            self.flavor = MARIADB
         if gtids:
             add = self._builder().add
-            for uuid, gno in gtids:
-                add(uuid, gno, "")
+            for args in gtids:
+                add(*args)
         if first_gtid is not None and facts["first_gtid"] is None:
             facts["first_gtid"] = first_gtid
         if last_gtid is not None:
@@ -541,10 +554,11 @@ class RangeDecoder:
         if opened is not None:
             self._trx = _Trx.opened_by_the_sink(opened)
         trx = self._trx
-        events, substantive, has_dml, rows, tables, pending = counts
+        events, substantive, has_dml, rows, tables, pending, statements = counts
         if trx is None:
             return
         trx.events += events
+        trx.statements.extend(statements)
         trx.substantive = trx.substantive or substantive
         trx.has_dml = trx.has_dml or has_dml
         trx.tables.update(tables)

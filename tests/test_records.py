@@ -497,6 +497,16 @@ def _misfit_in_the_second_transaction() -> bytes:
     return buf.getvalue()
 
 
+def _mariadb_transaction_repeated(times: int) -> bytes:
+    """The MariaDB 10.11 chain's binlog.000002 with its last transaction (MariaDB GTID,
+    ANNOTATE_ROWS, TABLE_MAP, WRITE_ROWS, XID; bytes 73389-73900) written ``times`` more times
+    before its ROTATE, as they are (the same GTID each time)."""
+    data = (MARIA / "binlog.000002").read_bytes()
+    start, end = 73389, 73900
+    assert [h.type_code for h in scan_headers(data) if start <= h.pos < end] == [162, 160, 19, 23, 16]
+    return data[:end] + data[start:end] * times + data[end:]
+
+
 def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch):
     """With the extension, the compiled framing loop appends the rows of the events of plain
     transactions (GTID, BEGIN, TABLE_MAP, rows events, XID: ``EventSink``), which the Python
@@ -510,7 +520,8 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
     inputs = [(p.name, p.read_bytes(), {}) for p in fixture_binlogs()]
     inputs += [("written", written, {}), ("written, small batches", written, {"batch_rows": 7, "max_buffered_rows": 10}),
                ("written, cut in a transaction", written[:len(written) // 2], {}),
-               ("a misfit at the XID", _misfit_in_the_second_transaction(), {})]
+               ("a misfit at the XID", _misfit_in_the_second_transaction(), {}),
+               ("MariaDB, a transaction repeated", _mariadb_transaction_repeated(12), {})]
     fewer = 0
     with native_extension(True):
         for name, data, kwargs in inputs:
@@ -527,6 +538,19 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
                 # of is its own from then on: so it handles their XIDs too.
                 assert (python_events, all_events) == (3 + 2 * (3 + 2), 3 * 40 + 3 + 2 * (40 + 13))
                 assert sum(len(rows) for kind, rows in with_sink if kind == "transactions") == 40
+            if name == "MariaDB, a transaction repeated":
+                # of the 60 repeated events the Python loop handles 2: the first repeat's rows
+                # event (which tells the sink what the next share) and so its XID
+                _, alone = _batches_and_python_events((MARIA / "binlog.000002").read_bytes(), monkeypatch, sink=True)
+                assert (all_events, python_events) == (23 + 5 * 12, alone + 2)
+                (facts,) = [f for k, f in with_sink if k == "file_facts"]
+                assert facts["flavor"] == "mariadb" and facts["transactions"] == 3 + 12
+                repeats = [t for k, rows in with_sink if k == "transactions" for t in rows][3:]
+                assert len(repeats) == 12 and len({t["start_pos"] for t in repeats}) == 12
+                for t in repeats:  # each the sink's own from its GTID to its XID
+                    assert t["gtid"] == f'{t["mariadb_domain_id"]}-{t["mariadb_server_id"]}-{t["mariadb_seq_no"]}'
+                    assert (t["gtid_kind"], t["end_event"], t["kind"], t["complete"]) == ("MARIADB", "XID", "DML", True)
+                    assert [s[:6] for s in t["statements"]] == ["INSERT"] and t["row_changes"] == 2
             if name == "a misfit at the XID":
                 # the sink appended the fourth transactions row, met the misfit, took the row back
                 # and left the XID to the Python loop (the ninth event it handles, after the file's

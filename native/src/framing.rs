@@ -192,7 +192,7 @@ pub struct Frames {
     headers: bool,
     dispatch: Py<PyDict>,
     ctx: Py<PyAny>,
-    /// takes the TABLE_MAP and rows events it can instead of their being handed out
+    /// takes the events of plain transactions it can instead of their being handed out
     sink: Option<Py<EventSink>>,
 }
 
@@ -283,7 +283,7 @@ impl Frames {
     fn next_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         loop {
             let Some(f) = self.frame() else { return Ok(None) };
-            let sink = self.sink.as_ref().filter(|_| matches!(f.type_code, QUERY | XID | TABLE_MAP | 23..=25 | 30..=32 | GTID | ANONYMOUS_GTID));
+            let sink = self.sink.as_ref().filter(|_| EventSink::may_take(f.type_code));
             let Some(sink) = sink else { return self.hand_out(py, f) };
             let Some(event) = self.framed_event(py, &f)? else { return Ok(None) };
             let at = Place { pos: self.pos, next_pos: self.pos + f.size, type_code: f.type_code, fields: f.fields,

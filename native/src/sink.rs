@@ -2,7 +2,8 @@
 //! loop (`framing.rs`), so their events never reach the Python loop of
 //! `spark_jobs.records.RangeDecoder` (issue 13: that loop's per-event Python was the largest
 //! share of the ingest's CPU). A plain transaction is what an OLTP server writes for most of its
-//! commits: GTID (or ANONYMOUS_GTID), BEGIN, TABLE_MAP and rows events, XID.
+//! commits: GTID (ANONYMOUS_GTID, MariaDB's GTID), BEGIN (not after a MariaDB GTID), the
+//! statement's annotation (ROWS_QUERY, MariaDB's ANNOTATE_ROWS), TABLE_MAP and rows events, XID.
 //!
 //! The sink does only what the Python loop would do for such an event, with what the Python
 //! loop handed it: the buffers it appends to (`RowColumns` of `bronze.events` and
@@ -12,8 +13,8 @@
 //! when all of that is known and the event is plain: top level (not in a TRANSACTION_PAYLOAD), its
 //! images kept as bytes (`RowImages`), and appending it leaves every buffer short of the point
 //! where the Python loop cuts a batch or flushes the transaction's rows. It takes TABLE_MAP and
-//! rows events in any open transaction; a GTID only when no transaction is open, and then the
-//! BEGIN right after it and the XID that ends it, appending the `silver.transactions` row and the
+//! rows events and annotations in any open transaction; a GTID only when no transaction is open,
+//! and then the BEGIN right after it and the XID that ends it, appending the `silver.transactions` row and the
 //! row changes' commit time as `RangeDecoder._close_trx` does. Anything else is declined and the
 //! Python loop handles the event as ever; so the tables are the same rows in the same order with
 //! or without the sink.
@@ -37,8 +38,11 @@ use crate::{uint, RowImages};
 const QUERY: u8 = 2;
 const XID: u8 = 16;
 const TABLE_MAP: u8 = 19;
+const ROWS_QUERY: u8 = 29;
 const GTID: u8 = 33;
 const ANONYMOUS_GTID: u8 = 34;
+const MARIA_ANNOTATE_ROWS: u8 = 160;
+const MARIA_GTID: u8 = 162;
 /// 9999-12-31T23:59:59: the last second a TIMESTAMP column holds (`records._MAX_TS`)
 const MAX_TS: u64 = 253_402_300_799;
 const MAX_US: u64 = MAX_TS * 1_000_000;
@@ -82,9 +86,11 @@ struct OwnTrx {
     begin_us: Option<u64>,
     server_id: u64,
     gtid: Py<PyAny>,
-    anonymous: bool,
+    kind: GtidKind,
     uuid: Py<PyAny>,
     gno: Py<PyAny>,
+    /// MariaDB's domain id and sequence number (its server id is `server_id`)
+    mariadb: Option<(Py<PyAny>, Py<PyAny>)>,
     last_committed: Py<PyAny>,
     sequence_number: Py<PyAny>,
     transaction_length: Py<PyAny>,
@@ -97,10 +103,30 @@ struct OwnTrx {
     began_with_begin: bool,
 }
 
+#[derive(Clone, Copy, PartialEq)]
+enum GtidKind {
+    Gtid,
+    Anonymous,
+    Mariadb,
+}
+
+impl GtidKind {
+    /// `silver.transactions.gtid_kind`
+    fn name(self) -> &'static str {
+        match self {
+            GtidKind::Gtid => "GTID",
+            GtidKind::Anonymous => "ANONYMOUS",
+            GtidKind::Mariadb => "MARIADB",
+        }
+    }
+}
+
 /// An open transaction's counts since it opened (the sink's own) or since the last `take`.
 #[derive(Default)]
 struct TrxCounts {
     events: usize,
+    /// the annotations' statements, in order
+    statements: Vec<Py<PyAny>>,
     substantive: bool,
     has_dml: bool,
     rows: usize,
@@ -131,10 +157,11 @@ pub struct EventSink {
     /// the open transaction when the sink opened it
     own: Option<Box<OwnTrx>>,
     counts: TrxCounts,
-    /// transactions the sink ended since the last `take`, their GTIDs `(uuid, gno)`, the first
-    /// and last GTID text
+    /// transactions the sink ended since the last `take`, their GTIDs (the arguments of
+    /// `GtidIntervalsBuilder.add`), the first and last GTID text, whether one was MariaDB's
     ended: usize,
-    gtids: Vec<(Py<PyAny>, Py<PyAny>)>,
+    gtids: Vec<Py<PyTuple>>,
+    mariadb: bool,
     first_gtid: Option<Py<PyAny>>,
     last_gtid: Option<Py<PyAny>>,
     /// rows of the open transaction waiting for its commit time in the Python loop
@@ -168,6 +195,7 @@ impl EventSink {
             counts: TrxCounts::default(),
             ended: 0,
             gtids: Vec::new(),
+            mariadb: false,
             first_gtid: None,
             last_gtid: None,
             pending_base: 0,
@@ -221,23 +249,29 @@ impl EventSink {
 
     /// What the events taken since the last call add to the range and to its open transaction:
     /// `(range, opened, counts)`. `range`: `(events, next_pos, first_us, last_us, transactions
-    /// ended, their GTIDs (uuid, gno), first GTID, last GTID)`. `opened`: None, or the
-    /// transaction the sink opened and has not ended, which is the Python loop's from now on:
-    /// `records._Trx`'s values from `start_pos` to `began_with_begin` (see `OwnTrx`). `counts`:
-    /// the open transaction's `(events, substantive, has_dml, row_changes, tables, pending)`,
-    /// `pending` being `(event_us, rows)` per rows event, in order. Counts restart from zero.
+    /// ended, their GTIDs (arguments of `GtidIntervalsBuilder.add`), first GTID, last GTID, saw a
+    /// MariaDB GTID)`. `opened`: None, or the transaction the sink opened and has not ended, which
+    /// is the Python loop's from now on: `records._Trx`'s values (see `OwnTrx`). `counts`: the
+    /// open transaction's `(events, substantive, has_dml, row_changes, tables, pending,
+    /// statements)`, `pending` being `(event_us, rows)` per rows event, in order. Counts restart
+    /// from zero.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let range = (self.seen, self.next_pos, self.first_us, self.last_us, self.ended,
-                     PyList::new(py, self.gtids.drain(..))?, self.first_gtid.take(), self.last_gtid.take())
+                     PyList::new(py, self.gtids.drain(..))?, self.first_gtid.take(), self.last_gtid.take(),
+                     std::mem::take(&mut self.mariadb))
             .into_pyobject(py)?;
         let opened = match self.own.take() {
             None => py.None().into_bound(py),
             Some(t) => {
                 let opt = |v: Option<u64>| opt_uint(py, v);
+                let (domain_id, seq_no) = match t.mariadb {
+                    Some((d, s)) => (d.into_bound(py), s.into_bound(py)),
+                    None => (py.None().into_bound(py), py.None().into_bound(py)),
+                };
                 PyTuple::new(py, [
                     uint(py, t.start_pos), opt(t.begin_us), uint(py, t.server_id), t.gtid.into_bound(py),
-                    PyString::new(py, if t.anonymous { "ANONYMOUS" } else { "GTID" }).into_any(), t.uuid.into_bound(py),
-                    t.gno.into_bound(py), t.last_committed.into_bound(py), t.sequence_number.into_bound(py),
+                    PyString::new(py, t.kind.name()).into_any(), t.uuid.into_bound(py), t.gno.into_bound(py),
+                    domain_id, seq_no, t.last_committed.into_bound(py), t.sequence_number.into_bound(py),
                     t.transaction_length.into_bound(py), t.original_server_version.into_bound(py),
                     t.immediate_server_version.into_bound(py), opt(t.original_commit_us), opt(t.immediate_commit_us),
                     t.commit_us.into_bound(py), pyo3::types::PyBool::new(py, t.began_with_begin).to_owned().into_any(),
@@ -246,7 +280,8 @@ impl EventSink {
         };
         let c = std::mem::take(&mut self.counts);
         self.pending_base += c.rows;
-        let counts = (c.events, c.substantive, c.has_dml, c.rows, PyList::new(py, c.tables)?, PyList::new(py, c.pending)?);
+        let counts = (c.events, c.substantive, c.has_dml, c.rows, PyList::new(py, c.tables)?, PyList::new(py, c.pending)?,
+                      PyList::new(py, c.statements)?);
         self.seen = 0;
         self.ended = 0;
         self.first_us = None;
@@ -276,6 +311,13 @@ pub(crate) struct Place {
 }
 
 impl EventSink {
+    /// Whether the sink may take events of this type code (the framing loop builds the others'
+    /// events and hands them out without asking).
+    pub(crate) fn may_take(type_code: u8) -> bool {
+        matches!(type_code, QUERY | XID | TABLE_MAP | 23..=25 | ROWS_QUERY | 30..=32 | GTID | ANONYMOUS_GTID
+                 | MARIA_ANNOTATE_ROWS | MARIA_GTID)
+    }
+
     /// Append `event` (a top-level event, just decoded) when it is a TABLE_MAP or rows event
     /// the sink can take; false: the Python loop handles it. On false nothing was appended.
     ///
@@ -330,8 +372,10 @@ impl EventSink {
     fn dispatch(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
         match at.type_code {
             GTID | ANONYMOUS_GTID if self.trx.is_none() => self.gtid(py, event, at),
+            MARIA_GTID if self.trx.is_none() => self.maria_gtid(py, event, at),
             _ if self.trx.is_none() => Ok(false),
             TABLE_MAP => self.table_map(py, event, at),
+            ROWS_QUERY | MARIA_ANNOTATE_ROWS => self.annotation(py, event, at),
             23..=25 | 30..=32 => self.rows_event(py, event, at),
             QUERY if self.own.as_ref().is_some_and(|t| !t.began_with_begin && !self.counts.substantive) => {
                 self.begin(py, event, at)
@@ -362,9 +406,10 @@ impl EventSink {
             begin_us: event_us(at),
             server_id: at.fields[1],
             gtid: if anonymous { none() } else { attr(pyo3::intern!(py, "gtid"))? },
-            anonymous,
+            kind: if anonymous { GtidKind::Anonymous } else { GtidKind::Gtid },
             uuid: if anonymous { none() } else { attr(pyo3::intern!(py, "uuid"))? },
             gno: if anonymous { none() } else { attr(pyo3::intern!(py, "gno"))? },
+            mariadb: None,
             last_committed: attr(pyo3::intern!(py, "last_committed"))?,
             sequence_number: attr(pyo3::intern!(py, "sequence_number"))?,
             transaction_length: attr(pyo3::intern!(py, "transaction_length"))?,
@@ -375,7 +420,47 @@ impl EventSink {
             commit_us: imm.unbind(),
             began_with_begin: false,
         };
-        let gtid_col = if anonymous { PyString::new(py, "ANONYMOUS").into_any().unbind() } else { trx.gtid.clone_ref(py) };
+        self.open_own(py, at, fields, trx)
+    }
+
+    /// A MariaDB GTID with no transaction open: the sink opens one (`RangeDecoder._open_trx`).
+    fn maria_gtid(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+        let attr = |name: &Bound<'_, PyString>| event.getattr(name).map(Bound::unbind);
+        let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
+        let none = || py.None();
+        let trx = OwnTrx {
+            start_pos: at.pos,
+            begin_us: event_us(at),
+            server_id: at.fields[1],
+            gtid: attr(pyo3::intern!(py, "gtid"))?,
+            kind: GtidKind::Mariadb,
+            uuid: none(),
+            gno: none(),
+            mariadb: Some((attr(pyo3::intern!(py, "domain_id"))?, attr(pyo3::intern!(py, "seq_no"))?)),
+            last_committed: none(),
+            sequence_number: attr(pyo3::intern!(py, "commit_id"))?,
+            transaction_length: none(),
+            original_server_version: none(),
+            immediate_server_version: none(),
+            immediate_commit_us: None,
+            original_commit_us: None,
+            commit_us: none(),
+            // a transaction of several statements (not FL_STANDALONE) has no BEGIN event
+            began_with_begin: !event.getattr(pyo3::intern!(py, "standalone"))?.is_truthy()?,
+        };
+        if !self.open_own(py, at, fields, trx)? {
+            return Ok(false);
+        }
+        self.mariadb = true;
+        Ok(true)
+    }
+
+    /// The GTID event's `bronze.events` row, and the transaction it opens the sink's own.
+    fn open_own(&mut self, py: Python<'_>, at: &Place, fields: Py<PyAny>, trx: OwnTrx) -> PyResult<bool> {
+        let gtid_col = match trx.kind {
+            GtidKind::Anonymous => PyString::new(py, "ANONYMOUS").into_any().unbind(),
+            _ => trx.gtid.clone_ref(py),
+        };
         let trx_cols = (gtid_col, uint(py, at.pos).unbind());
         if !self.append_event_of(py, at, &trx_cols, py.None(), py.None(), fields)? {
             return Ok(false);
@@ -390,6 +475,24 @@ impl EventSink {
         self.own = Some(Box::new(trx));
         self.counts = TrxCounts { events: 1, ..TrxCounts::default() };
         self.pending_base = 0;
+        self.taken(at, event_us(at));
+        Ok(true)
+    }
+
+    /// A statement's annotation (ROWS_QUERY, ANNOTATE_ROWS) in an open transaction: its text
+    /// is one of the transaction's statements (`RangeDecoder._in_transaction`).
+    fn annotation(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+        let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
+        let query = event.getattr(pyo3::intern!(py, "query"))?;
+        if !self.append_event(py, at, py.None(), py.None(), fields)? {
+            return Ok(false);
+        }
+        let c = &mut self.counts;
+        c.events += 1;
+        c.substantive = true;
+        if query.is_truthy()? {
+            c.statements.push(query.unbind());
+        }
         self.taken(at, event_us(at));
         Ok(true)
     }
@@ -432,14 +535,19 @@ impl EventSink {
         let none = || py.None().into_bound(py);
         let opt = |v: Option<u64>| opt_uint(py, v);
         let kind = if c.has_dml { "DML" } else { "EMPTY" };
+        let (domain_id, seq_no) = match &t.mariadb {
+            Some((d, s)) => (d.bind(py).clone(), s.bind(py).clone()),
+            None => (none(), none()),
+        };
+        let maria_server_id = if t.mariadb.is_some() { uint(py, t.server_id) } else { none() };
         let row = PyTuple::new(py, [
-            uint(py, t.start_pos), uint(py, at.next_pos), t.gtid.bind(py).clone(),
-            PyString::new(py, if t.anonymous { "ANONYMOUS" } else { "GTID" }).into_any(), t.uuid.bind(py).clone(), none(),
-            t.gno.bind(py).clone(), none(), none(), none(), t.last_committed.bind(py).clone(),
+            uint(py, t.start_pos), uint(py, at.next_pos), t.gtid.bind(py).clone(), PyString::new(py, t.kind.name()).into_any(),
+            t.uuid.bind(py).clone(), none(), t.gno.bind(py).clone(), domain_id.clone(), maria_server_id, seq_no.clone(),
+            t.last_committed.bind(py).clone(),
             t.sequence_number.bind(py).clone(), opt(t.begin_us), opt(header_us), opt(t.original_commit_us),
             opt(t.immediate_commit_us), t.original_server_version.bind(py).clone(),
             t.immediate_server_version.bind(py).clone(), t.transaction_length.bind(py).clone(), uint(py, t.server_id),
-            xid.clone(), uint(py, c.events as u64 + 1), uint(py, c.rows as u64), PyList::empty(py).into_any(),
+            xid.clone(), uint(py, c.events as u64 + 1), uint(py, c.rows as u64), PyList::new(py, &c.statements)?.into_any(),
             PyList::new(py, tables)?.into_any(), PyString::new(py, kind).into_any(), PyString::new(py, "XID").into_any(),
             pyo3::types::PyBool::new(py, true).to_owned().into_any(),
         ])?;
@@ -448,7 +556,14 @@ impl EventSink {
             v => v.extract::<u64>().ok().filter(|&us| us != 0 && us <= MAX_US),
         }
         .or(header_us);
-        let gno_counts = !t.gno.bind(py).is_none() && t.gno.bind(py).is_truthy()? && t.uuid.bind(py).is_truthy()?;
+        // `_close_trx`: the GTID goes into the range's contained set
+        let gtid_args = if !t.gno.bind(py).is_none() && t.gno.bind(py).is_truthy()? && t.uuid.bind(py).is_truthy()? {
+            Some(PyTuple::new(py, [t.uuid.bind(py).clone(), t.gno.bind(py).clone(), PyString::new(py, "").into_any()])?)
+        } else if !seq_no.is_none() {
+            Some(PyTuple::new(py, [domain_id.str()?.into_any(), seq_no.clone()])?)
+        } else {
+            None
+        };
         let commit_times = c.pending.iter().map(|(event_us, n)| Ok((*n, PyTuple::new(py, [opt(commit.or(*event_us))])?)))
             .collect::<PyResult<Vec<_>>>()?;
         if self.transactions.bind(py).try_borrow_mut()?.append(&row)?.is_some() {
@@ -464,8 +579,8 @@ impl EventSink {
                 return Ok(false);
             }
         }
-        if gno_counts {
-            self.gtids.push((t.uuid.clone_ref(py), t.gno.clone_ref(py)));
+        if let Some(args) = gtid_args {
+            self.gtids.push(args.unbind());
         }
         self.ended += 1;
         self.trx = None;
