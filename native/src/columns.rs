@@ -46,6 +46,12 @@ impl Bits {
         self.bytes[i / 8] & (1 << (i % 8)) != 0
     }
 
+    /// Emptied, its capacity kept.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.len = 0;
+    }
+
     /// The last bit pushed (None: none yet).
     fn last(&self) -> Option<bool> {
         Some(self.get(self.len.checked_sub(1)?))
@@ -95,11 +101,13 @@ impl Validity {
         self.nulls -= dropped - valid;
     }
 
-    /// The bitmap as `bytes`, or None when no value is NULL (Arrow's "all valid").
+    /// The bitmap as `bytes`, or None when no value is NULL (Arrow's "all valid"); emptied,
+    /// its capacity kept for the next batch.
     fn take<'py>(&mut self, py: Python<'py>) -> (usize, Option<Bound<'py, PyBytes>>) {
         let nulls = self.nulls;
         let bits = (nulls > 0).then(|| PyBytes::new(py, &self.bits.bytes));
-        *self = Validity::default();
+        self.bits.clear();
+        self.nulls = 0;
         (nulls, bits)
     }
 }
@@ -174,13 +182,16 @@ impl Utf8Builder {
         self.validity.truncate(rows);
     }
 
-    /// `(rows, nulls, validity or None, offsets, data)`; the builder is emptied.
+    /// `(rows, nulls, validity or None, offsets, data)`; the builder is emptied, its capacity
+    /// kept (the next batch is about as large: no growing again from nothing).
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let rows = self.len();
         let (nulls, validity) = self.validity.take(py);
-        let offsets = PyBytes::new(py, &i32_bytes(&self.offsets));
+        let offsets = i32_bytes(py, &self.offsets)?;
         let data = PyBytes::new(py, &self.data);
-        *self = Utf8Builder::default();
+        self.data.clear();
+        self.offsets.clear();
+        self.offsets.push(0);
         (rows, nulls, validity, offsets, data).into_pyobject(py)
     }
 }
@@ -197,8 +208,14 @@ pub(crate) fn arrow_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8
     Ok(Cow::Owned(escaped.cast::<PyBytes>()?.as_bytes().to_vec()))
 }
 
-fn i32_bytes(v: &[i32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+/// `v` as little-endian bytes, written straight into a new `bytes`.
+fn i32_bytes<'py>(py: Python<'py>, v: &[i32]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, v.len() * 4, |buf| {
+        for (out, x) in buf.chunks_exact_mut(4).zip(v) {
+            out.copy_from_slice(&x.to_le_bytes());
+        }
+        Ok(())
+    })
 }
 
 /// An Arrow `map<string,string>` column being built: its entries' keys and values, one end
@@ -257,10 +274,11 @@ impl MapBuilder {
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let rows = self.rows();
         let (nulls, validity) = self.validity.take(py);
-        let offsets = PyBytes::new(py, &i32_bytes(&self.offsets));
+        let offsets = i32_bytes(py, &self.offsets)?;
         let keys = self.keys.take(py)?;
         let values = self.values.take(py)?;
-        *self = MapBuilder::default();
+        self.offsets.clear();
+        self.offsets.push(0);
         (rows, nulls, validity, offsets, keys, values).into_pyobject(py)
     }
 }
@@ -456,18 +474,24 @@ impl RowColumn {
         Ok(match self {
             RowColumn::Int { values, validity, narrow, .. } => {
                 let (nulls, bits) = validity.take(py);
-                let data: Vec<u8> = if *narrow {
-                    values.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect()
-                } else {
-                    values.iter().flat_map(|x| x.to_le_bytes()).collect()
-                };
+                let width = if *narrow { 4 } else { 8 };
+                let data = PyBytes::new_with(py, values.len() * width, |buf| {
+                    for (out, &x) in buf.chunks_exact_mut(width).zip(values.iter()) {
+                        if *narrow {
+                            out.copy_from_slice(&(x as i32).to_le_bytes());
+                        } else {
+                            out.copy_from_slice(&x.to_le_bytes());
+                        }
+                    }
+                    Ok(())
+                })?;
                 values.clear();
-                (rows, nulls, bits, PyBytes::new(py, &data)).into_pyobject(py)?.into_any()
+                (rows, nulls, bits, data).into_pyobject(py)?.into_any()
             }
             RowColumn::Bool { values, validity } => {
                 let (nulls, bits) = validity.take(py);
                 let data = PyBytes::new(py, &values.bytes);
-                *values = Bits::default();
+                values.clear();
                 (rows, nulls, bits, data).into_pyobject(py)?.into_any()
             }
             RowColumn::Bytes { data, .. } => data.take(py)?.into_any(),

@@ -145,9 +145,9 @@ pub struct EventSink {
     images: Py<ImageColumns>,
     /// type code -> the extension's layout of the event class's fields (GTID, QUERY, XID)
     fields: HashMap<u8, Py<FieldsLayout>>,
-    /// type code -> `event.name`; rows type code -> `silver.row_changes.operation`
-    names: Py<PyDict>,
-    operations: Py<PyDict>,
+    /// `event.name` by type code; `silver.row_changes.operation` by rows type code
+    names: Vec<Option<Py<PyString>>>,
+    operations: Vec<Option<Py<PyString>>>,
     batch_rows: usize,
     max_pending: usize,
     table_maps: HashMap<u64, TableMapRow>,
@@ -182,10 +182,15 @@ impl EventSink {
     /// events (`binlog_parser.render.fields_layout`).
     #[new]
     #[allow(clippy::too_many_arguments)]
-    fn new(tables: (Py<RowColumns>, Py<RowColumns>, Py<RowColumns>, Py<RowColumns>), images: Py<ImageColumns>,
+    fn new(py: Python<'_>, tables: (Py<RowColumns>, Py<RowColumns>, Py<RowColumns>, Py<RowColumns>), images: Py<ImageColumns>,
            fields: HashMap<u8, Py<FieldsLayout>>, names: Py<PyDict>, operations: Py<PyDict>, batch_rows: usize,
            max_pending: usize) -> Self {
         let (events, row_changes, commit_times, transactions) = tables;
+        let by_code = |d: Py<PyDict>| -> Vec<Option<Py<PyString>>> {
+            (0..=255u8).map(|tc| d.bind(py).get_item(tc).ok().flatten().and_then(|v| v.cast_into::<PyString>().ok())
+                .map(Bound::unbind)).collect()
+        };
+        let (names, operations) = (by_code(names), by_code(operations));
         EventSink {
             events, row_changes, commit_times, transactions, images, fields, names, operations, batch_rows, max_pending,
             table_maps: HashMap::new(),
@@ -628,7 +633,8 @@ impl EventSink {
             || !event.getattr(pyo3::intern!(py, "extra_data"))?.eq(head.extra_data.bind(py))? {
             return Ok(false);
         }
-        let Some(operation) = self.operations.bind(py).get_item(at.type_code)? else { return Ok(false) };
+        let Some(operation) = self.operations[at.type_code as usize].as_ref().map(|o| o.bind(py).clone().into_any())
+        else { return Ok(false) };
         if self.row_changes.bind(py).try_borrow()?.__len__() + n >= self.batch_rows {
             return Ok(false);
         }
@@ -695,8 +701,8 @@ impl EventSink {
     }
 
     fn name<'py>(&self, py: Python<'py>, type_code: u8) -> PyResult<Bound<'py, PyAny>> {
-        match self.names.bind(py).get_item(type_code)? {
-            Some(name) => Ok(name),
+        match &self.names[type_code as usize] {
+            Some(name) => Ok(name.bind(py).clone().into_any()),
             None => Err(pyo3::exceptions::PyKeyError::new_err(type_code)),
         }
     }
