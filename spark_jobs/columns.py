@@ -254,6 +254,7 @@ class TableColumns:
         self.repeated: Callable[..., list[str] | None] = self._rows.append_repeated
         self.late: Callable[..., list[str] | None] = (self._late.append_repeated if self._late is not None
                                                       else self._no_late)
+        self._scalars: dict[str, Any] | None = None
         #: what holds one value per row: its length is the rows appended since the last batch
         self.row_buffer: Any = self._rows
         #: what holds the late columns (None: the table has none)
@@ -286,14 +287,39 @@ class TableColumns:
             if buffers is not None:
                 for name, parts in zip(names, buffers.take(), strict=True):
                     arrays[name] = array_from_parts(parts, self.schema.field(name).type)
-        for field in self.schema:
-            if field.name in self.constants:
-                arrays[field.name] = pa.repeat(pa.scalar(self.constants[field.name], field.type), n)
-        for name, sources in self.dates.items():
-            ts = arrays[sources[0]]
-            for other in sources[1:]:
-                import pyarrow.compute as pc
+        for name, scalar in self._constant_scalars().items():
+            arrays[name] = pa.repeat(scalar, n)
+        if self.dates:
+            import pyarrow.compute as pc
 
-                ts = pc.coalesce(ts, arrays[other])
-            arrays[name] = ts.cast(pa.date32())
+            for name, sources in self.dates.items():
+                ts = arrays[sources[0]]
+                for other in sources[1:]:
+                    ts = pc.coalesce(ts, arrays[other])
+                arrays[name] = utc_dates(ts)
         return pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
+
+    def _constant_scalars(self) -> dict[str, Any]:
+        """The constants as Arrow scalars of their columns' types (made once)."""
+        if self._scalars is None:
+            import pyarrow as pa
+
+            self._scalars = {f.name: pa.scalar(self.constants[f.name], f.type) for f in self.schema
+                             if f.name in self.constants}
+        return self._scalars
+
+
+#: microseconds in a day
+_DAY_US = 86_400_000_000
+
+
+def utc_dates(timestamps: Any) -> Any:
+    """The UTC date of each ``timestamp[us, UTC]`` (NULL stays NULL), as ``date32``.
+
+    Arrow's own cast to ``date32`` goes through the time zone for every value (about three times
+    the CPU); the tables' timestamps are UTC and never before 1970 (the decoder stores NULL for
+    any other, ``records._us`` / ``_valid_us``), so the day is the microseconds divided by a day's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.divide(timestamps.cast(pa.int64()), _DAY_US).cast(pa.int32()).cast(pa.date32())

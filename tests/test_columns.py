@@ -11,7 +11,7 @@ import pytest
 
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
-from spark_jobs.columns import TableColumns, image_arrays
+from spark_jobs.columns import TableColumns, image_arrays, utc_dates
 from spark_jobs.schemas import spec
 from tests._native_util import native_extension
 
@@ -295,3 +295,15 @@ def test_bool_columns_hold_values_and_nulls_apart() -> None:
     batch = _batches_with_and_without_the_extension("silver.transactions", fill)
     assert batch.column("complete").to_pylist() == [
         True, True, False, None, True, False, None, None, True, False, None, True, False, False, None]
+
+
+def test_utc_dates_are_arrows_own_cast_to_date32() -> None:
+    """The batches' date columns (``event_date``, ``commit_date``) are the days since 1970 of
+    their UTC timestamps, as Arrow's cast through the time zone gives them: at midnight and one
+    microsecond before, NULLs, and the last second a TIMESTAMP holds."""
+    micros = [0, 86_399_999_999, 86_400_000_000, None, 1_700_000_000_123_456, 253_402_300_799_000_000]
+    ts = pa.array(micros, pa.timestamp("us", tz="UTC"))
+    got = utc_dates(ts)
+    assert got.type == pa.date32() and got.equals(ts.cast(pa.date32()))
+    assert got.to_pylist()[:3] == [dt.date(1970, 1, 1), dt.date(1970, 1, 1), dt.date(1970, 1, 2)]
+    assert got.to_pylist()[3:] == [None, dt.date(2023, 11, 14), dt.date(9999, 12, 31)]
