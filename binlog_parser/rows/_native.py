@@ -145,14 +145,14 @@ def event_sink(tables: tuple[Any, Any, Any, Any], images: Any, fields: dict[int,
                operations: dict[int, str], batch_rows: int, max_pending: int) -> Any:
     """A new ``EventSink`` of the extension, or None without it. Given to a decoder context
     (``DecodeContext.event_sink``), it appends the rows of the top-level events of plain
-    transactions (GTID, BEGIN, TABLE_MAP, rows events, XID) inside the compiled framing loop:
-    to ``tables``, the ``RowColumns`` of ``bronze.events``, ``silver.row_changes``, its commit
-    times and ``silver.transactions``, and to ``images`` (``ImageColumns``). ``fields``:
-    ``FieldsLayout`` by type code of GTID, QUERY and XID events; ``names``: ``event.name`` by
-    type code; ``operations``: ``silver.row_changes.operation`` by rows type code;
-    ``batch_rows`` and ``max_pending``: it leaves to the caller any event after which a buffer
-    would hold ``batch_rows`` rows, or the open transaction ``max_pending`` rows waiting for its
-    commit time."""
+    transactions (GTID, BEGIN, annotations, TABLE_MAP, rows events, XID) inside the compiled
+    framing loop: to ``tables``, the ``RowColumns`` of ``bronze.events``,
+    ``silver.row_changes``, its commit times and ``silver.transactions``, and to ``images``
+    (``ImageColumns``). ``fields``: ``FieldsLayout`` by type code of the GTIDs, QUERY, XID and
+    annotations; ``names``: ``event.name`` by type code; ``operations``:
+    ``silver.row_changes.operation`` by rows type code; ``batch_rows`` and ``max_pending``: it
+    leaves to the caller any event after which a buffer would hold ``batch_rows`` rows, or the
+    open transaction ``max_pending`` rows waiting for its commit time."""
     module = extension()
     if module is None:
         return None

@@ -6,18 +6,18 @@
 //! statement's annotation (ROWS_QUERY, MariaDB's ANNOTATE_ROWS), TABLE_MAP and rows events, XID.
 //!
 //! The sink does only what the Python loop would do for such an event, with what the Python
-//! loop handed it: the buffers it appends to (`RowColumns` of `bronze.events` and
-//! `silver.row_changes`, the row image `ImageColumns`), the open transaction's GTID and start,
-//! and per table what the Python loop worked out the first time it met the table (the
-//! TABLE_MAP's fields JSON, a rows event's head JSON and image layouts). It takes an event only
-//! when all of that is known and the event is plain: top level (not in a TRANSACTION_PAYLOAD), its
-//! images kept as bytes (`RowImages`), and appending it leaves every buffer short of the point
-//! where the Python loop cuts a batch or flushes the transaction's rows. It takes TABLE_MAP and
-//! rows events and annotations in any open transaction; a GTID only when no transaction is open,
-//! and then the BEGIN right after it and the XID that ends it, appending the `silver.transactions` row and the
-//! row changes' commit time as `RangeDecoder._close_trx` does. Anything else is declined and the
-//! Python loop handles the event as ever; so the tables are the same rows in the same order with
-//! or without the sink.
+//! loop handed it: the buffers it appends to (the `RowColumns` of `bronze.events`,
+//! `silver.row_changes`, its commit times and `silver.transactions`, the row image
+//! `ImageColumns`), the open transaction's GTID and start, and per table what the Python loop
+//! worked out the first time it met the table (the TABLE_MAP's fields JSON, a rows event's head
+//! JSON and image layouts). It takes an event only when all of that is known and the event is
+//! plain: top level (not in a TRANSACTION_PAYLOAD), its images kept as bytes (`RowImages`), and
+//! appending it leaves every buffer short of the point where the Python loop cuts a batch or
+//! flushes the transaction's rows. It takes TABLE_MAP and rows events and annotations in any open
+//! transaction; a GTID only when no transaction is open, and then the BEGIN right after it and
+//! the XID that ends it, appending the `silver.transactions` row and the row changes' commit time
+//! as `RangeDecoder._close_trx` does. Anything else is declined and the Python loop handles the
+//! event as ever; so the tables are the same rows in the same order with or without the sink.
 //!
 //! What the Python loop keeps per range and per transaction (events, GTIDs, tables, rows waiting
 //! for the commit time, ...) is counted here and handed over by `take`, which the Python loop
@@ -143,7 +143,8 @@ pub struct EventSink {
     commit_times: Py<RowColumns>,
     transactions: Py<RowColumns>,
     images: Py<ImageColumns>,
-    /// type code -> the extension's layout of the event class's fields (GTID, QUERY, XID)
+    /// type code -> the extension's layout of the event class's fields (the GTIDs, QUERY,
+    /// XID, the annotations)
     fields: HashMap<u8, Py<FieldsLayout>>,
     /// `event.name` by type code; `silver.row_changes.operation` by rows type code
     names: Vec<Option<Py<PyString>>>,
@@ -178,8 +179,9 @@ pub struct EventSink {
 #[pymethods]
 impl EventSink {
     /// `tables`: the `RowColumns` of `bronze.events`, `silver.row_changes`, its commit times and
-    /// `silver.transactions`; `fields`: type code -> `FieldsLayout` of GTID, QUERY and XID
-    /// events (`binlog_parser.render.fields_layout`).
+    /// `silver.transactions`; `fields`: type code -> `FieldsLayout` of the GTIDs, QUERY, XID
+    /// and annotations (`binlog_parser.render.fields_layout`); `names`: `event.name` by type
+    /// code; `operations`: `silver.row_changes.operation` by rows type code.
     #[new]
     #[allow(clippy::too_many_arguments)]
     fn new(py: Python<'_>, tables: (Py<RowColumns>, Py<RowColumns>, Py<RowColumns>, Py<RowColumns>), images: Py<ImageColumns>,
