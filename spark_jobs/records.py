@@ -22,7 +22,12 @@ Rules:
   ``max_buffered_rows``, then flushed with the best time known so far;
 * a row image is rendered once per representation ``silver.row_changes`` stores (MySQL text
   for the maps, typed JSON); ``bronze.events.fields`` of a rows event does not repeat them: it
-  has ``row_count`` and ``row_images`` (:data:`ROW_IMAGES_TABLE`) instead of ``rows``.
+  has ``row_count`` and ``row_images`` (:data:`ROW_IMAGES_TABLE`) instead of ``rows``;
+* with the compiled extension, the framing loop appends the rows of the events of plain
+  transactions itself (``EventSink``, docs/native.md "The event sink": GTID, BEGIN,
+  annotations, TABLE_MAP, rows events, XID) by these same rules, and this loop counts them in
+  (:meth:`RangeDecoder._take_sunk`) before it handles anything else: the same rows, in the same
+  order and batches, as without it.
 """
 
 from __future__ import annotations

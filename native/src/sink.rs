@@ -325,8 +325,8 @@ impl EventSink {
                  | MARIA_ANNOTATE_ROWS | MARIA_GTID)
     }
 
-    /// Append `event` (a top-level event, just decoded) when it is a TABLE_MAP or rows event
-    /// the sink can take; false: the Python loop handles it. On false nothing was appended.
+    /// Append the rows of `event` (a top-level event, just decoded) when the sink can take it;
+    /// false: the Python loop handles it. On false nothing was appended.
     ///
     /// All or nothing: on an error or a panic the buffers are cut back to where they were and
     /// the event is declined. Each handler changes the sink's own state only after its last
