@@ -41,8 +41,8 @@ class DecodeContext:
     # renders them without reading their values (the ingest: ``ImageRenderer.render_changes_into``)
     rows_as_bytes: bool = field(default=False, compare=False)
     # with the compiled extension: an ``EventSink`` (``_native.event_sink``) the compiled framing
-    # loop hands the top-level TABLE_MAP and rows events it can take to, instead of yielding them
-    # (the ingest: ``spark_jobs.records.RangeDecoder``, which built the sink and its buffers)
+    # loop hands the top-level events of plain transactions it can take to, instead of yielding
+    # them (the ingest: ``spark_jobs.records.RangeDecoder``, which built the sink and its buffers)
     event_sink: Any = field(default=None, compare=False, repr=False)
 
     @property
