@@ -337,6 +337,17 @@ _SUNK_FIELDS: dict[int, type] = {int(_T.QUERY): QueryEvent, _XID: XidEvent, int(
 _NO_FIELDS: dict[str, Any] = {}
 
 
+def _db_and_table(event: Any, fields: dict[str, Any]) -> tuple[Any, Any]:
+    """The schema and table a TABLE_MAP or rows event names (``bronze.events.db`` /
+    ``table_name`` before ``or None``), from its fields (or head)."""
+    return fields.get("schema", getattr(event, "schema", None)), fields.get("table")
+
+
+def _table_key(db: Any, table: Any) -> str | None:
+    """A transaction's ``tables`` entry for a rows event's table (None: it names neither)."""
+    return f"{db}.{table}" if db or table else None
+
+
 def _query_word(sql: str) -> str:
     """``sql.strip().upper()`` as far as the transaction logic compares it: equal to it when it is
     9 characters or fewer, else its head (``upper`` maps each character to one or more, so a head
@@ -685,8 +696,7 @@ class RangeDecoder:
             trx_pos = trx.start_pos
         db = table = None
         if handling == _ON_ROWS or handling == _ON_TABLE_MAP:
-            db = fields.get("schema", getattr(event, "schema", None))
-            table = fields.get("table")
+            db, table = _db_and_table(event, fields)
         elif handling == _ON_QUERY:
             db = getattr(event, "schema", None)
         if fields_json is None:
@@ -818,8 +828,8 @@ class RangeDecoder:
         table_id, flags = getattr(event, "table_id", None), getattr(event, "flags", None)
         if table is None or layouts is None or type(table_id) is not int or type(flags) is not int:
             return
-        db, name = head.get("schema", getattr(event, "schema", None)), head.get("table")
-        where = (db or None, name, db or "", name or "", f"{db}.{name}" if db or name else None)
+        db, name = _db_and_table(event, head)
+        where = (db or None, name, db or "", name or "", _table_key(db, name))
         assert self._sink is not None
         self._sink.remember_rows(table_id, tc, flags, getattr(event, "extra_data", None), table.columns, head_json,
                                  where, *layouts)
@@ -878,8 +888,8 @@ class RangeDecoder:
                 table_id = getattr(event, "table_id", None)
                 self._table_map_json[table_id] = (cols, fields, fields_json)
                 if self._sink is not None and type(table_id) is int:
-                    db = fields.get("schema", getattr(event, "schema", None))
-                    self._sink.remember_table_map(table_id, cols, fields_json, db or None, fields.get("table"))
+                    db, table = _db_and_table(event, fields)
+                    self._sink.remember_table_map(table_id, cols, fields_json, db or None, table)
         return fields_json
 
     def _note_file_facts(self, event: Any, h: Any, tc: int, embedded: bool) -> None:
@@ -987,8 +997,9 @@ class RangeDecoder:
             trx.events += 1
         trx.has_dml = True
         db, table = at.db, at.table
-        if db or table:
-            trx.tables.add(f"{db}.{table}")
+        key = _table_key(db, table)
+        if key is not None:
+            trx.tables.add(key)
         # its n rows in one call (row_index counts up from 0), in the order of ROW_CHANGE_COLUMNS
         misfits = self._rc(n, at.pos, at.payload_index, 0, at.gtid, at.trx_pos, at.event_us, h.server_id,
                            db or "", table or "", _OPERATION[h.type_code], name)

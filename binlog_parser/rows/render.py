@@ -441,15 +441,12 @@ class ImageRenderer:
         renders into its own ``ImageColumns``); returns the number of changes. On an exception
         the sink is as it was."""
         if changes and not isinstance(sink, ImageSink):
-            names = getattr(changes, "image_names", None)  # RowImages: its columns, nothing decoded
-            if names is not None:
-                change_type = changes.change_type  # type: ignore[attr-defined]
-            else:
+            layouts = self.native_layouts(changes)  # RowImages: its columns, nothing decoded
+            if layouts is None:
                 first = changes[0]
-                change_type = type(first)
                 names = tuple(n if n is None else tuple(n) for n in (first.before, first.after))
-            n = _native.render_changes_into(changes, self._native_layout(names[0], change_type),
-                                            self._native_layout(names[1], change_type), sink)
+                layouts = self._native_layout(names[0], type(first)), self._native_layout(names[1], type(first))
+            n = _native.render_changes_into(changes, *layouts, sink)
             if n is not None:
                 return n
         images = self.render_changes(changes)  # may raise: nothing appended yet

@@ -559,9 +559,7 @@ impl RowColumns {
                 Ok(None) => {}
                 Ok(Some(why)) => misfits.get_or_insert_with(|| PyList::empty(py)).append(format!("{}: {why}", self.names[i]))?,
                 Err(e) => {
-                    for c in &mut self.cols[..i] {
-                        c.truncate(self.rows);
-                    }
+                    self.truncate_rows(self.rows);
                     return Err(PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
                 }
             }
@@ -581,10 +579,7 @@ impl RowColumns {
         let py = values.py();
         for i in 0..self.cols.len() {
             if let Err(e) = self.cols[i].repeat_last(py, n - 1) {
-                for c in &mut self.cols {
-                    c.truncate(self.rows - 1);
-                }
-                self.rows -= 1;
+                self.truncate_rows(self.rows - 1);
                 return Err(PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
             }
         }
@@ -601,13 +596,12 @@ impl RowColumns {
 }
 
 impl RowColumns {
-    /// Back to the first `rows` rows (`sink::EventSink` undoing an event it then declines).
+    /// Every column back to its first `rows` values (a row that failed part way, an event
+    /// `sink::EventSink` declines after appending).
     pub(crate) fn truncate_rows(&mut self, rows: usize) {
-        if rows < self.rows {
-            for c in &mut self.cols {
-                c.truncate(rows);
-            }
-            self.rows = rows;
+        for c in &mut self.cols {
+            c.truncate(rows);
         }
+        self.rows = self.rows.min(rows);
     }
 }

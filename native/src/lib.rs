@@ -53,7 +53,7 @@ const C_PAD: u32 = 2;
 /// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
 /// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row; 6:
 /// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`; 7:
-/// `EventSink`, TABLE_MAP and rows events appended inside the framing loop, `sink.rs`).
+/// `EventSink`, the rows of plain transactions appended inside the framing loop, `sink.rs`).
 const ABI: u32 = 7;
 
 mod columns;

@@ -103,6 +103,16 @@ struct OwnTrx {
     began_with_begin: bool,
 }
 
+impl OwnTrx {
+    /// `silver.transactions.mariadb_domain_id` and `mariadb_seq_no` (None but for MariaDB's).
+    fn mariadb_ids<'py>(&self, py: Python<'py>) -> (Bound<'py, PyAny>, Bound<'py, PyAny>) {
+        match &self.mariadb {
+            Some((d, s)) => (d.bind(py).clone(), s.bind(py).clone()),
+            None => (py.None().into_bound(py), py.None().into_bound(py)),
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum GtidKind {
     Gtid,
@@ -271,10 +281,7 @@ impl EventSink {
             None => py.None().into_bound(py),
             Some(t) => {
                 let opt = |v: Option<u64>| opt_uint(py, v);
-                let (domain_id, seq_no) = match t.mariadb {
-                    Some((d, s)) => (d.into_bound(py), s.into_bound(py)),
-                    None => (py.None().into_bound(py), py.None().into_bound(py)),
-                };
+                let (domain_id, seq_no) = t.mariadb_ids(py);
                 PyTuple::new(py, [
                     uint(py, t.start_pos), opt(t.begin_us), uint(py, t.server_id), t.gtid.into_bound(py),
                     PyString::new(py, t.kind.name()).into_any(), t.uuid.into_bound(py), t.gno.into_bound(py),
@@ -337,7 +344,7 @@ impl EventSink {
         if marks.events + 1 >= self.batch_rows || marks.row_changes >= self.batch_rows {
             return false;
         }
-        match catch_unwind(AssertUnwindSafe(|| self.dispatch(py, event, at))) {
+        match catch_unwind(AssertUnwindSafe(|| self.dispatch(py, event, at, &marks))) {
             Ok(Ok(true)) => true,
             _ => {
                 // declined, or an error (the Python loop handles the event, and meets any
@@ -376,14 +383,14 @@ impl EventSink {
         }
     }
 
-    fn dispatch(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+    fn dispatch(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, marks: &Marks) -> PyResult<bool> {
         match at.type_code {
             GTID | ANONYMOUS_GTID if self.trx.is_none() => self.gtid(py, event, at),
             MARIA_GTID if self.trx.is_none() => self.maria_gtid(py, event, at),
             _ if self.trx.is_none() => Ok(false),
             TABLE_MAP => self.table_map(py, event, at),
             ROWS_QUERY | MARIA_ANNOTATE_ROWS => self.annotation(py, event, at),
-            23..=25 | 30..=32 => self.rows_event(py, event, at),
+            23..=25 | 30..=32 => self.rows_event(py, event, at, marks.row_changes),
             QUERY if self.own.as_ref().is_some_and(|t| !t.began_with_begin && !self.counts.substantive) => {
                 self.begin(py, event, at)
             }
@@ -400,10 +407,6 @@ impl EventSink {
             return Ok(false); // a tagged GTID: the Python loop's
         }
         let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
-        let commit = |v: &Bound<'_, PyAny>| -> PyResult<Option<u64>> {
-            // `records._valid_us`: None when absent (0) or past what a TIMESTAMP holds
-            Ok(if v.is_none() { None } else { Some(v.extract::<u64>()?).filter(|&us| us != 0 && us <= MAX_US) })
-        };
         let imm = event.getattr(pyo3::intern!(py, "immediate_commit_timestamp"))?;
         let orig = event.getattr(pyo3::intern!(py, "original_commit_timestamp"))?;
         let anonymous = at.type_code == ANONYMOUS_GTID;
@@ -422,8 +425,8 @@ impl EventSink {
             transaction_length: attr(pyo3::intern!(py, "transaction_length"))?,
             original_server_version: attr(pyo3::intern!(py, "original_server_version"))?,
             immediate_server_version: attr(pyo3::intern!(py, "immediate_server_version"))?,
-            immediate_commit_us: commit(&imm)?,
-            original_commit_us: commit(if orig.is_none() { &imm } else { &orig })?,
+            immediate_commit_us: valid_us(&imm)?,
+            original_commit_us: valid_us(if orig.is_none() { &imm } else { &orig })?,
             commit_us: imm.unbind(),
             began_with_begin: false,
         };
@@ -542,10 +545,7 @@ impl EventSink {
         let none = || py.None().into_bound(py);
         let opt = |v: Option<u64>| opt_uint(py, v);
         let kind = if c.has_dml { "DML" } else { "EMPTY" };
-        let (domain_id, seq_no) = match &t.mariadb {
-            Some((d, s)) => (d.bind(py).clone(), s.bind(py).clone()),
-            None => (none(), none()),
-        };
+        let (domain_id, seq_no) = t.mariadb_ids(py);
         let maria_server_id = if t.mariadb.is_some() { uint(py, t.server_id) } else { none() };
         let row = PyTuple::new(py, [
             uint(py, t.start_pos), uint(py, at.next_pos), t.gtid.bind(py).clone(), PyString::new(py, t.kind.name()).into_any(),
@@ -558,11 +558,7 @@ impl EventSink {
             PyList::new(py, tables)?.into_any(), PyString::new(py, kind).into_any(), PyString::new(py, "XID").into_any(),
             pyo3::types::PyBool::new(py, true).to_owned().into_any(),
         ])?;
-        let commit = match t.commit_us.bind(py) {
-            v if v.is_none() => None,
-            v => v.extract::<u64>().ok().filter(|&us| us != 0 && us <= MAX_US),
-        }
-        .or(header_us);
+        let commit = valid_us(t.commit_us.bind(py))?.or(header_us);
         // `_close_trx`: the GTID goes into the range's contained set
         let gtid_args = if !t.gno.bind(py).is_none() && t.gno.bind(py).is_truthy()? && t.uuid.bind(py).is_truthy()? {
             Some(PyTuple::new(py, [t.uuid.bind(py).clone(), t.gno.bind(py).clone(), PyString::new(py, "").into_any()])?)
@@ -620,7 +616,8 @@ impl EventSink {
         Ok(true)
     }
 
-    fn rows_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+    /// A rows event in an open transaction (`row_changes`: that buffer's rows before it).
+    fn rows_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, row_changes: usize) -> PyResult<bool> {
         let rows = event.getattr(pyo3::intern!(py, "rows"))?;
         let Ok(images) = rows.cast::<RowImages>() else { return Ok(false) };
         let n = images.get().len();
@@ -637,7 +634,7 @@ impl EventSink {
         }
         let Some(operation) = self.operations[at.type_code as usize].as_ref().map(|o| o.bind(py).clone().into_any())
         else { return Ok(false) };
-        if self.row_changes.bind(py).try_borrow()?.__len__() + n >= self.batch_rows {
+        if row_changes + n >= self.batch_rows {
             return Ok(false);
         }
         let Some((gtid, trx_pos)) = self.trx.as_ref() else { return Ok(false) };
@@ -724,6 +721,12 @@ impl EventSink {
 fn event_us(at: &Place) -> Option<u64> {
     let seconds = at.fields[0];
     (seconds <= MAX_TS).then_some(seconds * 1_000_000)
+}
+
+/// A commit timestamp in microseconds as `records._valid_us` keeps it: None when absent (None
+/// or 0) or past what a TIMESTAMP holds.
+fn valid_us(v: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    Ok(if v.is_none() { None } else { Some(v.extract::<u64>()?).filter(|&us| us != 0 && us <= MAX_US) })
 }
 
 fn opt_uint(py: Python<'_>, v: Option<u64>) -> Bound<'_, PyAny> {
