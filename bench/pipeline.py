@@ -48,7 +48,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -210,6 +210,26 @@ class TreeCpu:
     def seconds(self) -> float:
         return sum(last - start for start, last in self._cpu.values()) - self._sampler_cpu
 
+    def by_process(self) -> dict[str, float]:
+        """The CPU-seconds by kind of process: ``driver`` (this Python process, less the
+        sampler), ``JVM``, ``Python workers`` (the daemon and the workers it forks)."""
+        import psutil
+
+        out = dict.fromkeys(("driver", "JVM", "Python workers"), 0.0)
+        me = os.getpid()
+        for pid, (start, last) in self._cpu.items():
+            if pid == me:
+                kind = "driver"
+            else:
+                try:
+                    java = "java" in self._procs[pid].name()
+                except psutil.Error:  # gone: only Python workers come and go during a job
+                    java = False
+                kind = "JVM" if java else "Python workers"
+            out[kind] += last - start
+        out["driver"] -= self._sampler_cpu
+        return out
+
 
 @dataclasses.dataclass(frozen=True)
 class Measured:
@@ -220,6 +240,8 @@ class Measured:
     cpu_s: float
     mb: float
     tasks: int | None = None
+    #: CPU-seconds by kind of process (`TreeCpu.by_process`)
+    processes: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
 
 def measure(name: str, mb: float, job: Callable[[], int | None]) -> Measured:
@@ -227,7 +249,7 @@ def measure(name: str, mb: float, job: Callable[[], int | None]) -> Measured:
         t0 = time.perf_counter()
         tasks = job()
         wall = time.perf_counter() - t0
-    return Measured(name, wall, cpu.seconds, mb, tasks)
+    return Measured(name, wall, cpu.seconds, mb, tasks, cpu.by_process())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,6 +435,8 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
         lines.append(f"  ingest: {r.files} files, {r.split_files} split, decode+stage {r.decode_seconds:.1f}s wall, "
                      f"table writes {r.write_seconds:.1f}s wall; ratio CPU {ingest.cpu_s / copy.cpu_s:.2f}, "
                      f"wall {ingest.wall_s / copy.wall_s:.2f}")
+        lines += [f"  {m.name} CPU-s by process: " + ", ".join(f"{k} {v:.1f}" for k, v in m.processes.items())
+                  for m in (copy, ingest)]
     if gold is not None:  # tasks column: the gold tables written
         lines.append(f"{gold.name:<34} {gold.mb:8.1f} {gold.wall_s:8.1f} {gold.cpu_s:8.1f} "
                      f"{gold.mb / gold.cpu_s:9.2f} {gold.tasks:>6}")

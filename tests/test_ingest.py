@@ -397,6 +397,26 @@ def test_may_hold_rows_of_reads_source_and_file_statistics(tmp_path: Path) -> No
     assert may_hold_rows_of(DeltaTable(path), [("c", "y")])  # a cut statistic cannot exclude
 
 
+def test_a_task_collects_only_its_own_objects_and_puts_the_collector_back() -> None:
+    """Inside a task the collector's young threshold is the task's, what existed before is frozen
+    (out of the collector's sight), and a cycle made in the task is still collected; after it,
+    even when the task raised, the thresholds and the frozen count are as they were."""
+    import gc
+
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    with pytest.raises(RuntimeError), ingest_mod.young_objects_collected_rarely():
+        assert gc.get_threshold()[0] == ingest_mod.TASK_GC_THRESHOLD
+        assert gc.get_threshold()[1:] == thresholds[1:]
+        assert gc.get_freeze_count() > frozen
+        cycle: list[Any] = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect(0) >= 1
+        raise RuntimeError("the task failed")
+    assert gc.get_threshold() == thresholds
+    assert gc.get_freeze_count() == frozen
+
+
 def test_a_run_killed_during_its_appends_leaves_no_visible_row_and_reruns_to_identical_tables(
         spark: Any, ingested: dict[str, Any], archive: dict[str, Any], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -350,6 +350,16 @@ impl ImageColumns {
     }
 }
 
+/// A value of a row the extension appends itself (`RowColumns::append_cells`).
+pub(crate) enum Cell<'a, 'py> {
+    Null,
+    UInt(u64),
+    /// text for a string column
+    Str(&'a str),
+    /// any value `RowColumns.append` takes
+    Py(&'a Bound<'py, PyAny>),
+}
+
 /// How `RowColumns` holds one column: the Arrow layout it builds.
 enum RowColumn {
     /// int64 (and timestamp[us], which is its int64 microseconds) or int32 (`narrow`);
@@ -418,6 +428,45 @@ impl RowColumn {
             RowColumn::Object(values) => values.push(v.clone().unbind()),
         }
         Ok(None)
+    }
+
+    /// One cell the extension made (`RowColumns::append_cells`); Ok(false): an integer out of
+    /// the column's range (nothing pushed).
+    fn push_cell(&mut self, py: Python<'_>, cell: &Cell<'_, '_>) -> PyResult<bool> {
+        match (self, cell) {
+            (col, Cell::Py(v)) => Ok(col.push(v)?.is_none()),
+            (RowColumn::Int { values, validity, narrow, .. }, Cell::UInt(v)) => {
+                let Some(n) = i64::try_from(*v).ok().filter(|n| !*narrow || i32::try_from(*n).is_ok()) else {
+                    return Ok(false);
+                };
+                values.push(n);
+                validity.push(true);
+                Ok(true)
+            }
+            (RowColumn::Int { values, validity, .. }, Cell::Null) => {
+                values.push(0);
+                validity.push(false);
+                Ok(true)
+            }
+            (RowColumn::Bool { values, validity }, Cell::Null) => {
+                values.push(false);
+                validity.push(false);
+                Ok(true)
+            }
+            (RowColumn::Bytes { data, .. }, Cell::Null) => {
+                data.push_null();
+                Ok(true)
+            }
+            (RowColumn::Bytes { data, utf8: true }, Cell::Str(s)) => {
+                data.push(s.as_bytes()).map_err(|_| overflow_err())?;
+                Ok(true)
+            }
+            (RowColumn::Object(values), Cell::Null) => {
+                values.push(py.None());
+                Ok(true)
+            }
+            (_, _) => Err(PyTypeError::new_err("a cell of another type than its column")),
+        }
     }
 
     fn truncate(&mut self, rows: usize) {
@@ -576,14 +625,7 @@ impl RowColumns {
             return Ok(None);
         }
         let misfits = self.append(values)?;
-        let py = values.py();
-        for i in 0..self.cols.len() {
-            if let Err(e) = self.cols[i].repeat_last(py, n - 1) {
-                self.truncate_rows(self.rows - 1);
-                return Err(PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
-            }
-        }
-        self.rows += n - 1;
+        self.repeat_row(values.py(), n)?;
         Ok(misfits)
     }
 
@@ -596,6 +638,49 @@ impl RowColumns {
 }
 
 impl RowColumns {
+    /// One row of cells the extension made, a cell per column (`EventSink`: no Python object
+    /// per integer or text it writes). Ok(false): an integer out of its column's range; on that
+    /// or an error nothing of the row is kept.
+    pub(crate) fn append_cells(&mut self, py: Python<'_>, cells: &[Cell<'_, '_>]) -> PyResult<bool> {
+        if cells.len() != self.cols.len() {
+            return Err(PyTypeError::new_err(format!("a row has {} values, not {}", self.cols.len(), cells.len())));
+        }
+        for (i, (col, cell)) in self.cols.iter_mut().zip(cells).enumerate() {
+            let pushed = col.push_cell(py, cell)
+                .map_err(|e| PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
+            if !matches!(pushed, Ok(true)) {
+                self.truncate_rows(self.rows);
+                return pushed;
+            }
+        }
+        self.rows += 1;
+        Ok(true)
+    }
+
+    /// `append_cells`, then the row `n - 1` more times as `append_repeated` repeats it.
+    pub(crate) fn append_cells_repeated(&mut self, py: Python<'_>, n: usize, cells: &[Cell<'_, '_>]) -> PyResult<bool> {
+        if n == 0 {
+            return Ok(true);
+        }
+        if !self.append_cells(py, cells)? {
+            return Ok(false);
+        }
+        self.repeat_row(py, n)
+    }
+
+    /// The row just appended `n - 1` more times (`append_repeated`); on an error the row is
+    /// taken back.
+    fn repeat_row(&mut self, py: Python<'_>, n: usize) -> PyResult<bool> {
+        for i in 0..self.cols.len() {
+            if let Err(e) = self.cols[i].repeat_last(py, n - 1) {
+                self.truncate_rows(self.rows - 1);
+                return Err(PyErr::from_type(e.get_type(py), format!("{}: {}", self.names[i], e.value(py))));
+            }
+        }
+        self.rows += n - 1;
+        Ok(true)
+    }
+
     /// Every column back to its first `rows` values (a row that failed part way, an event
     /// `sink::EventSink` declines after appending).
     pub(crate) fn truncate_rows(&mut self, rows: usize) {

@@ -57,6 +57,12 @@ pub fn fields_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, layout: &Bou
     }
 }
 
+/// `compact_json(event.fields())` as `fields_json` makes it, as Rust text (None: the caller
+/// encodes the fields itself); for callers that catch panics themselves (`sink::EventSink`).
+pub(crate) fn fields_text(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout) -> Option<String> {
+    fields_inner(py, event, layout).ok().flatten()
+}
+
 fn fields_inner(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout) -> PyResult<Option<String>> {
     if event.get_type().as_ptr() != layout.slots.cls.as_ptr() {
         return Ok(None);

@@ -30,8 +30,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::columns::{ImageColumns, RowColumns};
-use crate::fields::{fields_json, FieldsLayout};
+use crate::columns::{Cell, ImageColumns, RowColumns};
+use crate::fields::{fields_text, FieldsLayout};
 use crate::render::{render_changes_into, ImageLayout};
 use crate::{uint, RowImages};
 
@@ -466,13 +466,13 @@ impl EventSink {
     }
 
     /// The GTID event's `bronze.events` row, and the transaction it opens the sink's own.
-    fn open_own(&mut self, py: Python<'_>, at: &Place, fields: Py<PyAny>, trx: OwnTrx) -> PyResult<bool> {
+    fn open_own(&mut self, py: Python<'_>, at: &Place, fields: String, trx: OwnTrx) -> PyResult<bool> {
         let gtid_col = match trx.kind {
             GtidKind::Anonymous => PyString::new(py, "ANONYMOUS").into_any().unbind(),
             _ => trx.gtid.clone_ref(py),
         };
         let trx_cols = (gtid_col, uint(py, at.pos).unbind());
-        if !self.append_event_of(py, at, &trx_cols, py.None(), py.None(), fields)? {
+        if !self.append_event_of(py, at, &trx_cols, Cell::Null, Cell::Null, Cell::Str(&fields))? {
             return Ok(false);
         }
         if !trx.gtid.is_none(py) {
@@ -494,7 +494,7 @@ impl EventSink {
     fn annotation(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
         let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
         let query = event.getattr(pyo3::intern!(py, "query"))?;
-        if !self.append_event(py, at, py.None(), py.None(), fields)? {
+        if !self.append_event(py, at, Cell::Null, Cell::Null, Cell::Str(&fields))? {
             return Ok(false);
         }
         let c = &mut self.counts;
@@ -515,8 +515,8 @@ impl EventSink {
         }
         let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
         let schema = event.getattr(pyo3::intern!(py, "schema"))?;
-        let db = if schema.is_truthy()? { schema.unbind() } else { py.None() };
-        if !self.append_event(py, at, db, py.None(), fields)? {
+        let db = if schema.is_truthy()? { Cell::Py(&schema) } else { Cell::Null };
+        if !self.append_event(py, at, db, Cell::Null, Cell::Str(&fields))? {
             return Ok(false);
         }
         if let Some(t) = self.own.as_mut() {
@@ -542,46 +542,47 @@ impl EventSink {
         let mut tables = c.tables.iter().map(|t| t.extract::<String>(py)).collect::<PyResult<Vec<_>>>()?;
         tables.sort_unstable();
         tables.dedup();
-        let none = || py.None().into_bound(py);
-        let opt = |v: Option<u64>| opt_uint(py, v);
+        let opt = |v: Option<u64>| v.map_or(Cell::Null, Cell::UInt);
         let kind = if c.has_dml { "DML" } else { "EMPTY" };
         let (domain_id, seq_no) = t.mariadb_ids(py);
-        let maria_server_id = if t.mariadb.is_some() { uint(py, t.server_id) } else { none() };
-        let row = PyTuple::new(py, [
-            uint(py, t.start_pos), uint(py, at.next_pos), t.gtid.bind(py).clone(), PyString::new(py, t.kind.name()).into_any(),
-            t.uuid.bind(py).clone(), none(), t.gno.bind(py).clone(), domain_id.clone(), maria_server_id, seq_no.clone(),
-            t.last_committed.bind(py).clone(),
-            t.sequence_number.bind(py).clone(), opt(t.begin_us), opt(header_us), opt(t.original_commit_us),
-            opt(t.immediate_commit_us), t.original_server_version.bind(py).clone(),
-            t.immediate_server_version.bind(py).clone(), t.transaction_length.bind(py).clone(), uint(py, t.server_id),
-            xid.clone(), uint(py, c.events as u64 + 1), uint(py, c.rows as u64), PyList::new(py, &c.statements)?.into_any(),
-            PyList::new(py, tables)?.into_any(), PyString::new(py, kind).into_any(), PyString::new(py, "XID").into_any(),
-            pyo3::types::PyBool::new(py, true).to_owned().into_any(),
-        ])?;
+        let maria_server_id = if t.mariadb.is_some() { Cell::UInt(t.server_id) } else { Cell::Null };
+        let (statements, tables) = (PyList::new(py, &c.statements)?.into_any(), PyList::new(py, tables)?.into_any());
+        let (gtid, uuid, gno) = (t.gtid.bind(py), t.uuid.bind(py), t.gno.bind(py));
+        let (last_committed, sequence_number) = (t.last_committed.bind(py), t.sequence_number.bind(py));
+        let (original_version, immediate_version) = (t.original_server_version.bind(py), t.immediate_server_version.bind(py));
+        let transaction_length = t.transaction_length.bind(py);
+        let complete = pyo3::types::PyBool::new(py, true).to_owned().into_any();
+        let row = [
+            Cell::UInt(t.start_pos), Cell::UInt(at.next_pos), Cell::Py(gtid), Cell::Str(t.kind.name()), Cell::Py(uuid),
+            Cell::Null, Cell::Py(gno), Cell::Py(&domain_id), maria_server_id, Cell::Py(&seq_no), Cell::Py(last_committed),
+            Cell::Py(sequence_number), opt(t.begin_us), opt(header_us), opt(t.original_commit_us), opt(t.immediate_commit_us),
+            Cell::Py(original_version), Cell::Py(immediate_version), Cell::Py(transaction_length), Cell::UInt(t.server_id),
+            Cell::Py(&xid), Cell::UInt(c.events as u64 + 1), Cell::UInt(c.rows as u64), Cell::Py(&statements),
+            Cell::Py(&tables), Cell::Str(kind), Cell::Str("XID"), Cell::Py(&complete),
+        ];
         let commit = valid_us(t.commit_us.bind(py))?.or(header_us);
         // `_close_trx`: the GTID goes into the range's contained set
-        let gtid_args = if !t.gno.bind(py).is_none() && t.gno.bind(py).is_truthy()? && t.uuid.bind(py).is_truthy()? {
-            Some(PyTuple::new(py, [t.uuid.bind(py).clone(), t.gno.bind(py).clone(), PyString::new(py, "").into_any()])?)
+        let gtid_args = if !gno.is_none() && gno.is_truthy()? && uuid.is_truthy()? {
+            Some(PyTuple::new(py, [uuid.clone(), gno.clone(), PyString::new(py, "").into_any()])?)
         } else if !seq_no.is_none() {
             Some(PyTuple::new(py, [domain_id.str()?.into_any(), seq_no.clone()])?)
         } else {
             None
         };
-        let commit_times = c.pending.iter().map(|(event_us, n)| Ok((*n, PyTuple::new(py, [opt(commit.or(*event_us))])?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        if self.transactions.bind(py).try_borrow_mut()?.append(&row)?.is_some() {
+        if !self.transactions.bind(py).try_borrow_mut()?.append_cells(py, &row)? {
             return Ok(false); // a value too large for its column: the Python loop stores NULL and says so
         }
         let trx_cols = (gtid_col.clone_ref(py), uint(py, t.start_pos).unbind());
-        if !self.append_event_of(py, at, &trx_cols, py.None(), py.None(), fields)? {
+        if !self.append_event_of(py, at, &trx_cols, Cell::Null, Cell::Null, Cell::Str(&fields))? {
             return Ok(false);
         }
         let mut times = self.commit_times.bind(py).try_borrow_mut()?;
-        for (n, value) in &commit_times {
-            if times.append_repeated(*n, value)?.is_some() {
+        for (event_us, n) in &c.pending {
+            if !times.append_cells_repeated(py, *n, &[opt(commit.or(*event_us))])? {
                 return Ok(false);
             }
         }
+        drop(times);
         if let Some(args) = gtid_args {
             self.gtids.push(args.unbind());
         }
@@ -595,9 +596,9 @@ impl EventSink {
     }
 
     /// `compact_json(event.fields())` by the extension (None: the Python loop's).
-    fn fields_json(&self, py: Python<'_>, event: &Bound<'_, PyAny>, type_code: u8) -> Option<Py<PyAny>> {
+    fn fields_json(&self, py: Python<'_>, event: &Bound<'_, PyAny>, type_code: u8) -> Option<String> {
         let layout = self.fields.get(&type_code)?;
-        fields_json(py, event, layout.bind(py)).map(|s| s.into_any().unbind())
+        fields_text(py, event, layout.get())
     }
 
     fn table_map(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
@@ -606,8 +607,8 @@ impl EventSink {
         if !event.getattr(pyo3::intern!(py, "columns"))?.is(&row.columns) {
             return Ok(false);
         }
-        let (fields_json, db, table) = (row.fields_json.clone_ref(py).into_any(), row.db.clone_ref(py), row.table.clone_ref(py));
-        if !self.append_event(py, at, db, table, fields_json)? {
+        let (fields_json, db, table) = (row.fields_json.bind(py).clone(), row.db.bind(py).clone(), row.table.bind(py).clone());
+        if !self.append_event(py, at, Cell::Py(&db), Cell::Py(&table), Cell::Py(fields_json.as_any()))? {
             return Ok(false);
         }
         self.counts.events += 1;
@@ -634,27 +635,28 @@ impl EventSink {
         }
         let Some(operation) = self.operations[at.type_code as usize].as_ref().map(|o| o.bind(py).clone().into_any())
         else { return Ok(false) };
+        let name = self.name(py, at.type_code)?;
         if row_changes + n >= self.batch_rows {
             return Ok(false);
         }
         let Some((gtid, trx_pos)) = self.trx.as_ref() else { return Ok(false) };
         let event_us = event_us(at);
-        let fields_json = PyString::new(py, &format!(
-            "{},\"row_count\":{n},\"row_images\":\"silver.row_changes\"}}", head.head_json)).into_any().unbind();
-        let values = PyTuple::new(py, [
-            uint(py, at.pos), py.None().into_bound(py), uint(py, 0), gtid.bind(py).clone(), trx_pos.bind(py).clone(),
-            opt_uint(py, event_us), uint(py, at.fields[1]), head.db_text.bind(py).clone(), head.table_text.bind(py).clone(),
-            operation, self.name(py, at.type_code)?,
-        ])?;
+        let fields_json = format!("{},\"row_count\":{n},\"row_images\":\"silver.row_changes\"}}", head.head_json);
+        let (db_text, table_text) = (head.db_text.bind(py), head.table_text.bind(py));
+        let values = [
+            Cell::UInt(at.pos), Cell::Null, Cell::UInt(0), Cell::Py(gtid.bind(py)), Cell::Py(trx_pos.bind(py)),
+            event_us.map_or(Cell::Null, Cell::UInt), Cell::UInt(at.fields[1]), Cell::Py(db_text), Cell::Py(table_text),
+            Cell::Py(&operation), Cell::Py(&name),
+        ];
         let (before, after) = (head.before.as_ref().map(|l| l.bind(py)), head.after.as_ref().map(|l| l.bind(py)));
         // the images (on a fallback the sink is as it was), the event's row, its row changes
         if n > 0 && render_changes_into(py, &rows, before, after, self.images.bind(py)) != Some(n) {
             return Ok(false);
         }
-        if !self.append_event(py, at, head.db.clone_ref(py), head.table.clone_ref(py), fields_json)? {
+        if !self.append_event(py, at, Cell::Py(head.db.bind(py)), Cell::Py(head.table.bind(py)), Cell::Str(&fields_json))? {
             return Ok(false);
         }
-        if self.row_changes.bind(py).try_borrow_mut()?.append_repeated(n, &values)?.is_some() {
+        if !self.row_changes.bind(py).try_borrow_mut()?.append_cells_repeated(py, n, &values)? {
             return Ok(false); // never expected (the values are the header's)
         }
         let c = &mut self.counts;
@@ -672,31 +674,31 @@ impl EventSink {
 
     /// The event's `bronze.events` row in the open transaction (false: let the Python loop do
     /// it).
-    fn append_event(&self, py: Python<'_>, at: &Place, db: Py<PyAny>, table: Py<PyAny>, fields_json: Py<PyAny>)
-                    -> PyResult<bool> {
+    fn append_event(&self, py: Python<'_>, at: &Place, db: Cell<'_, '_>, table: Cell<'_, '_>,
+                    fields_json: Cell<'_, '_>) -> PyResult<bool> {
         let Some(trx) = self.trx.as_ref() else { return Ok(false) };
         self.append_event_of(py, at, trx, db, table, fields_json)
     }
 
     /// The event's `bronze.events` row, in the transaction of `(gtid, trx_pos)`.
-    fn append_event_of(&self, py: Python<'_>, at: &Place, (gtid, trx_pos): &(Py<PyAny>, Py<PyAny>), db: Py<PyAny>,
-                       table: Py<PyAny>, fields_json: Py<PyAny>) -> PyResult<bool> {
+    fn append_event_of(&self, py: Python<'_>, at: &Place, (gtid, trx_pos): &(Py<PyAny>, Py<PyAny>), db: Cell<'_, '_>,
+                       table: Cell<'_, '_>, fields_json: Cell<'_, '_>) -> PyResult<bool> {
         let [_, server_id, size, log_pos, flags] = at.fields;
         let checksum = match at.checksum_ok {
-            None => pyo3::intern!(py, "none"),
-            Some(true) => pyo3::intern!(py, "ok"),
-            Some(false) => pyo3::intern!(py, "bad"),
+            None => "none",
+            Some(true) => "ok",
+            Some(false) => "bad",
         };
-        let none = || py.None().into_bound(py);
-        let values = PyTuple::new(py, [
-            uint(py, at.pos), none(), none(), uint(py, at.next_pos), uint(py, at.type_code as u64),
-            self.name(py, at.type_code)?, opt_uint(py, event_us(at)), uint(py, server_id), uint(py, size), uint(py, log_pos),
-            uint(py, flags), checksum.clone().into_any(), gtid.bind(py).clone(), trx_pos.bind(py).clone(),
-            db.into_bound(py), table.into_bound(py), fields_json.into_bound(py), none(),
-        ])?;
+        let name = self.name(py, at.type_code)?;
+        let values = [
+            Cell::UInt(at.pos), Cell::Null, Cell::Null, Cell::UInt(at.next_pos), Cell::UInt(at.type_code as u64),
+            Cell::Py(&name), event_us(at).map_or(Cell::Null, Cell::UInt), Cell::UInt(server_id), Cell::UInt(size),
+            Cell::UInt(log_pos), Cell::UInt(flags), Cell::Str(checksum), Cell::Py(gtid.bind(py)), Cell::Py(trx_pos.bind(py)),
+            db, table, fields_json, Cell::Null,
+        ];
         // a misfit (a value too large for its column, never expected of a header): the Python
         // loop stores it as NULL and says so
-        Ok(self.events.bind(py).try_borrow_mut()?.append(&values)?.is_none())
+        self.events.bind(py).try_borrow_mut()?.append_cells(py, &values)
     }
 
     fn name<'py>(&self, py: Python<'py>, type_code: u8) -> PyResult<Bound<'py, PyAny>> {
