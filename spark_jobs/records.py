@@ -832,7 +832,7 @@ class RangeDecoder:
         where = (db or None, name, db or "", name or "", _table_key(db, name))
         assert self._sink is not None
         self._sink.remember_rows(table_id, tc, flags, getattr(event, "extra_data", None), table.columns, head_json,
-                                 where, *layouts)
+                                 where, *layouts, event)
 
     def _rows_head(self, event: Any) -> tuple[dict[str, Any], str]:
         """A rows event's ``fields_head()`` and its JSON without the closing brace, kept while
@@ -889,7 +889,7 @@ class RangeDecoder:
                 self._table_map_json[table_id] = (cols, fields, fields_json)
                 if self._sink is not None and type(table_id) is int:
                     db, table = _db_and_table(event, fields)
-                    self._sink.remember_table_map(table_id, cols, fields_json, db or None, table)
+                    self._sink.remember_table_map(table_id, cols, fields_json, db or None, table, event)
         return fields_json
 
     def _note_file_facts(self, event: Any, h: Any, tc: int, embedded: bool) -> None:

@@ -432,10 +432,12 @@ def test_an_xid_too_large_for_its_column_costs_that_value_not_the_range():
     assert facts["quarantined"] == 1 and facts["closing_event"] == "ROTATE"
 
 
-def _batches_and_python_events(data: bytes, monkeypatch, *, sink: bool, **kwargs) -> tuple[list, int]:
+def _batches_and_python_events(data: bytes, monkeypatch, *, sink: bool, from_bytes: list[int] | None = None,
+                               **kwargs) -> tuple[list, int]:
     """``RangeDecoder.batches`` of ``data`` as ``(kind, rows)`` in order, and how many events the
     Python loop (``_on_event``) handled; ``sink``: False, the extension's ``EventSink`` is not
-    made (the extension decodes as ever)."""
+    made (the extension decodes as ever); ``from_bytes`` gets how many events the sink took from
+    their bytes."""
     from spark_jobs import records
 
     handled = 0
@@ -452,6 +454,8 @@ def _batches_and_python_events(data: bytes, monkeypatch, *, sink: bool, **kwargs
             m.setattr(records._native, "event_sink", lambda *args: None)
         decoder = records.RangeDecoder(data, source="s", file="binlog.000001", file_size=len(data), **kwargs)
         out = [(kind, item if kind == "file_facts" else item.to_pylist()) for kind, item in decoder.batches()]
+    if from_bytes is not None:
+        from_bytes.append(decoder._sink.from_bytes if decoder._sink is not None else 0)
     return out, handled
 
 
@@ -475,6 +479,30 @@ def _many_transactions() -> bytes:
             w.update_rows(t2, [({"sku": gno, "qty": 1}, {"sku": gno, "qty": 2})])
         w.xid(gno)
     w.rotate("binlog.000002")
+    return buf.getvalue()
+
+
+def _table_id_reused_for_another_table() -> bytes:
+    """Ten transactions on table id 7, then ten where table id 7 is another table (an extra
+    column, another name), then ten on the first again: the same table id, head and flags, other
+    TABLE_MAP bytes and columns."""
+    import io
+
+    from binlog_parser.writer import BinlogFileWriter, Column, Table
+
+    first = Table("shop", "orders", (Column("id", "INT"), Column("note", "VARCHAR(20)")), table_id=7)
+    other = Table("shop", "orders2", (Column("id", "INT"), Column("note", "VARCHAR(20)"), Column("n", "INT")),
+                  table_id=7)
+    buf = io.BytesIO()
+    w = BinlogFileWriter(buf, server_version="8.0.40", previous_gtids="", checksum=True)
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    for gno in range(1, 31):
+        w.begin_transaction(f"{uuid}:{gno}", last_committed=gno - 1, sequence_number=gno, timestamp=1700000000 + gno)
+        if 10 < gno <= 20:
+            w.write_rows(other, [{"id": gno, "note": "b", "n": gno}])
+        else:
+            w.write_rows(first, [{"id": gno, "note": "a"}])
+        w.xid(gno)
     return buf.getvalue()
 
 
@@ -521,11 +549,14 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
     inputs += [("written", written, {}), ("written, small batches", written, {"batch_rows": 7, "max_buffered_rows": 10}),
                ("written, cut in a transaction", written[:len(written) // 2], {}),
                ("a misfit at the XID", _misfit_in_the_second_transaction(), {}),
-               ("MariaDB, a transaction repeated", _mariadb_transaction_repeated(12), {})]
+               ("MariaDB, a transaction repeated", _mariadb_transaction_repeated(12), {}),
+               ("a table id reused", _table_id_reused_for_another_table(), {})]
     fewer = 0
     with native_extension(True):
         for name, data, kwargs in inputs:
-            with_sink, python_events = _batches_and_python_events(data, monkeypatch, sink=True, **kwargs)
+            from_bytes: list[int] = []
+            with_sink, python_events = _batches_and_python_events(data, monkeypatch, sink=True, from_bytes=from_bytes,
+                                                                  **kwargs)
             without, all_events = _batches_and_python_events(data, monkeypatch, sink=False, **kwargs)
             assert with_sink == without, name
             fewer += python_events < all_events
@@ -538,6 +569,9 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
                 # of is its own from then on: so it handles their XIDs too.
                 assert (python_events, all_events) == (3 + 2 * (3 + 2), 3 * 40 + 3 + 2 * (40 + 13))
                 assert sum(len(rows) for kind, rows in with_sink if kind == "transactions") == 40
+                # of those, taken from their bytes (never built): each table's TABLE_MAPs but the
+                # first and its rows events but the first two (40 and 13 of each)
+                assert from_bytes == [(40 - 1) + (13 - 1) + (40 - 2) + (13 - 2)]
             if name == "MariaDB, a transaction repeated":
                 # of the 60 repeated events the Python loop handles 2: the first repeat's rows
                 # event (which tells the sink what the next share) and so its XID
@@ -551,6 +585,17 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
                     assert t["gtid"] == f'{t["mariadb_domain_id"]}-{t["mariadb_server_id"]}-{t["mariadb_seq_no"]}'
                     assert (t["gtid_kind"], t["end_event"], t["kind"], t["complete"]) == ("MARIADB", "XID", "DML", True)
                     assert [s[:6] for s in t["statements"]] == ["INSERT"] and t["row_changes"] == 2
+            if name == "a table id reused":
+                # at each switch of table 7's TABLE_MAP bytes, the TABLE_MAP after it is the Python
+                # loop's, and so are the rows events until one has its images kept as bytes (the
+                # first two; the first one when the parser's TABLE_MAP cache decoded the switch
+                # back) with their transactions' XIDs: 2 + 5 + 5 + 3 events. From their bytes the
+                # sink takes the other TABLE_MAPs (9 of each 10) and rows events (8, 8 and 9);
+                # none of the other table's bytes is taken as the first's
+                tables = [r["table_name"] for k, rows in with_sink if k == "row_changes" for r in rows]
+                assert tables == ["orders"] * 10 + ["orders2"] * 10 + ["orders"] * 10
+                assert python_events == 2 + 5 + 5 + 3
+                assert from_bytes == [(9 + 8) + (9 + 8) + (9 + 9)]
             if name == "a misfit at the XID":
                 # the sink appended the fourth transactions row, met the misfit, took the row back
                 # and left the XID to the Python loop (the ninth event it handles, after the file's

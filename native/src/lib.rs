@@ -53,8 +53,10 @@ const C_PAD: u32 = 2;
 /// `fields.rs`; 5: `ImageColumns`, the row image columns as Arrow buffers, `columns.rs`, which
 /// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row; 6:
 /// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`; 7:
-/// `EventSink`, the rows of plain transactions appended inside the framing loop, `sink.rs`).
-const ABI: u32 = 7;
+/// `EventSink`, the rows of plain transactions appended inside the framing loop, `sink.rs`; 8:
+/// the sink also takes TABLE_MAP and rows events from their bytes, `remember_table_map` and
+/// `remember_rows` take the event they were worked out from).
+const ABI: u32 = 8;
 
 mod columns;
 mod digits;
@@ -234,7 +236,7 @@ fn take(buf: &[u8], pos: usize, n: usize) -> PyResult<&[u8]> {
 }
 
 #[inline]
-fn le(b: &[u8]) -> u64 {
+pub(crate) fn le(b: &[u8]) -> u64 {
     b.iter().rev().fold(0u64, |v, &x| (v << 8) | x as u64)
 }
 
@@ -886,13 +888,45 @@ impl RowImages {
 
     /// The readers of the before and after images (None: that side has none).
     pub(crate) fn readers(&self) -> (Option<&ImageReader>, Option<&ImageReader>) {
-        let first = Some(self.first.get());
-        match self.kind {
-            0 => (None, first),
-            1 => (first, self.second.as_ref().map(|s| s.get())),
-            _ => (first, None),
-        }
+        sides(self.kind, self.first.get(), self.second.as_ref().map(|s| s.get()))
     }
+
+    /// The bytes, where the images start, the kind and its readers: what `ImageWalk` needs of
+    /// another rows event of the same table and columns (`sink::EventSink`).
+    pub(crate) fn parts(&self) -> (&Py<PyBytes>, usize, u32, &Py<ImageReader>, Option<&Py<ImageReader>>) {
+        (&self.data, self.start, self.kind, &self.first, self.second.as_ref())
+    }
+}
+
+/// The before and after images' readers of a rows event of `kind` (0 WRITE, 1 UPDATE, 2
+/// DELETE) from the readers of its first and second images.
+pub(crate) fn sides<'a>(kind: u32, first: &'a ImageReader, second: Option<&'a ImageReader>)
+                        -> (Option<&'a ImageReader>, Option<&'a ImageReader>) {
+    match kind {
+        0 => (None, Some(first)),
+        1 => (Some(first), second),
+        _ => (Some(first), None),
+    }
+}
+
+/// How many changes the images from `start` on hold, each walked (`ImageReader::skip`) with
+/// the readers of a rows event of `kind`; None: bytes that would not decode, or a reader that
+/// is not there.
+pub(crate) fn count_images(buf: &[u8], start: usize, kind: u32, first: &ImageReader, second: Option<&ImageReader>)
+                           -> Option<usize> {
+    let (mut pos, mut count) = (start, 0usize);
+    while pos < buf.len() {
+        let from = pos;
+        pos = first.skip(buf, pos)?;
+        if kind == 1 {
+            pos = second?.skip(buf, pos)?;
+        }
+        if pos == from {
+            return None;
+        }
+        count += 1;
+    }
+    Some(count)
 }
 
 #[pymethods]
@@ -946,19 +980,7 @@ fn row_images(
     first: &Bound<'_, ImageReader>,
     second: Option<&Bound<'_, ImageReader>>,
 ) -> Option<RowImages> {
-    let buf = data.as_bytes();
-    let (mut pos, mut count) = (start, 0usize);
-    while pos < buf.len() {
-        let from = pos;
-        pos = first.get().skip(buf, pos)?;
-        if kind == 1 {
-            pos = second?.get().skip(buf, pos)?;
-        }
-        if pos == from {
-            return None;
-        }
-        count += 1;
-    }
+    let count = count_images(data.as_bytes(), start, kind, first.get(), second.map(|s| s.get()))?;
     Some(RowImages {
         data: data.clone().unbind(),
         start,
@@ -972,7 +994,7 @@ fn row_images(
 
 /// MySQL's length-encoded integer (`wire.packed_int`); None for the NULL marker, 0xff or a
 /// short read (the Python decoder then reports the event).
-fn packed_int(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+pub(crate) fn packed_int(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
     let first = *buf.get(pos)?;
     let n = match first {
         0..=0xFA => return Some((first as u64, pos + 1)),

@@ -84,7 +84,7 @@ impl ImageLayout {
 }
 
 /// Why a value or an image is left to the Python renderer.
-struct Fallback;
+pub(crate) struct Fallback;
 
 impl From<PyErr> for Fallback {
     fn from(_: PyErr) -> Self {
@@ -676,12 +676,27 @@ fn images_from_bytes(
     after: Option<&ImageLayout>,
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
-    let (before_reader, after_reader) = rows.readers();
+    let (data, start, _, _, _) = rows.parts();
+    images_from_data(py, data.bind(py), start, rows.len(), rows.readers(), (before, after), sink)
+}
+
+/// `count` changes' images from `data[start..]`, read with `readers` (before, after) and
+/// rendered with `layouts` (`images_from_bytes`; `sink::EventSink` for a rows event it takes
+/// straight from the framed bytes). On a fallback, what was appended stays: the caller cuts
+/// `sink` back.
+pub(crate) fn images_from_data(
+    py: Python<'_>,
+    data: &Bound<'_, PyBytes>,
+    start: usize,
+    count: usize,
+    (before_reader, after_reader): (Option<&ImageReader>, Option<&ImageReader>),
+    (before, after): (Option<&ImageLayout>, Option<&ImageLayout>),
+    sink: &mut ImageColumns,
+) -> Result<usize, Fallback> {
     let (before, after) = (side(py, before, before_reader)?, side(py, after, after_reader)?);
-    let data = rows.data.bind(py);
     let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson] } = sink;
-    let mut pos = rows.start;
-    for _ in 0..rows.count {
+    let mut pos = start;
+    for _ in 0..count {
         match before {
             Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bmap, bjson)?,
             None => {
@@ -697,7 +712,7 @@ fn images_from_bytes(
             }
         }
     }
-    Ok(rows.count)
+    Ok(count)
 }
 
 /// A side's layout and reader, when the layout is the reader's columns (None: no image).

@@ -32,8 +32,8 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::columns::{Cell, ImageColumns, RowColumns};
 use crate::fields::{fields_text, FieldsLayout};
-use crate::render::{render_changes_into, ImageLayout};
-use crate::{uint, RowImages};
+use crate::render::{images_from_data, render_changes_into, ImageLayout};
+use crate::{count_images, le, packed_int, sides, uint, ImageReader, RowImages};
 
 const QUERY: u8 = 2;
 const XID: u8 = 16;
@@ -54,6 +54,31 @@ struct TableMapRow {
     fields_json: Py<PyString>,
     db: Py<PyAny>,
     table: Py<PyAny>,
+    /// the TABLE_MAP's bytes as framed, when the framing loop noted them (`RawTableMap`)
+    raw: Option<RawTableMap>,
+}
+
+/// A TABLE_MAP the framing loop handed out, as it framed it: a repeat of these bytes under the
+/// same post-header length and server version decodes to the same event (the parser's TABLE_MAP
+/// cache holds them as one), so the sink takes it from its bytes (`take_table_map_bytes`).
+struct RawTableMap {
+    table_id: u64,
+    body: Vec<u8>,
+    post_header_length: u8,
+    server_version: Py<PyAny>,
+}
+
+/// What a table's rows events repeat after their table id and flags, as in the rows event the
+/// Python loop was shown, and the readers of its images (`take_rows_bytes`): another rows event
+/// with the same bytes there, while the table's TABLE_MAP is the same, is read the same way.
+struct RawRowsHead {
+    extra_data: Vec<u8>,
+    width: u64,
+    present: Vec<u8>,
+    present_after: Option<Vec<u8>>,
+    kind: u32,
+    first: Py<ImageReader>,
+    second: Option<Py<ImageReader>>,
 }
 
 /// Where a table's row changes go: `bronze.events.db` / `table_name`, `silver.row_changes.db`
@@ -77,6 +102,7 @@ struct RowsHead {
     table_key: Option<Py<PyAny>>,
     before: Option<Py<ImageLayout>>,
     after: Option<Py<ImageLayout>>,
+    raw: Option<RawRowsHead>,
 }
 
 /// A transaction the sink opened (it took its GTID): its `silver.transactions` values
@@ -162,6 +188,8 @@ pub struct EventSink {
     batch_rows: usize,
     max_pending: usize,
     table_maps: HashMap<u64, TableMapRow>,
+    /// the last TABLE_MAP the framing loop handed out, and its event (for `remember_table_map`)
+    handed_out_table_map: Option<(RawTableMap, Py<PyAny>)>,
     rows_heads: HashMap<(u64, u8, u64), RowsHead>,
     /// the open transaction's `gtid` and `trx_pos` columns (None: no transaction is open)
     trx: Option<(Py<PyAny>, Py<PyAny>)>,
@@ -181,6 +209,9 @@ pub struct EventSink {
     /// events taken since the last `take`
     #[pyo3(get)]
     seen: usize,
+    /// events taken from their bytes (`take_rows_bytes`, `take_table_map_bytes`), in all
+    #[pyo3(get)]
+    from_bytes: usize,
     next_pos: u64,
     first_us: Option<u64>,
     last_us: Option<u64>,
@@ -206,6 +237,7 @@ impl EventSink {
         EventSink {
             events, row_changes, commit_times, transactions, images, fields, names, operations, batch_rows, max_pending,
             table_maps: HashMap::new(),
+            handed_out_table_map: None,
             rows_heads: HashMap::new(),
             trx: None,
             own: None,
@@ -217,6 +249,7 @@ impl EventSink {
             last_gtid: None,
             pending_base: 0,
             seen: 0,
+            from_bytes: 0,
             next_pos: 0,
             first_us: None,
             last_us: None,
@@ -239,28 +272,37 @@ impl EventSink {
         self.pending_base = 0;
     }
 
-    /// A TABLE_MAP's `bronze.events` values, for its repeats (the same `columns` object).
+    /// A TABLE_MAP's `bronze.events` values, for its repeats (the same `columns` object, or
+    /// when `event` is the TABLE_MAP the framing loop handed out last, the same bytes).
+    #[pyo3(signature = (table_id, columns, fields_json, db, table, event=None))]
     fn remember_table_map(&mut self, table_id: u64, columns: Py<PyAny>, fields_json: Py<PyString>, db: Py<PyAny>,
-                          table: Py<PyAny>) {
+                          table: Py<PyAny>, event: Option<Bound<'_, PyAny>>) {
         if self.table_maps.len() >= 4096 {
             self.table_maps.clear();
         }
-        self.table_maps.insert(table_id, TableMapRow { columns, fields_json, db, table });
+        let raw = match (self.handed_out_table_map.take(), event) {
+            (Some((raw, handed_out)), Some(event)) if handed_out.is(&event) && raw.table_id == table_id => Some(raw),
+            _ => None,
+        };
+        self.table_maps.insert(table_id, TableMapRow { columns, fields_json, db, table, raw });
     }
 
     /// What the rows events of a table (`table_id`, type code, flags, extra data, while its
     /// TABLE_MAP's `columns` are the same) share; `names`: `(db, table, db or "", table or "",
-    /// "db.table" or None)`.
+    /// "db.table" or None)`; `event`: the rows event it was worked out from (its images' column
+    /// bitmaps and readers, for `take_rows_bytes`).
     #[allow(clippy::too_many_arguments)]
-    fn remember_rows(&mut self, table_id: u64, type_code: u8, flags: u64, extra_data: Py<PyAny>, columns: Py<PyAny>,
-                     head_json: String, names: RowsWhere,
-                     before: Option<Py<ImageLayout>>, after: Option<Py<ImageLayout>>) {
+    #[pyo3(signature = (table_id, type_code, flags, extra_data, columns, head_json, names, before, after, event=None))]
+    fn remember_rows(&mut self, py: Python<'_>, table_id: u64, type_code: u8, flags: u64, extra_data: Py<PyAny>,
+                     columns: Py<PyAny>, head_json: String, names: RowsWhere, before: Option<Py<ImageLayout>>,
+                     after: Option<Py<ImageLayout>>, event: Option<Bound<'_, PyAny>>) {
         if self.rows_heads.len() >= 4096 {
             self.rows_heads.clear();
         }
+        let raw = event.and_then(|e| raw_rows_head(py, &e).ok().flatten());
         let (db, table, db_text, table_text, table_key) = names;
         self.rows_heads.insert((table_id, type_code, flags), RowsHead {
-            columns, extra_data, head_json, db, table, db_text, table_text, table_key, before, after,
+            columns, extra_data, head_json, db, table, db_text, table_text, table_key, before, after, raw,
         });
     }
 
@@ -339,12 +381,45 @@ impl EventSink {
     /// the event is declined. Each handler changes the sink's own state only after its last
     /// append.
     pub(crate) fn take_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> bool {
+        self.guarded(py, |sink, marks| sink.dispatch(py, event, at, marks))
+    }
+
+    /// `take_event` for a rows event, from its bytes as framed (`body`) and the decoder context:
+    /// taken when its table's rows events were shown to the sink with the same head, column
+    /// bitmaps and TABLE_MAP, so that the event the framing loop would build is the one
+    /// `rows_event` takes. False: the framing loop builds the event and offers it.
+    pub(crate) fn take_rows_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> bool {
+        let taken = self.trx.is_some() && self.guarded(py, |sink, marks| sink.rows_bytes(py, body, at, ctx, marks.row_changes));
+        self.from_bytes += taken as usize;
+        taken
+    }
+
+    /// `take_event` for a TABLE_MAP, from its bytes as framed: taken when they are the bytes
+    /// of the TABLE_MAP the sink was shown for this table id, under the same post-header length
+    /// and server version, and the table id's TABLE_MAP in the context is still that one. The
+    /// context keeps it (a TABLE_MAP decoded from the same bytes: the same columns and names).
+    pub(crate) fn take_table_map_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>)
+                                       -> bool {
+        let taken = self.trx.is_some() && self.guarded(py, |sink, _| sink.table_map_bytes(py, body, at, ctx));
+        self.from_bytes += taken as usize;
+        taken
+    }
+
+    /// The framing loop handed out this TABLE_MAP `event` (the sink did not take it): its
+    /// bytes, for a `remember_table_map` of that very event.
+    pub(crate) fn handed_out_table_map(&mut self, py: Python<'_>, body: &[u8], ctx: &Bound<'_, PyAny>,
+                                       event: &Bound<'_, PyAny>) {
+        self.handed_out_table_map = raw_table_map(py, body, ctx).ok().flatten().map(|raw| (raw, event.clone().unbind()));
+    }
+
+    /// `take` for one event: all or nothing (see `take_event`).
+    fn guarded(&mut self, py: Python<'_>, take: impl FnOnce(&mut Self, &Marks) -> PyResult<bool>) -> bool {
         let Ok(marks) = self.marks(py) else { return false };
         // the Python loop cuts batches after an event that leaves either buffer this full
         if marks.events + 1 >= self.batch_rows || marks.row_changes >= self.batch_rows {
             return false;
         }
-        match catch_unwind(AssertUnwindSafe(|| self.dispatch(py, event, at, &marks))) {
+        match catch_unwind(AssertUnwindSafe(|| take(self, &marks))) {
             Ok(Ok(true)) => true,
             _ => {
                 // declined, or an error (the Python loop handles the event, and meets any
@@ -617,22 +692,110 @@ impl EventSink {
         Ok(true)
     }
 
+    /// `table_map` from the event's bytes (`take_table_map_bytes`).
+    fn table_map_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Some(seen) = raw_table_map(py, body, ctx)? else { return Ok(false) };
+        let Some(row) = self.table_maps.get(&seen.table_id) else { return Ok(false) };
+        let Some(raw) = row.raw.as_ref() else { return Ok(false) };
+        if raw.body != seen.body || raw.post_header_length != seen.post_header_length
+            || !raw.server_version.bind(py).eq(seen.server_version.bind(py))?
+            || !registered_columns_are(py, ctx, seen.table_id, &row.columns)? {
+            return Ok(false);
+        }
+        let (fields_json, db, table) = (row.fields_json.bind(py).clone(), row.db.bind(py).clone(), row.table.bind(py).clone());
+        if !self.append_event(py, at, Cell::Py(&db), Cell::Py(&table), Cell::Py(fields_json.as_any()))? {
+            return Ok(false);
+        }
+        self.counts.events += 1;
+        self.counts.substantive = true;
+        self.taken(at, event_us(at));
+        Ok(true)
+    }
+
     /// A rows event in an open transaction (`row_changes`: that buffer's rows before it).
     fn rows_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, row_changes: usize) -> PyResult<bool> {
         let rows = event.getattr(pyo3::intern!(py, "rows"))?;
         let Ok(images) = rows.cast::<RowImages>() else { return Ok(false) };
         let n = images.get().len();
-        if self.pending_base + self.counts.rows + n >= self.max_pending {
-            return Ok(false); // the Python loop flushes the transaction's rows after this one
-        }
         let table_id: u64 = event.getattr(pyo3::intern!(py, "table_id"))?.extract()?;
         let flags: u64 = event.getattr(pyo3::intern!(py, "flags"))?.extract()?;
-        let Some(head) = self.rows_heads.get(&(table_id, at.type_code, flags)) else { return Ok(false) };
+        let key = (table_id, at.type_code, flags);
+        let Some(head) = self.rows_heads.get(&key) else { return Ok(false) };
         let table = event.getattr(pyo3::intern!(py, "table"))?;
         if table.is_none() || !table.getattr(pyo3::intern!(py, "columns"))?.is(&head.columns)
             || !event.getattr(pyo3::intern!(py, "extra_data"))?.eq(head.extra_data.bind(py))? {
             return Ok(false);
         }
+        self.append_rows(py, at, key, row_changes, n, |sink, before, after| {
+            render_changes_into(py, &rows, before, after, sink)
+        })
+    }
+
+    /// `rows_event` from the event's bytes (`take_rows_bytes`).
+    fn rows_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>, row_changes: usize)
+                  -> PyResult<bool> {
+        let t = at.type_code;
+        if !matches!(t, 23..=25 | 30..=32) || !ctx.getattr_opt(pyo3::intern!(py, "rows_as_bytes"))?.is_some_and(|v| v.is_truthy().unwrap_or(false)) {
+            return Ok(false);
+        }
+        // the post-header as `rows_event_inner` reads it
+        let phl = post_header_length(py, ctx, t)?;
+        let id_len = if phl == 6 { 4 } else { 6 };
+        let Some(ids) = body.get(0..id_len + 2) else { return Ok(false) };
+        let (table_id, flags) = (le(&ids[..id_len]), le(&ids[id_len..]));
+        let mut pos = id_len + 2;
+        let mut extra: &[u8] = b"";
+        if if phl != 0 { phl == 10 } else { t >= 30 } {
+            let Some(e) = body.get(pos..pos + 2) else { return Ok(false) };
+            let elen = le(e) as usize;
+            if elen < 2 || pos + elen > body.len() {
+                return Ok(false);
+            }
+            extra = &body[pos + 2..pos + elen];
+            pos += elen;
+        } else if phl > pos {
+            pos = phl;
+        }
+        let key = (table_id, t, flags);
+        let Some(head) = self.rows_heads.get(&key) else { return Ok(false) };
+        let Some(raw) = head.raw.as_ref() else { return Ok(false) };
+        if extra != raw.extra_data.as_slice() || !registered_columns_are(py, ctx, table_id, &head.columns)? {
+            return Ok(false);
+        }
+        let Some((width, next)) = packed_int(body, pos) else { return Ok(false) };
+        let nb = width.div_ceil(8) as usize;
+        pos = next;
+        if width != raw.width || body.get(pos..pos + nb) != Some(raw.present.as_slice()) {
+            return Ok(false);
+        }
+        pos += nb;
+        if let Some(after) = &raw.present_after {
+            if body.get(pos..pos + nb) != Some(after.as_slice()) {
+                return Ok(false);
+            }
+            pos += nb;
+        }
+        let (kind, first, second) = (raw.kind, raw.first.bind(py).clone(), raw.second.as_ref().map(|r| r.bind(py).clone()));
+        let (first, second) = (first.get(), second.as_ref().map(|r| r.get()));
+        let Some(n) = count_images(body, pos, kind, first, second) else { return Ok(false) };
+        self.append_rows(py, at, key, row_changes, n, |sink, before, after| {
+            let mut sink = sink.try_borrow_mut().ok()?;
+            let data = pyo3::types::PyBytes::new(py, body);
+            let layouts = (before.map(|b| b.get()), after.map(|a| a.get()));
+            images_from_data(py, &data, pos, n, sides(kind, first, second), layouts, &mut sink).ok()
+        })
+    }
+
+    /// The rows of a rows event of `n` changes whose head is `rows_heads[key]`: its
+    /// `bronze.events` row, its row changes and (by `render`) their images.
+    #[allow(clippy::type_complexity)]
+    fn append_rows<'py>(&mut self, py: Python<'py>, at: &Place, key: (u64, u8, u64), row_changes: usize, n: usize,
+                        render: impl FnOnce(&Bound<'py, ImageColumns>, Option<&Bound<'py, ImageLayout>>,
+                                            Option<&Bound<'py, ImageLayout>>) -> Option<usize>) -> PyResult<bool> {
+        if self.pending_base + self.counts.rows + n >= self.max_pending {
+            return Ok(false); // the Python loop flushes the transaction's rows after this one
+        }
+        let Some(head) = self.rows_heads.get(&key) else { return Ok(false) };
         let Some(operation) = self.operations[at.type_code as usize].as_ref().map(|o| o.bind(py).clone().into_any())
         else { return Ok(false) };
         let name = self.name(py, at.type_code)?;
@@ -650,7 +813,7 @@ impl EventSink {
         ];
         let (before, after) = (head.before.as_ref().map(|l| l.bind(py)), head.after.as_ref().map(|l| l.bind(py)));
         // the images (on a fallback the sink is as it was), the event's row, its row changes
-        if n > 0 && render_changes_into(py, &rows, before, after, self.images.bind(py)) != Some(n) {
+        if n > 0 && render(self.images.bind(py), before, after) != Some(n) {
             return Ok(false);
         }
         if !self.append_event(py, at, Cell::Py(head.db.bind(py)), Cell::Py(head.table.bind(py)), Cell::Str(&fields_json))? {
@@ -736,4 +899,62 @@ fn opt_uint(py: Python<'_>, v: Option<u64>) -> Bound<'_, PyAny> {
         Some(v) => uint(py, v),
         None => py.None().into_bound(py),
     }
+}
+
+/// `ctx.post_header_length(t)`: `ctx.post_header_lengths[t - 1]`, else 0.
+fn post_header_length(py: Python<'_>, ctx: &Bound<'_, PyAny>, t: u8) -> PyResult<usize> {
+    let phls = ctx.getattr(pyo3::intern!(py, "post_header_lengths"))?;
+    let phls = phls.cast::<pyo3::types::PyBytes>()?;
+    Ok(phls.as_bytes().get(t as usize - 1).copied().unwrap_or(0) as usize)
+}
+
+/// Whether the context's TABLE_MAP of `table_id` (what a rows event of the table is decoded
+/// with) has these decoded `columns`.
+fn registered_columns_are(py: Python<'_>, ctx: &Bound<'_, PyAny>, table_id: u64, columns: &Py<PyAny>) -> PyResult<bool> {
+    let maps = ctx.getattr(pyo3::intern!(py, "table_maps"))?;
+    let Ok(maps) = maps.cast_exact::<PyDict>() else { return Ok(false) };
+    match maps.get_item(table_id)? {
+        Some(tm) => Ok(tm.getattr(pyo3::intern!(py, "columns"))?.is(columns)),
+        None => Ok(false),
+    }
+}
+
+/// A TABLE_MAP's bytes as framed and what decoding them depends on in the context (None: a
+/// user schema, which may name the columns otherwise at another place, or a short body).
+fn raw_table_map(py: Python<'_>, body: &[u8], ctx: &Bound<'_, PyAny>) -> PyResult<Option<RawTableMap>> {
+    if !ctx.getattr(pyo3::intern!(py, "schemas"))?.is_none() {
+        return Ok(None);
+    }
+    let phl = post_header_length(py, ctx, TABLE_MAP)?;
+    let id_len = if phl == 6 { 4 } else { 6 };
+    let Some(id) = body.get(..id_len) else { return Ok(None) };
+    Ok(Some(RawTableMap {
+        table_id: le(id),
+        body: body.to_vec(),
+        post_header_length: phl as u8,
+        server_version: ctx.getattr(pyo3::intern!(py, "server_version"))?.unbind(),
+    }))
+}
+
+/// What `take_rows_bytes` compares and reads with, from a rows event the Python loop was shown
+/// (None: its images are not kept as bytes).
+fn raw_rows_head(py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Option<RawRowsHead>> {
+    let rows = event.getattr(pyo3::intern!(py, "rows"))?;
+    let Ok(images) = rows.cast::<RowImages>() else { return Ok(None) };
+    let (_, _, kind, first, second) = images.get().parts();
+    let bytes = |name: &Bound<'_, PyString>| -> PyResult<Option<Vec<u8>>> {
+        let v = event.getattr(name)?;
+        Ok(if v.is_none() { None } else { Some(v.extract::<Vec<u8>>()?) })
+    };
+    let (Some(extra_data), Some(present)) = (bytes(pyo3::intern!(py, "extra_data"))?, bytes(pyo3::intern!(py, "columns_present"))?)
+    else { return Ok(None) };
+    Ok(Some(RawRowsHead {
+        extra_data,
+        width: event.getattr(pyo3::intern!(py, "column_count"))?.extract()?,
+        present,
+        present_after: bytes(pyo3::intern!(py, "columns_present_after"))?,
+        kind,
+        first: first.clone_ref(py),
+        second: second.map(|s| s.clone_ref(py)),
+    }))
 }
