@@ -570,8 +570,10 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
                 assert (python_events, all_events) == (3 + 2 * (3 + 2), 3 * 40 + 3 + 2 * (40 + 13))
                 assert sum(len(rows) for kind, rows in with_sink if kind == "transactions") == 40
                 # of those, taken from their bytes (never built): each table's TABLE_MAPs but the
-                # first and its rows events but the first two (40 and 13 of each)
-                assert from_bytes == [(40 - 1) + (13 - 1) + (40 - 2) + (13 - 2)]
+                # first and its rows events but the first two (40 and 13 of each), every GTID, the
+                # BEGINs but the first (the sink has not seen its bytes yet), and the XIDs of the
+                # 36 transactions the Python loop handled no event of
+                assert from_bytes == [(40 - 1) + (13 - 1) + (40 - 2) + (13 - 2) + 40 + (40 - 1) + 36]
             if name == "MariaDB, a transaction repeated":
                 # of the 60 repeated events the Python loop handles 2: the first repeat's rows
                 # event (which tells the sink what the next share) and so its XID
@@ -590,12 +592,13 @@ def test_the_event_sink_takes_plain_transactions_and_changes_no_row(monkeypatch)
                 # loop's, and so are the rows events until one has its images kept as bytes (the
                 # first two; the first one when the parser's TABLE_MAP cache decoded the switch
                 # back) with their transactions' XIDs: 2 + 5 + 5 + 3 events. From their bytes the
-                # sink takes the other TABLE_MAPs (9 of each 10) and rows events (8, 8 and 9);
-                # none of the other table's bytes is taken as the first's
+                # sink takes the other TABLE_MAPs (9 of each 10) and rows events (8, 8 and 9),
+                # the 30 GTIDs, the BEGINs but the first and the 25 other XIDs; none of the other
+                # table's bytes is taken as the first's
                 tables = [r["table_name"] for k, rows in with_sink if k == "row_changes" for r in rows]
                 assert tables == ["orders"] * 10 + ["orders2"] * 10 + ["orders"] * 10
                 assert python_events == 2 + 5 + 5 + 3
-                assert from_bytes == [(9 + 8) + (9 + 8) + (9 + 9)]
+                assert from_bytes == [(9 + 8) + (9 + 8) + (9 + 9) + 30 + 29 + 25]
             if name == "a misfit at the XID":
                 # the sink appended the fourth transactions row, met the misfit, took the row back
                 # and left the XID to the Python loop (the ninth event it handles, after the file's

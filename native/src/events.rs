@@ -130,6 +130,34 @@ fn gtid_tail(body: &[u8]) -> Option<[Option<u64>; 8]> {
     Some(v)
 }
 
+/// A GTID or ANONYMOUS_GTID event's values as `decode_gtid` decodes them: the GTID text (None
+/// for an anonymous one), the flags, the UUID text, the GNO and `gtid_tail`'s values.
+pub(crate) struct GtidParts {
+    pub gtid: Option<String>,
+    pub flags: u8,
+    pub uuid: String,
+    pub gno: u64,
+    /// last_committed, sequence_number, immediate and original commit timestamps, transaction
+    /// length, immediate and original server versions, commit group ticket
+    pub tail: [Option<u64>; 8],
+}
+
+/// `GtidParts` of a GTID (33) / ANONYMOUS_GTID (34) body, or None: let the Python decoder
+/// decode it (and raise what is wrong).
+pub(crate) fn gtid_parts(body: &[u8], anonymous: bool) -> Option<GtidParts> {
+    if body.len() < 25 {
+        return None;
+    }
+    let gno = le(&body[17..25]);
+    if (anonymous && gno != 0) || (!anonymous && !(1..MAX_GNO).contains(&gno)) {
+        return None;
+    }
+    let tail = gtid_tail(body)?;
+    let uuid = uuid_text(&body[1..17]);
+    let gtid = (!anonymous).then(|| format!("{uuid}:{gno}"));
+    Some(GtidParts { gtid, flags: body[0], uuid, gno, tail })
+}
+
 /// GTID (33) / ANONYMOUS_GTID (34): `GtidEvent`.
 pub(crate) fn decode_gtid<'py>(
     py: Python<'py>,
@@ -138,22 +166,24 @@ pub(crate) fn decode_gtid<'py>(
     anonymous: bool,
     body: &[u8],
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if body.len() < 25 {
-        return Ok(None);
-    }
-    let gno = le(&body[17..25]);
-    if (anonymous && gno != 0) || (!anonymous && !(1..MAX_GNO).contains(&gno)) {
-        return Ok(None);
-    }
-    let Some(tail) = gtid_tail(body) else { return Ok(None) };
-    let uuid = uuid_text(&body[1..17]);
-    let gtid = if anonymous { none(py) } else { PyString::new(py, &format!("{uuid}:{gno}")).into_any() };
-    let [lc, seq, imm_ts, orig_ts, trx_len, imm_ver, orig_ver, ticket] = tail;
+    let Some(p) = gtid_parts(body, anonymous) else { return Ok(None) };
+    let gtid = match &p.gtid {
+        Some(g) => PyString::new(py, g).into_any(),
+        None => none(py),
+    };
+    let [lc, seq, imm_ts, orig_ts, trx_len, imm_ver, orig_ver, ticket] = p.tail;
     Ok(Some(types.gtid.make(py, [
-        header.clone(), gtid, uint(py, body[0] as u64), PyString::new(py, &uuid).into_any(), none(py),
-        uint(py, gno), opt(py, lc), opt(py, seq), opt(py, imm_ts), opt(py, orig_ts), opt(py, trx_len),
+        header.clone(), gtid, uint(py, p.flags as u64), PyString::new(py, &p.uuid).into_any(), none(py),
+        uint(py, p.gno), opt(py, lc), opt(py, seq), opt(py, imm_ts), opt(py, orig_ts), opt(py, trx_len),
         opt(py, imm_ver), opt(py, orig_ver), opt(py, ticket),
     ])?))
+}
+
+/// An XID (16) body's transaction id as `decode_xid` reads it (`phls`: the post-header
+/// lengths), or None: let the Python decoder decode it.
+pub(crate) fn xid_value(body: &[u8], phls: &[u8]) -> Option<u64> {
+    let ph = phls.get(15).copied().unwrap_or(0) as usize;
+    field(body, ph, 8)
 }
 
 /// XID (16): `XidEvent`.
@@ -164,8 +194,7 @@ pub(crate) fn decode_xid<'py>(
     body: &[u8],
     phls: &[u8],
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let ph = phls.get(15).copied().unwrap_or(0) as usize;
-    let Some(xid) = field(body, ph, 8) else { return Ok(None) };
+    let Some(xid) = xid_value(body, phls) else { return Ok(None) };
     Ok(Some(types.xid.make(py, [header.clone(), uint(py, xid)])?))
 }
 

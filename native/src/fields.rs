@@ -63,6 +63,13 @@ pub(crate) fn fields_text(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &Fie
     fields_inner(py, event, layout).ok().flatten()
 }
 
+impl FieldsLayout {
+    /// `"name":` of each field after the header, in order.
+    pub(crate) fn keys_json(&self) -> &[String] {
+        &self.keys_json
+    }
+}
+
 fn fields_inner(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout) -> PyResult<Option<String>> {
     if event.get_type().as_ptr() != layout.slots.cls.as_ptr() {
         return Ok(None);

@@ -287,27 +287,20 @@ impl Frames {
             let Some(sink) = sink.map(|s| s.bind(py).clone()) else { return self.hand_out(py, f) };
             let at = Place { pos: self.pos, next_pos: self.pos + f.size, type_code: f.type_code, fields: f.fields,
                              checksum_ok: f.checksum_ok };
-            // a TABLE_MAP or rows event the standard decoder would decode: first offered as its
-            // bytes, so one the sink takes is never built
-            let from_bytes = matches!(f.type_code, TABLE_MAP | 23..=25 | 30..=32) && self.standard_decoder(py, f.type_code)?;
-            if from_bytes {
-                let (body, ctx) = (&self.bytes()[f.body.clone()], self.ctx.bind(py));
-                let mut s = sink.try_borrow_mut()?;
-                let taken = if f.type_code == TABLE_MAP {
-                    s.take_table_map_bytes(py, body, &at, ctx)
-                } else {
-                    s.take_rows_bytes(py, body, &at, ctx)
-                };
-                if taken {
-                    self.pos = at.next_pos;
-                    continue;
-                }
+            // an event the standard decoder would decode: first offered as its bytes, so one the
+            // sink takes is never built
+            let from_bytes = self.standard_decoder(py, f.type_code)?;
+            let ctx = self.ctx.bind(py).clone();
+            if from_bytes && sink.try_borrow_mut()?.take_bytes(py, &self.bytes()[f.body.clone()], &at, &ctx) {
+                self.pos = at.next_pos;
+                continue;
             }
             let Some(event) = self.framed_event(py, &f)? else { return Ok(None) };
             let mut s = sink.try_borrow_mut()?;
-            if !s.take_event(py, &event.1, &at) {
+            let body = &self.bytes()[f.body.clone()];
+            if !s.take_event(py, &event.1, &at, body, &ctx) {
                 if from_bytes && f.type_code == TABLE_MAP {
-                    s.handed_out_table_map(py, &self.bytes()[f.body.clone()], self.ctx.bind(py), &event.1);
+                    s.handed_out_table_map(py, body, &ctx, &event.1);
                 }
                 drop(s);
                 return self.handed_out(py, f, event);
@@ -316,11 +309,18 @@ impl Frames {
         }
     }
 
-    /// Whether the dispatch decodes events of type `t` with the standard decoder of TABLE_MAP or
-    /// rows events (what `EventSink`'s takes from bytes stand for).
+    /// Whether the dispatch decodes events of type `t` with the standard decoder the sink's
+    /// takes from bytes stand for (`EventSink::take_bytes`): GTID, XID, QUERY, TABLE_MAP, rows.
     fn standard_decoder(&self, py: Python<'_>, t: u8) -> PyResult<bool> {
         let types = self.types.get();
-        let want = if t == TABLE_MAP { &types.dec_table_map } else { &types.dec_rows };
+        let want = match t {
+            GTID | ANONYMOUS_GTID => &types.dec_gtid,
+            XID => &types.dec_xid,
+            QUERY => &types.dec_query,
+            TABLE_MAP => &types.dec_table_map,
+            23..=25 | 30..=32 => &types.dec_rows,
+            _ => return Ok(false),
+        };
         Ok(self.dispatch.bind(py).get_item(t)?.is_some_and(|d| d.is(want)))
     }
 

@@ -31,6 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::columns::{Cell, ImageColumns, RowColumns};
+use crate::events::{gtid_parts, xid_value, GtidParts};
 use crate::fields::{fields_text, FieldsLayout};
 use crate::render::{images_from_data, render_changes_into, ImageLayout};
 use crate::{count_images, le, packed_int, sides, uint, ImageReader, RowImages};
@@ -191,6 +192,9 @@ pub struct EventSink {
     /// the last TABLE_MAP the framing loop handed out, and its event (for `remember_table_map`)
     handed_out_table_map: Option<(RawTableMap, Py<PyAny>)>,
     rows_heads: HashMap<(u64, u8, u64), RowsHead>,
+    /// BEGIN events the sink took as events, by their bytes and what decoding them depends on
+    /// (the QUERY post-header length, the binlog version): their fields JSON and `db` column
+    begins: HashMap<QueryKey, (String, Option<Py<PyAny>>)>,
     /// the open transaction's `gtid` and `trx_pos` columns (None: no transaction is open)
     trx: Option<(Py<PyAny>, Py<PyAny>)>,
     /// the open transaction when the sink opened it
@@ -239,6 +243,7 @@ impl EventSink {
             table_maps: HashMap::new(),
             handed_out_table_map: None,
             rows_heads: HashMap::new(),
+            begins: HashMap::new(),
             trx: None,
             own: None,
             counts: TrxCounts::default(),
@@ -380,27 +385,27 @@ impl EventSink {
     /// All or nothing: on an error or a panic the buffers are cut back to where they were and
     /// the event is declined. Each handler changes the sink's own state only after its last
     /// append.
-    pub(crate) fn take_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> bool {
-        self.guarded(py, |sink, marks| sink.dispatch(py, event, at, marks))
+    pub(crate) fn take_event(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, body: &[u8],
+                             ctx: &Bound<'_, PyAny>) -> bool {
+        self.guarded(py, |sink, marks| sink.dispatch(py, event, at, marks, body, ctx))
     }
 
-    /// `take_event` for a rows event, from its bytes as framed (`body`) and the decoder context:
-    /// taken when its table's rows events were shown to the sink with the same head, column
-    /// bitmaps and TABLE_MAP, so that the event the framing loop would build is the one
-    /// `rows_event` takes. False: the framing loop builds the event and offers it.
-    pub(crate) fn take_rows_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> bool {
-        let taken = self.trx.is_some() && self.guarded(py, |sink, marks| sink.rows_bytes(py, body, at, ctx, marks.row_changes));
-        self.from_bytes += taken as usize;
-        taken
-    }
-
-    /// `take_event` for a TABLE_MAP, from its bytes as framed: taken when they are the bytes
-    /// of the TABLE_MAP the sink was shown for this table id, under the same post-header length
-    /// and server version, and the table id's TABLE_MAP in the context is still that one. The
-    /// context keeps it (a TABLE_MAP decoded from the same bytes: the same columns and names).
-    pub(crate) fn take_table_map_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>)
-                                       -> bool {
-        let taken = self.trx.is_some() && self.guarded(py, |sink, _| sink.table_map_bytes(py, body, at, ctx));
+    /// `take_event` for an event of the sink's types from its bytes as framed (`body`) and
+    /// the decoder context, so that an event the sink takes is never built. Only where what the
+    /// bytes decode to is known to be what `take_event` takes: a GTID, an XID (decoded here as
+    /// the standard decoders do); a BEGIN, TABLE_MAP or rows event whose bytes (a rows event's
+    /// head, column bitmaps and TABLE_MAP) are those of one the sink was shown. False: the
+    /// framing loop builds the event and offers it to `take_event`.
+    pub(crate) fn take_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> bool {
+        let open = self.trx.is_some();
+        let taken = match at.type_code {
+            GTID | ANONYMOUS_GTID if !open => self.guarded(py, |sink, _| sink.gtid_bytes(py, body, at)),
+            XID if self.own.is_some() => self.guarded(py, |sink, _| sink.xid_bytes(py, body, at, ctx)),
+            QUERY if self.own.is_some() => self.guarded(py, |sink, _| sink.begin_bytes(py, body, at, ctx)),
+            TABLE_MAP if open => self.guarded(py, |sink, _| sink.table_map_bytes(py, body, at, ctx)),
+            23..=25 | 30..=32 if open => self.guarded(py, |sink, marks| sink.rows_bytes(py, body, at, ctx, marks.row_changes)),
+            _ => false,
+        };
         self.from_bytes += taken as usize;
         taken
     }
@@ -458,7 +463,8 @@ impl EventSink {
         }
     }
 
-    fn dispatch(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, marks: &Marks) -> PyResult<bool> {
+    fn dispatch(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, marks: &Marks, body: &[u8],
+                ctx: &Bound<'_, PyAny>) -> PyResult<bool> {
         match at.type_code {
             GTID | ANONYMOUS_GTID if self.trx.is_none() => self.gtid(py, event, at),
             MARIA_GTID if self.trx.is_none() => self.maria_gtid(py, event, at),
@@ -466,9 +472,7 @@ impl EventSink {
             TABLE_MAP => self.table_map(py, event, at),
             ROWS_QUERY | MARIA_ANNOTATE_ROWS => self.annotation(py, event, at),
             23..=25 | 30..=32 => self.rows_event(py, event, at, marks.row_changes),
-            QUERY if self.own.as_ref().is_some_and(|t| !t.began_with_begin && !self.counts.substantive) => {
-                self.begin(py, event, at)
-            }
+            QUERY if self.after_own_gtid() => self.begin(py, event, at, body, ctx),
             XID if self.own.is_some() => self.xid(py, event, at),
             _ => Ok(false),
         }
@@ -506,6 +510,66 @@ impl EventSink {
             began_with_begin: false,
         };
         self.open_own(py, at, fields, trx)
+    }
+
+    /// `gtid` from the event's bytes, decoded as `events::decode_gtid` decodes them.
+    fn gtid_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place) -> PyResult<bool> {
+        let anonymous = at.type_code == ANONYMOUS_GTID;
+        let Some(p) = gtid_parts(body, anonymous) else { return Ok(false) };
+        let Some(fields) = self.gtid_fields_json(py, at.type_code, &p) else { return Ok(false) };
+        let [lc, seq, imm, orig, trx_len, imm_ver, orig_ver, _] = p.tail;
+        let none = || py.None();
+        let int = |v: Option<u64>| opt_uint(py, v).unbind();
+        let trx = OwnTrx {
+            start_pos: at.pos,
+            begin_us: event_us(at),
+            server_id: at.fields[1],
+            gtid: p.gtid.as_deref().map_or_else(none, |g| PyString::new(py, g).into_any().unbind()),
+            kind: if anonymous { GtidKind::Anonymous } else { GtidKind::Gtid },
+            uuid: if anonymous { none() } else { PyString::new(py, &p.uuid).into_any().unbind() },
+            gno: if anonymous { none() } else { uint(py, p.gno).unbind() },
+            mariadb: None,
+            last_committed: int(lc),
+            sequence_number: int(seq),
+            transaction_length: int(trx_len),
+            original_server_version: int(orig_ver),
+            immediate_server_version: int(imm_ver),
+            immediate_commit_us: valid_us_of(imm),
+            original_commit_us: valid_us_of(orig.or(imm)),
+            commit_us: int(imm),
+            began_with_begin: false,
+        };
+        self.open_own(py, at, fields, trx)
+    }
+
+    /// A GTID event's fields JSON (`compact_json(event.fields())`) from its decoded values, with
+    /// the keys of the extension's layout of `GtidEvent` (None: no layout, or not of its
+    /// fields: `decode_gtid`'s values in their order).
+    fn gtid_fields_json(&self, py: Python<'_>, type_code: u8, p: &GtidParts) -> Option<String> {
+        let layout = self.fields.get(&type_code)?.bind(py).get();
+        let keys = layout.keys_json();
+        if keys.len() != 13 {
+            return None;
+        }
+        let quoted = |s: &str| format!("\"{s}\""); // hex digits, dashes and a colon: nothing to escape
+        let int = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+        let [lc, seq, imm, orig, trx_len, imm_ver, orig_ver, ticket] = p.tail;
+        let values = [
+            p.gtid.as_deref().map_or_else(|| "null".to_owned(), quoted), p.flags.to_string(), quoted(&p.uuid),
+            "null".to_owned(), p.gno.to_string(), int(lc), int(seq), int(imm), int(orig), int(trx_len), int(imm_ver),
+            int(orig_ver), int(ticket),
+        ];
+        let mut out = String::with_capacity(400);
+        out.push('{');
+        for (i, (key, value)) in keys.iter().zip(&values).enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(key);
+            out.push_str(value);
+        }
+        out.push('}');
+        Some(out)
     }
 
     /// A MariaDB GTID with no transaction open: the sink opens one (`RangeDecoder._open_trx`).
@@ -582,16 +646,47 @@ impl EventSink {
         Ok(true)
     }
 
-    /// The BEGIN right after the GTID of a transaction the sink opened.
-    fn begin(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
+    /// Whether the open transaction is the sink's and nothing but its GTID is in it yet (where
+    /// a BEGIN is the sink's to take).
+    fn after_own_gtid(&self) -> bool {
+        self.own.as_ref().is_some_and(|t| !t.began_with_begin && !self.counts.substantive)
+    }
+
+    /// The BEGIN right after the GTID of a transaction the sink opened; its bytes (`body`) are
+    /// remembered for `begin_bytes`.
+    fn begin(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place, body: &[u8], ctx: &Bound<'_, PyAny>)
+             -> PyResult<bool> {
         let query = event.getattr(pyo3::intern!(py, "query"))?;
         if !query.cast::<PyString>().is_ok_and(|q| q.to_str().is_ok_and(|q| q == "BEGIN")) {
             return Ok(false);
         }
         let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
         let schema = event.getattr(pyo3::intern!(py, "schema"))?;
-        let db = if schema.is_truthy()? { Cell::Py(&schema) } else { Cell::Null };
-        if !self.append_event(py, at, db, Cell::Null, Cell::Str(&fields))? {
+        let db = if schema.is_truthy()? { Some(schema.unbind()) } else { None };
+        if !self.begin_with(py, at, &fields, db.as_ref())? {
+            return Ok(false);
+        }
+        if self.begins.len() >= 1024 {
+            self.begins.clear();
+        }
+        self.begins.insert(query_key(py, ctx, body)?, (fields, db));
+        Ok(true)
+    }
+
+    /// `begin` from the event's bytes: those of a BEGIN it took, under the same decoding.
+    fn begin_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if !self.after_own_gtid() {
+            return Ok(false);
+        }
+        let Some((fields, db)) = self.begins.get(&query_key(py, ctx, body)?) else { return Ok(false) };
+        let (fields, db) = (fields.clone(), db.as_ref().map(|d| d.clone_ref(py)));
+        self.begin_with(py, at, &fields, db.as_ref())
+    }
+
+    /// The BEGIN's `bronze.events` row (`fields`, `db`) in the transaction the sink opened.
+    fn begin_with(&mut self, py: Python<'_>, at: &Place, fields: &str, db: Option<&Py<PyAny>>) -> PyResult<bool> {
+        let db = db.map(|d| d.bind(py).clone());
+        if !self.append_event(py, at, db.as_ref().map_or(Cell::Null, Cell::Py), Cell::Null, Cell::Str(fields))? {
             return Ok(false);
         }
         if let Some(t) = self.own.as_mut() {
@@ -605,11 +700,26 @@ impl EventSink {
     /// The XID that ends a transaction the sink opened: its `silver.transactions` row and its
     /// row changes' commit time (`RangeDecoder._close_trx`).
     fn xid(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, at: &Place) -> PyResult<bool> {
-        let xid = event.getattr(pyo3::intern!(py, "xid"))?;
-        if xid.extract::<i64>().is_err() {
-            return Ok(false); // too large for its column: the Python loop stores NULL and says so
-        }
+        let Ok(xid) = event.getattr(pyo3::intern!(py, "xid"))?.extract::<u64>() else { return Ok(false) };
         let Some(fields) = self.fields_json(py, event, at.type_code) else { return Ok(false) };
+        self.end_own(py, at, xid, &fields)
+    }
+
+    /// `xid` from the event's bytes, decoded as `events::decode_xid` decodes them.
+    fn xid_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let phls = ctx.getattr(pyo3::intern!(py, "post_header_lengths"))?;
+        let Some(xid) = xid_value(body, phls.cast::<pyo3::types::PyBytes>()?.as_bytes()) else { return Ok(false) };
+        let layout = self.fields.get(&XID).map(|l| l.bind(py).get());
+        let Some([key]) = layout.map(|l| l.keys_json()) else { return Ok(false) };
+        self.end_own(py, at, xid, &format!("{{{key}{xid}}}"))
+    }
+
+    /// The end of a transaction the sink opened, by the XID `xid` (`fields`: its fields JSON).
+    /// An `xid` too large for its BIGINT column is the Python loop's (it stores NULL and says so).
+    fn end_own(&mut self, py: Python<'_>, at: &Place, xid: u64, fields: &str) -> PyResult<bool> {
+        if i64::try_from(xid).is_err() {
+            return Ok(false);
+        }
         let Some(t) = self.own.as_deref() else { return Ok(false) };
         let Some((gtid_col, _)) = &self.trx else { return Ok(false) };
         let c = &self.counts;
@@ -632,7 +742,7 @@ impl EventSink {
             Cell::Null, Cell::Py(gno), Cell::Py(&domain_id), maria_server_id, Cell::Py(&seq_no), Cell::Py(last_committed),
             Cell::Py(sequence_number), opt(t.begin_us), opt(header_us), opt(t.original_commit_us), opt(t.immediate_commit_us),
             Cell::Py(original_version), Cell::Py(immediate_version), Cell::Py(transaction_length), Cell::UInt(t.server_id),
-            Cell::Py(&xid), Cell::UInt(c.events as u64 + 1), Cell::UInt(c.rows as u64), Cell::Py(&statements),
+            Cell::UInt(xid), Cell::UInt(c.events as u64 + 1), Cell::UInt(c.rows as u64), Cell::Py(&statements),
             Cell::Py(&tables), Cell::Str(kind), Cell::Str("XID"), Cell::Py(&complete),
         ];
         let commit = valid_us(t.commit_us.bind(py))?.or(header_us);
@@ -648,7 +758,7 @@ impl EventSink {
             return Ok(false); // a value too large for its column: the Python loop stores NULL and says so
         }
         let trx_cols = (gtid_col.clone_ref(py), uint(py, t.start_pos).unbind());
-        if !self.append_event_of(py, at, &trx_cols, Cell::Null, Cell::Null, Cell::Str(&fields))? {
+        if !self.append_event_of(py, at, &trx_cols, Cell::Null, Cell::Null, Cell::Str(fields))? {
             return Ok(false);
         }
         let mut times = self.commit_times.bind(py).try_borrow_mut()?;
@@ -891,7 +1001,22 @@ fn event_us(at: &Place) -> Option<u64> {
 /// A commit timestamp in microseconds as `records._valid_us` keeps it: None when absent (None
 /// or 0) or past what a TIMESTAMP holds.
 fn valid_us(v: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
-    Ok(if v.is_none() { None } else { Some(v.extract::<u64>()?).filter(|&us| us != 0 && us <= MAX_US) })
+    Ok(if v.is_none() { None } else { valid_us_of(Some(v.extract::<u64>()?)) })
+}
+
+/// `valid_us` of a decoded value.
+fn valid_us_of(v: Option<u64>) -> Option<u64> {
+    v.filter(|&us| us != 0 && us <= MAX_US)
+}
+
+/// What a QUERY event's decoding depends on (`events::decode_query`): the post-header length,
+/// the binlog version and its bytes (a sink serves one range of one file: one server).
+type QueryKey = (u8, u32, Vec<u8>);
+
+/// `QueryKey` of a QUERY event's bytes under the context.
+fn query_key(py: Python<'_>, ctx: &Bound<'_, PyAny>, body: &[u8]) -> PyResult<QueryKey> {
+    let version: u32 = ctx.getattr(pyo3::intern!(py, "binlog_version"))?.extract()?;
+    Ok((post_header_length(py, ctx, QUERY)? as u8, version, body.to_vec()))
 }
 
 fn opt_uint(py: Python<'_>, v: Option<u64>) -> Bound<'_, PyAny> {
