@@ -212,23 +212,29 @@ class TreeCpu:
 
     def by_process(self) -> dict[str, float]:
         """The CPU-seconds by kind of process: ``driver`` (this Python process, less the
-        sampler), ``JVM``, ``Python workers`` (the daemon and the workers it forks)."""
-        import psutil
-
-        out = dict.fromkeys(("driver", "JVM", "Python workers"), 0.0)
+        sampler), ``JVM``, ``Python workers`` (the daemon and the workers it forks); and
+        ``Python processes``, how many of those used CPU in the job."""
+        out = dict.fromkeys(("driver", "JVM", "Python workers", "Python processes"), 0.0)
         me = os.getpid()
         for pid, (start, last) in self._cpu.items():
             if pid == me:
-                kind = "driver"
-            else:
-                try:
-                    java = "java" in self._procs[pid].name()
-                except psutil.Error:  # gone: only Python workers come and go during a job
-                    java = False
-                kind = "JVM" if java else "Python workers"
-            out[kind] += last - start
-        out["driver"] -= self._sampler_cpu
+                out["driver"] += last - start - self._sampler_cpu
+            elif "java" in _name(self._procs[pid]):
+                out["JVM"] += last - start
+            else:  # the Python daemon and the workers it forks (gone ones: only those come and go)
+                out["Python workers"] += last - start
+                out["Python processes"] += last > start
         return out
+
+
+def _name(proc: Any) -> str:
+    """A process's name, "" once it is gone."""
+    import psutil
+
+    try:
+        return str(proc.name())
+    except psutil.Error:
+        return ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,7 +441,8 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
         lines.append(f"  ingest: {r.files} files, {r.split_files} split, decode+stage {r.decode_seconds:.1f}s wall, "
                      f"table writes {r.write_seconds:.1f}s wall; ratio CPU {ingest.cpu_s / copy.cpu_s:.2f}, "
                      f"wall {ingest.wall_s / copy.wall_s:.2f}")
-        lines += [f"  {m.name} CPU-s by process: " + ", ".join(f"{k} {v:.1f}" for k, v in m.processes.items())
+        lines += [f"  {m.name} CPU-s by process: " + ", ".join(
+            f"{k} {v:.0f}" if k == "Python processes" else f"{k} {v:.1f}" for k, v in m.processes.items())
                   for m in (copy, ingest)]
     if gold is not None:  # tasks column: the gold tables written
         lines.append(f"{gold.name:<34} {gold.mb:8.1f} {gold.wall_s:8.1f} {gold.cpu_s:8.1f} "

@@ -290,6 +290,9 @@ impl MapBuilder {
 pub struct ImageColumns {
     pub(crate) maps: [MapBuilder; 2],
     pub(crate) jsons: [Utf8Builder; 2],
+    /// where the renderer writes an image's JSON before appending it (kept: no `String` per
+    /// image)
+    pub(crate) scratch: String,
 }
 
 impl ImageColumns {

@@ -760,10 +760,20 @@ fn text<'py>(py: Python<'py>, data: &[u8], conv: &Conv) -> PyResult<Bound<'py, P
 /// zeros or "0", "." and exactly `scale` digits), or None when a group holds more than its
 /// digits (never written by a server; the Python decoder's exact slow path handles it).
 fn decimal_text(raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> Option<String> {
+    let mut out = String::with_capacity(48);
+    push_decimal(&mut out, raw, scale, groups).then_some(out)
+}
+
+/// `decimal_text` appended to `out` (false: None there; `out` may then hold part of it).
+/// Written in place: the integer digits, their leading zeros taken out, then the fraction's.
+pub(crate) fn push_decimal(out: &mut String, raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> bool {
     let negative = raw[0] & 0x80 == 0;
     let flip: u8 = if negative { 0xFF } else { 0 };
-    let mut int_digits = String::with_capacity(80);
-    let mut frac_digits = String::with_capacity(32);
+    if negative {
+        out.push('-');
+    }
+    let int_start = out.len();
+    let mut in_fraction = false;
     let mut off = 0;
     for &(nbytes, ndigits, is_frac) in groups {
         let mut v: u64 = 0;
@@ -776,22 +786,43 @@ fn decimal_text(raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> Op
         }
         off += nbytes;
         if v >= POW10[ndigits] {
-            return None;
+            return false;
         }
-        let dst = if is_frac { &mut frac_digits } else { &mut int_digits };
-        digits::push_padded(dst, v as i64, ndigits);
+        if is_frac {
+            if !in_fraction {
+                end_integer_digits(out, int_start);
+                if scale > 0 {
+                    out.push('.');
+                }
+                in_fraction = true;
+            }
+            if scale > 0 {
+                digits::push_padded(out, v as i64, ndigits);
+            }
+        } else if in_fraction {
+            return false; // never written: the integer groups come first
+        } else {
+            digits::push_padded(out, v as i64, ndigits);
+        }
     }
-    let int_part = int_digits.trim_start_matches('0');
-    let mut out = String::with_capacity(int_part.len() + scale + 3);
-    if negative {
-        out.push('-');
+    if !in_fraction {
+        end_integer_digits(out, int_start);
+        if scale > 0 {
+            out.push('.'); // a fraction of no group (never written)
+        }
     }
-    out.push_str(if int_part.is_empty() { "0" } else { int_part });
-    if scale > 0 {
-        out.push('.');
-        out.push_str(&frac_digits);
+    true
+}
+
+/// The integer digits from `start` without their leading zeros, or "0".
+fn end_integer_digits(out: &mut String, start: usize) {
+    let zeros = out[start..].bytes().take_while(|&b| b == b'0').count();
+    if zeros == out.len() - start {
+        out.truncate(start);
+        out.push('0');
+    } else if zeros > 0 {
+        out.replace_range(start..start + zeros, "");
     }
-    Some(out)
 }
 
 /// The rows of one event body `data[pos:]`: a tuple of `RowChange`, or None when anything is

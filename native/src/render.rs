@@ -23,7 +23,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use crate::columns::{arrow_utf8, ImageColumns, MapBuilder, Overflow, Utf8Builder};
 use crate::digits::{push_hex, push_int, push_padded};
 use crate::{
-    date_fields, datetime2_fields, decimal_text, frac_bytes, le, time2_fields, timestamp2_fields, Col, Conv,
+    date_fields, datetime2_fields, frac_bytes, push_decimal, le, time2_fields, timestamp2_fields, Col, Conv,
     ImageReader, RowImages, SlotLayout, ValueTypes,
 };
 
@@ -156,10 +156,11 @@ fn push_frac(out: &mut String, usec: i64, fsp: i64) {
     if fsp <= 0 {
         return;
     }
-    let mut digits = String::with_capacity(8);
-    push_padded(&mut digits, usec, 6);
+    // the six digits, then cut to `fsp` of them
     out.push('.');
-    out.push_str(&digits[..digits.len().min(fsp as usize)]);
+    let start = out.len();
+    push_padded(out, usec, 6);
+    out.truncate(start + (out.len() - start).min(fsp as usize));
 }
 
 /// `%04d-%02d-%02d` and, with a time, ` %02d:%02d:%02d` (`temporal.py`'s `__str__`).
@@ -180,45 +181,60 @@ fn push_date_time(out: &mut String, [y, mo, d]: [i64; 3], time: Option<[i64; 3]>
 }
 
 /// `str()` of a `temporal.DateTime` of these fields.
-fn datetime_text([y, mo, d, h, mi, sec, us, fsp]: [i64; 8]) -> String {
+fn datetime_text(fields: [i64; 8]) -> String {
     let mut s = String::with_capacity(26);
-    push_date_time(&mut s, [y, mo, d], Some([h, mi, sec]));
-    push_frac(&mut s, us, fsp);
+    push_datetime(&mut s, fields);
     s
+}
+
+/// `datetime_text` appended to `out`.
+fn push_datetime(out: &mut String, [y, mo, d, h, mi, sec, us, fsp]: [i64; 8]) {
+    push_date_time(out, [y, mo, d], Some([h, mi, sec]));
+    push_frac(out, us, fsp);
 }
 
 /// `str()` of a `temporal.Timestamp` of these fields, or None beyond `datetime`'s years
 /// (1..9999), where the Python renderer raises.
-fn timestamp_text([seconds, us, fsp]: [i64; 3]) -> Option<String> {
+fn timestamp_text(fields: [i64; 3]) -> Option<String> {
     let mut s = String::with_capacity(26);
+    push_timestamp(&mut s, fields).then_some(s)
+}
+
+/// `timestamp_text` appended to `out` (false, nothing appended: beyond `datetime`'s years).
+fn push_timestamp(out: &mut String, [seconds, us, fsp]: [i64; 3]) -> bool {
     if seconds == 0 && us == 0 {
-        s.push_str("0000-00-00 00:00:00");
-        push_frac(&mut s, 0, fsp);
-        return Some(s);
+        out.push_str("0000-00-00 00:00:00");
+        push_frac(out, 0, fsp);
+        return true;
     }
     if !(-62_135_596_800..=253_402_300_799).contains(&seconds) {
-        return None;
+        return false;
     }
     let (days, secs) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
     let (y, mo, d) = civil_from_days(days);
-    push_date_time(&mut s, [y, mo, d], Some([secs / 3600, secs / 60 % 60, secs % 60]));
-    push_frac(&mut s, us, fsp);
-    Some(s)
+    push_date_time(out, [y, mo, d], Some([secs / 3600, secs / 60 % 60, secs % 60]));
+    push_frac(out, us, fsp);
+    true
 }
 
 /// `str()` of a `temporal.Time` of these fields.
-fn time_text(neg: bool, [h, mi, sec, us, fsp]: [i64; 5]) -> String {
+fn time_text(neg: bool, fields: [i64; 5]) -> String {
     let mut s = String::with_capacity(20);
-    if neg {
-        s.push('-');
-    }
-    push_padded(&mut s, h, 2);
-    s.push(':');
-    push_padded(&mut s, mi, 2);
-    s.push(':');
-    push_padded(&mut s, sec, 2);
-    push_frac(&mut s, us, fsp);
+    push_time(&mut s, neg, fields);
     s
+}
+
+/// `time_text` appended to `out`.
+fn push_time(out: &mut String, neg: bool, [h, mi, sec, us, fsp]: [i64; 5]) {
+    if neg {
+        out.push('-');
+    }
+    push_padded(out, h, 2);
+    out.push(':');
+    push_padded(out, mi, 2);
+    out.push(':');
+    push_padded(out, sec, 2);
+    push_frac(out, us, fsp);
 }
 
 /// A value whose JSON is its text quoted (temporals, DECIMALs).
@@ -229,6 +245,21 @@ fn emit_quoted(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(),
     Ok(text.push(s.as_bytes())?)
 }
 
+/// `emit_quoted` of the text `write` appends to `json` (false: it appended none, and this
+/// writes nothing either). No `String` per value: the text is written once, into the JSON.
+fn emit_quoted_with(json: &mut String, text: &mut Utf8Builder, write: impl FnOnce(&mut String) -> bool)
+                    -> Result<bool, Fallback> {
+    json.push('"');
+    let start = json.len();
+    if !write(json) {
+        json.truncate(start - 1);
+        return Ok(false);
+    }
+    text.push(&json.as_bytes()[start..])?;
+    json.push('"');
+    Ok(true)
+}
+
 /// A text value: a JSON string, and itself.
 fn emit_str(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
     push_json_str(json, s);
@@ -237,6 +268,12 @@ fn emit_str(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fa
 
 /// An integer: `%04d` and quoted for YEAR, a JSON string beyond +-2**53, else a number.
 fn emit_int(col: &RenderCol, n: i64, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+    if !col.year && (-MAX_SAFE..=MAX_SAFE).contains(&n) {
+        // a JSON number: its digits are the text
+        let start = json.len();
+        push_int(json, n);
+        return Ok(text.push(&json.as_bytes()[start..])?);
+    }
     let mut s = String::with_capacity(20);
     if col.year {
         push_padded(&mut s, n, 4);
@@ -464,34 +501,50 @@ impl ImageLayout {
                 }
             }
             Col::Decimal { size, scale, groups, .. } if col.scale == Some(*scale) => {
-                if let Some(s) = decimal_text(at(*size)?, *scale, groups).filter(|s| plain_decimal(s, *scale)) {
-                    emit_quoted(&s, json, text)?;
+                let raw = at(*size)?;
+                let written = emit_quoted_with(json, text, |out| {
+                    let start = out.len();
+                    let plain = push_decimal(out, raw, *scale, groups) && plain_decimal(&out[start..], *scale);
+                    if !plain {
+                        out.truncate(start);
+                    }
+                    plain
+                })?;
+                if written {
                     return Ok(pos + size);
                 }
             }
             Col::DateTime2 { fsp } => {
                 let size = 5 + frac_bytes(*fsp);
-                emit_quoted(&datetime_text(datetime2_fields(at(size)?, *fsp)), json, text)?;
+                let fields = datetime2_fields(at(size)?, *fsp);
+                emit_quoted_with(json, text, |out| {
+                    push_datetime(out, fields);
+                    true
+                })?;
                 return Ok(pos + size);
             }
             Col::Timestamp2 { fsp } => {
                 let size = 4 + frac_bytes(*fsp);
-                if let Some(s) = timestamp_text(timestamp2_fields(at(size)?, *fsp)) {
-                    emit_quoted(&s, json, text)?;
+                let fields = timestamp2_fields(at(size)?, *fsp);
+                if emit_quoted_with(json, text, |out| push_timestamp(out, fields))? {
                     return Ok(pos + size);
                 }
             }
             Col::Time2 { fsp } => {
                 let size = 3 + frac_bytes(*fsp);
                 let (neg, fields) = time2_fields(at(size)?, *fsp);
-                emit_quoted(&time_text(neg, fields), json, text)?;
+                emit_quoted_with(json, text, |out| {
+                    push_time(out, neg, fields);
+                    true
+                })?;
                 return Ok(pos + size);
             }
             Col::Date => {
                 let [y, mo, d] = date_fields(at(3)?);
-                let mut s = String::with_capacity(10);
-                push_date_time(&mut s, [y, mo, d], None);
-                emit_quoted(&s, json, text)?;
+                emit_quoted_with(json, text, |out| {
+                    push_date_time(out, [y, mo, d], None);
+                    true
+                })?;
                 return Ok(pos + 3);
             }
             _ => {}
@@ -553,6 +606,7 @@ impl ImageLayout {
 
     /// One image read from its bytes at `pos` by `reader` (whose columns are this layout's)
     /// appended to a side's map and JSON columns; returns where it ends.
+    #[allow(clippy::too_many_arguments)]
     fn image_from_bytes(
         &self,
         py: Python<'_>,
@@ -561,13 +615,14 @@ impl ImageLayout {
         mut pos: usize,
         map: &mut MapBuilder,
         json: &mut Utf8Builder,
+        text: &mut String,
     ) -> Result<usize, Fallback> {
         let t = self.types.get();
         let n = self.names.len();
         let nb = (n + 7) >> 3;
         let nulls = data.as_bytes().get(pos..pos + nb).ok_or(Fallback)?;
         pos += nb;
-        let mut text = String::with_capacity(16 * n + 2);
+        text.clear();
         text.push('{');
         for i in 0..n {
             if i > 0 {
@@ -579,7 +634,7 @@ impl ImageLayout {
                 text.push_str("null");
                 map.values.push_null();
             } else {
-                pos = self.value_from_bytes(py, t, &self.cols[i], reader, i, data, pos, &mut text, &mut map.values)?;
+                pos = self.value_from_bytes(py, t, &self.cols[i], reader, i, data, pos, text, &mut map.values)?;
             }
         }
         text.push('}');
@@ -654,7 +709,7 @@ fn into_inner(
         (Some(l), _) | (None, Some(l)) => l.types.get(),
         (None, None) => return Err(Fallback),
     };
-    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson] } = sink;
+    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson], .. } = sink;
     let mut n = 0;
     for change in changes.try_iter()? {
         let change = change?;
@@ -694,18 +749,18 @@ pub(crate) fn images_from_data(
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
     let (before, after) = (side(py, before, before_reader)?, side(py, after, after_reader)?);
-    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson] } = sink;
+    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson], scratch } = sink;
     let mut pos = start;
     for _ in 0..count {
         match before {
-            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bmap, bjson)?,
+            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bmap, bjson, scratch)?,
             None => {
                 bmap.end_row(false)?;
                 bjson.push_null();
             }
         }
         match after {
-            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, amap, ajson)?,
+            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, amap, ajson, scratch)?,
             None => {
                 amap.end_row(false)?;
                 ajson.push_null();
