@@ -316,10 +316,17 @@ _DAY_US = 86_400_000_000
 def utc_dates(timestamps: Any) -> Any:
     """The UTC date of each ``timestamp[us, UTC]`` (NULL stays NULL), as ``date32``.
 
-    Arrow's own cast to ``date32`` goes through the time zone for every value (about three times
-    the CPU); the tables' timestamps are UTC and never before 1970 (the decoder stores NULL for
-    any other, ``records._us`` / ``_valid_us``), so the day is the microseconds divided by a day's."""
+    The day is the microseconds floor-divided by a day's, over the array's own value buffer,
+    its validity bitmap kept as it is: Arrow's cast to ``date32`` goes through the time zone for
+    every value, and ``pyarrow.compute``'s divide and casts cost about six times this per batch
+    (both are the same days: ``test_columns``)."""
+    import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    return pc.divide(timestamps.cast(pa.int64()), _DAY_US).cast(pa.int32()).cast(pa.date32())
+    if timestamps.offset:  # a slice: its bitmap does not start at its first value
+        timestamps = pa.concat_arrays([timestamps])
+    validity, values = timestamps.buffers()
+    micros = np.frombuffer(values, dtype=np.int64, count=len(timestamps))
+    days = (micros // _DAY_US).astype(np.int32)  # a NULL's value is whatever: masked
+    return pa.Array.from_buffers(pa.date32(), len(timestamps), [validity, pa.py_buffer(days)],
+                                 null_count=timestamps.null_count)

@@ -307,3 +307,5 @@ def test_utc_dates_are_arrows_own_cast_to_date32() -> None:
     assert got.type == pa.date32() and got.equals(ts.cast(pa.date32()))
     assert got.to_pylist()[:3] == [dt.date(1970, 1, 1), dt.date(1970, 1, 1), dt.date(1970, 1, 2)]
     assert got.to_pylist()[3:] == [None, dt.date(2023, 11, 14), dt.date(9999, 12, 31)]
+    sliced = ts.slice(2)  # its bitmap starts two bits in
+    assert utc_dates(sliced).equals(sliced.cast(pa.date32())) and utc_dates(sliced).to_pylist()[1] is None
