@@ -41,6 +41,11 @@ GROUP_ROWS = 64 * 1024
 #: hold its whole output
 OPEN_FILES_PARTS = 2
 
+#: rows the Parquet writer encodes at a time (Arrow's default: 1024). Its levels, dictionary and
+#: page checks go batch by batch: 8192 wrote the bench file's tables in 5% less CPU, to the same
+#: bytes (pages are still cut at their size and 20,000 rows).
+WRITE_BATCH_ROWS = 8192
+
 _S3_CLIENTS: dict[str, Any] = {}
 
 #: the string columns that hold free text (JSON, SQL, messages): no Parquet dictionary for
@@ -130,7 +135,8 @@ class PartWriter:
         if self._writer is None:
             self._sink = pa.BufferOutputStream()
             self._writer = pq.ParquetWriter(self._sink, self.schema, write_statistics=self._statistics(),
-                                            use_dictionary=dictionary_columns(self.schema))
+                                            use_dictionary=dictionary_columns(self.schema),
+                                            write_batch_size=WRITE_BATCH_ROWS)
         group = pa.Table.from_batches(self._pending, schema=self.schema)
         self._writer.write_table(group)
         self._wrote(group)
