@@ -19,6 +19,13 @@
 //! as `RangeDecoder._close_trx` does. Anything else is declined and the Python loop handles the
 //! event as ever; so the tables are the same rows in the same order with or without the sink.
 //!
+//! The framing loop first offers such an event as its framed bytes (`take_bytes`) and builds the
+//! Python event only when the sink declines them: a GTID or XID is decoded here as `events.rs`
+//! decodes it, and a BEGIN, TABLE_MAP or rows event is taken when its bytes are those of one the
+//! sink was shown (for a TABLE_MAP and a rows event, while the context's TABLE_MAP of the table
+//! is still that one). Building the objects only to read them back was most of what was left of
+//! the loop's time.
+//!
 //! What the Python loop keeps per range and per transaction (events, GTIDs, tables, rows waiting
 //! for the commit time, ...) is counted here and handed over by `take`, which the Python loop
 //! calls before it handles its next event; a transaction the sink opened and has not ended then
@@ -61,7 +68,7 @@ struct TableMapRow {
 
 /// A TABLE_MAP the framing loop handed out, as it framed it: a repeat of these bytes under the
 /// same post-header length and server version decodes to the same event (the parser's TABLE_MAP
-/// cache holds them as one), so the sink takes it from its bytes (`take_table_map_bytes`).
+/// cache holds them as one), so the sink takes it from its bytes (`take_bytes`).
 struct RawTableMap {
     table_id: u64,
     body: Vec<u8>,
@@ -70,7 +77,7 @@ struct RawTableMap {
 }
 
 /// What a table's rows events repeat after their table id and flags, as in the rows event the
-/// Python loop was shown, and the readers of its images (`take_rows_bytes`): another rows event
+/// Python loop was shown, and the readers of its images (`take_bytes`): another rows event
 /// with the same bytes there, while the table's TABLE_MAP is the same, is read the same way.
 struct RawRowsHead {
     extra_data: Vec<u8>,
@@ -213,7 +220,7 @@ pub struct EventSink {
     /// events taken since the last `take`
     #[pyo3(get)]
     seen: usize,
-    /// events taken from their bytes (`take_rows_bytes`, `take_table_map_bytes`), in all
+    /// events taken from their bytes (`take_bytes`), in all
     #[pyo3(get)]
     from_bytes: usize,
     next_pos: u64,
@@ -295,7 +302,7 @@ impl EventSink {
     /// What the rows events of a table (`table_id`, type code, flags, extra data, while its
     /// TABLE_MAP's `columns` are the same) share; `names`: `(db, table, db or "", table or "",
     /// "db.table" or None)`; `event`: the rows event it was worked out from (its images' column
-    /// bitmaps and readers, for `take_rows_bytes`).
+    /// bitmaps and readers, for `take_bytes`).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (table_id, type_code, flags, extra_data, columns, head_json, names, before, after, event=None))]
     fn remember_rows(&mut self, py: Python<'_>, table_id: u64, type_code: u8, flags: u64, extra_data: Py<PyAny>,
@@ -802,7 +809,7 @@ impl EventSink {
         Ok(true)
     }
 
-    /// `table_map` from the event's bytes (`take_table_map_bytes`).
+    /// `table_map` from the event's bytes (`take_bytes`).
     fn table_map_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>) -> PyResult<bool> {
         let Some(seen) = raw_table_map(py, body, ctx)? else { return Ok(false) };
         let Some(row) = self.table_maps.get(&seen.table_id) else { return Ok(false) };
@@ -841,7 +848,7 @@ impl EventSink {
         })
     }
 
-    /// `rows_event` from the event's bytes (`take_rows_bytes`).
+    /// `rows_event` from the event's bytes (`take_bytes`).
     fn rows_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>, row_changes: usize)
                   -> PyResult<bool> {
         let t = at.type_code;
@@ -1061,7 +1068,7 @@ fn raw_table_map(py: Python<'_>, body: &[u8], ctx: &Bound<'_, PyAny>) -> PyResul
     }))
 }
 
-/// What `take_rows_bytes` compares and reads with, from a rows event the Python loop was shown
+/// What `take_bytes` compares and reads with, from a rows event the Python loop was shown
 /// (None: its images are not kept as bytes).
 fn raw_rows_head(py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Option<RawRowsHead>> {
     let rows = event.getattr(pyo3::intern!(py, "rows"))?;
