@@ -1061,6 +1061,36 @@ fn decode_rows_event<'py>(
     }
 }
 
+/// A rows event's post-header: table id, flags and extra data (v2), and where the column count
+/// starts.
+pub(crate) struct RowsPostHeader<'a> {
+    pub table_id: u64,
+    pub flags: u64,
+    pub extra: &'a [u8],
+    pub end: usize,
+}
+
+/// `RowsPostHeader` of a rows event body (`phl`: its post-header length, `v2`: a v2 type code),
+/// or None: too short, or extra data of a bad length.
+pub(crate) fn rows_post_header(buf: &[u8], phl: usize, v2: bool) -> Option<RowsPostHeader<'_>> {
+    let id_len = if phl == 6 { 4 } else { 6 };
+    let ids = buf.get(0..id_len + 2)?;
+    let (table_id, flags) = (le(&ids[..id_len]), le(&ids[id_len..]));
+    let mut pos = id_len + 2;
+    let mut extra: &[u8] = b"";
+    if if phl != 0 { phl == 10 } else { v2 } {
+        let elen = le(buf.get(pos..pos + 2)?) as usize;
+        if elen < 2 || pos + elen > buf.len() {
+            return None;
+        }
+        extra = &buf[pos + 2..pos + elen];
+        pos += elen;
+    } else if phl > pos {
+        pos = phl;
+    }
+    Some(RowsPostHeader { table_id, flags, extra, end: pos })
+}
+
 /// `as_bytes`: the rows as `RowImages` when they can be (see there).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rows_event_inner<'py>(
@@ -1089,24 +1119,8 @@ pub(crate) fn rows_event_inner<'py>(
     let data = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromObject(body.as_ptr()))? }
         .cast_into::<PyBytes>()?;
     let buf = data.as_bytes();
-    let id_len = if phl == 6 { 4 } else { 6 };
-    let Some(ids) = buf.get(0..id_len + 2) else { return Ok(None) };
-    let table_id = le(&ids[..id_len]);
-    let flags = le(&ids[id_len..]);
-    let mut pos = id_len + 2;
-    let mut extra: &[u8] = b"";
-    let has_extra = if phl != 0 { phl == 10 } else { version == 2 };
-    if has_extra {
-        let Some(e) = buf.get(pos..pos + 2) else { return Ok(None) };
-        let elen = le(e) as usize;
-        if elen < 2 || pos + elen > buf.len() {
-            return Ok(None);
-        }
-        extra = &buf[pos + 2..pos + elen];
-        pos += elen;
-    } else if phl > pos {
-        pos = phl;
-    }
+    let Some(RowsPostHeader { table_id, flags, extra, end: mut pos }) = rows_post_header(buf, phl, version == 2)
+    else { return Ok(None) };
     let Some(tm) = table_maps.get_item(table_id)? else { return Ok(None) };
     let Some((width, next)) = packed_int(buf, pos) else { return Ok(None) };
     pos = next;

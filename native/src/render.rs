@@ -170,14 +170,19 @@ fn push_date_time(out: &mut String, [y, mo, d]: [i64; 3], time: Option<[i64; 3]>
     push_padded(out, mo, 2);
     out.push('-');
     push_padded(out, d, 2);
-    if let Some([h, mi, sec]) = time {
+    if let Some(hms) = time {
         out.push(' ');
-        push_padded(out, h, 2);
-        out.push(':');
-        push_padded(out, mi, 2);
-        out.push(':');
-        push_padded(out, sec, 2);
+        push_hms(out, hms);
     }
+}
+
+/// `%02d:%02d:%02d`.
+fn push_hms(out: &mut String, [h, mi, sec]: [i64; 3]) {
+    push_padded(out, h, 2);
+    out.push(':');
+    push_padded(out, mi, 2);
+    out.push(':');
+    push_padded(out, sec, 2);
 }
 
 /// `str()` of a `temporal.DateTime` of these fields.
@@ -229,11 +234,7 @@ fn push_time(out: &mut String, neg: bool, [h, mi, sec, us, fsp]: [i64; 5]) {
     if neg {
         out.push('-');
     }
-    push_padded(out, h, 2);
-    out.push(':');
-    push_padded(out, mi, 2);
-    out.push(':');
-    push_padded(out, sec, 2);
+    push_hms(out, [h, mi, sec]);
     push_frac(out, us, fsp);
 }
 

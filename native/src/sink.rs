@@ -41,7 +41,7 @@ use crate::columns::{Cell, ImageColumns, RowColumns};
 use crate::events::{gtid_parts, xid_value, GtidParts};
 use crate::fields::{fields_text, FieldsLayout};
 use crate::render::{images_from_data, render_changes_into, ImageLayout};
-use crate::{count_images, le, packed_int, sides, uint, ImageReader, RowImages};
+use crate::{count_images, le, packed_int, rows_post_header, sides, uint, ImageReader, RowImages, RowsPostHeader};
 
 const QUERY: u8 = 2;
 const XID: u8 = 16;
@@ -799,6 +799,13 @@ impl EventSink {
         if !event.getattr(pyo3::intern!(py, "columns"))?.is(&row.columns) {
             return Ok(false);
         }
+        self.append_table_map(py, at, table_id)
+    }
+
+    /// The `bronze.events` row of a TABLE_MAP of `table_id`, as remembered, in the open
+    /// transaction.
+    fn append_table_map(&mut self, py: Python<'_>, at: &Place, table_id: u64) -> PyResult<bool> {
+        let Some(row) = self.table_maps.get(&table_id) else { return Ok(false) };
         let (fields_json, db, table) = (row.fields_json.bind(py).clone(), row.db.bind(py).clone(), row.table.bind(py).clone());
         if !self.append_event(py, at, Cell::Py(&db), Cell::Py(&table), Cell::Py(fields_json.as_any()))? {
             return Ok(false);
@@ -819,14 +826,7 @@ impl EventSink {
             || !registered_columns_are(py, ctx, seen.table_id, &row.columns)? {
             return Ok(false);
         }
-        let (fields_json, db, table) = (row.fields_json.bind(py).clone(), row.db.bind(py).clone(), row.table.bind(py).clone());
-        if !self.append_event(py, at, Cell::Py(&db), Cell::Py(&table), Cell::Py(fields_json.as_any()))? {
-            return Ok(false);
-        }
-        self.counts.events += 1;
-        self.counts.substantive = true;
-        self.taken(at, event_us(at));
-        Ok(true)
+        self.append_table_map(py, at, seen.table_id)
     }
 
     /// A rows event in an open transaction (`row_changes`: that buffer's rows before it).
@@ -857,22 +857,8 @@ impl EventSink {
         }
         // the post-header as `rows_event_inner` reads it
         let phl = post_header_length(py, ctx, t)?;
-        let id_len = if phl == 6 { 4 } else { 6 };
-        let Some(ids) = body.get(0..id_len + 2) else { return Ok(false) };
-        let (table_id, flags) = (le(&ids[..id_len]), le(&ids[id_len..]));
-        let mut pos = id_len + 2;
-        let mut extra: &[u8] = b"";
-        if if phl != 0 { phl == 10 } else { t >= 30 } {
-            let Some(e) = body.get(pos..pos + 2) else { return Ok(false) };
-            let elen = le(e) as usize;
-            if elen < 2 || pos + elen > body.len() {
-                return Ok(false);
-            }
-            extra = &body[pos + 2..pos + elen];
-            pos += elen;
-        } else if phl > pos {
-            pos = phl;
-        }
+        let Some(RowsPostHeader { table_id, flags, extra, end: mut pos }) = rows_post_header(body, phl, t >= 30)
+        else { return Ok(false) };
         let key = (table_id, t, flags);
         let Some(head) = self.rows_heads.get(&key) else { return Ok(false) };
         let Some(raw) = head.raw.as_ref() else { return Ok(false) };
