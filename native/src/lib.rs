@@ -54,8 +54,8 @@ const C_PAD: u32 = 2;
 /// `render_changes_into` now fills, and `RowColumns`, a table's columns appended by row; 6:
 /// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`; 7:
 /// `EventSink`, the rows of plain transactions appended inside the framing loop, `sink.rs`; 8:
-/// the sink also takes TABLE_MAP and rows events from their bytes, `remember_table_map` and
-/// `remember_rows` take the event they were worked out from).
+/// the sink takes events from their bytes, `remember_table_map` and `remember_rows` take the
+/// event they were worked out from).
 const ABI: u32 = 8;
 
 mod columns;
@@ -922,8 +922,8 @@ impl RowImages {
         sides(self.kind, self.first.get(), self.second.as_ref().map(|s| s.get()))
     }
 
-    /// The bytes, where the images start, the kind and its readers: what `ImageWalk` needs of
-    /// another rows event of the same table and columns (`sink::EventSink`).
+    /// The bytes, where the images start, the kind and its readers (`render::images_from_bytes`;
+    /// `sink::EventSink` reads another rows event of the same table and bitmaps with them).
     pub(crate) fn parts(&self) -> (&Py<PyBytes>, usize, u32, &Py<ImageReader>, Option<&Py<ImageReader>>) {
         (&self.data, self.start, self.kind, &self.first, self.second.as_ref())
     }
@@ -1061,18 +1061,27 @@ fn decode_rows_event<'py>(
     }
 }
 
-/// A rows event's post-header: table id, flags and extra data (v2), and where the column count
-/// starts.
-pub(crate) struct RowsPostHeader<'a> {
+/// What a rows event body holds before its images: table id, flags, extra data (v2), column
+/// count, the column bitmaps (of the before or only image, and of an UPDATE's after image), and
+/// where the images start.
+pub(crate) struct RowsEventHead<'a> {
     pub table_id: u64,
     pub flags: u64,
     pub extra: &'a [u8],
-    pub end: usize,
+    pub width: u64,
+    pub present: &'a [u8],
+    pub present_after: Option<&'a [u8]>,
+    pub images: usize,
 }
 
-/// `RowsPostHeader` of a rows event body (`phl`: its post-header length, `v2`: a v2 type code),
-/// or None: too short, or extra data of a bad length.
-pub(crate) fn rows_post_header(buf: &[u8], phl: usize, v2: bool) -> Option<RowsPostHeader<'_>> {
+/// `RowsEventHead` of the body of a rows event of type `t` (23-25, 30-32; `phl`: its
+/// post-header length), or None: another type, too short, or extra data of a bad length.
+pub(crate) fn rows_event_head(buf: &[u8], phl: usize, t: u32) -> Option<RowsEventHead<'_>> {
+    let (v2, update) = match t {
+        23..=25 => (false, t == 24),
+        30..=32 => (true, t == 31),
+        _ => return None,
+    };
     let id_len = if phl == 6 { 4 } else { 6 };
     let ids = buf.get(0..id_len + 2)?;
     let (table_id, flags) = (le(&ids[..id_len]), le(&ids[id_len..]));
@@ -1088,7 +1097,18 @@ pub(crate) fn rows_post_header(buf: &[u8], phl: usize, v2: bool) -> Option<RowsP
     } else if phl > pos {
         pos = phl;
     }
-    Some(RowsPostHeader { table_id, flags, extra, end: pos })
+    let (width, next) = packed_int(buf, pos)?;
+    let nb = width.div_ceil(8) as usize;
+    let present = buf.get(next..next.checked_add(nb)?)?;
+    pos = next + nb;
+    let present_after = if update {
+        let after = buf.get(pos..pos.checked_add(nb)?)?;
+        pos += nb;
+        Some(after)
+    } else {
+        None
+    };
+    Some(RowsEventHead { table_id, flags, extra, width, present, present_after, images: pos })
 }
 
 /// `as_bytes`: the rows as `RowImages` when they can be (see there).
@@ -1104,13 +1124,10 @@ pub(crate) fn rows_event_inner<'py>(
     as_bytes: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     use pyo3::types::PyDictMethods;
-    let (kind, version) = match t {
-        23 => (0u32, 1u32),
-        24 => (1, 1),
-        25 => (2, 1),
-        30 => (0, 2),
-        31 => (1, 2),
-        32 => (2, 2),
+    let kind = match t {
+        23 | 30 => 0u32,
+        24 | 31 => 1,
+        25 | 32 => 2,
         _ => return Ok(None),
     };
     let phls = post_header_lengths.as_bytes();
@@ -1119,25 +1136,13 @@ pub(crate) fn rows_event_inner<'py>(
     let data = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromObject(body.as_ptr()))? }
         .cast_into::<PyBytes>()?;
     let buf = data.as_bytes();
-    let Some(RowsPostHeader { table_id, flags, extra, end: mut pos }) = rows_post_header(buf, phl, version == 2)
-    else { return Ok(None) };
+    let Some(RowsEventHead { table_id, flags, extra, width, present: bm_before, present_after: bm_after, images: pos })
+        = rows_event_head(buf, phl, t) else { return Ok(None) };
     let Some(tm) = table_maps.get_item(table_id)? else { return Ok(None) };
-    let Some((width, next)) = packed_int(buf, pos) else { return Ok(None) };
-    pos = next;
     let column_count: u64 = tm.getattr(pyo3::intern!(py, "column_count"))?.extract()?;
     if width != column_count {
         return Ok(None);
     }
-    let nb = ((width + 7) / 8) as usize;
-    let Some(bm_before) = buf.get(pos..pos + nb) else { return Ok(None) };
-    pos += nb;
-    let bm_after = if kind == 1 {
-        let Some(b) = buf.get(pos..pos + nb) else { return Ok(None) };
-        pos += nb;
-        Some(b)
-    } else {
-        None
-    };
     let plans = tm.getattr(pyo3::intern!(py, "plan_cache"))?.cast_into::<pyo3::types::PyDict>()?;
     let reader = |bitmap: &[u8]| -> PyResult<Option<Bound<'py, ImageReader>>> {
         let key = (PyBytes::new(py, bitmap), false);

@@ -41,7 +41,7 @@ use crate::columns::{Cell, ImageColumns, RowColumns};
 use crate::events::{gtid_parts, xid_value, GtidParts};
 use crate::fields::{fields_text, FieldsLayout};
 use crate::render::{images_from_data, render_changes_into, ImageLayout};
-use crate::{count_images, le, packed_int, rows_post_header, sides, uint, ImageReader, RowImages, RowsPostHeader};
+use crate::{count_images, le, rows_event_head, sides, uint, ImageReader, RowImages};
 
 const QUERY: u8 = 2;
 const XID: u8 = 16;
@@ -558,22 +558,34 @@ impl EventSink {
         if keys.len() != 13 {
             return None;
         }
-        let quoted = |s: &str| format!("\"{s}\""); // hex digits, dashes and a colon: nothing to escape
-        let int = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+        /// A value of the JSON: hex digits, dashes and a colon need no escape
+        enum Json<'a> {
+            Text(&'a str),
+            Int(u64),
+            Null,
+        }
+        let int = |v: Option<u64>| v.map_or(Json::Null, Json::Int);
         let [lc, seq, imm, orig, trx_len, imm_ver, orig_ver, ticket] = p.tail;
+        // `decode_gtid`'s values, in its order
         let values = [
-            p.gtid.as_deref().map_or_else(|| "null".to_owned(), quoted), p.flags.to_string(), quoted(&p.uuid),
-            "null".to_owned(), p.gno.to_string(), int(lc), int(seq), int(imm), int(orig), int(trx_len), int(imm_ver),
-            int(orig_ver), int(ticket),
+            p.gtid.as_deref().map_or(Json::Null, Json::Text), Json::Int(p.flags as u64), Json::Text(&p.uuid), Json::Null,
+            Json::Int(p.gno), int(lc), int(seq), int(imm), int(orig), int(trx_len), int(imm_ver), int(orig_ver),
+            int(ticket),
         ];
         let mut out = String::with_capacity(400);
-        out.push('{');
+        let mut digits = itoa::Buffer::new();
         for (i, (key, value)) in keys.iter().zip(&values).enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
+            out.push(if i == 0 { '{' } else { ',' });
             out.push_str(key);
-            out.push_str(value);
+            match value {
+                Json::Text(t) => {
+                    out.push('"');
+                    out.push_str(t);
+                    out.push('"');
+                }
+                Json::Int(v) => out.push_str(digits.format(*v)),
+                Json::Null => out.push_str("null"),
+            }
         }
         out.push('}');
         Some(out)
@@ -852,32 +864,21 @@ impl EventSink {
     fn rows_bytes(&mut self, py: Python<'_>, body: &[u8], at: &Place, ctx: &Bound<'_, PyAny>, row_changes: usize)
                   -> PyResult<bool> {
         let t = at.type_code;
-        if !matches!(t, 23..=25 | 30..=32) || !ctx.getattr_opt(pyo3::intern!(py, "rows_as_bytes"))?.is_some_and(|v| v.is_truthy().unwrap_or(false)) {
+        if !ctx.getattr_opt(pyo3::intern!(py, "rows_as_bytes"))?.is_some_and(|v| v.is_truthy().unwrap_or(false)) {
             return Ok(false);
         }
-        // the post-header as `rows_event_inner` reads it
+        // what `rows_event_inner` reads before the images
         let phl = post_header_length(py, ctx, t)?;
-        let Some(RowsPostHeader { table_id, flags, extra, end: mut pos }) = rows_post_header(body, phl, t >= 30)
-        else { return Ok(false) };
-        let key = (table_id, t, flags);
+        let Some(h) = rows_event_head(body, phl, t as u32) else { return Ok(false) };
+        let key = (h.table_id, t, h.flags);
         let Some(head) = self.rows_heads.get(&key) else { return Ok(false) };
         let Some(raw) = head.raw.as_ref() else { return Ok(false) };
-        if extra != raw.extra_data.as_slice() || !registered_columns_are(py, ctx, table_id, &head.columns)? {
+        if h.extra != raw.extra_data.as_slice() || h.width != raw.width || h.present != raw.present.as_slice()
+            || h.present_after != raw.present_after.as_deref()
+            || !registered_columns_are(py, ctx, h.table_id, &head.columns)? {
             return Ok(false);
         }
-        let Some((width, next)) = packed_int(body, pos) else { return Ok(false) };
-        let nb = width.div_ceil(8) as usize;
-        pos = next;
-        if width != raw.width || body.get(pos..pos + nb) != Some(raw.present.as_slice()) {
-            return Ok(false);
-        }
-        pos += nb;
-        if let Some(after) = &raw.present_after {
-            if body.get(pos..pos + nb) != Some(after.as_slice()) {
-                return Ok(false);
-            }
-            pos += nb;
-        }
+        let pos = h.images;
         let (kind, first, second) = (raw.kind, raw.first.bind(py).clone(), raw.second.as_ref().map(|r| r.bind(py).clone()));
         let (first, second) = (first.get(), second.as_ref().map(|r| r.get()));
         let Some(n) = count_images(body, pos, kind, first, second) else { return Ok(false) };
