@@ -158,19 +158,12 @@ def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[Any, str]:
 
 
 def read_bytes(uri: str, start: int, end: int, s3: Mapping[str, Any] | None = None) -> bytes:
-    """Bytes ``[start, end)`` of an object (local path or s3:// URI), read in chunks."""
+    """Bytes ``[start, end)`` of an object (local path or s3:// URI), in one read of the store: a
+    local file is read straight into the result, and an S3 body cut mid-way is resumed by the
+    store itself. Gathered in 8 MiB reads, every byte was copied twice more: 0.111 CPU-s against
+    0.037 for a 75 MB file."""
     store, name = _store_and_name(uri, s3)
-    if end - start <= READ_CHUNK:
-        return store.read_range(name, start, end)
-    buf = bytearray()
-    pos = start
-    while pos < end:
-        chunk = store.read_range(name, pos, min(end, pos + READ_CHUNK))
-        if not chunk:
-            break
-        buf += chunk
-        pos += len(chunk)
-    return bytes(buf)
+    return store.read_range(name, start, end)
 
 
 class RangeStream(io.RawIOBase):
@@ -285,8 +278,13 @@ def young_objects_collected_rarely() -> Iterator[None]:
     5.9 MB bench file a fresh process's first two tasks spent 0.077 CPU-s in 180 collections;
     with this, 0.025 in 3, and later tasks none. Freezing takes what exists before the task out
     of the collector's sight; the higher threshold still collects the task's own cycles (rare)
-    every 50,000 new objects, so what they hold stays bounded. Both are put back after the task,
-    even when it raises."""
+    every 50,000 new objects, so what they hold stays bounded. The threshold is put back after
+    the task, even when it raises.
+
+    What was frozen stays frozen: Spark's Python worker collects everything after each task
+    (``pyspark.daemon``), and a full collection over some 97,000 objects of the modules took
+    0.03-0.05 CPU-s per task; frozen, only the task's leftovers are looked at. The next task
+    freezes only what outlived that collection, so no garbage cycle is frozen for good."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(TASK_GC_THRESHOLD, *thresholds[1:])
@@ -294,7 +292,6 @@ def young_objects_collected_rarely() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 def decode_task(task: tuple[int, list[dict[str, Any]]], settings: TaskSettings) -> dict[str, Any]:

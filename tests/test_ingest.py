@@ -397,24 +397,31 @@ def test_may_hold_rows_of_reads_source_and_file_statistics(tmp_path: Path) -> No
     assert may_hold_rows_of(DeltaTable(path), [("c", "y")])  # a cut statistic cannot exclude
 
 
-def test_a_task_collects_only_its_own_objects_and_puts_the_collector_back() -> None:
+def test_a_task_collects_only_its_own_objects_and_leaves_the_rest_frozen() -> None:
     """Inside a task the collector's young threshold is the task's, what existed before is frozen
     (out of the collector's sight), and a cycle made in the task is still collected; after it,
-    even when the task raised, the thresholds and the frozen count are as they were."""
+    even when the task raised, the thresholds are as they were and what was frozen stays frozen,
+    so Spark's collection after the task (``pyspark.daemon``) looks only at the task's leftovers."""
     import gc
 
-    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    gc.unfreeze()
+    thresholds = gc.get_threshold()
     with pytest.raises(RuntimeError), ingest_mod.young_objects_collected_rarely():
         assert gc.get_threshold()[0] == ingest_mod.TASK_GC_THRESHOLD
         assert gc.get_threshold()[1:] == thresholds[1:]
-        assert gc.get_freeze_count() > frozen
+        assert gc.get_freeze_count() > 0
         cycle: list[Any] = []
         cycle.append(cycle)
         del cycle
         assert gc.collect(0) >= 1
+        leftover: list[Any] = []
+        leftover.append(leftover)
+        del leftover  # garbage the task leaves behind
         raise RuntimeError("the task failed")
     assert gc.get_threshold() == thresholds
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() > 0
+    assert gc.collect() >= 1  # the task's leftover cycle: not frozen, collected after the task
+    gc.unfreeze()
 
 
 def test_a_run_killed_during_its_appends_leaves_no_visible_row_and_reruns_to_identical_tables(
