@@ -21,6 +21,8 @@ PYTEST_ARGS ?=
 # are built once), the longest modules first (tests/conftest.py, LONGEST_FIRST). PYTEST_WORKERS=0: serial.
 PYTEST_WORKERS ?= 2
 PYTEST_DIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# binlake's own packages, compiled with the venv (a stale .pyc is ignored, never wrong)
+BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
 .PHONY: help setup setup-python setup-jars setup-system setup-native demo lint test test-cluster cluster-demo lock clean
@@ -32,6 +34,9 @@ setup: setup-system setup-python setup-jars
 	@$(MAKE) --no-print-directory setup-native
 
 # Stamp keyed on the lock + pyproject hash: a second run is a no-op.
+# Bytecode is compiled at install (uv does not by default): with none, and PYTHONDONTWRITEBYTECODE
+# set (as here), every Spark Python worker compiled pandas, pyspark and pydantic from source as it
+# imported them: 2.8 CPU-s of imports per worker against 1.3 (docs/operations.md).
 # The editable install (hatchling) is a .pth with the repo root, so packages added later
 # (binlake/, binlog_parser/, spark_jobs/) import without reinstalling.
 setup-python:
@@ -41,8 +46,9 @@ setup-python:
 	echo "[setup] installing requirements.lock into $(VENV) ($(PYTHON); first run: a few minutes)"; \
 	[ -x "$(VPY)" ] || $(PYTHON) -m venv $(VENV); \
 	$(VPY) -m pip install -q --upgrade pip setuptools wheel "$$(grep '^uv==' requirements.lock)"; \
-	$(VENV)/bin/uv pip install -q --python $(VPY) -r requirements.lock; \
-	$(VENV)/bin/uv pip install -q --python $(VPY) --no-deps -e .; \
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(VPY) -r requirements.lock; \
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(VPY) --no-deps -e .; \
+	$(VPY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null; \
 	rm -f $(VENV)/.binlake-python-*; touch "$$stamp"; \
 	echo "[setup] python env ready"
 
