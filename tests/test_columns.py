@@ -11,7 +11,7 @@ import pytest
 
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
-from spark_jobs.columns import TableColumns, image_arrays, utc_dates
+from spark_jobs.columns import TableColumns, array_from_parts, image_arrays, utc_dates
 from spark_jobs.schemas import spec
 from tests._native_util import native_extension
 
@@ -113,6 +113,35 @@ def test_row_buffers_with_and_without_the_extension_give_the_same_batch() -> Non
     assert batch.column("raw").to_pylist()[:2] == [b"\x00\xff", None]
     # a lone surrogate (a name decoded with surrogateescape) as backslashreplace writes it
     assert batch.column("db").to_pylist()[:2] == ["d\\udcff", None]
+
+
+def test_the_extensions_buffers_become_arrow_arrays_without_a_copy_and_outlive_the_next_batch() -> None:
+    """A batch's arrays are the very memory the extension filled (``ArrowBuffer``, read-only),
+    and that memory is the batch's alone: the rows appended for the next batch do not touch it,
+    and it outlives the columns that filled it."""
+    if not _native.use_native(None):
+        pytest.skip("compiled extension not built")
+    with native_extension(True):
+        cols = TableColumns("silver.statements", {"source": "s", "file": "binlog.000002", "file_seq": 2})
+        _statement(cols, 120, 86_400 * US + 5, "CREATE TABLE t (a INT)")
+        _statement(cols, 300, None, "DROP TABLE t")
+        columns = dict(zip(cols.row_columns, cols.row_buffer.take(), strict=True))
+        rows, nulls, validity, offsets, data = columns["sql"]
+        assert (rows, nulls, validity, bytes(data)) == (2, 0, None, b"CREATE TABLE t (a INT)DROP TABLE t")
+        assert memoryview(data).readonly and memoryview(offsets).readonly
+        with pytest.raises(TypeError):
+            memoryview(data)[0] = 0
+        sql = array_from_parts(columns["sql"], pa.string())
+        pos = array_from_parts(columns["pos"], pa.int64())
+        assert sql.buffers()[2].address == pa.py_buffer(data).address  # no copy
+        assert pos.buffers()[1].address == pa.py_buffer(columns["pos"][3]).address
+        del columns, rows, nulls, validity, offsets, data
+        for n in range(50):  # the next batches, larger, fill new memory
+            _statement(cols, 1000 + n, None, "x" * 100)
+        later = cols.take_batch()
+        del cols
+    assert sql.to_pylist() == ["CREATE TABLE t (a INT)", "DROP TABLE t"] and pos.to_pylist() == [120, 300]
+    assert later.column("pos").to_pylist() == list(range(1000, 1050))
 
 
 @pytest.mark.parametrize("bad, error", [

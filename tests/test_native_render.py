@@ -72,6 +72,7 @@ def _strict(sink: ImageSink) -> list[Any]:
 
 def _utf8(parts: tuple[Any, ...]) -> list[str | None]:
     rows, nulls, validity, offsets, data = parts
+    data = bytes(data)
     ends = struct.unpack(f"<{rows + 1}i", offsets)
     valid = [validity is None or bool(validity[i >> 3] >> (i & 7) & 1) for i in range(rows)]
     assert ends[0] == 0 and ends[-1] == len(data) and nulls == valid.count(False)

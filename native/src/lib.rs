@@ -1197,6 +1197,7 @@ fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<render::ImageLayout>()?;
     m.add_class::<columns::ImageColumns>()?;
     m.add_class::<columns::RowColumns>()?;
+    m.add_class::<columns::ArrowBuffer>()?;
     m.add_class::<sink::EventSink>()?;
     m.add_function(wrap_pyfunction!(render::render_changes_into, m)?)?;
     m.add_class::<fields::FieldsLayout>()?;
