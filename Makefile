@@ -4,7 +4,8 @@
 #                system packages (mariadb, docker-compose) via apt when missing.
 #   make demo    end-to-end run of the nightly DAG on the bundled sample binlogs.
 #   make lint    ruff + mypy (config in pyproject.toml); fails on any finding.
-#   make test    lint, then pytest over tests/ on 2 xdist workers, incl. the scale-out test (exit 5 "no tests collected" fails).
+#   make test    lint, the extension's cargo tests (when it is built), then pytest over tests/ on 2 xdist
+#                workers, incl. the scale-out test (exit 5 "no tests collected" fails).
 #   make lock    re-resolve requirements.in into requirements.lock (needs network).
 
 SHELL := /bin/bash
@@ -114,6 +115,9 @@ lint: setup
 # Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
 # and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
 test: setup lint
+	@if ls native/target/.binlake-native-* >/dev/null 2>&1; then \
+		echo "[test] cargo test (the extension's own unit tests)"; \
+		PYO3_PYTHON="$(CURDIR)/$(VPY)" cargo test --release --locked --quiet --manifest-path native/Cargo.toml; fi
 	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc

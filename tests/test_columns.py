@@ -243,16 +243,19 @@ def test_a_rows_events_columns_are_one_call_for_its_rows_and_commit_times_come_l
 
 
 def test_repeated_rows_with_and_without_the_extension_give_the_same_batch() -> None:
-    """Every kind of column repeated, NULLs and a NULL sequence value included, more rows than a
-    byte of validity bits; a row that cannot be held keeps nothing, repeated or not."""
+    """Every kind of column repeated, NULLs and a NULL sequence value included, runs shorter and
+    longer than a byte of validity bits, from any bit of a byte on; a row that cannot be held
+    keeps nothing, repeated or not."""
     def fill(cols: TableColumns, native: bool) -> None:
         for i, row in enumerate(EDGE_EVENTS * 3):
-            cols.repeated(i + 1, *(row[c] for c in cols.row_columns))
+            cols.repeated(5 * i + 1, *(row[c] for c in cols.row_columns))
         cols.repeated(0, *(EDGE_EVENTS[0][c] for c in cols.row_columns))
 
     batch = _batches_with_and_without_the_extension("bronze.events", fill)
-    assert batch.num_rows == 21
-    assert batch.column("raw").to_pylist()[:4] == [b"\x00\xff", None, None, b"\x00\xff"]
+    assert batch.num_rows == 81
+    raw = batch.column("raw").to_pylist()
+    assert raw == ([b"\x00\xff"] + [None] * 6 + [b"\x00\xff"] * 11 + [None] * 16 + [b"\x00\xff"] * 21
+                   + [None] * 26)
     sink = _native.image_columns()
     cols = _row_changes(sink)
     cols.repeated(2, 10, None, 2 ** 31 - 2, None, 4, US, 1, "d", "t", "insert", "X")

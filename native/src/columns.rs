@@ -127,6 +127,21 @@ impl Bits {
         self.len += 1;
     }
 
+    /// `bit`, `k` times: bit by bit up to a byte boundary, then whole bytes.
+    fn push_n(&mut self, bit: bool, k: usize) {
+        let mut left = k;
+        while left > 0 && !self.len.is_multiple_of(8) {
+            self.push(bit);
+            left -= 1;
+        }
+        let whole = left / 8;
+        self.bytes.resize(self.bytes.len() + whole, if bit { 0xff } else { 0 });
+        self.len += 8 * whole;
+        for _ in 0..left % 8 {
+            self.push(bit);
+        }
+    }
+
     fn get(&self, i: usize) -> bool {
         self.bytes[i / 8] & (1 << (i % 8)) != 0
     }
@@ -169,6 +184,11 @@ impl Validity {
     fn push(&mut self, valid: bool) {
         self.bits.push(valid);
         self.nulls += usize::from(!valid);
+    }
+
+    fn push_n(&mut self, valid: bool, k: usize) {
+        self.bits.push_n(valid, k);
+        self.nulls += if valid { 0 } else { k };
     }
 
     fn len(&self) -> usize {
@@ -234,16 +254,16 @@ impl Utf8Builder {
         let (Some(valid), rows) = (self.validity.last(), self.len()) else { return Ok(()) };
         let start = self.offsets[rows - 1] as usize;
         let end = self.offsets[rows] as usize;
+        let width = if valid { end - start } else { 0 };
+        // the last offset checked once: the ones before it are smaller
+        i32::try_from(self.data.len() + k * width).map_err(|_| Overflow)?;
+        self.data.reserve(k * width);
+        self.offsets.reserve(k);
         for _ in 0..k {
-            if valid {
-                let next = i32::try_from(self.data.len() + (end - start)).map_err(|_| Overflow)?;
-                self.data.extend_from_within(start..end);
-                self.offsets.push(next);
-            } else {
-                self.offsets.push(*self.offsets.last().unwrap_or(&0));
-            }
-            self.validity.push(valid);
+            self.data.extend_from_within(start..start + width);
+            self.offsets.push(self.data.len() as i32);
         }
+        self.validity.push_n(valid, k);
         Ok(())
     }
 
@@ -564,22 +584,25 @@ impl RowColumn {
         match self {
             RowColumn::Int { values, validity, narrow, sequence } => {
                 let (Some(&last), Some(valid)) = (values.last(), validity.last()) else { return Ok(()) };
-                for i in 1..=k as i64 {
-                    let v = if *sequence && valid { last.checked_add(i) } else { Some(last) };
-                    let Some(v) = v.filter(|v| !*narrow || i32::try_from(*v).is_ok()) else {
+                let counting = *sequence && valid;
+                if counting {
+                    // the values count up: the first that does not fit is named, and none is kept
+                    let fits = |i: i64| last.checked_add(i).filter(|v| !*narrow || i32::try_from(*v).is_ok());
+                    if fits(k as i64).is_none() {
+                        let i = (1..=k as i64).find(|&i| fits(i).is_none()).unwrap_or(k as i64);
                         let what = if *narrow { "an INT (int32)" } else { "a BIGINT (int64)" };
                         return Err(PyOverflowError::new_err(format!("{last} + {i} does not fit {what} column")));
-                    };
-                    values.push(v);
-                    validity.push(valid);
+                    }
+                    values.extend((1..=k as i64).map(|i| last + i));
+                } else {
+                    values.resize(values.len() + k, last);
                 }
+                validity.push_n(valid, k);
             }
             RowColumn::Bool { values, validity } => {
                 let (Some(v), Some(valid)) = (values.last(), validity.last()) else { return Ok(()) };
-                for _ in 0..k {
-                    values.push(v);
-                    validity.push(valid);
-                }
+                values.push_n(v, k);
+                validity.push_n(valid, k);
             }
             RowColumn::Bytes { data, .. } => data.repeat_last(k).map_err(|_| overflow_err())?,
             RowColumn::Object(values) => {

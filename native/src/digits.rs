@@ -8,19 +8,63 @@ pub(crate) fn push_int(out: &mut String, n: i64) {
 }
 
 /// `n` zero-padded to `width` digits, as `%0{width}d` and `{n:0width$}` write it (a sign
-/// first, then zeros to the width); numbers that do not fit are written whole.
+/// first, then zeros to the width); numbers that do not fit are written whole. Two-digit fields
+/// (month, day, hours, minutes, seconds: most of what the temporal renderers write) are one
+/// copy from a table; the zeros are one copy, not a `char` each.
 pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
+    if width == 2 && (0..100).contains(&n) {
+        let i = 2 * n as usize;
+        out.push_str(&DIGIT_PAIRS[i..i + 2]);
+        return;
+    }
+    if (1..=POWERS_OF_TEN.len()).contains(&width) && n >= 0 && (n as u64) < POWERS_OF_TEN[width - 1] {
+        // it fits the width: its digits, right to left, two at a time, over zeros
+        let mut buf = [b'0'; 19];
+        let (mut v, mut i) = (n as u64, width);
+        while v >= 10 {
+            let pair = 2 * (v % 100) as usize;
+            v /= 100;
+            i -= 2;
+            buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS.as_bytes()[pair..pair + 2]);
+        }
+        if v > 0 {
+            buf[i - 1] = b'0' + v as u8;
+        }
+        // SAFETY: ASCII digits only
+        out.push_str(unsafe { std::str::from_utf8_unchecked(&buf[..width]) });
+        return;
+    }
     let mut buf = itoa::Buffer::new();
     let text = buf.format(n.unsigned_abs());
     if n < 0 {
         out.push('-');
     }
-    let pad = width.saturating_sub(text.len() + usize::from(n < 0));
-    for _ in 0..pad {
-        out.push('0');
+    let mut pad = width.saturating_sub(text.len() + usize::from(n < 0));
+    while pad > 0 {
+        let k = pad.min(ZEROS.len());
+        out.push_str(&ZEROS[..k]);
+        pad -= k;
     }
     out.push_str(text);
 }
+
+/// `00`, `01`, ... `99`, back to back.
+const DIGIT_PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+const ZEROS: &str = "0000000000000000";
+/// 10, 100, ... 10^19: `n` has at most `width` digits when it is below the `width`-th.
+const POWERS_OF_TEN: [u64; 19] = {
+    let mut p = [0u64; 19];
+    let mut i = 0;
+    let mut v = 10u64;
+    while i < 19 {
+        p[i] = v;
+        i += 1;
+        if i < 19 {
+            v *= 10;
+        }
+    }
+    p
+};
 
 /// `bytes` as lowercase hex (`bytes.hex()`).
 pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
@@ -38,8 +82,8 @@ mod tests {
 
     #[test]
     fn padded_is_the_format_macro() {
-        for n in [0i64, 5, -5, 42, 999, 1000, 12345, -12345, i64::MAX, i64::MIN, -1] {
-            for width in [0usize, 1, 2, 4, 6] {
+        for n in [0i64, 5, -5, 9, 10, 42, 99, 100, 999, 1000, 12345, -12345, i64::MAX, i64::MIN, -1] {
+            for width in [0usize, 1, 2, 3, 4, 6, 17, 40] {
                 let mut s = String::new();
                 push_padded(&mut s, n, width);
                 assert_eq!(s, format!("{n:0width$}"), "{n} {width}");
