@@ -155,7 +155,10 @@ class EventFramer:
     ``headers_only``: yield each event's :class:`~binlog_parser.header.EventHeader` in place of
     the event (bodies are still decoded by ``dispatch``, and their errors raised): what
     :func:`binlog_parser.reader.scan_headers` wants, with no wrapper object to build and unwrap
-    per event (a fifth of a compiled header scan).
+    per event (a fifth of a compiled header scan). ``header_types``: with ``headers_only``, only
+    the headers of these event types are yielded; the others are framed and passed over
+    without a header built (FORMAT_DESCRIPTIONs still take effect): a scan for split points
+    wants three types of some fifteen.
     """
 
     def __init__(
@@ -178,6 +181,7 @@ class EventFramer:
         on_error: str = ON_ERROR_RAISE,
         feeder: StreamFeeder | None = None,
         headers_only: bool = False,
+        header_types: frozenset[int] | None = None,
     ) -> None:
         if on_error not in (ON_ERROR_RAISE, ON_ERROR_RESYNC):
             raise ValueError(f"on_error must be {ON_ERROR_RAISE!r} or {ON_ERROR_RESYNC!r}, not {on_error!r}")
@@ -197,6 +201,11 @@ class EventFramer:
         self._expect_magic = expect_magic
         self._feeder = feeder
         self.headers_only = headers_only
+        #: the event types whose headers are yielded (None: all); only with ``headers_only``
+        self.header_types = header_types if headers_only else None
+        #: the same, one byte per type code, for the compiled loop
+        self._header_type_table = (None if self.header_types is None
+                                   else bytes(t in self.header_types for t in range(256)))
         #: offset of the next event to frame (after the end: where it stopped)
         self.position: int = first_position
         #: every FORMAT_DESCRIPTION seen, in order
@@ -329,7 +338,7 @@ class EventFramer:
         ctx = self.context
         start, stop = self.start_position, self.stop_position
         get, header_of, checksum_of, dispatch = self._get, self._header, self._checksum, self.dispatch
-        payload_pos, headers_only = self._payload_pos, self.headers_only
+        payload_pos, headers_only, header_types = self._payload_pos, self.headers_only, self.header_types
         verify = self.verify_checksum
         jumped = not self._expect_magic
         while True:
@@ -374,6 +383,10 @@ class EventFramer:
             if start is not None and pos < start and not is_fde and type_code != _START_V3:
                 pos = next_pos
                 continue
+            passed_over = header_types is not None and type_code not in header_types
+            if passed_over and not is_fde and type_code != _START_V3:
+                pos = next_pos
+                continue
             header = new_event_header(pos, next_pos, timestamp, type_code, server_id, size, log_pos,
                                       flags, checksum_ok, payload_pos,
                                       raw_type if raw_type != type_code else None)
@@ -391,7 +404,7 @@ class EventFramer:
             if is_fde:
                 self._apply_fde(event, pos)
             del raw
-            if start is None or pos >= start:
+            if (start is None or pos >= start) and not passed_over:
                 yield header if headers_only else event
                 if type_code == _PAYLOAD and self.expand_payloads:
                     yield from self._expand_guarded(event, pos, next_pos)
@@ -411,7 +424,8 @@ class EventFramer:
             return None
         return native.frames(self, self._mv, self._buf_pos, pos, ctx, self.dispatch, self.stop_position,
                              self.total_size, self.verify_checksum, min(self.max_event_size, _NO_LIMIT),
-                             self.expand_payloads, self._payload_pos, self.headers_only)
+                             self.expand_payloads, self._payload_pos, self.headers_only,
+                             self._header_type_table)
 
     def _start(self, pos: int) -> Generator[NeedData, None, int]:
         """Check the magic and detect the binlog version; the generator's value: first event."""

@@ -13,7 +13,7 @@ Memory is bounded: a stream is read in chunks and only the bytes of the current 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Union, cast
 
 from binlog_parser.constants import EventType
@@ -123,6 +123,8 @@ class BinlogReader:
         self._framing: EventFramer | None = None
         #: the framer yields each event's header in place of the event (set by scan_headers)
         self._headers_only = False
+        #: with it, the event types whose headers are yielded (None: all)
+        self._header_types: frozenset[int] | None = None
         #: every FORMAT_DESCRIPTION seen, in order
         self.format_descriptions: list[Event] = []
 
@@ -134,7 +136,7 @@ class BinlogReader:
             start_position=self.start_position, stop_position=self.stop_position,
             max_event_size=self.max_event_size, expand_payloads=self.expand_payloads,
             max_payload_size=self.max_payload_size, on_error=self.on_error, feeder=feeder,
-            headers_only=self._headers_only)
+            headers_only=self._headers_only, header_types=self._header_types)
         self.format_descriptions = framer.format_descriptions
         self._framing = framer
         return framer
@@ -299,13 +301,16 @@ def read_format_description(head: Source, *, file_name: str | None = None,
 def scan_headers(source: Source, *, file_name: str | None = None,
                  start_position: int | None = None, stop_position: int | None = None,
                  verify_checksum: bool = False,
-                 max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> Iterator[EventHeader]:
-    """Header-only fast scan: yields each event's :class:`EventHeader`, decoding no body.
+                 max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+                 types: Iterable[int] | None = None) -> Iterator[EventHeader]:
+    """Header-only fast scan: yields each event's :class:`EventHeader`, decoding no body;
+    with ``types``, only the headers of those event types (the others are passed over
+    without a header built).
 
     FORMAT_DESCRIPTIONs are still decoded (they define the header length and checksum
     alg); checksums are verified only when ``verify_checksum``. Used to benchmark raw
     framing and to split files at transaction boundaries (GTID / XID positions): the ingest
-    plans the splits of large files with it on the driver.
+    plans the splits of large files with it, on the executors.
 
     The framer hands out the headers itself (``EventFramer(headers_only=True)``) and the
     compiled framing loop recognises ``decode_header_only``, so with the extension no Python
@@ -316,4 +321,5 @@ def scan_headers(source: Source, *, file_name: str | None = None,
                           max_event_size=max_event_size, expand_payloads=False,
                           dispatch=HEADER_ONLY_DISPATCH)
     reader._headers_only = True
+    reader._header_types = None if types is None else frozenset(types)
     yield from cast(Iterator[EventHeader], reader.records())

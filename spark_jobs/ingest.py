@@ -191,8 +191,8 @@ def scan_split_points(uri: str, size: int, target: int, s3: Mapping[str, Any] | 
 
     stream = io.BufferedReader(RangeStream(uri, size, s3), buffer_size=READ_CHUNK)
     try:
-        return records.split_points(scan_headers(stream, file_name=uri.rsplit("/", 1)[-1]),
-                                    file_size=size, target=target)
+        headers = scan_headers(stream, file_name=uri.rsplit("/", 1)[-1], types=records.SPLIT_POINT_TYPES)
+        return records.split_points(headers, file_size=size, target=target)
     except Exception:  # noqa: BLE001 - an unreadable file is decoded whole (and quarantined)
         log.exception("header scan failed for %s; decoding it as one range", uri)
         return []
@@ -283,8 +283,9 @@ def young_objects_collected_rarely() -> Iterator[None]:
 
     What was frozen stays frozen: Spark's Python worker collects everything after each task
     (``pyspark.daemon``), and a full collection over some 97,000 objects of the modules took
-    0.03-0.05 CPU-s per task; frozen, only the task's leftovers are looked at. The next task
-    freezes only what outlived that collection, so no garbage cycle is frozen for good."""
+    0.03-0.05 CPU-s per task; frozen, only the task's leftovers are looked at. That collection
+    runs just before the next task starts, so the next task freezes what is still alive, bar what
+    Spark made in between to read that task."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(TASK_GC_THRESHOLD, *thresholds[1:])

@@ -1149,10 +1149,15 @@ def context_from_head(head: bytes | memoryview, file: str) -> DecodeContext:
 # ---------------------------------------------------------------------------------------
 
 
+#: the event types whose headers :func:`split_points` reads (``scan_headers(types=...)``)
+SPLIT_POINT_TYPES = frozenset(_TRX_START_TYPES | {_XID})
+
+
 def split_points(headers: Iterable[Any], *, file_size: int, target: int) -> list[int]:
     """Offsets where a file may be cut into ranges of about ``target`` bytes.
 
-    ``headers`` are the file's top-level event headers (``scan_headers``). A cut is placed
+    ``headers`` are the file's top-level event headers (``scan_headers``; those of
+    :data:`SPLIT_POINT_TYPES` are enough, the others are ignored). A cut is placed
     at a transaction start (GTID / ANONYMOUS_GTID / MariaDB GTID event) or, in files without
     GTIDs, right after an XID. Returns the starts of ranges 1..n (range 0 starts at 0).
     """

@@ -11,6 +11,7 @@ from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
 from binlake.reconciliation import FileFacts, reconcile
 from binlog_parser.reader import scan_headers
 from spark_jobs.records import (
+    SPLIT_POINT_TYPES,
     context_from_head,
     decode_file,
     decode_range,
@@ -127,6 +128,8 @@ def test_split_ranges_give_the_same_rows_as_one_pass():
     whole = collect(decode_file(data, source="m", file=path.name))
     cuts = split_points(scan_headers(data), file_size=len(data), target=300)
     assert len(cuts) >= 2
+    # the ingest's scan reads only the headers split_points looks at: the same cuts
+    assert split_points(scan_headers(data, types=SPLIT_POINT_TYPES), file_size=len(data), target=300) == cuts
     ctx_head = data[:65536]
     bounds = [0] + cuts + [len(data)]
     parts = collections.defaultdict(list)

@@ -103,7 +103,7 @@ impl EventTypes {
     /// The events of `framer`'s buffer (`mv`, holding file bytes from `base`) from `pos` on,
     /// framed with `ctx`'s layout; see the module docs for where it stops.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos, headers))]
+    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos, headers, header_types))]
     fn frames(
         slf: Py<Self>,
         py: Python<'_>,
@@ -120,6 +120,7 @@ impl EventTypes {
         expand: Bound<'_, PyAny>,
         payload_pos: Py<PyAny>,
         headers: Bound<'_, PyAny>,
+        header_types: Bound<'_, PyAny>,
     ) -> Option<Frames> {
         // anything unexpected (a buffer it cannot read in place, a value that is not a
         // non-negative int, a dispatch table that is not a plain dict): None, and the Python
@@ -134,6 +135,13 @@ impl EventTypes {
         let (base, pos) = (int(&base)?, int(&pos)?);
         let (verify, expand, headers) = (verify.is_truthy().ok()?, expand.is_truthy().ok()?, headers.is_truthy().ok()?);
         let dispatch = dispatch.cast_into_exact::<PyDict>().ok()?;
+        // `EventFramer._header_type_table`: one byte per type code, or None (every type)
+        let header_types = if header_types.is_none() {
+            None
+        } else {
+            let table = header_types.cast::<pyo3::types::PyBytes>().ok()?.as_bytes();
+            Some(Box::new(<[u8; 256]>::try_from(table).ok()?.map(|b| b != 0)))
+        };
         let data = PyBuffer::get(&mv).ok()?;
         if !data.is_c_contiguous() {
             return None;
@@ -161,6 +169,7 @@ impl EventTypes {
             expand,
             payload_pos,
             headers,
+            header_types: header_types.filter(|_| headers),
             dispatch: dispatch.unbind(),
             ctx: ctx.unbind(),
             sink,
@@ -190,6 +199,9 @@ pub struct Frames {
     payload_pos: Py<PyAny>,
     /// `EventFramer.headers_only`: hand out each event's header in place of the event
     headers: bool,
+    /// with `headers`, the types whose headers are handed out (None: all); the others are
+    /// passed over without a header built
+    header_types: Option<Box<[bool; 256]>>,
     dispatch: Py<PyDict>,
     ctx: Py<PyAny>,
     /// takes the events of plain transactions it can instead of their being handed out
@@ -283,6 +295,10 @@ impl Frames {
     fn next_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         loop {
             let Some(f) = self.frame() else { return Ok(None) };
+            if self.header_types.as_ref().is_some_and(|wanted| !wanted[usize::from(f.type_code)]) {
+                self.pos += f.size;
+                continue;
+            }
             let sink = self.sink.as_ref().filter(|_| EventSink::may_take(f.type_code));
             let Some(sink) = sink.map(|s| s.bind(py).clone()) else { return self.hand_out(py, f) };
             let at = Place { pos: self.pos, next_pos: self.pos + f.size, type_code: f.type_code, fields: f.fields,

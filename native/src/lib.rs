@@ -55,8 +55,9 @@ const C_PAD: u32 = 2;
 /// `RowImages`, rows kept as bytes, rendered from them, and `RowColumns.append_repeated`; 7:
 /// `EventSink`, the rows of plain transactions appended inside the framing loop, `sink.rs`; 8:
 /// the sink takes events from their bytes, `remember_table_map` and `remember_rows` take the
-/// event they were worked out from).
-const ABI: u32 = 8;
+/// event they were worked out from; 9: `frames` takes the framer's `header_types`, the header
+/// scan's filter).
+const ABI: u32 = 9;
 
 mod columns;
 mod digits;
