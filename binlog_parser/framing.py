@@ -158,7 +158,7 @@ class EventFramer:
     per event (a fifth of a compiled header scan). ``header_types``: with ``headers_only``, only
     the headers of these event types are yielded; the others are framed and passed over
     without a header built (FORMAT_DESCRIPTIONs still take effect): a scan for split points
-    wants three types of some fifteen.
+    wants only transaction starts and XIDs.
     """
 
     def __init__(
