@@ -116,9 +116,10 @@ def test_row_buffers_with_and_without_the_extension_give_the_same_batch() -> Non
 
 
 def test_the_extensions_buffers_become_arrow_arrays_without_a_copy_and_outlive_the_next_batch() -> None:
-    """A batch's arrays are the very memory the extension filled (``ArrowBuffer``, read-only),
-    and that memory is the batch's alone: the rows appended for the next batch do not touch it,
-    and it outlives the columns that filled it."""
+    """A batch's values, offsets and string data are handed over as the builders' own memory
+    (an ``ArrowBuffer``, read-only, not a ``bytes`` copy), which Arrow wraps in place; and that
+    memory is the batch's alone: the rows appended for the next batch do not touch it, and it
+    outlives the columns that filled it."""
     if not _native.use_native(None):
         pytest.skip("compiled extension not built")
     with native_extension(True):
@@ -128,12 +129,13 @@ def test_the_extensions_buffers_become_arrow_arrays_without_a_copy_and_outlive_t
         columns = dict(zip(cols.row_columns, cols.row_buffer.take(), strict=True))
         rows, nulls, validity, offsets, data = columns["sql"]
         assert (rows, nulls, validity, bytes(data)) == (2, 0, None, b"CREATE TABLE t (a INT)DROP TABLE t")
+        assert {type(data).__name__, type(offsets).__name__, type(columns["pos"][3]).__name__} == {"ArrowBuffer"}
         assert memoryview(data).readonly and memoryview(offsets).readonly
         with pytest.raises(TypeError):
             memoryview(data)[0] = 0
         sql = array_from_parts(columns["sql"], pa.string())
         pos = array_from_parts(columns["pos"], pa.int64())
-        assert sql.buffers()[2].address == pa.py_buffer(data).address  # no copy
+        assert sql.buffers()[2].address == pa.py_buffer(data).address  # wrapped in place
         assert pos.buffers()[1].address == pa.py_buffer(columns["pos"][3]).address
         del columns, rows, nulls, validity, offsets, data
         for n in range(50):  # the next batches, larger, fill new memory
