@@ -380,11 +380,9 @@ class EventFramer:
             else:
                 end, checksum_ok = checksum_of(raw, pos, size, type_code, header_len, False)
             next_pos = pos + size
-            if start is not None and pos < start and not is_fde and type_code != _START_V3:
-                pos = next_pos
-                continue
+            # before the start, or of a type whose header is not wanted: framed, not decoded
             passed_over = header_types is not None and type_code not in header_types
-            if passed_over and not is_fde and type_code != _START_V3:
+            if (passed_over or (start is not None and pos < start)) and not is_fde and type_code != _START_V3:
                 pos = next_pos
                 continue
             header = new_event_header(pos, next_pos, timestamp, type_code, server_id, size, log_pos,
