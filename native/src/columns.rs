@@ -36,7 +36,7 @@ enum Owned {
 /// buffer protocol (read-only; `pa.py_buffer` wraps it, and the Arrow buffer keeps this object
 /// alive). Copying each batch's values into a new `bytes` was about 1.5% of an ingest task.
 /// Integers are Arrow's little-endian layout as they are in memory on a little-endian machine;
-/// elsewhere they are copied into that layout first (`handed_over_i32`, `handed_over_i64`).
+/// elsewhere they are copied into that layout first (`little_endian_i32`, `little_endian_i64`).
 #[pyclass(module = "binlog_parser._native_ext", frozen)]
 pub struct ArrowBuffer {
     owned: Owned,
@@ -75,35 +75,26 @@ impl ArrowBuffer {
     }
 }
 
-/// `vec`'s bytes handed over; `vec` is left empty with the same capacity (the next batch is
-/// about as large: no growing again from nothing).
-fn handed_over_bytes<'py>(py: Python<'py>, vec: &mut Vec<u8>) -> PyResult<Bound<'py, ArrowBuffer>> {
+/// `vec`'s contents handed over in the layout `owned` gives them; `vec` is left empty with the
+/// same capacity (the next batch is about as large: no growing again from nothing).
+fn handed_over<'py, T>(py: Python<'py>, vec: &mut Vec<T>, owned: fn(Vec<T>) -> Owned) -> PyResult<Bound<'py, ArrowBuffer>> {
     let cap = vec.capacity();
-    Bound::new(py, ArrowBuffer { owned: Owned::Bytes(std::mem::replace(vec, Vec::with_capacity(cap))) })
+    Bound::new(py, ArrowBuffer { owned: owned(std::mem::replace(vec, Vec::with_capacity(cap))) })
 }
 
-/// `vec` as little-endian int32s handed over; `vec` is left empty with the same capacity.
-fn handed_over_i32<'py>(py: Python<'py>, vec: &mut Vec<i32>) -> PyResult<Bound<'py, ArrowBuffer>> {
-    let cap = vec.capacity();
-    Bound::new(py, ArrowBuffer { owned: little_endian_i32(std::mem::replace(vec, Vec::with_capacity(cap))) })
-}
-
-/// `vec` as little-endian int64s handed over; `vec` is left empty with the same capacity.
-fn handed_over_i64<'py>(py: Python<'py>, vec: &mut Vec<i64>) -> PyResult<Bound<'py, ArrowBuffer>> {
-    let cap = vec.capacity();
-    let v = std::mem::replace(vec, Vec::with_capacity(cap));
-    let owned = if cfg!(target_endian = "little") {
-        Owned::I64(v)
-    } else {
-        Owned::Bytes(v.iter().flat_map(|x| x.to_le_bytes()).collect())
-    };
-    Bound::new(py, ArrowBuffer { owned })
-}
-
-/// int32s in Arrow's layout: as they are on a little-endian machine.
+/// int32s in Arrow's layout: as they are on a little-endian machine, else copied into it.
 fn little_endian_i32(v: Vec<i32>) -> Owned {
     if cfg!(target_endian = "little") {
         Owned::I32(v)
+    } else {
+        Owned::Bytes(v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+}
+
+/// int64s in Arrow's layout, as `little_endian_i32`.
+fn little_endian_i64(v: Vec<i64>) -> Owned {
+    if cfg!(target_endian = "little") {
+        Owned::I64(v)
     } else {
         Owned::Bytes(v.iter().flat_map(|x| x.to_le_bytes()).collect())
     }
@@ -292,8 +283,8 @@ impl Utf8Builder {
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let rows = self.len();
         let (nulls, validity) = self.validity.take(py);
-        let offsets = handed_over_i32(py, &mut self.offsets)?;
-        let data = handed_over_bytes(py, &mut self.data)?;
+        let offsets = handed_over(py, &mut self.offsets, little_endian_i32)?;
+        let data = handed_over(py, &mut self.data, Owned::Bytes)?;
         self.offsets.push(0);
         (rows, nulls, validity, offsets, data).into_pyobject(py)
     }
@@ -367,7 +358,7 @@ impl MapBuilder {
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let rows = self.rows();
         let (nulls, validity) = self.validity.take(py);
-        let offsets = handed_over_i32(py, &mut self.offsets)?;
+        let offsets = handed_over(py, &mut self.offsets, little_endian_i32)?;
         let keys = self.keys.take(py)?;
         let values = self.values.take(py)?;
         self.offsets.push(0);
@@ -626,7 +617,7 @@ impl RowColumn {
                     let narrowed = values.drain(..).map(|x| x as i32).collect();
                     Bound::new(py, ArrowBuffer { owned: little_endian_i32(narrowed) })?
                 } else {
-                    handed_over_i64(py, values)?
+                    handed_over(py, values, little_endian_i64)?
                 };
                 (rows, nulls, bits, data).into_pyobject(py)?.into_any()
             }

@@ -17,8 +17,10 @@ pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
         out.push_str(&DIGIT_PAIRS[i..i + 2]);
         return;
     }
-    if (1..=POWERS_OF_TEN.len()).contains(&width) && n >= 0 && (n as u64) < POWERS_OF_TEN[width - 1] {
-        // it fits the width: its digits, right to left, two at a time, over zeros
+    let fits = u32::try_from(width).ok().and_then(|w| 10u64.checked_pow(w)).is_some_and(|p| (n as u64) < p);
+    if width >= 1 && n >= 0 && fits {
+        // it fits the width (at most 19 digits: 10^20 is past u64): its digits, right to left,
+        // two at a time, over zeros
         let mut buf = [b'0'; 19];
         let (mut v, mut i) = (n as u64, width);
         while v >= 10 {
@@ -51,20 +53,6 @@ pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
 /// `00`, `01`, ... `99`, back to back.
 const DIGIT_PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 const ZEROS: &str = "0000000000000000";
-/// 10, 100, ... 10^19: `n` has at most `width` digits when it is below the `width`-th.
-const POWERS_OF_TEN: [u64; 19] = {
-    let mut p = [0u64; 19];
-    let mut i = 0;
-    let mut v = 10u64;
-    while i < 19 {
-        p[i] = v;
-        i += 1;
-        if i < 19 {
-            v *= 10;
-        }
-    }
-    p
-};
 
 /// `bytes` as lowercase hex (`bytes.hex()`).
 pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
