@@ -249,6 +249,22 @@ class GtidIntervalsBuilder:
                     merged = normalize((s, e) for s, e in ivs)
                     self._acc[key] = [[s, e] for s, e in merged]
 
+    def add_run(self, sid: str, first: int, last: int, tag: str = "") -> None:
+        """GTIDs ``first`` to ``last`` of one ``sid`` and ``tag``: what adding each in turn does,
+        in one step when they extend the last interval (a decoded range hands its transactions'
+        GTIDs over as such runs)."""
+        key = (str(sid).lower(), (tag or "").lower())
+        ivs = self._acc.get(key)
+        if first <= last and (ivs is None or first == ivs[-1][1] + 1):
+            if ivs is None:
+                self._acc[key] = [[first, last]]
+            else:
+                ivs[-1][1] = last
+            self.n += last - first + 1
+            return
+        for gno in range(first, last + 1):
+            self.add(sid, gno, tag)
+
     def build(self) -> GtidIntervals:
         return GtidIntervals({k: [(s, e) for s, e in v] for k, v in self._acc.items()}, self.flavor)
 

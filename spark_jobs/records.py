@@ -554,9 +554,9 @@ class RangeDecoder:
         if mariadb:
             self.flavor = MARIADB
         if gtids:
-            add = self._builder().add
-            for args in gtids:
-                add(*args)
+            add_run = self._builder().add_run
+            for sid, first, last in gtids:
+                add_run(sid, first, last)
         if first_gtid is not None and facts["first_gtid"] is None:
             facts["first_gtid"] = first_gtid
         if last_gtid is not None:

@@ -63,6 +63,25 @@ def test_builder_merges_and_finds_duplicates():
     assert str(b.build_duplicates()) == f"{A}:2"
 
 
+@pytest.mark.parametrize("runs", [
+    [(A, 1, 5), (A, 6, 9)],                        # one run extending the last interval
+    [(A, 1, 5), (A.upper(), 6, 6), (B, 1, 3), (A, 7, 8)],
+    [(A, 3, 5), (A, 1, 2), (A, 9, 9), (A, 6, 8)],   # out of order, then filling the hole
+    [(A, 1, 5), (A, 4, 7), (A, 2, 2)],              # overlaps: duplicates
+    [(A, 1, 3), (A, 3, 3), (A, 10, 9)],             # a repeat; an empty run
+    [("0", 1, 4), ("1", 1, 1), ("0", 5, 5)],        # MariaDB domains
+])
+def test_builder_add_run_is_adding_each_gtid_in_turn(runs):
+    one_by_one, by_run = GtidIntervalsBuilder(), GtidIntervalsBuilder()
+    for sid, first, last in runs:
+        for gno in range(first, last + 1):
+            one_by_one.add(sid, gno)
+        by_run.add_run(sid, first, last)
+    assert str(by_run.build()) == str(one_by_one.build())
+    assert str(by_run.build_duplicates()) == str(one_by_one.build_duplicates())
+    assert by_run.n == one_by_one.n
+
+
 def test_mariadb_list_as_set():
     g = GtidIntervals.from_mariadb_list("0-7-10,1-8-5")
     assert str(g) == "0:1-10,1:1-5"

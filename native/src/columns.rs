@@ -17,8 +17,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::render::str_utf8;
+use crate::short_copy::append;
 
 /// Why a value cannot go into a buffer: an Arrow string array holds at most 2 GiB - 1 bytes.
+#[derive(Debug)]
 pub(crate) struct Overflow;
 
 fn overflow_err() -> PyErr {
@@ -229,9 +231,19 @@ impl Utf8Builder {
     /// One value: `bytes` (valid UTF-8).
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
         let end = i32::try_from(self.data.len() + bytes.len()).map_err(|_| Overflow)?;
-        self.data.extend_from_slice(bytes);
+        append(&mut self.data, bytes);
         self.offsets.push(end);
         self.validity.push(true);
+        Ok(())
+    }
+
+    /// The values `run[..ends[0]]`, `run[ends[0]..ends[1]]`, ...: their bytes in one copy.
+    pub(crate) fn push_run(&mut self, run: &[u8], ends: &[i32]) -> Result<(), Overflow> {
+        let base = i32::try_from(self.data.len()).map_err(|_| Overflow)?;
+        i32::try_from(self.data.len() + run.len()).map_err(|_| Overflow)?;
+        self.data.extend_from_slice(run);
+        self.offsets.extend(ends.iter().map(|end| base + end));
+        self.validity.push_n(true, ends.len());
         Ok(())
     }
 
@@ -249,11 +261,14 @@ impl Utf8Builder {
         // the last offset checked once: the ones before it are smaller
         i32::try_from(self.data.len() + k * width).map_err(|_| Overflow)?;
         self.data.reserve(k * width);
-        self.offsets.reserve(k);
-        for _ in 0..k {
-            self.data.extend_from_within(start..start + width);
-            self.offsets.push(self.data.len() as i32);
+        // the copies made so far copied again, doubling them: a few copies, not one per row
+        let mut copies = 0;
+        while width > 0 && copies < k {
+            let more = (copies + 1).min(k - copies);
+            self.data.extend_from_within(start..start + more * width);
+            copies += more;
         }
+        self.offsets.extend((1..=k).map(|j| (end + j * width) as i32));
         self.validity.push_n(valid, k);
         Ok(())
     }
@@ -379,16 +394,16 @@ pub struct ImageColumns {
 }
 
 impl ImageColumns {
-    /// Back to the first `changes` changes (none: as it is).
+    /// Back to the first `changes` changes. The maps are cut even when no JSON is: a side that
+    /// fails in its first image of an event has pushed keys (and values) of a row it never ended.
     pub(crate) fn truncate_to(&mut self, changes: usize) {
-        if changes >= self.jsons[0].len() {
-            return;
-        }
         for m in &mut self.maps {
-            m.truncate(changes);
+            m.truncate(changes.min(m.rows()));
         }
         for j in &mut self.jsons {
-            j.truncate(changes);
+            if changes < j.len() {
+                j.truncate(changes);
+            }
         }
     }
 }
@@ -772,5 +787,37 @@ impl RowColumns {
             c.truncate(rows);
         }
         self.rows = self.rows.min(rows);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(m: &MapBuilder) -> (Vec<i32>, Vec<u8>, usize) {
+        (m.offsets.clone(), m.keys.data.clone(), m.values.len())
+    }
+
+    #[test]
+    fn a_cut_drops_the_keys_and_values_of_a_row_never_ended() {
+        let mut images = ImageColumns::default();
+        let [before, _] = &mut images.maps;
+        before.keys.push_run(b"idname", &[2, 6]).unwrap();
+        before.values.push(b"1").unwrap();
+        before.values.push(b"x").unwrap();
+        before.end_row(true).unwrap();
+        images.jsons[0].push(b"{}").unwrap();
+        images.jsons[1].push_null();
+        images.maps[1].end_row(false).unwrap();
+        let kept = entries(&images.maps[0]);
+        // the next change's before image fails after its keys and one value
+        images.maps[0].keys.push_run(b"idname", &[2, 6]).unwrap();
+        images.maps[0].values.push(b"2").unwrap();
+        images.truncate_to(1);
+        assert_eq!(entries(&images.maps[0]), kept);
+        assert_eq!(images.maps[0].keys.offsets, vec![0, 2, 6]);
+        images.truncate_to(0);
+        assert_eq!(entries(&images.maps[0]), (vec![0], vec![], 0));
+        assert_eq!((images.jsons[0].len(), images.jsons[1].len(), images.maps[1].rows()), (0, 0, 0));
     }
 }

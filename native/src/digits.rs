@@ -2,9 +2,11 @@
 //! fields, and `write!` / `to_string` went through the formatting machinery for each (about
 //! 4% of an ingest task). `itoa` for whole numbers, a fixed-width writer for zero-padded ones.
 
+use crate::short_copy::append_str;
+
 /// `n` in decimal (`str(n)`).
 pub(crate) fn push_int(out: &mut String, n: i64) {
-    out.push_str(itoa::Buffer::new().format(n));
+    append_str(out, itoa::Buffer::new().format(n));
 }
 
 /// `n` zero-padded to `width` digits, as `%0{width}d` and `{n:0width$}` write it (a sign
@@ -14,7 +16,7 @@ pub(crate) fn push_int(out: &mut String, n: i64) {
 pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
     if width == 2 && (0..100).contains(&n) {
         let i = 2 * n as usize;
-        out.push_str(&DIGIT_PAIRS[i..i + 2]);
+        append_str(out, &DIGIT_PAIRS[i..i + 2]);
         return;
     }
     let fits = u32::try_from(width).ok().and_then(|w| 10u64.checked_pow(w)).is_some_and(|p| (n as u64) < p);
@@ -33,7 +35,7 @@ pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
             buf[i - 1] = b'0' + v as u8;
         }
         // SAFETY: ASCII digits only
-        out.push_str(unsafe { std::str::from_utf8_unchecked(&buf[..width]) });
+        append_str(out, unsafe { std::str::from_utf8_unchecked(&buf[..width]) });
         return;
     }
     let mut buf = itoa::Buffer::new();
@@ -47,7 +49,14 @@ pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
         out.push_str(&ZEROS[..k]);
         pad -= k;
     }
-    out.push_str(text);
+    append_str(out, text);
+}
+
+/// `n` (0..100) as two ASCII digits.
+#[inline(always)]
+pub(crate) fn two_digits(n: usize) -> [u8; 2] {
+    let pairs = DIGIT_PAIRS.as_bytes();
+    [pairs[2 * n], pairs[2 * n + 1]]
 }
 
 /// `00`, `01`, ... `99`, back to back.

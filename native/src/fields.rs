@@ -15,6 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
 use crate::digits::{push_hex, push_int};
 use crate::render::{exact_int, push_json_str, slot, str_utf8};
+use crate::short_copy::append_str;
 use crate::SlotLayout;
 
 /// One event class: its slots and its fields' names as JSON keys.
@@ -86,7 +87,7 @@ fn fields_inner(py: Python<'_>, event: &Bound<'_, PyAny>, layout: &FieldsLayout)
         if k > 0 {
             out.push(',');
         }
-        out.push_str(key);
+        append_str(&mut out, key);
         // SAFETY: a borrowed slot value, kept alive by the event
         push_value(py, &mut out, unsafe { &Bound::from_borrowed_ptr(py, p) }, fallback, 0)?;
     }

@@ -65,6 +65,7 @@ mod events;
 mod fields;
 mod framing;
 mod render;
+mod short_copy;
 mod sink;
 
 enum Conv {
@@ -766,14 +767,15 @@ fn decimal_text(raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> Op
 }
 
 /// `decimal_text` appended to `out` (false: None there; `out` may then hold part of it).
-/// Written in place: the integer digits, their leading zeros taken out, then the fraction's.
+/// Written in place: the integer digits without their leading zeros (the first group that is
+/// not zero unpadded, the groups after it padded), then the fraction's.
 pub(crate) fn push_decimal(out: &mut String, raw: &[u8], scale: usize, groups: &[(usize, usize, bool)]) -> bool {
     let negative = raw[0] & 0x80 == 0;
     let flip: u8 = if negative { 0xFF } else { 0 };
     if negative {
         out.push('-');
     }
-    let int_start = out.len();
+    let mut integer_digits = false;
     let mut in_fraction = false;
     let mut off = 0;
     for &(nbytes, ndigits, is_frac) in groups {
@@ -791,7 +793,9 @@ pub(crate) fn push_decimal(out: &mut String, raw: &[u8], scale: usize, groups: &
         }
         if is_frac {
             if !in_fraction {
-                end_integer_digits(out, int_start);
+                if !integer_digits {
+                    out.push('0');
+                }
                 if scale > 0 {
                     out.push('.');
                 }
@@ -802,28 +806,22 @@ pub(crate) fn push_decimal(out: &mut String, raw: &[u8], scale: usize, groups: &
             }
         } else if in_fraction {
             return false; // never written: the integer groups come first
-        } else {
+        } else if integer_digits {
             digits::push_padded(out, v as i64, ndigits);
+        } else if v > 0 {
+            digits::push_int(out, v as i64);
+            integer_digits = true;
         }
     }
     if !in_fraction {
-        end_integer_digits(out, int_start);
+        if !integer_digits {
+            out.push('0');
+        }
         if scale > 0 {
             out.push('.'); // a fraction of no group (never written)
         }
     }
     true
-}
-
-/// The integer digits from `start` without their leading zeros, or "0".
-fn end_integer_digits(out: &mut String, start: usize) {
-    let zeros = out[start..].bytes().take_while(|&b| b == b'0').count();
-    if zeros == out.len() - start {
-        out.truncate(start);
-        out.push('0');
-    } else if zeros > 0 {
-        out.replace_range(start..start + zeros, "");
-    }
 }
 
 /// The rows of one event body `data[pos:]`: a tuple of `RowChange`, or None when anything is

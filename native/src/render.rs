@@ -21,7 +21,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use crate::columns::{arrow_utf8, ImageColumns, MapBuilder, Overflow, Utf8Builder};
-use crate::digits::{push_hex, push_int, push_padded};
+use crate::digits::{push_hex, push_int, push_padded, two_digits};
+use crate::short_copy::append_str;
 use crate::{
     date_fields, datetime2_fields, frac_bytes, push_decimal, le, time2_fields, timestamp2_fields, Col, Conv,
     ImageReader, RowImages, SlotLayout, ValueTypes,
@@ -49,6 +50,8 @@ pub struct ImageLayout {
     names: Vec<Py<PyString>>,
     /// each name as a map key holds it (`columns::arrow_utf8`)
     names_utf8: Vec<Vec<u8>>,
+    /// `names_utf8` back to back, and where each ends in it: an image's keys in one copy
+    keys_run: (Vec<u8>, Vec<i32>),
     /// each name as the JSON encoder writes it, with its colon: `"name":`
     keys_json: Vec<String>,
     cols: Vec<RenderCol>,
@@ -78,8 +81,13 @@ impl ImageLayout {
                 column: s.get_item(5)?.unbind(),
             });
         }
-        let names_utf8 = names.iter().map(|n| Ok(arrow_utf8(n.bind(py))?.into_owned())).collect::<PyResult<_>>()?;
-        Ok(ImageLayout { types, names, names_utf8, keys_json, cols, pair_any })
+        let names_utf8: Vec<Vec<u8>> = names.iter().map(|n| Ok(arrow_utf8(n.bind(py))?.into_owned())).collect::<PyResult<_>>()?;
+        let keys = names_utf8.concat();
+        let ends = names_utf8.iter().scan(0usize, |end, n| {
+            *end += n.len();
+            Some(i32::try_from(*end).map_err(|_| PyValueError::new_err("column names too long")))
+        }).collect::<PyResult<_>>()?;
+        Ok(ImageLayout { types, names, names_utf8, keys_run: (keys, ends), keys_json, cols, pair_any })
     }
 }
 
@@ -104,7 +112,17 @@ pub(crate) fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // eight bytes at a time while none of them is escaped (most text has none)
+        while let Some(word) = bytes.get(i..i + 8) {
+            if may_need_escape(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
+                break;
+            }
+            i += 8;
+        }
+        let Some(&b) = bytes.get(i) else { break };
+        i += 1;
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -116,16 +134,28 @@ pub(crate) fn push_json_str(out: &mut String, s: &str) {
             0..=0x1f => "",
             _ => continue,
         };
-        out.push_str(&s[start..i]);
+        append_str(out, &s[start..i - 1]);
         if short.is_empty() {
             let _ = write!(out, "\\u{:04x}", b);
         } else {
             out.push_str(short);
         }
-        start = i + 1;
+        start = i;
     }
-    out.push_str(&s[start..]);
+    append_str(out, &s[start..]);
     out.push('"');
+}
+
+/// Whether any of the eight bytes of `word` may be one `push_json_str` escapes (a control
+/// character, `"` or `\`): never false when one is. The bytes of multi-byte characters (0x80
+/// and up) never make it true.
+#[inline(always)]
+fn may_need_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // a byte below n (n <= 0x80) leaves its high bit set in (w - n * ONES) & !w
+    let below = |w: u64, n: u64| w.wrapping_sub(n * ONES) & !w & HIGH != 0;
+    below(word, 0x20) || below(word ^ (u64::from(b'"') * ONES), 1) || below(word ^ (u64::from(b'\\') * ONES), 1)
 }
 
 /// The UTF-8 text of an exact `str` (None: not valid UTF-8, i.e. lone surrogates; the Python
@@ -164,7 +194,33 @@ fn push_frac(out: &mut String, usec: i64, fsp: i64) {
 }
 
 /// `%04d-%02d-%02d` and, with a time, ` %02d:%02d:%02d` (`temporal.py`'s `__str__`).
+/// A date and time whose fields fit their widths (all but damaged values) are written into a
+/// fixed buffer and appended in one copy: temporal columns are much of a row's rendering.
 fn push_date_time(out: &mut String, [y, mo, d]: [i64; 3], time: Option<[i64; 3]>) {
+    let fits = |v: i64| (0..100).contains(&v);
+    if (0..10_000).contains(&y) && fits(mo) && fits(d) {
+        let mut text = *b"0000-00-00 00:00:00";
+        let [y, mo, d] = [y as usize, mo as usize, d as usize];
+        text[0..2].copy_from_slice(&two_digits(y / 100));
+        text[2..4].copy_from_slice(&two_digits(y % 100));
+        text[5..7].copy_from_slice(&two_digits(mo));
+        text[8..10].copy_from_slice(&two_digits(d));
+        let written = match time {
+            None => 10,
+            Some([h, mi, sec]) if fits(h) && fits(mi) && fits(sec) => {
+                text[11..13].copy_from_slice(&two_digits(h as usize));
+                text[14..16].copy_from_slice(&two_digits(mi as usize));
+                text[17..19].copy_from_slice(&two_digits(sec as usize));
+                19
+            }
+            Some(_) => 0,
+        };
+        if written > 0 {
+            // SAFETY: ASCII digits and separators only
+            out.push_str(unsafe { std::str::from_utf8_unchecked(&text[..written]) });
+            return;
+        }
+    }
     push_padded(out, y, 4);
     out.push('-');
     push_padded(out, mo, 2);
@@ -241,7 +297,7 @@ fn push_time(out: &mut String, neg: bool, [h, mi, sec, us, fsp]: [i64; 5]) {
 /// A value whose JSON is its text quoted (temporals, DECIMALs).
 fn emit_quoted(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
     json.push('"');
-    json.push_str(s);
+    append_str(json, s);
     json.push('"');
     Ok(text.push(s.as_bytes())?)
 }
@@ -284,7 +340,7 @@ fn emit_int(col: &RenderCol, n: i64, json: &mut String, text: &mut Utf8Builder) 
     if col.year || !(-MAX_SAFE..=MAX_SAFE).contains(&n) {
         return emit_quoted(&s, json, text);
     }
-    json.push_str(&s);
+    append_str(json, &s);
     Ok(text.push(s.as_bytes())?)
 }
 
@@ -597,7 +653,7 @@ impl ImageLayout {
             if i > 0 {
                 json.push(',');
             }
-            json.push_str(&self.keys_json[i]);
+            append_str(&mut json, &self.keys_json[i]);
             map.keys.push(&self.names_utf8[i])?;
             self.value(py, t, &self.cols[i], &value, &mut json, &mut map.values)?;
         }
@@ -625,12 +681,12 @@ impl ImageLayout {
         pos += nb;
         text.clear();
         text.push('{');
+        map.keys.push_run(&self.keys_run.0, &self.keys_run.1)?;
         for i in 0..n {
             if i > 0 {
                 text.push(',');
             }
-            text.push_str(&self.keys_json[i]);
-            map.keys.push(&self.names_utf8[i])?;
+            append_str(text, &self.keys_json[i]);
             if nulls[i >> 3] >> (i & 7) & 1 != 0 {
                 text.push_str("null");
                 map.values.push_null();
@@ -781,5 +837,68 @@ fn side<'a, 'b>(
         (Some(l), Some(r)) if l.reads(py, r) => Ok(Some((l, r))),
         (_, None) => Ok(None),
         _ => Err(Fallback),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `push_json_str` as it was, a byte at a time: what the eight-byte scan must equal.
+    fn json_str_bytewise(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn json_str_escapes_every_special_byte_at_every_place() {
+        let specials = ['"', '\\', '\n', '\r', '\t', '\u{8}', '\u{c}', '\u{0}', '\u{1f}', '\u{7f}', ' ', '!', '#', '[', ']', 'é', '€'];
+        for len in 0..20 {
+            for at in 0..len.max(1) {
+                for &c in &specials {
+                    let s: String = (0..len).map(|i| if i == at { c } else { (b'a' + (i % 26) as u8) as char }).collect();
+                    let mut got = String::new();
+                    push_json_str(&mut got, &s);
+                    assert_eq!(got, json_str_bytewise(&s), "{s:?}");
+                }
+            }
+        }
+        for s in ["", "\"\"\"\"\"\"\"\"\"", "\u{1}\u{2}\u{3}\u{4}\u{5}\u{6}\u{7}\u{8}\u{9}x", "ab€cdéfgh\\ijklmnop\"q"] {
+            let mut got = String::new();
+            push_json_str(&mut got, s);
+            assert_eq!(got, json_str_bytewise(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn date_time_is_the_padded_format_in_and_out_of_the_fixed_widths() {
+        let cases = [
+            ([2024, 2, 29], Some([23, 59, 58])), ([0, 0, 0], Some([0, 0, 0])), ([9999, 12, 31], None), ([1, 1, 1], None),
+            ([10_000, 1, 2], Some([3, 4, 5])), ([-5, 1, 2], Some([3, 4, 5])), ([2024, 123, 2], None),
+            ([2024, 1, 2], Some([838, 59, 59])), ([2024, 1, 2], Some([-1, 4, 5])), ([2024, 1, 2], Some([1, 100, 5])),
+        ];
+        for ([y, mo, d], time) in cases {
+            let mut got = String::from("x");
+            push_date_time(&mut got, [y, mo, d], time);
+            let mut want = format!("x{y:04}-{mo:02}-{d:02}");
+            if let Some([h, mi, s]) = time {
+                want.push_str(&format!(" {h:02}:{mi:02}:{s:02}"));
+            }
+            assert_eq!(got, want);
+        }
     }
 }
