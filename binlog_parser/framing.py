@@ -158,7 +158,7 @@ class EventFramer:
     per event (a fifth of a compiled header scan). ``header_types``: with ``headers_only``, only
     the headers of these event types are yielded; the others are framed and passed over
     without a header built (FORMAT_DESCRIPTIONs still take effect): a scan for split points
-    wants only transaction starts and XIDs.
+    wants only transaction starts and XIDs, and (``header_from``) none before its next cut.
     """
 
     def __init__(
@@ -203,6 +203,11 @@ class EventFramer:
         self.headers_only = headers_only
         #: the event types whose headers are yielded (None: all); only with ``headers_only``
         self.header_types = header_types if headers_only else None
+        #: with ``header_types``, the headers of events before this offset are passed over
+        #: too. A consumer that needs no header before some offset may raise it while
+        #: iterating (a hint: the compiled loop sees it when it next starts, at the latest
+        #: when the framer is given more bytes)
+        self.header_from = 0
         #: the same, one byte per type code, for the compiled loop
         self._header_type_table = (None if self.header_types is None
                                    else bytes(t in self.header_types for t in range(256)))
@@ -381,7 +386,7 @@ class EventFramer:
                 end, checksum_ok = checksum_of(raw, pos, size, type_code, header_len, False)
             next_pos = pos + size
             # before the start, or of a type whose header is not wanted: framed, not decoded
-            passed_over = header_types is not None and type_code not in header_types
+            passed_over = header_types is not None and (type_code not in header_types or pos < self.header_from)
             if (passed_over or (start is not None and pos < start)) and not is_fde and type_code != _START_V3:
                 pos = next_pos
                 continue
@@ -423,7 +428,7 @@ class EventFramer:
         return native.frames(self, self._mv, self._buf_pos, pos, ctx, self.dispatch, self.stop_position,
                              self.total_size, self.verify_checksum, min(self.max_event_size, _NO_LIMIT),
                              self.expand_payloads, self._payload_pos, self.headers_only,
-                             self._header_type_table)
+                             self._header_type_table, self.header_from)
 
     def _start(self, pos: int) -> Generator[NeedData, None, int]:
         """Check the magic and detect the binlog version; the generator's value: first event."""

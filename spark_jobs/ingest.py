@@ -187,12 +187,12 @@ class RangeStream(io.RawIOBase):
 
 def scan_split_points(uri: str, size: int, target: int, s3: Mapping[str, Any] | None = None) -> list[int]:
     """Header-only scan of one object (executor side): transaction-start cut offsets."""
-    from binlog_parser.reader import scan_headers
+    from binlog_parser.reader import HeaderScan
 
     stream = io.BufferedReader(RangeStream(uri, size, s3), buffer_size=READ_CHUNK)
     try:
-        headers = scan_headers(stream, file_name=uri.rsplit("/", 1)[-1], types=records.SPLIT_POINT_TYPES)
-        return records.split_points(headers, file_size=size, target=target)
+        scan = HeaderScan(stream, file_name=uri.rsplit("/", 1)[-1], types=records.SPLIT_POINT_TYPES)
+        return records.split_points(scan, file_size=size, target=target, skip_to=scan.skip_to)
     except Exception:  # noqa: BLE001 - an unreadable file is decoded whole (and quarantined)
         log.exception("header scan failed for %s; decoding it as one range", uri)
         return []

@@ -36,7 +36,7 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from binlake.reconciliation import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
@@ -1153,13 +1153,18 @@ def context_from_head(head: bytes | memoryview, file: str) -> DecodeContext:
 SPLIT_POINT_TYPES = frozenset(_TRX_START_TYPES | {_XID})
 
 
-def split_points(headers: Iterable[Any], *, file_size: int, target: int) -> list[int]:
+def split_points(headers: Iterable[Any], *, file_size: int, target: int,
+                 skip_to: Callable[[int], None] | None = None) -> list[int]:
     """Offsets where a file may be cut into ranges of about ``target`` bytes.
 
     ``headers`` are the file's top-level event headers (``scan_headers``; those of
     :data:`SPLIT_POINT_TYPES` are enough, the others are ignored). A cut is placed
     at a transaction start (GTID / ANONYMOUS_GTID / MariaDB GTID event) or, in files without
     GTIDs, right after an XID. Returns the starts of ranges 1..n (range 0 starts at 0).
+
+    ``skip_to`` (``HeaderScan.skip_to``) is told, once the file has shown a transaction start,
+    where the next cut may be: no header before it can change the answer (XIDs no longer
+    count), so the scan need not build them.
     """
     cuts: list[int] = []
     next_cut = target
@@ -1171,6 +1176,8 @@ def split_points(headers: Iterable[Any], *, file_size: int, target: int) -> list
             if h.pos >= next_cut:
                 cuts.append(h.pos)
                 next_cut = h.pos + target
+            if skip_to is not None:
+                skip_to(next_cut)
         elif tc == _XID and not has_gtids:
             if h.next_pos >= next_cut and h.next_pos < file_size:
                 cuts.append(h.next_pos)

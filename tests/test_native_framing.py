@@ -33,7 +33,7 @@ from binlog_parser.decoders.header_only import HEADER_ONLY_DISPATCH
 from binlog_parser.errors import BinlogError
 from binlog_parser.framing import EventFramer, SkippedBytes
 from binlog_parser.header import EventHeader
-from binlog_parser.reader import BinlogReader, scan_headers
+from binlog_parser.reader import BinlogReader, HeaderScan, scan_headers
 from binlog_parser.rows import _native
 from binlog_parser.rows.rows_event import RowsEvent
 from binlog_parser.writer import BinlogFileWriter, Column, Table
@@ -192,6 +192,25 @@ def test_header_scans_and_positions_are_identical(path: Path) -> None:
     for types in (TRX_TYPES, frozenset({EventType.QUERY, EventType.ROTATE})):
         assert _same_scan(str(path), types=types) == ([h for h in headers if h.type_code in types], error)
     positions = [h.pos for h in headers]
+    # a consumer that skips ahead (HeaderScan.skip_to, as the split point scan does): never a
+    # header at or after the offset left out, nor one it wants before it
+    for types in (TRX_TYPES, None):
+        wanted = [h for h in headers if types is None or h.type_code in types]
+        if not wanted:
+            continue
+        first, third = wanted[0].pos, positions[len(positions) // 3]
+        python, compiled = _scans(str(path), types=types, skip_at=(first, third))
+        for got, got_error in (python, compiled):
+            assert got_error == error
+            assert [h for h in got if h.pos >= third] == [h for h in wanted if h.pos >= third]
+            assert [h for h in got if h.pos <= first] == [h for h in wanted if h.pos <= first]
+            assert all(h in wanted for h in got)
+        # the Python loop skips at once; without types, nothing is skipped
+        skipped = [h for h in wanted if first < h.pos < third]
+        assert python[0] == ([h for h in wanted if h not in skipped] if types else wanted)
+        # told before it starts, the compiled loop skips as the Python loop does
+        assert _same_scan(str(path), types=types, skip_at=(None, third)) == (
+            [h for h in wanted if h.pos >= third] if types else wanted, error)
     if len(positions) < 3:
         return
     third, half = positions[len(positions) // 3], positions[len(positions) // 2]
@@ -202,21 +221,36 @@ def test_header_scans_and_positions_are_identical(path: Path) -> None:
 
 def _same_scan(source: Any, **kw: Any) -> tuple[list[Any], Any]:
     """``scan_headers(source, **kw)`` on both paths: the same headers, then the same error
-    (``as_stream``: the bytes read as a stream, as the ingest reads an object)."""
+    (``as_stream``: the bytes read as a stream, as the ingest reads an object; ``skip_at``:
+    ``(at, to)``, a :class:`HeaderScan` told to skip to ``to`` once it yields the header at
+    ``at``, or before it starts when ``at`` is None)."""
     as_stream = kw.pop("as_stream", False)
+    got = _scans(source, as_stream=as_stream, **kw)
+    assert got[1] == got[0]
+    return got[0]
+
+
+def _scans(source: Any, *, as_stream: bool = False, skip_at: tuple[int | None, int] = (None, 0),
+           **kw: Any) -> list[tuple[list[Any], Any]]:
+    """:func:`_same_scan`'s scans, without the extension and with it."""
+    at, to = skip_at
     got = []
     for enabled in (False, True):
         headers: list[Any] = []
         err = None
         with _native_on(enabled):
             try:
-                for h in scan_headers(io.BytesIO(source) if as_stream else source, **kw):
+                scan = HeaderScan(io.BytesIO(source) if as_stream else source, **kw)
+                if at is None and to:
+                    scan.skip_to(to)  # before the first header: both loops skip from the start
+                for h in scan:
                     headers.append(h)
+                    if h.pos == at:
+                        scan.skip_to(to)
             except BinlogError as exc:
                 err = _error(exc)
         got.append((headers, err))
-    assert got[1] == got[0]
-    return got[0]
+    return got
 
 
 def test_the_compiled_loop_frames_almost_every_event(monkeypatch: pytest.MonkeyPatch) -> None:

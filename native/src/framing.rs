@@ -103,7 +103,7 @@ impl EventTypes {
     /// The events of `framer`'s buffer (`mv`, holding file bytes from `base`) from `pos` on,
     /// framed with `ctx`'s layout; see the module docs for where it stops.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos, headers, header_types))]
+    #[pyo3(signature = (framer, mv, base, pos, ctx, dispatch, stop, total, verify, max_event_size, expand, payload_pos, headers, header_types, header_from))]
     fn frames(
         slf: Py<Self>,
         py: Python<'_>,
@@ -121,6 +121,7 @@ impl EventTypes {
         payload_pos: Py<PyAny>,
         headers: Bound<'_, PyAny>,
         header_types: Bound<'_, PyAny>,
+        header_from: Bound<'_, PyAny>,
     ) -> Option<Frames> {
         // anything unexpected (a buffer it cannot read in place, a value that is not a
         // non-negative int, a dispatch table that is not a plain dict): None, and the Python
@@ -132,7 +133,7 @@ impl EventTypes {
         let alg = attr(pyo3::intern!(py, "checksum_alg"))?;
         let limit = |v: &Bound<'_, PyAny>| if v.is_none() { Some(u64::MAX) } else { int(v) };
         let (stop, total, max_event_size) = (limit(&stop)?, limit(&total)?, int(&max_event_size)?);
-        let (base, pos) = (int(&base)?, int(&pos)?);
+        let (base, pos, header_from) = (int(&base)?, int(&pos)?, int(&header_from)?);
         let (verify, expand, headers) = (verify.is_truthy().ok()?, expand.is_truthy().ok()?, headers.is_truthy().ok()?);
         let dispatch = dispatch.cast_into_exact::<PyDict>().ok()?;
         // `EventFramer._header_type_table`: one byte per type code, or None (every type)
@@ -170,6 +171,7 @@ impl EventTypes {
             payload_pos,
             headers,
             header_types: header_types.filter(|_| headers),
+            header_from,
             dispatch: dispatch.unbind(),
             ctx: ctx.unbind(),
             sink,
@@ -202,6 +204,9 @@ pub struct Frames {
     /// with `headers`, the types whose headers are handed out (None: all); the others are
     /// passed over without a header built
     header_types: Option<Box<[bool; 256]>>,
+    /// with `header_types`, events before this position are passed over too
+    /// (`EventFramer.header_from`)
+    header_from: u64,
     dispatch: Py<PyDict>,
     ctx: Py<PyAny>,
     /// takes the events of plain transactions it can instead of their being handed out
@@ -295,7 +300,7 @@ impl Frames {
     fn next_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         loop {
             let Some(f) = self.frame() else { return Ok(None) };
-            if self.header_types.as_ref().is_some_and(|wanted| !wanted[usize::from(f.type_code)]) {
+            if self.header_types.as_ref().is_some_and(|wanted| !wanted[usize::from(f.type_code)] || self.pos < self.header_from) {
                 self.pos += f.size;
                 continue;
             }

@@ -57,7 +57,7 @@ const C_PAD: u32 = 2;
 /// the sink takes events from their bytes, `remember_table_map` and `remember_rows` take the
 /// event they were worked out from; 9: `frames` takes the framer's `header_types`, the header
 /// scan's filter).
-const ABI: u32 = 9;
+const ABI: u32 = 10;
 
 mod columns;
 mod digits;
