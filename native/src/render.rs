@@ -844,7 +844,7 @@ fn side<'a, 'b>(
 mod tests {
     use super::*;
 
-    /// `push_json_str` as it was, a byte at a time: what the eight-byte scan must equal.
+    /// What `push_json_str` writes, a character at a time: what the eight-byte scan must equal.
     fn json_str_bytewise(s: &str) -> String {
         let mut out = String::from("\"");
         for c in s.chars() {

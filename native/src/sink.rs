@@ -168,7 +168,8 @@ impl GtidKind {
 
 /// GTIDs of one source (a MySQL UUID, a MariaDB domain) numbered `first` to `last` one after
 /// another: the transactions the sink ended, as `GtidIntervalsBuilder.add_run` takes them. One
-/// run, not a tuple a transaction: adding them one by one in Python was 4% of a task.
+/// run, not a tuple a transaction: one by one they were a Python call each (64,565 in a 64 MiB
+/// range of the bench file).
 struct GtidRun {
     sid: Py<PyAny>,
     first: Py<PyAny>,
