@@ -120,19 +120,24 @@ impl Bits {
         self.len += 1;
     }
 
-    /// `bit`, `k` times: bit by bit up to a byte boundary, then whole bytes.
+    /// `bit`, `k` times: a mask for the first and last byte, whole bytes between (the bits past
+    /// `len` are always clear: `push` and `truncate` keep them so).
     fn push_n(&mut self, bit: bool, k: usize) {
-        let mut left = k;
-        while left > 0 && !self.len.is_multiple_of(8) {
-            self.push(bit);
-            left -= 1;
+        let (start, end) = (self.len, self.len + k);
+        self.bytes.resize(end.div_ceil(8), 0);
+        if bit && k > 0 {
+            let (first, last) = (start / 8, (end - 1) / 8);
+            let head = 0xffu8 << (start % 8);
+            let tail = 0xffu8 >> (7 - (end - 1) % 8);
+            if first == last {
+                self.bytes[first] |= head & tail;
+            } else {
+                self.bytes[first] |= head;
+                self.bytes[first + 1..last].fill(0xff);
+                self.bytes[last] |= tail;
+            }
         }
-        let whole = left / 8;
-        self.bytes.resize(self.bytes.len() + whole, if bit { 0xff } else { 0 });
-        self.len += 8 * whole;
-        for _ in 0..left % 8 {
-            self.push(bit);
-        }
+        self.len = end;
     }
 
     fn get(&self, i: usize) -> bool {
@@ -796,6 +801,33 @@ mod tests {
 
     fn entries(m: &MapBuilder) -> (Vec<i32>, Vec<u8>, usize) {
         (m.offsets.clone(), m.keys.data.clone(), m.values.len())
+    }
+
+    #[test]
+    fn push_n_is_push_k_times_from_any_bit() {
+        for before in 0..17usize {
+            for k in 0..27usize {
+                for bit in [false, true] {
+                    let (mut got, mut want) = (Bits::default(), Bits::default());
+                    for i in 0..before {
+                        got.push(i % 3 == 0);
+                        want.push(i % 3 == 0);
+                    }
+                    got.push_n(bit, k);
+                    for _ in 0..k {
+                        want.push(bit);
+                    }
+                    assert_eq!((got.len, &got.bytes), (want.len, &want.bytes), "{before} {k} {bit}");
+                    got.truncate(before / 2);
+                    want.truncate(before / 2);
+                    got.push_n(bit, k);
+                    for _ in 0..k {
+                        want.push(bit);
+                    }
+                    assert_eq!((got.len, &got.bytes), (want.len, &want.bytes), "after a cut: {before} {k} {bit}");
+                }
+            }
+        }
     }
 
     #[test]

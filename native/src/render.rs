@@ -346,7 +346,11 @@ fn emit_int(col: &RenderCol, n: i64, json: &mut String, text: &mut Utf8Builder) 
 
 /// The text `str(Decimal(s))` gives back as it is: no exponent (`Decimal.__str__` writes one
 /// when the adjusted exponent is below -6) and not a negative zero (the Python renderer's).
+/// A number with integer digits (`push_decimal` writes no leading zero) is always both.
 fn plain_decimal(s: &str, scale: usize) -> bool {
+    if s.bytes().find(|&b| b != b'-').is_some_and(|b| b != b'0') {
+        return true;
+    }
     let digits = s.strip_prefix('-').unwrap_or(s);
     let significant = digits.bytes().filter(|b| *b != b'.').skip_while(|b| *b == b'0').count().max(1);
     let zero = digits.bytes().all(|b| b == b'0' || b == b'.');
