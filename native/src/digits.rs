@@ -26,10 +26,9 @@ pub(crate) fn push_padded(out: &mut String, n: i64, width: usize) {
         let mut buf = [b'0'; 19];
         let (mut v, mut i) = (n as u64, width);
         while v >= 10 {
-            let pair = 2 * (v % 100) as usize;
-            v /= 100;
             i -= 2;
-            buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS.as_bytes()[pair..pair + 2]);
+            buf[i..i + 2].copy_from_slice(&two_digits((v % 100) as usize));
+            v /= 100;
         }
         if v > 0 {
             buf[i - 1] = b'0' + v as u8;

@@ -182,15 +182,15 @@ impl GtidRun {
     /// `(sid, number)` added: to the last run when it extends it, else as a new run.
     fn add(runs: &mut Vec<GtidRun>, py: Python<'_>, sid: &Bound<'_, PyAny>, number: &Bound<'_, PyAny>) -> PyResult<()> {
         let n = number.extract::<u64>().ok();
+        let next = n.and_then(|n| n.checked_add(1));
         if let Some(run) = runs.last_mut() {
             if n.is_some() && run.next == n && run.sid.bind(py).eq(sid)? {
                 run.last = number.clone().unbind();
-                run.next = n.and_then(|n| n.checked_add(1));
+                run.next = next;
                 return Ok(());
             }
         }
-        runs.push(GtidRun { sid: sid.clone().unbind(), first: number.clone().unbind(), last: number.clone().unbind(),
-                            next: n.and_then(|n| n.checked_add(1)) });
+        runs.push(GtidRun { sid: sid.clone().unbind(), first: number.clone().unbind(), last: number.clone().unbind(), next });
         Ok(())
     }
 }
