@@ -68,6 +68,12 @@ from spark_jobs.columns import ColumnRangeError, TableColumns
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 #: where the row images of a rows event are (``bronze.events.fields`` points there)
 ROW_IMAGES_TABLE = "silver.row_changes"
+#: rows a table's buffers gather before they are taken as one Arrow batch. Each batch costs a
+#: round of Python work (its arrays wrapped, its dates, its split by partition, one write to the
+#: Parquet writer); 16384 rows decoded and wrote a 16 MiB range of the bench file in 2.5% fewer
+#: instructions than 4096 (callgrind: 3.466 G against 3.556 G; 8192: 3.484 G, 32768: 3.478 G),
+#: and a worker decoding 64 MiB ranges peaked at 544 MB instead of 499 MB.
+DEFAULT_BATCH_ROWS = 16384
 
 _T = EventType
 _GTID_TYPES = {int(_T.GTID), int(_T.ANONYMOUS_GTID), int(_T.GTID_TAGGED)}
@@ -369,7 +375,8 @@ class RangeDecoder:
     def __init__(self, data: bytes | memoryview, *, source: str, file: str, uri: str | None = None,
                  range_start: int = 0, range_index: int = 0, file_size: int | None = None,
                  context: DecodeContext | None = None, keep_raw: bool = False,
-                 run_id: str | None = None, max_buffered_rows: int = 20000, batch_rows: int = 4096) -> None:
+                 run_id: str | None = None, max_buffered_rows: int = 20000,
+                 batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
         self.data = data
         self.source = source
         self.file = file
