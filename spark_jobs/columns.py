@@ -3,10 +3,11 @@
 Why: the executors' decoder used to build one dict per output row and have ``pa.array`` walk the
 dicts into one wide staging batch whose five struct columns were four-fifths NULL; that cost ten
 times the decoding itself (issue 13). Here the decoder appends each value to its column, and the
-columns become Arrow arrays once per batch, in the table's own schema
-(:meth:`spark_jobs.schemas.TableSpec.arrow_schema`). With the compiled extension the columns are
-Arrow buffers filled in Rust (``RowColumns``, ``ImageColumns``: ``native/src/columns.rs``), which
-are wrapped as they are; without it, one Python list per column and ``pa.array`` (a C loop).
+columns become Arrow arrays once per batch, in the table's batch schema
+(:meth:`spark_jobs.schemas.TableSpec.batch_schema`: its columns, some as dictionaries). With the
+compiled extension the columns are Arrow buffers filled in Rust (``RowColumns``,
+``ImageColumns``: ``native/src/columns.rs``), which are wrapped as they are; without it, one
+Python list per column and ``pa.array`` (a C loop).
 
 What keeps the per-row work small:
 
@@ -18,11 +19,12 @@ What keeps the per-row work small:
 * text Arrow cannot hold (lone surrogates of names decoded with ``surrogateescape``) is stored
   escaped (:func:`arrow_array`) rather than failing the batch;
 * columns equal for every row a decoder makes (``source``, ``file``, ...) are given once as
-  ``constants`` and repeated by Arrow;
+  ``constants``: a one-word dictionary and a zero index per row for the string ones
+  (:data:`spark_jobs.schemas.DICTIONARY_COLUMNS`), repeated by Arrow for the others;
 * the row image columns (two ``map<string,string>``, two JSON strings) are one sink the
   renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the extension, Arrow
   buffers filled in Rust and wrapped here as they are (:func:`image_arrays`), with no Python
-  ``str`` per value.
+  ``str`` per value; the maps' keys are indices into the column names seen so far.
 """
 
 from __future__ import annotations
@@ -85,7 +87,10 @@ def _map_from_lists(keys: list[str], values: list[str | None], offsets: list[int
     import pyarrow as pa
 
     mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
-    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), arrow_array(keys, pa.string()),
+    key_array = arrow_array(keys, pa.string())
+    if pa.types.is_dictionary(arrow_type.key_type):
+        key_array = key_array.dictionary_encode()
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), key_array,
                                    arrow_array(values, pa.string()), type=arrow_type, mask=mask)
 
 
@@ -106,13 +111,20 @@ def _validity(bitmap: bytes | None) -> Any:
 
 
 def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
-    """``(rows, nulls, validity or None, i32 offsets, keys, values)`` as a map array."""
+    """``(rows, nulls, validity or None, i32 offsets, keys, values)`` as a map array; ``keys``:
+    ``(entries, i32 indices, names)``, the names as a string column's buffers: a dictionary, or
+    plain strings when ``arrow_type``'s keys are."""
     import pyarrow as pa
 
-    rows, nulls, validity, offsets, keys, values = parts
-    entries = pa.StructArray.from_arrays(
-        [_utf8_from_buffers(keys, arrow_type.key_type), _utf8_from_buffers(values, arrow_type.item_type)],
-        fields=[arrow_type.key_field, arrow_type.item_field])
+    rows, nulls, validity, offsets, (entries, indices, names), values = parts
+    # the extension's indices are in range by construction: not checked again (safe=False)
+    keys = pa.DictionaryArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), entries, [None, pa.py_buffer(indices)]),
+        _utf8_from_buffers(names, pa.string()), safe=False)
+    if not pa.types.is_dictionary(arrow_type.key_type):  # asked for plain strings
+        keys = keys.dictionary_decode()
+    entries = pa.StructArray.from_arrays([keys, _utf8_from_buffers(values, arrow_type.item_type)],
+                                         fields=[arrow_type.key_field, arrow_type.item_field])
     return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(offsets)], null_count=nulls,
                                  children=[entries])
 
@@ -121,6 +133,8 @@ def row_kind(arrow_type: Any) -> str:
     """How a ``RowColumns`` (``native/src/columns.rs``) holds a column of ``arrow_type``."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(arrow_type):  # held as its values, encoded when taken
+        arrow_type = arrow_type.value_type
     if pa.types.is_int64(arrow_type) or pa.types.is_timestamp(arrow_type):
         return "int64"  # a timestamp's values are appended as integer microseconds
     if pa.types.is_int32(arrow_type):
@@ -139,6 +153,8 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     (kind ``object``) its Python values converted."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(arrow_type):  # a dictionary column given row by row: encoded here
+        return array_from_parts(parts, arrow_type.value_type).dictionary_encode()
     if isinstance(parts, list):  # kind "object": the Python values
         return arrow_array(parts, arrow_type)
     if pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type):
@@ -236,7 +252,7 @@ class TableColumns:
                  late_columns: Sequence[str] = (), sequence_columns: Iterable[str] = ()) -> None:
         ts = spec(table)
         self.table = table
-        self.schema = ts.arrow_schema
+        self.schema = ts.batch_schema
         self.constants = dict(constants or {})
         self.dates = {c: DATE_SOURCES[f"{table}.{c}"] for c in ts.column_names if f"{table}.{c}" in DATE_SOURCES}
         #: the row image sink (:func:`image_arrays`) and the four columns it holds, in its order
@@ -288,7 +304,7 @@ class TableColumns:
                 for name, parts in zip(names, buffers.take(), strict=True):
                     arrays[name] = array_from_parts(parts, self.schema.field(name).type)
         for name, scalar in self._constant_scalars().items():
-            arrays[name] = pa.repeat(scalar, n)
+            arrays[name] = _repeated(scalar, n)
         if self.dates:
             import pyarrow.compute as pc
 
@@ -300,13 +316,36 @@ class TableColumns:
         return pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
 
     def _constant_scalars(self) -> dict[str, Any]:
-        """The constants as Arrow scalars of their columns' types (made once)."""
+        """The constants as Arrow scalars of their columns' types (made once); a dictionary
+        column's as its one-word dictionary (or None: NULL)."""
         if self._scalars is None:
             import pyarrow as pa
 
-            self._scalars = {f.name: pa.scalar(self.constants[f.name], f.type) for f in self.schema
-                             if f.name in self.constants}
+            self._scalars = {}
+            for f in self.schema:
+                if f.name not in self.constants:
+                    continue
+                value = self.constants[f.name]
+                if pa.types.is_dictionary(f.type):
+                    self._scalars[f.name] = None if value is None else pa.array([value], f.type.value_type)
+                else:
+                    self._scalars[f.name] = pa.scalar(value, f.type)
         return self._scalars
+
+
+def _repeated(scalar: Any, n: int) -> Any:
+    """A constant column of ``n`` rows: a scalar repeated, or a dictionary column whose one word
+    (``scalar``: a one-value array, None for NULL) every row points at; its indices are zeros,
+    made without a pass over them."""
+    import numpy as np
+    import pyarrow as pa
+
+    if scalar is None:
+        return pa.nulls(n, pa.dictionary(pa.int32(), pa.string()))
+    if isinstance(scalar, pa.Array):
+        zeros = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.zeros(n, np.int32))])
+        return pa.DictionaryArray.from_arrays(zeros, scalar, safe=False)
+    return pa.repeat(scalar, n)
 
 
 #: microseconds in a day

@@ -68,6 +68,11 @@ def struct_field(column: Column) -> StructField:
                        metadata={"comment": column.comment})
 
 
+#: string columns whose every batch holds one value (the file's source and name, the run): the
+#: ingest's batches hold them as dictionaries (:meth:`TableSpec.batch_schema`)
+DICTIONARY_COLUMNS = frozenset({"source", "file", "run_id"})
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """The Spark view of a registry table; ``name`` is the full name (``bronze.events``)."""
@@ -105,6 +110,25 @@ class TableSpec:
         import pyarrow as pa
 
         return pa.schema([pa.field(c.name, arrow_type(c.type)) for c in self.table.columns])
+
+    @cached_property
+    def batch_schema(self) -> Any:
+        """:attr:`arrow_schema` as the ingest's batches hold it: the columns of
+        :data:`DICTIONARY_COLUMNS` and the keys of every map as Arrow dictionaries (``int32``
+        indices into the distinct strings). The Parquet files written from them hold plain
+        strings, as :attr:`arrow_schema` says; the writer takes the indices it is given where it
+        would hash every value to build the same dictionary page."""
+        import pyarrow as pa
+
+        words = pa.dictionary(pa.int32(), pa.string())
+        fields = []
+        for f in self.arrow_schema:
+            if pa.types.is_map(f.type):
+                f = f.with_type(pa.map_(pa.field(f.type.key_field.name, words, nullable=False), f.type.item_field))
+            elif f.name in DICTIONARY_COLUMNS and pa.types.is_string(f.type):
+                f = f.with_type(words)
+            fields.append(f)
+        return pa.schema(fields)
 
 
 BRONZE_EVENTS = TableSpec(tables.BRONZE_EVENTS)

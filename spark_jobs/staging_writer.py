@@ -58,14 +58,15 @@ FREE_TEXT_COLUMNS = frozenset({"fields", "sql", "status_vars", "error_message", 
 
 def dictionary_columns(schema: Any) -> list[str]:
     """The Parquet column paths of ``schema`` written with a dictionary: plain string columns
-    but :data:`FREE_TEXT_COLUMNS`, and the keys of ``map<string,string>`` columns."""
+    but :data:`FREE_TEXT_COLUMNS`, Arrow dictionary columns, and the keys of map columns."""
     import pyarrow as pa
 
     paths = []
     for field in schema:
         if pa.types.is_map(field.type):
             paths.append(f"{field.name}.key_value.key")
-        elif pa.types.is_string(field.type) and field.name not in FREE_TEXT_COLUMNS:
+        elif pa.types.is_dictionary(field.type) or (pa.types.is_string(field.type)
+                                                    and field.name not in FREE_TEXT_COLUMNS):
             paths.append(field.name)
     return paths
 
@@ -134,10 +135,15 @@ class PartWriter:
 
         if self._writer is None:
             self._sink = pa.BufferOutputStream()
+            # store_schema=False: no Arrow schema in the footer, as in the files Spark writes.
+            # It would name the batches' dictionary types, which Arrow-based readers (delta-rs,
+            # pyarrow) then give back instead of the plain strings the Parquet schema holds.
             self._writer = pq.ParquetWriter(self._sink, self.schema, write_statistics=self._statistics(),
                                             use_dictionary=dictionary_columns(self.schema),
-                                            write_batch_size=WRITE_BATCH_ROWS)
-        group = pa.Table.from_batches(self._pending, schema=self.schema)
+                                            write_batch_size=WRITE_BATCH_ROWS, store_schema=False)
+        # one dictionary per column of a row group: Parquet writes a column chunk whose pieces
+        # have different dictionaries as plain values, larger
+        group = pa.Table.from_batches(self._pending, schema=self.schema).unify_dictionaries()
         self._writer.write_table(group)
         self._wrote(group)
         self._pending, self._pending_rows = [], 0

@@ -46,7 +46,7 @@ def test_a_batch_has_the_tables_schema_constants_and_dates(native: bool) -> None
     _statement(cols, 300, None, "DROP TABLE t")
     assert len(cols) == 2
     batch = cols.take_batch()
-    assert batch.schema == spec("silver.statements").arrow_schema
+    assert batch.schema == spec("silver.statements").batch_schema
     assert batch.to_pylist() == [
         {"source": "s", "file": "binlog.000002", "file_seq": 2, "pos": 120, "payload_index": None, "gtid": "u:1",
          "trx_pos": 4, "event_time": dt.datetime(1970, 1, 2, 0, 0, 0, 5, tzinfo=UTC), "server_id": 7,
@@ -292,6 +292,20 @@ def test_image_arrays_of_both_sinks_are_the_same_arrow_arrays() -> None:
         assert len(sink) == 0 and [a.to_pylist() for a in image_arrays(sink, TYPES)] == [[]] * 4
     python, native = arrays
     assert all(p.equals(n) for p, n in zip(python, native, strict=True))
+    # as the ingest's batches hold them: the maps' keys as dictionaries, the same values
+    words = [spec("silver.row_changes").batch_schema.field(c).type for c in ("before", "after", "before_json", "after_json")]
+    assert pa.types.is_dictionary(words[0].key_type) and pa.types.is_dictionary(words[1].key_type)
+    coded = []
+    for sink in _image_sinks():
+        for image in IMAGES:
+            sink.append(*image)
+        got = image_arrays(sink, words)
+        for arr, want in zip(got, python, strict=True):
+            arr.validate(full=True)
+            assert arr.to_pylist() == want.to_pylist()
+        assert [a.type for a in got] == words
+        coded.append(got)
+    assert all(p.equals(n) for p, n in zip(*coded, strict=True))
     assert [a.to_pylist() for a in python] == [
         [[("a", "1")], None, [("b", None), ("c", "日本 😀")], None],
         [None, [], [("c", "")], None],

@@ -79,6 +79,14 @@ def _utf8(parts: tuple[Any, ...]) -> list[str | None]:
     return [data[ends[i]:ends[i + 1]].decode() if valid[i] else None for i in range(rows)]
 
 
+def _dictionary_keys(parts: tuple[Any, ...]) -> list[str]:
+    """A map's keys as the extension hands them over, ``(entries, i32 indices, names)``: each
+    index looked up in the names."""
+    entries, indices, names = parts
+    words = _utf8(names)
+    return [words[i] for i in struct.unpack(f"<{entries}i", indices)]
+
+
 def _taken(columns: Any) -> ImageSink:
     """An extension ``ImageColumns``' Arrow buffers (``take``) read back into an ``ImageSink``'s
     lists, byte by byte (the Arrow arrays built from them: ``tests/test_columns.py``)."""
@@ -88,7 +96,7 @@ def _taken(columns: Any) -> ImageSink:
         ends = list(struct.unpack(f"<{rows + 1}i", offsets))
         valid = [validity is None or bool(validity[i >> 3] >> (i & 7) & 1) for i in range(rows)]
         assert nulls == valid.count(False)
-        getattr(sink, f"{side}_keys").extend(_utf8(keys))
+        getattr(sink, f"{side}_keys").extend(_dictionary_keys(keys))
         getattr(sink, f"{side}_values").extend(_utf8(values))
         getattr(sink, f"{side}_offsets")[:] = ends
         getattr(sink, f"{side}_nulls").extend(not v for v in valid)

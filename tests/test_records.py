@@ -331,7 +331,7 @@ def test_batches_are_cut_at_batch_rows_in_each_tables_schema():
     assert batches[-1][0] == "file_facts"
     sizes = collections.defaultdict(list)
     for kind, b in batches[:-1]:
-        assert isinstance(b, pa.RecordBatch) and b.schema == spec(KIND_TO_TABLE[kind]).arrow_schema
+        assert isinstance(b, pa.RecordBatch) and b.schema == spec(KIND_TO_TABLE[kind]).batch_schema
         sizes[kind].append(b.num_rows)
     assert len(sizes["events"]) > 2 and all(n == 3 for n in sizes["events"][:-1])
     assert collect(rows_of(batches)) == whole

@@ -10,6 +10,7 @@
 //! `spark_jobs.columns` wraps them as Arrow arrays without another pass over the values.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -242,16 +243,6 @@ impl Utf8Builder {
         Ok(())
     }
 
-    /// The values `run[..ends[0]]`, `run[ends[0]..ends[1]]`, ...: their bytes in one copy.
-    pub(crate) fn push_run(&mut self, run: &[u8], ends: &[i32]) -> Result<(), Overflow> {
-        let base = i32::try_from(self.data.len()).map_err(|_| Overflow)?;
-        i32::try_from(self.data.len() + run.len()).map_err(|_| Overflow)?;
-        self.data.extend_from_slice(run);
-        self.offsets.extend(ends.iter().map(|end| base + end));
-        self.validity.push_n(true, ends.len());
-        Ok(())
-    }
-
     pub(crate) fn push_null(&mut self) {
         self.offsets.push(*self.offsets.last().unwrap_or(&0));
         self.validity.push(false);
@@ -322,10 +313,84 @@ pub(crate) fn arrow_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8
     Ok(Cow::Owned(escaped.cast::<PyBytes>()?.as_bytes().to_vec()))
 }
 
-/// An Arrow `map<string,string>` column being built: its entries' keys and values, one end
-/// offset per row (a NULL map has no entries).
+/// Names in a `MapKeys` dictionary past which it starts again after a batch: a range of many
+/// tables with distinct columns does not copy an ever larger dictionary into every batch.
+const MAP_KEYS_KEPT: usize = 1 << 16;
+
+/// The keys of a map column as an Arrow dictionary: each distinct name once (`names`, kept from
+/// batch to batch: a range's tables have few columns) and an index into it per entry. Parquet
+/// then writes the indices it is given, where it would hash every key to find the same ones.
+#[derive(Default)]
+pub(crate) struct MapKeys {
+    names: Utf8Builder,
+    index: HashMap<Vec<u8>, i32>,
+    /// an image layout's keys as indices (`ImageLayout` id -> indices): an image's in one copy
+    layouts: HashMap<u64, Vec<i32>>,
+    indices: Vec<i32>,
+}
+
+impl MapKeys {
+    fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    fn index_of(&mut self, name: &[u8]) -> Result<i32, Overflow> {
+        if let Some(&i) = self.index.get(name) {
+            return Ok(i);
+        }
+        let i = i32::try_from(self.names.len()).map_err(|_| Overflow)?;
+        self.names.push(name)?;
+        self.index.insert(name.to_vec(), i);
+        Ok(i)
+    }
+
+    /// One key: `name` (valid UTF-8).
+    pub(crate) fn push(&mut self, name: &[u8]) -> Result<(), Overflow> {
+        let i = self.index_of(name)?;
+        self.indices.push(i);
+        Ok(())
+    }
+
+    /// The keys of one image of the layout `layout` (its id), whose names are `names`: looked
+    /// up once per layout, then copied as indices.
+    pub(crate) fn push_layout(&mut self, layout: u64, names: &[Vec<u8>]) -> Result<(), Overflow> {
+        if let Some(run) = self.layouts.get(&layout) {
+            self.indices.extend_from_slice(run);
+            return Ok(());
+        }
+        let run = names.iter().map(|n| self.index_of(n)).collect::<Result<Vec<i32>, Overflow>>()?;
+        self.indices.extend_from_slice(&run);
+        self.layouts.insert(layout, run);
+        Ok(())
+    }
+
+    fn truncate(&mut self, entries: usize) {
+        self.indices.truncate(entries);
+    }
+
+    /// `(entries, indices, names)`: the indices handed over, the dictionary's names copied (as
+    /// `Utf8Builder::take` gives a column). The names stay for the next batch, unless there are
+    /// more than `MAP_KEYS_KEPT`: then the next batch starts a dictionary of its own.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let entries = self.indices.len();
+        let indices = handed_over(py, &mut self.indices, little_endian_i32)?;
+        let names = if self.names.len() > MAP_KEYS_KEPT {
+            self.index.clear();
+            self.layouts.clear();
+            self.names.take(py)?
+        } else {
+            let offsets: Vec<u8> = self.names.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+            (self.names.len(), 0usize, None::<Bound<'py, PyBytes>>, PyBytes::new(py, &offsets),
+             PyBytes::new(py, &self.names.data)).into_pyobject(py)?
+        };
+        (entries, indices, names).into_pyobject(py)
+    }
+}
+
+/// An Arrow `map<string,string>` column being built (its keys as a dictionary: `MapKeys`): its
+/// entries' keys and values, one end offset per row (a NULL map has no entries).
 pub(crate) struct MapBuilder {
-    pub(crate) keys: Utf8Builder,
+    pub(crate) keys: MapKeys,
     pub(crate) values: Utf8Builder,
     offsets: Vec<i32>,
     validity: Validity,
@@ -333,7 +398,7 @@ pub(crate) struct MapBuilder {
 
 impl Default for MapBuilder {
     fn default() -> Self {
-        MapBuilder { keys: Utf8Builder::default(), values: Utf8Builder::default(), offsets: vec![0], validity: Validity::default() }
+        MapBuilder { keys: MapKeys::default(), values: Utf8Builder::default(), offsets: vec![0], validity: Validity::default() }
     }
 }
 
@@ -367,14 +432,15 @@ impl MapBuilder {
             if key.is_none() {
                 return Err(PyTypeError::new_err("a row image's column name is None"));
             }
-            self.keys.push_py(&key)?;
+            let key = key.cast::<PyString>().map_err(|_| PyTypeError::new_err("a row image's column name is a str"))?;
+            self.keys.push(&arrow_utf8(key)?).map_err(|_| overflow_err())?;
             self.values.push_py(&value)?;
         }
         self.end_row(true).map_err(|_| overflow_err())
     }
 
-    /// `(rows, nulls, validity or None, offsets, keys, values)` (`Utf8Builder::take` each);
-    /// the builder is emptied.
+    /// `(rows, nulls, validity or None, offsets, keys, values)` (`MapKeys::take`,
+    /// `Utf8Builder::take`); the builder is emptied.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let rows = self.rows();
         let (nulls, validity) = self.validity.take(py);
@@ -799,8 +865,29 @@ impl RowColumns {
 mod tests {
     use super::*;
 
-    fn entries(m: &MapBuilder) -> (Vec<i32>, Vec<u8>, usize) {
-        (m.offsets.clone(), m.keys.data.clone(), m.values.len())
+    fn entries(m: &MapBuilder) -> (Vec<i32>, Vec<i32>, usize) {
+        (m.offsets.clone(), m.keys.indices.clone(), m.values.len())
+    }
+
+    fn names(keys: &MapKeys) -> Vec<&[u8]> {
+        keys.names.offsets.windows(2).map(|w| &keys.names.data[w[0] as usize..w[1] as usize]).collect()
+    }
+
+    #[test]
+    fn map_keys_are_each_name_once_and_an_index_per_key() {
+        let mut keys = MapKeys::default();
+        let layout: Vec<Vec<u8>> = vec![b"id".to_vec(), b"name".to_vec()];
+        keys.push_layout(7, &layout).unwrap();
+        keys.push(b"name").unwrap();
+        keys.push(b"extra").unwrap();
+        keys.push_layout(7, &layout).unwrap();
+        // another layout with the same names in another order: its own run, the same words
+        keys.push_layout(8, &[b"name".to_vec(), b"id".to_vec()]).unwrap();
+        assert_eq!(keys.indices, vec![0, 1, 1, 2, 0, 1, 1, 0]);
+        assert_eq!(names(&keys), vec![&b"id"[..], b"name", b"extra"]);
+        keys.truncate(3);
+        assert_eq!(keys.indices, vec![0, 1, 1]);
+        assert_eq!(names(&keys).len(), 3);
     }
 
     #[test]
@@ -834,7 +921,7 @@ mod tests {
     fn a_cut_drops_the_keys_and_values_of_a_row_never_ended() {
         let mut images = ImageColumns::default();
         let [before, _] = &mut images.maps;
-        before.keys.push_run(b"idname", &[2, 6]).unwrap();
+        before.keys.push_layout(1, &[b"id".to_vec(), b"name".to_vec()]).unwrap();
         before.values.push(b"1").unwrap();
         before.values.push(b"x").unwrap();
         before.end_row(true).unwrap();
@@ -843,11 +930,11 @@ mod tests {
         images.maps[1].end_row(false).unwrap();
         let kept = entries(&images.maps[0]);
         // the next change's before image fails after its keys and one value
-        images.maps[0].keys.push_run(b"idname", &[2, 6]).unwrap();
+        images.maps[0].keys.push_layout(1, &[b"id".to_vec(), b"name".to_vec()]).unwrap();
         images.maps[0].values.push(b"2").unwrap();
         images.truncate_to(1);
         assert_eq!(entries(&images.maps[0]), kept);
-        assert_eq!(images.maps[0].keys.offsets, vec![0, 2, 6]);
+        assert_eq!(images.maps[0].keys.indices, vec![0, 1]);
         images.truncate_to(0);
         assert_eq!(entries(&images.maps[0]), (vec![0], vec![], 0));
         assert_eq!((images.jsons[0].len(), images.jsons[1].len(), images.maps[1].rows()), (0, 0, 0));

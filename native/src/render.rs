@@ -14,6 +14,7 @@
 //! there is one.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -43,6 +44,9 @@ struct RenderCol {
     column: Py<PyAny>,
 }
 
+/// The id of the next `ImageLayout` made.
+static NEXT_LAYOUT_ID: AtomicU64 = AtomicU64::new(0);
+
 /// The columns of one image layout: the names (in image order) and how to render each.
 #[pyclass(frozen, module = "binlog_parser._native_ext")]
 pub struct ImageLayout {
@@ -50,8 +54,8 @@ pub struct ImageLayout {
     names: Vec<Py<PyString>>,
     /// each name as a map key holds it (`columns::arrow_utf8`)
     names_utf8: Vec<Vec<u8>>,
-    /// `names_utf8` back to back, and where each ends in it: an image's keys in one copy
-    keys_run: (Vec<u8>, Vec<i32>),
+    /// this layout among all a process makes (`MapKeys::push_layout` keeps its keys' indices)
+    id: u64,
     /// each name as the JSON encoder writes it, with its colon: `"name":`
     keys_json: Vec<String>,
     cols: Vec<RenderCol>,
@@ -82,12 +86,8 @@ impl ImageLayout {
             });
         }
         let names_utf8: Vec<Vec<u8>> = names.iter().map(|n| Ok(arrow_utf8(n.bind(py))?.into_owned())).collect::<PyResult<_>>()?;
-        let keys = names_utf8.concat();
-        let ends = names_utf8.iter().scan(0usize, |end, n| {
-            *end += n.len();
-            Some(i32::try_from(*end).map_err(|_| PyValueError::new_err("column names too long")))
-        }).collect::<PyResult<_>>()?;
-        Ok(ImageLayout { types, names, names_utf8, keys_run: (keys, ends), keys_json, cols, pair_any })
+        let id = NEXT_LAYOUT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(ImageLayout { types, names, names_utf8, id, keys_json, cols, pair_any })
     }
 }
 
@@ -685,7 +685,7 @@ impl ImageLayout {
         pos += nb;
         text.clear();
         text.push('{');
-        map.keys.push_run(&self.keys_run.0, &self.keys_run.1)?;
+        map.keys.push_layout(self.id, &self.names_utf8)?;
         for i in 0..n {
             if i > 0 {
                 text.push(',');
