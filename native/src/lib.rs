@@ -56,8 +56,9 @@ const C_PAD: u32 = 2;
 /// `EventSink`, the rows of plain transactions appended inside the framing loop, `sink.rs`; 8:
 /// the sink takes events from their bytes, `remember_table_map` and `remember_rows` take the
 /// event they were worked out from; 9: `frames` takes the framer's `header_types`, the header
-/// scan's filter; 10: and its `header_from`, the offset before which no header is wanted).
-const ABI: u32 = 10;
+/// scan's filter; 10: and its `header_from`, the offset before which no header is wanted; 11:
+/// `ImageColumns.take` hands each map's keys over as dictionary indices and names, `MapKeys`).
+const ABI: u32 = 11;
 
 mod columns;
 mod digits;
