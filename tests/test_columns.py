@@ -313,6 +313,32 @@ def test_image_arrays_of_both_sinks_are_the_same_arrow_arrays() -> None:
         [None, "{}", "", None]]
 
 
+def test_the_extensions_key_dictionary_is_kept_between_batches_and_started_again_past_65536_names() -> None:
+    """The maps' key names stay in the extension's dictionary from one batch to the next (a
+    later batch's arrays point into the same words), until it holds more than 65,536: that
+    batch is handed over with all of them, and the next one starts a dictionary of its own."""
+    sink = _native.image_columns()
+    if sink is None:
+        pytest.skip("compiled extension not built")
+    words = [spec("silver.row_changes").batch_schema.field(c).type for c in ("before", "after", "before_json", "after_json")]
+
+    def batch(*afters: dict[str, str | None]) -> Any:
+        for after in afters:
+            sink.append(None, after, None, "{}")
+        return image_arrays(sink, words)[1]
+
+    first = batch({"id": "1", "name": "a"})
+    second = batch({"name": "b", "id": "2"}, {"extra": None})
+    assert second.to_pylist() == [[("name", "b"), ("id", "2")], [("extra", None)]]
+    assert first.keys.dictionary.to_pylist() == ["id", "name"]
+    assert second.keys.dictionary.to_pylist() == ["id", "name", "extra"]  # the same words, one more
+    many = {f"c{i}": str(i) for i in range(70_000)}
+    big = batch(many)
+    assert len(big.keys.dictionary) == 70_003 and big.to_pylist() == [list(many.items())]
+    after = batch({"id": "3"})
+    assert after.keys.dictionary.to_pylist() == ["id"] and after.to_pylist() == [[("id", "3")]]
+
+
 @pytest.mark.parametrize("which", [0, 1], ids=["python", "extension"])
 def test_a_sink_truncated_is_as_it_was(which: int) -> None:
     sinks = _image_sinks()

@@ -432,7 +432,7 @@ impl MapBuilder {
             if key.is_none() {
                 return Err(PyTypeError::new_err("a row image's column name is None"));
             }
-            let key = key.cast::<PyString>().map_err(|_| PyTypeError::new_err("a row image's column name is a str"))?;
+            let key = key.cast::<PyString>().map_err(|_| PyTypeError::new_err("a row image's column name is not a str"))?;
             self.keys.push(&arrow_utf8(key)?).map_err(|_| overflow_err())?;
             self.values.push_py(&value)?;
         }
