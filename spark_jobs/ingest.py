@@ -311,8 +311,9 @@ def freed_memory_kept() -> bool:
     next batch faults on every page it touches again. Warm 64 MiB ranges of the bench file, 8
     rounds of 4 tasks each way, interleaved: 33,600-38,800 faults and 0.13-0.28 CPU-s of kernel
     time (mean 0.19) per task with the defaults; 6,600-11,600 and 0.06-0.17 (mean 0.10) with
-    this; task CPU 2.95 against 2.85 s (mean of the rounds' medians; -3%, a noisy machine). The cost: a
-    worker's resident memory stays near its peak between tasks (about 500 MB for 64 MiB ranges).
+    this; task CPU 2.95 against 2.85 s (mean of the rounds' medians; -3%, a noisy machine).
+    The cost: a worker's resident memory stays near its peak between tasks (about 500 MB for
+    64 MiB ranges).
     Set with ``mallopt`` in the worker, not as ``MALLOC_*`` variables of the executor, so that
     the executor's JVM is left as it is.
     """
