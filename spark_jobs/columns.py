@@ -133,8 +133,6 @@ def row_kind(arrow_type: Any) -> str:
     """How a ``RowColumns`` (``native/src/columns.rs``) holds a column of ``arrow_type``."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(arrow_type):  # held as its values, encoded when taken
-        arrow_type = arrow_type.value_type
     if pa.types.is_int64(arrow_type) or pa.types.is_timestamp(arrow_type):
         return "int64"  # a timestamp's values are appended as integer microseconds
     if pa.types.is_int32(arrow_type):
@@ -153,8 +151,6 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     (kind ``object``) its Python values converted."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(arrow_type):  # a dictionary column given row by row: encoded here
-        return array_from_parts(parts, arrow_type.value_type).dictionary_encode()
     if isinstance(parts, list):  # kind "object": the Python values
         return arrow_array(parts, arrow_type)
     if pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type):
@@ -264,6 +260,11 @@ class TableColumns:
         self.row_columns: tuple[str, ...] = tuple(c for c in ts.column_names if c not in apart)
         if row_columns is not None and tuple(row_columns) != self.row_columns:
             raise ValueError(f"{table}: rows are appended as {self.row_columns}, not {tuple(row_columns)}")
+        import pyarrow as pa
+
+        coded = [c for c in self.row_columns if pa.types.is_dictionary(self.schema.field(c).type)]
+        if coded:  # a batch holds them as one word each (DICTIONARY_COLUMNS): not given by row
+            raise ValueError(f"{table}: {', '.join(coded)} must be given as constants")
         self._rows = _row_buffers(table, self.schema, self.row_columns, sequence_columns)
         self._late = _row_buffers(table, self.schema, self.late_columns) if self.late_columns else None
         self.row: Callable[..., list[str] | None] = self._rows.append
@@ -317,7 +318,7 @@ class TableColumns:
 
     def _constant_scalars(self) -> dict[str, Any]:
         """The constants as Arrow scalars of their columns' types (made once); a dictionary
-        column's as its one-word dictionary (or None: NULL)."""
+        column's value as its one-word dictionary."""
         if self._scalars is None:
             import pyarrow as pa
 
@@ -326,8 +327,8 @@ class TableColumns:
                 if f.name not in self.constants:
                     continue
                 value = self.constants[f.name]
-                if pa.types.is_dictionary(f.type):
-                    self._scalars[f.name] = None if value is None else pa.array([value], f.type.value_type)
+                if pa.types.is_dictionary(f.type) and value is not None:
+                    self._scalars[f.name] = pa.array([value], f.type.value_type)
                 else:
                     self._scalars[f.name] = pa.scalar(value, f.type)
         return self._scalars
@@ -335,13 +336,11 @@ class TableColumns:
 
 def _repeated(scalar: Any, n: int) -> Any:
     """A constant column of ``n`` rows: a scalar repeated, or a dictionary column whose one word
-    (``scalar``: a one-value array, None for NULL) every row points at; its indices are zeros,
-    made without a pass over them."""
+    (``scalar``: a one-value array) every row points at; its indices are zeros, made without a
+    pass over them."""
     import numpy as np
     import pyarrow as pa
 
-    if scalar is None:
-        return pa.nulls(n, pa.dictionary(pa.int32(), pa.string()))
     if isinstance(scalar, pa.Array):
         zeros = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.zeros(n, np.int32))])
         return pa.DictionaryArray.from_arrays(zeros, scalar, safe=False)

@@ -197,10 +197,12 @@ class DataFileWriter(PartWriter):
         uses and which cost most of the statistics' CPU."""
         import pyarrow as pa
 
+        def text_or_nested(t: Any) -> bool:  # a dictionary of strings is text too
+            t = t.value_type if pa.types.is_dictionary(t) else t
+            return pa.types.is_nested(t) or pa.types.is_string(t) or pa.types.is_binary(t)
+
         wanted = set(self._stats.columns)
-        return [f.name for f in self.schema
-                if f.name in wanted or not (pa.types.is_nested(f.type) or pa.types.is_string(f.type)
-                                            or pa.types.is_binary(f.type))]
+        return [f.name for f in self.schema if f.name in wanted or not text_or_nested(f.type)]
 
     def _wrote(self, group: Any) -> None:
         self._stats.note(group)

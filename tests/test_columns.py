@@ -192,6 +192,9 @@ def test_an_integer_out_of_its_columns_range_is_stored_as_null_and_named(native:
 def test_row_columns_are_checked_against_the_schema() -> None:
     with pytest.raises(ValueError, match="appended as"):
         TableColumns("silver.statements", {"source": "s", "file": "f", "file_seq": 1}, row_columns=("sql", "pos"))
+    # source and file are one word per batch (dictionaries): given as constants, never by row
+    with pytest.raises(ValueError, match="source, file must be given as constants"):
+        TableColumns("silver.statements", {"file_seq": 1})
 
 
 def _image_sinks() -> list[Any]:

@@ -299,6 +299,15 @@ impl Utf8Builder {
         self.offsets.push(0);
         (rows, nulls, validity, offsets, data).into_pyobject(py)
     }
+
+    /// What `take` gives, copied: the builder keeps its values (a dictionary's words, which the
+    /// next batch points into too).
+    fn copied<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let nulls = self.validity.nulls;
+        let validity = (nulls > 0).then(|| PyBytes::new(py, &self.validity.bits.bytes));
+        let offsets: Vec<u8> = self.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        (self.len(), nulls, validity, PyBytes::new(py, &offsets), PyBytes::new(py, &self.data)).into_pyobject(py)
+    }
 }
 
 /// A `str`'s UTF-8 as an Arrow string holds it: lone surrogates (names decoded with
@@ -379,9 +388,7 @@ impl MapKeys {
             self.layouts.clear();
             self.names.take(py)?
         } else {
-            let offsets: Vec<u8> = self.names.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-            (self.names.len(), 0usize, None::<Bound<'py, PyBytes>>, PyBytes::new(py, &offsets),
-             PyBytes::new(py, &self.names.data)).into_pyobject(py)?
+            self.names.copied(py)?
         };
         (entries, indices, names).into_pyobject(py)
     }
