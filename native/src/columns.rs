@@ -334,7 +334,7 @@ pub(crate) struct MapKeys {
     names: Utf8Builder,
     index: HashMap<Vec<u8>, i32>,
     /// an image layout's keys as indices (`ImageLayout` id -> indices): an image's in one copy
-    layouts: HashMap<u64, Vec<i32>>,
+    layouts: rustc_hash::FxHashMap<u64, Vec<i32>>,
     indices: Vec<i32>,
 }
 

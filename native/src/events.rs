@@ -154,7 +154,13 @@ pub(crate) fn gtid_parts(body: &[u8], anonymous: bool) -> Option<GtidParts> {
     }
     let tail = gtid_tail(body)?;
     let uuid = uuid_text(&body[1..17]);
-    let gtid = (!anonymous).then(|| format!("{uuid}:{gno}"));
+    let gtid = (!anonymous).then(|| {
+        let mut text = String::with_capacity(uuid.len() + 21);
+        text.push_str(&uuid);
+        text.push(':');
+        text.push_str(itoa::Buffer::new().format(gno));
+        text
+    });
     Some(GtidParts { gtid, flags: body[0], uuid, gno, tail })
 }
 

@@ -793,26 +793,46 @@ fn images_from_bytes(
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
     let (data, start, _, _, _) = rows.parts();
-    images_from_data(py, data.bind(py), start, rows.len(), rows.readers(), (before, after), sink)
+    images_from_data(py, data.bind(py), start, Changes::Exactly(rows.len()), rows.readers(), (before, after), sink)
 }
 
-/// `count` changes' images from `data[start..]`, read with `readers` (before, after) and
-/// rendered with `layouts` (`images_from_bytes`; `sink::EventSink` for a rows event it takes
-/// straight from the framed bytes). On a fallback, what was appended stays: the caller cuts
-/// `sink` back.
+/// How many changes `images_from_data` renders.
+#[derive(Clone, Copy)]
+pub(crate) enum Changes {
+    /// this many (their number is known: `RowImages`)
+    Exactly(usize),
+    /// every change up to the end of the data, which must be fewer than this many (room left
+    /// in the buffers): a rows event taken from its bytes is rendered in the one walk over
+    /// them, not counted first
+    ToTheEndBelow(usize),
+}
+
+/// The changes' images from `data[start..]`, read with `readers` (before, after) and rendered
+/// with `layouts` (`images_from_bytes`; `sink::EventSink` for a rows event it takes straight
+/// from the framed bytes); how many. On a fallback (bytes that would not decode, a change that
+/// reads no bytes, more changes than `changes` allows), what was appended stays: the caller
+/// cuts `sink` back.
 pub(crate) fn images_from_data(
     py: Python<'_>,
     data: &Bound<'_, PyBytes>,
     start: usize,
-    count: usize,
+    changes: Changes,
     (before_reader, after_reader): (Option<&ImageReader>, Option<&ImageReader>),
     (before, after): (Option<&ImageLayout>, Option<&ImageLayout>),
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
     let (before, after) = (side(py, before, before_reader)?, side(py, after, after_reader)?);
     let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson], scratch } = sink;
-    let mut pos = start;
-    for _ in 0..count {
+    let end = data.as_bytes().len();
+    let (mut pos, mut count) = (start, 0usize);
+    loop {
+        match changes {
+            Changes::Exactly(n) if count == n => break,
+            Changes::ToTheEndBelow(_) if pos >= end => break,
+            Changes::ToTheEndBelow(room) if count + 1 >= room => return Err(Fallback),
+            _ => {}
+        }
+        let from = pos;
         match before {
             Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bmap, bjson, scratch)?,
             None => {
@@ -827,6 +847,10 @@ pub(crate) fn images_from_data(
                 ajson.push_null();
             }
         }
+        if pos == from && matches!(changes, Changes::ToTheEndBelow(_)) {
+            return Err(Fallback); // a change of no bytes: the walk would never end
+        }
+        count += 1;
     }
     Ok(count)
 }

@@ -40,9 +40,9 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use crate::columns::{Cell, ImageColumns, RowColumns};
 use crate::events::{gtid_parts, xid_value, GtidParts};
 use crate::fields::{fields_text, FieldsLayout};
-use crate::render::{images_from_data, render_changes_into, ImageLayout};
+use crate::render::{images_from_data, render_changes_into, Changes, ImageLayout};
 use crate::short_copy::append_str;
-use crate::{count_images, le, rows_event_head, sides, uint, ImageReader, RowImages};
+use crate::{le, rows_event_head, sides, uint, ImageReader, RowImages};
 
 const QUERY: u8 = 2;
 const XID: u8 = 16;
@@ -219,7 +219,7 @@ pub struct EventSink {
     images: Py<ImageColumns>,
     /// type code -> the extension's layout of the event class's fields (the GTIDs, QUERY,
     /// XID, the annotations)
-    fields: HashMap<u8, Py<FieldsLayout>>,
+    fields: rustc_hash::FxHashMap<u8, Py<FieldsLayout>>,
     /// `event.name` by type code; `silver.row_changes.operation` by rows type code
     names: Vec<Option<Py<PyString>>>,
     operations: Vec<Option<Py<PyString>>>,
@@ -267,7 +267,7 @@ impl EventSink {
     #[new]
     #[allow(clippy::too_many_arguments)]
     fn new(py: Python<'_>, tables: (Py<RowColumns>, Py<RowColumns>, Py<RowColumns>, Py<RowColumns>), images: Py<ImageColumns>,
-           fields: HashMap<u8, Py<FieldsLayout>>, names: Py<PyDict>, operations: Py<PyDict>, batch_rows: usize,
+           fields: rustc_hash::FxHashMap<u8, Py<FieldsLayout>>, names: Py<PyDict>, operations: Py<PyDict>, batch_rows: usize,
            max_pending: usize) -> Self {
         let (events, row_changes, commit_times, transactions) = tables;
         let by_code = |d: Py<PyDict>| -> Vec<Option<Py<PyString>>> {
@@ -761,7 +761,12 @@ impl EventSink {
         let Some(xid) = xid_value(body, phls.cast::<pyo3::types::PyBytes>()?.as_bytes()) else { return Ok(false) };
         let layout = self.fields.get(&XID).map(|l| l.bind(py).get());
         let Some([key]) = layout.map(|l| l.keys_json()) else { return Ok(false) };
-        self.end_own(py, at, xid, &format!("{{{key}{xid}}}"))
+        let mut fields = String::with_capacity(key.len() + 22);
+        fields.push('{');
+        fields.push_str(key);
+        fields.push_str(itoa::Buffer::new().format(xid));
+        fields.push('}');
+        self.end_own(py, at, xid, &fields)
     }
 
     /// The end of a transaction the sink opened, by the XID `xid` (`fields`: its fields JSON).
@@ -886,7 +891,7 @@ impl EventSink {
             || !event.getattr(pyo3::intern!(py, "extra_data"))?.eq(head.extra_data.bind(py))? {
             return Ok(false);
         }
-        self.append_rows(py, at, key, row_changes, n, |sink, before, after| {
+        self.append_rows(py, at, key, row_changes, Some(n), |sink, before, after, _room| {
             render_changes_into(py, &rows, before, after, sink)
         })
     }
@@ -912,45 +917,60 @@ impl EventSink {
         let pos = h.images;
         let (kind, first, second) = (raw.kind, raw.first.bind(py).clone(), raw.second.as_ref().map(|r| r.bind(py).clone()));
         let (first, second) = (first.get(), second.as_ref().map(|r| r.get()));
-        let Some(n) = count_images(body, pos, kind, first, second) else { return Ok(false) };
-        self.append_rows(py, at, key, row_changes, n, |sink, before, after| {
+        if kind == 1 && second.is_none() {
+            return Ok(false); // an UPDATE reads two images a change
+        }
+        self.append_rows(py, at, key, row_changes, None, |sink, before, after, room| {
             let mut sink = sink.try_borrow_mut().ok()?;
             let data = pyo3::types::PyBytes::new(py, body);
             let layouts = (before.map(|b| b.get()), after.map(|a| a.get()));
-            images_from_data(py, &data, pos, n, sides(kind, first, second), layouts, &mut sink).ok()
+            images_from_data(py, &data, pos, Changes::ToTheEndBelow(room), sides(kind, first, second), layouts, &mut sink).ok()
         })
     }
 
-    /// The rows of a rows event of `n` changes whose head is `rows_heads[key]`: its
-    /// `bronze.events` row, its row changes and (by `render`) their images.
+    /// The rows of a rows event whose head is `rows_heads[key]`: its `bronze.events` row, its
+    /// row changes and (by `render`, given the room left: fewer changes than that fit) their
+    /// images. `n`: the number of changes when it is known before they are rendered; a rows
+    /// event taken from its bytes is counted as it is rendered.
     #[allow(clippy::type_complexity)]
-    fn append_rows<'py>(&mut self, py: Python<'py>, at: &Place, key: (u64, u8, u64), row_changes: usize, n: usize,
+    fn append_rows<'py>(&mut self, py: Python<'py>, at: &Place, key: (u64, u8, u64), row_changes: usize,
+                        n: Option<usize>,
                         render: impl FnOnce(&Bound<'py, ImageColumns>, Option<&Bound<'py, ImageLayout>>,
-                                            Option<&Bound<'py, ImageLayout>>) -> Option<usize>) -> PyResult<bool> {
-        if self.pending_base + self.counts.rows + n >= self.max_pending {
-            return Ok(false); // the Python loop flushes the transaction's rows after this one
+                                            Option<&Bound<'py, ImageLayout>>, usize) -> Option<usize>) -> PyResult<bool> {
+        // fewer changes than this fit: past it the Python loop flushes the transaction's rows
+        // after this event, or cuts the batch
+        let room = self.max_pending.saturating_sub(self.pending_base + self.counts.rows)
+            .min(self.batch_rows.saturating_sub(row_changes));
+        if n.is_some_and(|n| n >= room) {
+            return Ok(false);
         }
         let Some(head) = self.rows_heads.get(&key) else { return Ok(false) };
         let Some(operation) = self.operations[at.type_code as usize].as_ref().map(|o| o.bind(py).clone().into_any())
         else { return Ok(false) };
         let name = self.name(py, at.type_code)?;
-        if row_changes + n >= self.batch_rows {
-            return Ok(false);
-        }
         let Some((gtid, trx_pos)) = self.trx.as_ref() else { return Ok(false) };
         let event_us = event_us(at);
-        let fields_json = format!("{},\"row_count\":{n},\"row_images\":\"silver.row_changes\"}}", head.head_json);
+        let (before, after) = (head.before.as_ref().map(|l| l.bind(py)), head.after.as_ref().map(|l| l.bind(py)));
+        // the images first (on a fallback the sink is as it was), then the event's row and its
+        // row changes
+        let n = match n {
+            Some(0) => 0,
+            _ => match render(self.images.bind(py), before, after, room) {
+                Some(rendered) if n.is_none_or(|n| n == rendered) && rendered < room => rendered,
+                _ => return Ok(false),
+            },
+        };
+        let mut fields_json = String::with_capacity(head.head_json.len() + 64);
+        fields_json.push_str(&head.head_json);
+        fields_json.push_str(",\"row_count\":");
+        fields_json.push_str(itoa::Buffer::new().format(n));
+        fields_json.push_str(",\"row_images\":\"silver.row_changes\"}");
         let (db_text, table_text) = (head.db_text.bind(py), head.table_text.bind(py));
         let values = [
             Cell::UInt(at.pos), Cell::Null, Cell::UInt(0), Cell::Py(gtid.bind(py)), Cell::Py(trx_pos.bind(py)),
             event_us.map_or(Cell::Null, Cell::UInt), Cell::UInt(at.fields[1]), Cell::Py(db_text), Cell::Py(table_text),
             Cell::Py(&operation), Cell::Py(&name),
         ];
-        let (before, after) = (head.before.as_ref().map(|l| l.bind(py)), head.after.as_ref().map(|l| l.bind(py)));
-        // the images (on a fallback the sink is as it was), the event's row, its row changes
-        if n > 0 && render(self.images.bind(py), before, after) != Some(n) {
-            return Ok(false);
-        }
         if !self.append_event(py, at, Cell::Py(head.db.bind(py)), Cell::Py(head.table.bind(py)), Cell::Str(&fields_json))? {
             return Ok(false);
         }
