@@ -26,6 +26,13 @@ when it is not already in the workdir and measures it in the same command:
    in this process on the archive's first file and scaled by bytes; write (the Delta commits, the
    Spark jobs and the driver around them) is the rest.
 
+``--rounds N`` measures the large archive's copy and ingest N times, each round into a warehouse
+of its own in the same Spark session (so every round does the same work: the first ingest of the
+archive's files); the table shows every round and the last line is the median of the rounds'
+ratios. On a shared machine one round's ratio moves by tens of percent with the load of the
+moment; a copy and an ingest measured one after the other share it, so their ratio is steadier
+than either, and the median of several steadier still.
+
 Prints the table and the machine's load; the last line reads ``ratio ingest/copy CPU: N.NN``;
 ``results.json`` in the workdir holds the figures.
 
@@ -151,6 +158,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster-workers", default=None,
                    help="comma-separated worker counts, e.g. 1,2: start a loopback cluster per count")
     p.add_argument("--worker-memory", default="2g")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="measure the large archive's copy and ingest this many times (each into a fresh "
+                        "warehouse); the last line is the median of the rounds' ratios (default 1)")
     p.add_argument("--no-gold", action="store_true",
                    help="measure the copy and the ingest only (gold costs several times the ingest)")
     p.add_argument("--gold-incremental", action="store_true",
@@ -302,12 +312,20 @@ def decode_split(path: Path, work: Path) -> DecodeSplit:
 
 
 def _session(args: argparse.Namespace, work: Path, sources: list[tuple[str, Path]]) -> tuple[Any, Any]:
-    from binlake.config import config_from_dict
     from spark_jobs.session import build_spark_session
 
-    wh = work / "warehouse"
+    cfg = _config(args, work, sources, work / "warehouse")
+    spark = build_spark_session(cfg, "binlake-bench", ui=False)
+    _ship_packages(spark, work)
+    return spark, cfg
+
+
+def _config(args: argparse.Namespace, work: Path, sources: list[tuple[str, Path]], wh: Path) -> Any:
+    """The bench's configuration, writing into the (emptied) warehouse ``wh``."""
+    from binlake.config import config_from_dict
+
     shutil.rmtree(wh, ignore_errors=True)
-    cfg = config_from_dict({
+    return config_from_dict({
         "pipeline": {"warehouse": str(wh), "state_dir": str(work / "state"),
                      "jars_dir": os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))},
         "sources": [{"name": name, "uri": str(folder)} for name, folder in sources],
@@ -316,13 +334,10 @@ def _session(args: argparse.Namespace, work: Path, sources: list[tuple[str, Path
                   # private scratch space: a shared /tmp may be cleaned under a long run
                   "conf": {"spark.local.dir": str(work / "spark-local")}},
     }, base=REPO, env={})
-    spark = build_spark_session(cfg, "binlake-bench", ui=False)
-    _ship_packages(spark, work)
-    return spark, cfg
 
 
 def _copy_and_ingest(spark: Any, cfg: Any, args: argparse.Namespace, source: str,
-                     paths: list[Path]) -> tuple[Measured, Measured, Any]:
+                     paths: list[Path], label: str | None = None) -> tuple[Measured, Measured, Any]:
     from spark_jobs.ingest import BinlogObject, run_ingest
 
     mb = sum(p.stat().st_size for p in paths) / 1e6
@@ -343,8 +358,8 @@ def _copy_and_ingest(spark: Any, cfg: Any, args: argparse.Namespace, source: str
                                  split_target=args.split_target_mib << 20)
         return int(holder["r"].tasks)
 
-    c = measure(f"copy bytes -> Delta ({source})", mb, copy)
-    i = measure(f"binlake ingest ({source})", mb, ingest)
+    c = measure(f"copy bytes -> Delta ({label or source})", mb, copy)
+    i = measure(f"binlake ingest ({label or source})", mb, ingest)
     return c, i, holder["r"]
 
 
@@ -408,17 +423,24 @@ def main(argv: list[str] | None = None) -> int:
     results: list[tuple[Measured, Measured, Any]] = []
     if small:
         results.append(_copy_and_ingest(spark, cfg, args, "small", small))
-    results.append(_copy_and_ingest(spark, cfg, args, "bench", paths))
+    sources = [("bench", paths[0].parent)]
+    for r in range(args.rounds):
+        if r:  # a fresh warehouse: the same first ingest of the archive's files every round
+            shutil.rmtree(Path(cfg.warehouse), ignore_errors=True)
+            cfg = _config(args, work, sources, work / f"warehouse-round-{r + 1}")
+        results.append(_copy_and_ingest(spark, cfg, args, "bench", paths,
+                                        label=f"bench, round {r + 1}" if args.rounds > 1 else None))
     gold = None if args.no_gold else measure_gold(spark, cfg, "bench", results[-1][1].mb)
     night = measure_second_night(spark, cfg, next_file(paths[0].parent, args.size, args.files),
                                  results[-1][1].mb) if args.gold_incremental else []
     parallelism = spark.sparkContext.defaultParallelism
     spark.stop()
     load_end = os.getloadavg()
-    print(report(results, split, parallelism, load_start, load_end, gold, night))
+    print(report(results, split, parallelism, load_start, load_end, gold, night, rounds=args.rounds))
     (work / "results.json").write_text(json.dumps({
         "runs": [{"copy": dataclasses.asdict(c), "ingest": dataclasses.asdict(i), "result": r.as_dict()}
-                 for c, i, r in results], "gold": dataclasses.asdict(gold) if gold else None,
+                 for c, i, r in results], "rounds": args.rounds,
+        "median_ratio_cpu": median_ratio(results[-args.rounds:]), "gold": dataclasses.asdict(gold) if gold else None,
         "night_2": [dataclasses.asdict(m) for m in night],
         "split": dataclasses.asdict(split), "load_start": load_start, "load_end": load_end,
         "cores": os.cpu_count(), "default_parallelism": parallelism}, indent=1, default=str))
@@ -427,10 +449,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, parallelism: int,
            load_start: tuple[float, float, float], load_end: tuple[float, float, float],
-           gold: Measured | None = None, night: list[Measured] | None = None) -> str:
+           gold: Measured | None = None, night: list[Measured] | None = None, rounds: int = 1) -> str:
     """The table (the gold step's row after the last archive's, when measured, then the second
     night's rows: its ingest, and gold incremental vs. full, the last column being the row changes
-    replayed); the last line is ``ratio ingest/copy CPU: N.NN`` of the last (large) archive."""
+    replayed); the last line is ``ratio ingest/copy CPU: N.NN`` of the last (large) archive: the
+    median of its ``rounds`` (the last entries of ``results``)."""
     lines = [f"machine: {os.cpu_count()} cores, local[2] (defaultParallelism {parallelism}); load avg "
              f"{load_start[0]:.1f} / {load_start[1]:.1f} at start, {load_end[0]:.1f} / {load_end[1]:.1f} at end",
              f"{'job':<34} {'MB':>8} {'wall s':>8} {'CPU-s':>8} {'MB/CPU-s':>9} {'tasks':>6}"]
@@ -460,9 +483,22 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
               f"  decode (binlog_parser)           {decode:8.1f} CPU-s  {nbytes / 1e6 / decode:7.2f} MB/CPU-s",
               f"  build (records, Arrow, Parquet)  {build:8.1f} CPU-s",
               f"  write (commits, Spark, driver)   {ingest.cpu_s - decode - build:8.1f} CPU-s (the rest)",
-              f"ratio ingest/copy wall: {ingest.wall_s / copy.wall_s:.2f}",
-              f"ratio ingest/copy CPU: {ingest.cpu_s / copy.cpu_s:.2f}"]
+              f"ratio ingest/copy wall: {ingest.wall_s / copy.wall_s:.2f}"]
+    if rounds > 1:
+        last = results[-rounds:]
+        lines.append(f"{rounds} rounds: ratio ingest/copy CPU " + ", ".join(f"{i.cpu_s / c.cpu_s:.2f}" for c, i, _ in last)
+                     + f"; ingest CPU-s {', '.join(f'{i.cpu_s:.1f}' for _, i, _ in last)}"
+                     + f"; copy CPU-s {', '.join(f'{c.cpu_s:.1f}' for c, _, _ in last)}; the median below")
+    lines.append(f"ratio ingest/copy CPU: {median_ratio(results[-rounds:]):.2f}")
     return "\n".join(lines)
+
+
+def median_ratio(rounds: list[tuple[Measured, Measured, Any]]) -> float:
+    """The median of the rounds' ingest/copy CPU ratios (each round's copy and ingest measured one
+    after the other, under the same load)."""
+    import statistics
+
+    return statistics.median(i.cpu_s / c.cpu_s for c, i, _ in rounds)
 
 
 def _ship_packages(spark, work: Path) -> None:
