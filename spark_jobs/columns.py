@@ -21,6 +21,9 @@ What keeps the per-row work small:
 * columns equal for every row a decoder makes (``source``, ``file``, ...) are given once as
   ``constants``: a one-word dictionary and a zero index per row for the string ones
   (:data:`spark_jobs.schemas.DICTIONARY_COLUMNS`), repeated by Arrow for the others;
+* string columns of few distinct values (names, kinds, a transaction's GTID:
+  :data:`spark_jobs.schemas.WORD_COLUMNS`) are dictionaries too, their words found as the rows
+  are appended (kind ``words``), so the rows of a rows event repeat an index, not a string;
 * the row image columns (two ``map<string,string>``, two JSON strings) are one sink the
   renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the extension, Arrow
   buffers filled in Rust and wrapped here as they are (:func:`image_arrays`), with no Python
@@ -35,7 +38,7 @@ from typing import Any
 from binlake.errors import BinlakeError
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
-from spark_jobs.schemas import spec
+from spark_jobs.schemas import DICTIONARY_COLUMNS, spec
 
 #: date column -> the timestamp columns it is the UTC date of (the first non-NULL one)
 DATE_SOURCES: dict[str, tuple[str, ...]] = {
@@ -137,6 +140,8 @@ def row_kind(arrow_type: Any) -> str:
         return "int64"  # a timestamp's values are appended as integer microseconds
     if pa.types.is_int32(arrow_type):
         return "int32"
+    if pa.types.is_dictionary(arrow_type):
+        return "words"  # a string column of few distinct values (WORD_COLUMNS)
     if pa.types.is_boolean(arrow_type):
         return "bool"
     if pa.types.is_string(arrow_type):
@@ -155,6 +160,12 @@ def array_from_parts(parts: Any, arrow_type: Any) -> Any:
         return arrow_array(parts, arrow_type)
     if pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type):
         return _utf8_from_buffers(parts, arrow_type)
+    if pa.types.is_dictionary(arrow_type):  # kind "words": indices and the batch's words
+        rows, nulls, validity, indices, words = parts
+        # the extension's indices are in range by construction: not checked again (safe=False)
+        return pa.DictionaryArray.from_arrays(
+            pa.Array.from_buffers(pa.int32(), rows, [_validity(validity), pa.py_buffer(indices)], null_count=nulls),
+            _utf8_from_buffers(words, pa.string()), safe=False)
     rows, nulls, validity, values = parts
     return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(values)], null_count=nulls)
 
@@ -260,10 +271,8 @@ class TableColumns:
         self.row_columns: tuple[str, ...] = tuple(c for c in ts.column_names if c not in apart)
         if row_columns is not None and tuple(row_columns) != self.row_columns:
             raise ValueError(f"{table}: rows are appended as {self.row_columns}, not {tuple(row_columns)}")
-        import pyarrow as pa
-
-        coded = [c for c in self.row_columns if pa.types.is_dictionary(self.schema.field(c).type)]
-        if coded:  # a batch holds them as one word each (DICTIONARY_COLUMNS): not given by row
+        coded = [c for c in self.row_columns if c in DICTIONARY_COLUMNS]
+        if coded:  # a batch holds them as one word each: not given by row
             raise ValueError(f"{table}: {', '.join(coded)} must be given as constants")
         self._rows = _row_buffers(table, self.schema, self.row_columns, sequence_columns)
         self._late = _row_buffers(table, self.schema, self.late_columns) if self.late_columns else None

@@ -9,6 +9,7 @@ never starts Spark.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -72,6 +73,15 @@ def struct_field(column: Column) -> StructField:
 #: ingest's batches hold them as dictionaries (:meth:`TableSpec.batch_schema`)
 DICTIONARY_COLUMNS = frozenset({"source", "file", "run_id"})
 
+#: string columns the rows give one by one but which hold few distinct values in a batch (names,
+#: kinds, the GTID a transaction's rows share): the ingest's batches hold them as dictionaries
+#: too, built as the rows are appended (the extension's ``Words``, ``native/src/columns.rs``)
+WORD_COLUMNS: Mapping[str, frozenset[str]] = {
+    "bronze.events": frozenset({"event_type", "checksum", "gtid", "db", "table_name"}),
+    "silver.row_changes": frozenset({"gtid", "db", "table_name", "operation", "event_type"}),
+    "silver.statements": frozenset({"gtid", "db", "kind", "event_type"}),
+}
+
 
 @dataclass(frozen=True)
 class TableSpec:
@@ -114,18 +124,19 @@ class TableSpec:
     @cached_property
     def batch_schema(self) -> Any:
         """:attr:`arrow_schema` as the ingest's batches hold it: the columns of
-        :data:`DICTIONARY_COLUMNS` and the keys of every map as Arrow dictionaries (``int32``
-        indices into the distinct strings). The Parquet files written from them hold plain
+        :data:`DICTIONARY_COLUMNS` and :data:`WORD_COLUMNS` and the keys of every map as Arrow
+        dictionaries (``int32`` indices into the distinct strings). The Parquet files written from them hold plain
         strings, as :attr:`arrow_schema` says; the writer takes the indices it is given where it
         would hash every value to build the same dictionary page."""
         import pyarrow as pa
 
         words = pa.dictionary(pa.int32(), pa.string())
+        coded = DICTIONARY_COLUMNS | WORD_COLUMNS.get(self.name, frozenset())
         fields = []
         for f in self.arrow_schema:
             if pa.types.is_map(f.type):
                 f = f.with_type(pa.map_(pa.field(f.type.key_field.name, words, nullable=False), f.type.item_field))
-            elif f.name in DICTIONARY_COLUMNS and pa.types.is_string(f.type):
+            elif f.name in coded and pa.types.is_string(f.type):
                 f = f.with_type(words)
             fields.append(f)
         return pa.schema(fields)

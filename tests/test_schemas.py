@@ -23,24 +23,29 @@ def test_arrow_schema_is_sparks_arrow_conversion_all_nullable(name: str) -> None
 
 
 @pytest.mark.parametrize("name", INGEST_TABLES)
-def test_the_batch_schema_is_the_arrow_schema_with_dictionaries_for_the_constants_and_map_keys(name: str) -> None:
-    """The ingest's batches hold ``source``, ``file`` and ``run_id`` and every map's keys as
-    dictionaries of strings; every other field is the table's, and decoding each dictionary
-    gives the table's type back."""
-    from spark_jobs.schemas import DICTIONARY_COLUMNS
+def test_the_batch_schema_is_the_arrow_schema_with_dictionaries_for_the_constants_words_and_map_keys(
+        name: str) -> None:
+    """The ingest's batches hold ``source``, ``file`` and ``run_id``, the table's word columns
+    (names, kinds, GTIDs) and every map's keys as dictionaries of strings; every other field is
+    the table's, and decoding each dictionary gives the table's type back."""
+    from spark_jobs.schemas import DICTIONARY_COLUMNS, WORD_COLUMNS
 
     ts = spec(name)
     words = pa.dictionary(pa.int32(), pa.string())
+    coded = DICTIONARY_COLUMNS | WORD_COLUMNS.get(name, frozenset())
     assert ts.batch_schema.names == ts.arrow_schema.names
     for batch, table in zip(ts.batch_schema, ts.arrow_schema):
-        if batch.name in DICTIONARY_COLUMNS:
+        if batch.name in coded:
             assert batch.type == words and table.type == pa.string(), batch.name
         elif pa.types.is_map(table.type):
             assert batch.type.key_type == words and batch.type.item_type == table.type.item_type, batch.name
             assert batch.type.key_field.name == table.type.key_field.name and not batch.type.key_field.nullable
         else:
             assert batch == table, batch.name
-    assert {"source", "file"} <= {f.name for f in ts.batch_schema if pa.types.is_dictionary(f.type)}
+    dictionaries = {f.name for f in ts.batch_schema if pa.types.is_dictionary(f.type)}
+    assert {"source", "file"} <= dictionaries
+    assert {"silver.row_changes": {"gtid", "db", "table_name", "operation", "event_type"},
+            "bronze.events": {"gtid", "db", "table_name", "event_type", "checksum"}}.get(name, set()) <= dictionaries
 
 
 def test_every_registry_type_has_a_spark_and_an_arrow_type() -> None:

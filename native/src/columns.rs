@@ -234,6 +234,14 @@ impl Utf8Builder {
         self.offsets.len() - 1
     }
 
+    /// The bytes of value `i` (empty for a NULL or past the end).
+    fn value(&self, i: usize) -> &[u8] {
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&start), Some(&end)) => &self.data[start as usize..end as usize],
+            _ => &[],
+        }
+    }
+
     /// One value: `bytes` (valid UTF-8).
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), Overflow> {
         let end = i32::try_from(self.data.len() + bytes.len()).map_err(|_| Overflow)?;
@@ -539,6 +547,108 @@ pub(crate) enum Cell<'a, 'py> {
     Py(&'a Bound<'py, PyAny>),
 }
 
+/// A string column of few distinct values (names, kinds, GTIDs shared by a transaction's
+/// rows) as an Arrow dictionary: each distinct word once per batch and an int32 index per row.
+/// Parquet then writes the indices it is given (it would otherwise hash every value to find the
+/// same words), and the rows of a rows event, which share these values, repeat one index.
+#[derive(Default)]
+pub(crate) struct Words {
+    words: Utf8Builder,
+    /// word -> its index (std's SipHash: the words come from the binlog)
+    index: HashMap<Vec<u8>, i32>,
+    /// the `str` objects last pushed and their indices: the extension pushes the same objects
+    /// again and again (an event type's name, a table's names, a transaction's GTID), found
+    /// here by identity, without hashing their text (held, so an identity is never reused)
+    recent: Vec<(Py<PyAny>, i32)>,
+    /// the `recent` entry replaced next once it is full
+    next_recent: usize,
+    indices: Vec<i32>,
+    validity: Validity,
+}
+
+/// `str` objects a `Words` column keeps for lookup by identity
+const RECENT_WORDS: usize = 8;
+
+impl Words {
+    fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    /// The index of `word`, added to the words when it is new.
+    fn index_of(&mut self, word: &[u8]) -> Result<i32, Overflow> {
+        // the same word as the row before (a file's checksum kind) is not hashed again
+        if let Some(&i) = self.indices.last() {
+            if (i as usize) < self.words.len() && self.words.value(i as usize) == word {
+                return Ok(i);
+            }
+        }
+        if let Some(&i) = self.index.get(word) {
+            return Ok(i);
+        }
+        let i = i32::try_from(self.words.len()).map_err(|_| Overflow)?;
+        self.words.push(word)?;
+        self.index.insert(word.to_vec(), i);
+        Ok(i)
+    }
+
+    fn push(&mut self, word: &[u8]) -> Result<(), Overflow> {
+        let i = self.index_of(word)?;
+        self.indices.push(i);
+        self.validity.push(true);
+        Ok(())
+    }
+
+    /// A `str` (`arrow_utf8`), found by identity when it was pushed lately.
+    fn push_str(&mut self, s: &Bound<'_, PyString>) -> PyResult<()> {
+        let found = self.recent.iter().find(|(o, _)| o.as_ptr() == s.as_ptr()).map(|(_, i)| *i);
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let i = self.index_of(&arrow_utf8(s)?).map_err(|_| overflow_err())?;
+                let entry = (s.clone().into_any().unbind(), i);
+                if self.recent.len() < RECENT_WORDS {
+                    self.recent.push(entry);
+                } else {
+                    self.recent[self.next_recent] = entry;
+                    self.next_recent = (self.next_recent + 1) % RECENT_WORDS;
+                }
+                i
+            }
+        };
+        self.indices.push(i);
+        self.validity.push(true);
+        Ok(())
+    }
+
+    fn push_null(&mut self) {
+        self.indices.push(0);
+        self.validity.push(false);
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        self.indices.truncate(rows);
+        self.validity.truncate(rows);
+    }
+
+    fn repeat_last(&mut self, k: usize) {
+        let (Some(&i), Some(valid)) = (self.indices.last(), self.validity.last()) else { return };
+        self.indices.resize(self.indices.len() + k, i);
+        self.validity.push_n(valid, k);
+    }
+
+    /// `(rows, nulls, validity or None, indices, words)`, the words as `Utf8Builder::take`
+    /// gives a column; emptied, the next batch starts a dictionary of its own.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let rows = self.len();
+        let (nulls, validity) = self.validity.take(py);
+        let indices = handed_over(py, &mut self.indices, little_endian_i32)?;
+        self.index.clear();
+        self.recent.clear();
+        self.next_recent = 0;
+        (rows, nulls, validity, indices, self.words.take(py)?).into_pyobject(py)
+    }
+}
+
 /// How `RowColumns` holds one column: the Arrow layout it builds.
 enum RowColumn {
     /// int64 (and timestamp[us], which is its int64 microseconds) or int32 (`narrow`);
@@ -547,6 +657,8 @@ enum RowColumn {
     Bool { values: Bits, validity: Validity },
     /// string (`utf8`: str, or bytes that are UTF-8) or binary (bytes-like)
     Bytes { data: Utf8Builder, utf8: bool },
+    /// string as a dictionary (`Words`)
+    Words(Words),
     /// anything else (lists, ...): the Python objects, for `pa.array`
     Object(Vec<Py<PyAny>>),
 }
@@ -557,6 +669,7 @@ impl RowColumn {
             RowColumn::Int { values, .. } => values.len(),
             RowColumn::Bool { validity, .. } => validity.len(),
             RowColumn::Bytes { data, .. } => data.len(),
+            RowColumn::Words(w) => w.len(),
             RowColumn::Object(v) => v.len(),
         }
     }
@@ -604,6 +717,14 @@ impl RowColumn {
                     data.push(&raw).map_err(|_| overflow_err())?;
                 }
             }
+            RowColumn::Words(w) => {
+                if none {
+                    w.push_null();
+                } else {
+                    let s = v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("{} is not a str", v.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+                    w.push_str(s)?;
+                }
+            }
             RowColumn::Object(values) => values.push(v.clone().unbind()),
         }
         Ok(None)
@@ -640,6 +761,14 @@ impl RowColumn {
                 data.push(s.as_bytes()).map_err(|_| overflow_err())?;
                 Ok(true)
             }
+            (RowColumn::Words(w), Cell::Null) => {
+                w.push_null();
+                Ok(true)
+            }
+            (RowColumn::Words(w), Cell::Str(s)) => {
+                w.push(s.as_bytes()).map_err(|_| overflow_err())?;
+                Ok(true)
+            }
             (RowColumn::Object(values), Cell::Null) => {
                 values.push(py.None());
                 Ok(true)
@@ -659,6 +788,7 @@ impl RowColumn {
                 validity.truncate(rows);
             }
             RowColumn::Bytes { data, .. } => data.truncate(rows),
+            RowColumn::Words(w) => w.truncate(rows),
             RowColumn::Object(v) => v.truncate(rows),
         }
     }
@@ -689,6 +819,7 @@ impl RowColumn {
                 validity.push_n(valid, k);
             }
             RowColumn::Bytes { data, .. } => data.repeat_last(k).map_err(|_| overflow_err())?,
+            RowColumn::Words(w) => w.repeat_last(k),
             RowColumn::Object(values) => {
                 let Some(last) = values.last() else { return Ok(()) };
                 let copies: Vec<Py<PyAny>> = (0..k).map(|_| last.clone_ref(py)).collect();
@@ -699,7 +830,8 @@ impl RowColumn {
     }
 
     /// Int: `(rows, nulls, validity or None, little-endian values)`; Bool: `(rows, nulls,
-    /// validity or None, value bitmap)`; Bytes: `Utf8Builder::take`'s; Object: the list.
+    /// validity or None, value bitmap)`; Bytes: `Utf8Builder::take`'s; Words: `Words::take`'s;
+    /// Object: the list.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rows = self.len();
         Ok(match self {
@@ -721,6 +853,7 @@ impl RowColumn {
                 (rows, nulls, bits, data).into_pyobject(py)?.into_any()
             }
             RowColumn::Bytes { data, .. } => data.take(py)?.into_any(),
+            RowColumn::Words(w) => w.take(py)?.into_any(),
             RowColumn::Object(values) => PyList::new(py, values.drain(..))?.into_any(),
         })
     }
@@ -737,7 +870,8 @@ pub struct RowColumns {
 
 #[pymethods]
 impl RowColumns {
-    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"` or `"object"`
+    /// `kinds`: per column `"int64"`, `"int32"`, `"bool"`, `"utf8"`, `"binary"`, `"words"` (a
+    /// string column as a dictionary) or `"object"`
     /// (`"int64_sequence"`, `"int32_sequence"`: see `append_repeated`);
     /// `names`: the columns' names (errors name the column).
     #[new]
@@ -757,6 +891,7 @@ impl RowColumns {
                     },
                     "bool" => RowColumn::Bool { values: Bits::default(), validity: Validity::default() },
                     "utf8" | "binary" => RowColumn::Bytes { data: Utf8Builder::default(), utf8: k == "utf8" },
+                    "words" => RowColumn::Words(Words::default()),
                     "object" => RowColumn::Object(Vec::new()),
                     other => return Err(PyValueError::new_err(format!("unknown column kind {other}"))),
                 })
@@ -895,6 +1030,27 @@ mod tests {
         keys.truncate(3);
         assert_eq!(keys.indices, vec![0, 1, 1]);
         assert_eq!(names(&keys).len(), 3);
+    }
+
+    #[test]
+    fn words_are_each_word_once_and_an_index_per_row() {
+        // never dropped: its `str` objects' drop needs Python, which the tests do not link
+        let mut w = std::mem::ManuallyDrop::new(Words::default());
+        w.push_null(); // index 0 before any word: a NULL row's, never read
+        w.push(b"").unwrap(); // the empty word after it is a word of its own
+        w.push(b"WRITE_ROWS").unwrap();
+        w.push(b"XID").unwrap();
+        w.push(b"WRITE_ROWS").unwrap();
+        w.repeat_last(2);
+        w.push(b"").unwrap();
+        assert_eq!(w.indices, vec![0, 0, 1, 2, 1, 1, 1, 0]);
+        let words: Vec<&[u8]> = (0..w.words.len()).map(|i| w.words.value(i)).collect();
+        assert_eq!(words, vec![&b""[..], b"WRITE_ROWS", b"XID"]);
+        assert_eq!((w.validity.len(), w.validity.nulls), (8, 1));
+        w.truncate(3);
+        assert_eq!((w.indices.clone(), w.validity.len(), w.validity.nulls), (vec![0, 0, 1], 3, 1));
+        w.push(b"XID").unwrap(); // still known after the cut
+        assert_eq!((w.indices[3], w.words.len()), (2, 3));
     }
 
     #[test]
