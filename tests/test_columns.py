@@ -146,9 +146,39 @@ def test_the_extensions_buffers_become_arrow_arrays_without_a_copy_and_outlive_t
     assert later.column("pos").to_pylist() == list(range(1000, 1050))
 
 
+def test_word_columns_hold_each_word_once_per_batch_and_an_index_per_row(native: bool) -> None:
+    """A word column (``WORD_COLUMNS``: names, kinds, GTIDs) is a dictionary in the batch: each
+    distinct word once, in the order first seen, whichever ``str`` object holds it (the
+    extension finds the objects it was given lately by identity), NULL kept apart; each batch
+    starts its own words; the Parquet file holds the plain strings."""
+    import pyarrow.parquet as pq
+
+    cols = TableColumns("silver.statements", {"source": "s", "file": "binlog.000002", "file_seq": 2})
+    shop = "".join(["sh", "op"])
+    for i, db in enumerate([shop, "".join(["sh", "op"]), None, "crm", shop, "", shop]):
+        values = {"pos": i, "payload_index": None, "gtid": f"u:{i // 3}", "trx_pos": 4, "event_time": None,
+                  "server_id": 7, "db": db, "sql": "x", "kind": "DDL", "thread_id": 9, "exec_time": 0,
+                  "error_code": 0, "status_vars": None, "event_type": "QUERY"}
+        cols.row(*(values[c] for c in cols.row_columns))
+    batch = cols.take_batch()
+    db = batch.column("db")
+    assert db.type == pa.dictionary(pa.int32(), pa.string())
+    assert db.dictionary.to_pylist() == ["shop", "crm", ""]
+    assert db.indices.to_pylist() == [0, 0, None, 1, 0, 2, 0]
+    assert batch.column("gtid").dictionary.to_pylist() == ["u:0", "u:1", "u:2"]
+    assert batch.column("kind").dictionary.to_pylist() == ["DDL"]
+    _statement(cols, 9, None, "y")  # the next batch: words of its own
+    assert cols.take_batch().column("db").dictionary.to_pylist() == ["shop"]
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_batches([batch]), sink, store_schema=False)
+    table = pq.read_table(pa.BufferReader(sink.getvalue()))
+    assert table.schema.field("db").type == pa.string()
+    assert table.column("db").to_pylist() == ["shop", "shop", None, "crm", "shop", "", "shop"]
+
+
 @pytest.mark.parametrize("bad, error", [
     ({"pos": "4"}, TypeError), ({"raw": "text"}, TypeError), ({"fields": b"\xff"}, ValueError),
-    ({"flags": 1.5}, TypeError)])
+    ({"flags": 1.5}, TypeError), ({"event_type": 5}, TypeError)])
 def test_a_row_the_extension_cannot_hold_keeps_nothing(bad: dict[str, Any], error: type[Exception]) -> None:
     """A value of another type fails the row, as ``pa.array`` fails the batch; the rows before
     it stay whole."""
