@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 #: the extension interface this tree speaks (``_native_ext.ABI``, native/src/lib.rs)
-ABI = 11
+ABI = 12
 _UNSET: Any = object()
 
 

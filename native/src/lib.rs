@@ -57,8 +57,9 @@ const C_PAD: u32 = 2;
 /// the sink takes events from their bytes, `remember_table_map` and `remember_rows` take the
 /// event they were worked out from; 9: `frames` takes the framer's `header_types`, the header
 /// scan's filter; 10: and its `header_from`, the offset before which no header is wanted; 11:
-/// `ImageColumns.take` hands each map's keys over as dictionary indices and names, `MapKeys`).
-const ABI: u32 = 11;
+/// `ImageColumns.take` hands each map's keys over as dictionary indices and names, `MapKeys`;
+/// 12: `RowColumns` takes the kind `words`, a string column as a dictionary, `Words`).
+const ABI: u32 = 12;
 
 mod columns;
 mod digits;
