@@ -334,13 +334,53 @@ pub(crate) fn arrow_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8
 /// tables with distinct columns does not copy an ever larger dictionary into every batch.
 const MAP_KEYS_KEPT: usize = 1 << 16;
 
+/// The words of an Arrow dictionary being built: each distinct word once, in the order first
+/// seen, and the index of each (std's SipHash map: the words come from the binlog).
+#[derive(Default)]
+pub(crate) struct Dictionary {
+    words: Utf8Builder,
+    index: HashMap<Vec<u8>, i32>,
+}
+
+impl Dictionary {
+    fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether word `i` is `word`.
+    fn is(&self, i: i32, word: &[u8]) -> bool {
+        (i as usize) < self.words.len() && self.words.value(i as usize) == word
+    }
+
+    /// The index of `word`, added when it is new.
+    fn index_of(&mut self, word: &[u8]) -> Result<i32, Overflow> {
+        if let Some(&i) = self.index.get(word) {
+            return Ok(i);
+        }
+        let i = i32::try_from(self.words.len()).map_err(|_| Overflow)?;
+        self.words.push(word)?;
+        self.index.insert(word.to_vec(), i);
+        Ok(i)
+    }
+
+    /// The words as `Utf8Builder::take` gives a column; emptied.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.index.clear();
+        self.words.take(py)
+    }
+
+    /// The words as `take` gives them, copied: kept for the next batch.
+    fn copied<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.words.copied(py)
+    }
+}
+
 /// The keys of a map column as an Arrow dictionary: each distinct name once (`names`, kept from
 /// batch to batch: a range's tables have few columns) and an index into it per entry. Parquet
 /// then writes the indices it is given, where it would hash every key to find the same ones.
 #[derive(Default)]
 pub(crate) struct MapKeys {
-    names: Utf8Builder,
-    index: HashMap<Vec<u8>, i32>,
+    names: Dictionary,
     /// an image layout's keys as indices (`ImageLayout` id -> indices): an image's in one copy
     layouts: rustc_hash::FxHashMap<u64, Vec<i32>>,
     indices: Vec<i32>,
@@ -351,19 +391,9 @@ impl MapKeys {
         self.indices.len()
     }
 
-    fn index_of(&mut self, name: &[u8]) -> Result<i32, Overflow> {
-        if let Some(&i) = self.index.get(name) {
-            return Ok(i);
-        }
-        let i = i32::try_from(self.names.len()).map_err(|_| Overflow)?;
-        self.names.push(name)?;
-        self.index.insert(name.to_vec(), i);
-        Ok(i)
-    }
-
     /// One key: `name` (valid UTF-8).
     pub(crate) fn push(&mut self, name: &[u8]) -> Result<(), Overflow> {
-        let i = self.index_of(name)?;
+        let i = self.names.index_of(name)?;
         self.indices.push(i);
         Ok(())
     }
@@ -375,7 +405,7 @@ impl MapKeys {
             self.indices.extend_from_slice(run);
             return Ok(());
         }
-        let run = names.iter().map(|n| self.index_of(n)).collect::<Result<Vec<i32>, Overflow>>()?;
+        let run = names.iter().map(|n| self.names.index_of(n)).collect::<Result<Vec<i32>, Overflow>>()?;
         self.indices.extend_from_slice(&run);
         self.layouts.insert(layout, run);
         Ok(())
@@ -392,7 +422,6 @@ impl MapKeys {
         let entries = self.indices.len();
         let indices = handed_over(py, &mut self.indices, little_endian_i32)?;
         let names = if self.names.len() > MAP_KEYS_KEPT {
-            self.index.clear();
             self.layouts.clear();
             self.names.take(py)?
         } else {
@@ -553,9 +582,7 @@ pub(crate) enum Cell<'a, 'py> {
 /// same words), and the rows of a rows event, which share these values, repeat one index.
 #[derive(Default)]
 pub(crate) struct Words {
-    words: Utf8Builder,
-    /// word -> its index (std's SipHash: the words come from the binlog)
-    index: HashMap<Vec<u8>, i32>,
+    words: Dictionary,
     /// the `str` objects last pushed and their indices: the extension pushes the same objects
     /// again and again (an event type's name, a table's names, a transaction's GTID), found
     /// here by identity, without hashing their text (held, so an identity is never reused)
@@ -577,18 +604,10 @@ impl Words {
     /// The index of `word`, added to the words when it is new.
     fn index_of(&mut self, word: &[u8]) -> Result<i32, Overflow> {
         // the same word as the row before (a file's checksum kind) is not hashed again
-        if let Some(&i) = self.indices.last() {
-            if (i as usize) < self.words.len() && self.words.value(i as usize) == word {
-                return Ok(i);
-            }
+        match self.indices.last() {
+            Some(&i) if self.words.is(i, word) => Ok(i),
+            _ => self.words.index_of(word),
         }
-        if let Some(&i) = self.index.get(word) {
-            return Ok(i);
-        }
-        let i = i32::try_from(self.words.len()).map_err(|_| Overflow)?;
-        self.words.push(word)?;
-        self.index.insert(word.to_vec(), i);
-        Ok(i)
     }
 
     fn push(&mut self, word: &[u8]) -> Result<(), Overflow> {
@@ -642,7 +661,6 @@ impl Words {
         let rows = self.len();
         let (nulls, validity) = self.validity.take(py);
         let indices = handed_over(py, &mut self.indices, little_endian_i32)?;
-        self.index.clear();
         self.recent.clear();
         self.next_recent = 0;
         (rows, nulls, validity, indices, self.words.take(py)?).into_pyobject(py)
@@ -1012,7 +1030,7 @@ mod tests {
     }
 
     fn names(keys: &MapKeys) -> Vec<&[u8]> {
-        keys.names.offsets.windows(2).map(|w| &keys.names.data[w[0] as usize..w[1] as usize]).collect()
+        (0..keys.names.len()).map(|i| keys.names.words.value(i)).collect()
     }
 
     #[test]
@@ -1044,7 +1062,7 @@ mod tests {
         w.repeat_last(2);
         w.push(b"").unwrap();
         assert_eq!(w.indices, vec![0, 0, 1, 2, 1, 1, 1, 0]);
-        let words: Vec<&[u8]> = (0..w.words.len()).map(|i| w.words.value(i)).collect();
+        let words: Vec<&[u8]> = (0..w.words.len()).map(|i| w.words.words.value(i)).collect();
         assert_eq!(words, vec![&b""[..], b"WRITE_ROWS", b"XID"]);
         assert_eq!((w.validity.len(), w.validity.nulls), (8, 1));
         w.truncate(3);
