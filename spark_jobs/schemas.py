@@ -125,9 +125,9 @@ class TableSpec:
     def batch_schema(self) -> Any:
         """:attr:`arrow_schema` as the ingest's batches hold it: the columns of
         :data:`DICTIONARY_COLUMNS` and :data:`WORD_COLUMNS` and the keys of every map as Arrow
-        dictionaries (``int32`` indices into the distinct strings). The Parquet files written from them hold plain
-        strings, as :attr:`arrow_schema` says; the writer takes the indices it is given where it
-        would hash every value to build the same dictionary page."""
+        dictionaries (``int32`` indices into the distinct strings). The Parquet files written
+        from them hold plain strings, as :attr:`arrow_schema` says; the writer takes the indices
+        it is given where it would hash every value to build the same dictionary page."""
         import pyarrow as pa
 
         words = pa.dictionary(pa.int32(), pa.string())
