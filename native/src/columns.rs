@@ -612,9 +612,13 @@ impl Words {
 
     fn push(&mut self, word: &[u8]) -> Result<(), Overflow> {
         let i = self.index_of(word)?;
+        self.push_index(i);
+        Ok(())
+    }
+
+    fn push_index(&mut self, i: i32) {
         self.indices.push(i);
         self.validity.push(true);
-        Ok(())
     }
 
     /// A `str` (`arrow_utf8`), found by identity when it was pushed lately.
@@ -634,8 +638,7 @@ impl Words {
                 i
             }
         };
-        self.indices.push(i);
-        self.validity.push(true);
+        self.push_index(i);
         Ok(())
     }
 
@@ -739,7 +742,9 @@ impl RowColumn {
                 if none {
                     w.push_null();
                 } else {
-                    let s = v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("{} is not a str", v.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+                    let Ok(s) = v.cast::<PyString>() else {
+                        return Err(PyTypeError::new_err(format!("{} is not a str", v.repr()?)));
+                    };
                     w.push_str(s)?;
                 }
             }
