@@ -180,6 +180,13 @@ class ColumnRangeError(BinlakeError, ValueError):
     XID, say): stored as NULL, the row kept, and quarantined with scope ``value``."""
 
 
+class NotNullError(BinlakeError, ValueError):
+    """A NULL in a column its table declares NOT NULL: a fault of the ingest, never of the
+    binlog (what the binlog may lack is nullable). Refused here, named, before it reaches a data
+    file: Spark would refuse it at its write, and the Parquet writer at the ``required``
+    column (:meth:`spark_jobs.schemas.TableSpec.batch_schema`)."""
+
+
 class _RowLists:
     """The pure-Python form of ``RowColumns``: one list per column, appended a row at a time;
     ``kinds`` and ``names`` as ``RowColumns`` takes them. Integers are checked against their
@@ -323,6 +330,10 @@ class TableColumns:
                 for other in sources[1:]:
                     ts = pc.coalesce(ts, arrays[other])
                 arrays[name] = utc_dates(ts)
+        nulls = [f.name for f in self.schema if not f.nullable and arrays[f.name].null_count]
+        if nulls:
+            raise NotNullError(f"{self.table}: NULL in NOT NULL column(s) {', '.join(nulls)} of a batch of {n} "
+                               "rows; nothing of the batch is written")
         return pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
 
     def _constant_scalars(self) -> dict[str, Any]:

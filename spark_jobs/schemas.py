@@ -125,20 +125,26 @@ class TableSpec:
     def batch_schema(self) -> Any:
         """:attr:`arrow_schema` as the ingest's batches hold it: the columns of
         :data:`DICTIONARY_COLUMNS` and :data:`WORD_COLUMNS` and the keys of every map as Arrow
-        dictionaries (``int32`` indices into the distinct strings). The Parquet files written
-        from them hold plain strings, as :attr:`arrow_schema` says; the writer takes the indices
-        it is given where it would hash every value to build the same dictionary page."""
+        dictionaries (``int32`` indices into the distinct strings), and the table's NOT NULL
+        columns not nullable.
+
+        The Parquet files written from them hold plain strings, as :attr:`arrow_schema` says;
+        the writer takes the indices it is given where it would hash every value to build the
+        same dictionary page. A NOT NULL column is a ``required`` Parquet column, as Spark
+        writes it: the writer stores no definition level per value, and refuses a NULL there
+        (:meth:`spark_jobs.columns.TableColumns.take_batch` names it first)."""
         import pyarrow as pa
 
         words = pa.dictionary(pa.int32(), pa.string())
         coded = DICTIONARY_COLUMNS | WORD_COLUMNS.get(self.name, frozenset())
+        required = {c.name for c in self.table.columns if not c.nullable}
         fields = []
         for f in self.arrow_schema:
             if pa.types.is_map(f.type):
                 f = f.with_type(pa.map_(pa.field(f.type.key_field.name, words, nullable=False), f.type.item_field))
             elif f.name in coded and pa.types.is_string(f.type):
                 f = f.with_type(words)
-            fields.append(f)
+            fields.append(f.with_nullable(f.name not in required))
         return pa.schema(fields)
 
 

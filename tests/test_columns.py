@@ -63,11 +63,25 @@ def test_a_batch_has_the_tables_schema_constants_and_dates(native: bool) -> None
     assert (row["pos"], row["event_date"]) == (400, dt.date(1970, 1, 1))
 
 
+def test_a_null_in_a_not_null_column_is_refused_by_name(native: bool) -> None:
+    """A NOT NULL column is not nullable in a batch (a required Parquet column): a NULL there,
+    which only a fault of the ingest could put, is named before any batch is made."""
+    from spark_jobs.columns import NotNullError
+
+    cols = TableColumns("silver.statements", {"source": "s", "file": "binlog.000002", "file_seq": 2})
+    _statement(cols, 120, 0, "CREATE TABLE t (a INT)")
+    assert not cols.take_batch().schema.field("pos").nullable
+    _statement(cols, None, 0, "DROP TABLE t")  # type: ignore[arg-type]
+    with pytest.raises(NotNullError, match=r"silver\.statements: NULL in NOT NULL column\(s\) pos of a batch of 1 rows"):
+        cols.take_batch()
+
+
 def test_a_date_is_the_first_non_null_of_its_timestamps(native: bool) -> None:
     """silver.transactions.commit_date: of commit_time, else of begin_time."""
     cols = TableColumns("silver.transactions", {"source": "s", "file": "f", "file_seq": None})
     for commit_us, begin_us in ((None, 3 * 86_400 * US), (86_400 * US, 0), (None, None)):
-        values = {"commit_time": commit_us, "begin_time": begin_us, "statements": [], "tables": []}
+        values = {"commit_time": commit_us, "begin_time": begin_us, "statements": [], "tables": [], "start_pos": 4,
+                  "gtid_kind": "GTID", "events": 2, "row_changes": 0, "kind": "EMPTY", "complete": True}
         cols.row(*(values.get(c) for c in cols.row_columns))
     days = [r["commit_date"] for r in cols.take_batch().to_pylist()]
     assert days == [dt.date(1970, 1, 4), dt.date(1970, 1, 2), None]
@@ -79,9 +93,10 @@ EDGE_EVENTS = [
     {"pos": 4, "payload_index": 2 ** 31 - 1, "payload_offset": -(2 ** 63), "next_pos": 2 ** 63 - 1, "type_code": -(2 ** 31),
      "event_type": "é 日本 😀", "event_time": -1, "server_id": 0, "event_size": 19, "log_pos": 0, "flags": 0,
      "checksum": "", "gtid": None, "trx_pos": None, "db": "d\udcff", "table_name": "t\x00", "fields": "{}", "raw": b"\x00\xff"},
-    dict.fromkeys(("pos", "payload_index", "payload_offset", "next_pos", "type_code", "event_type", "event_time",
-                   "server_id", "event_size", "log_pos", "flags", "checksum", "gtid", "trx_pos", "db", "table_name",
-                   "fields", "raw")),
+    # NULL in every nullable column (of each kind of column: int32, int64, timestamp, word, text, binary)
+    {**dict.fromkeys(("payload_index", "payload_offset", "next_pos", "event_time", "server_id", "event_size",
+                      "log_pos", "flags", "gtid", "trx_pos", "db", "table_name", "fields", "raw")),
+     "pos": 5, "type_code": 2, "event_type": "QUERY", "checksum": "none"},
 ]
 
 
@@ -199,23 +214,23 @@ def test_an_integer_out_of_its_columns_range_is_stored_as_null_and_named(native:
     costs that value, not the row: it is stored as NULL and the answer names it; the same with
     and without the extension, repeated rows too."""
     cols = TableColumns("bronze.events", {"source": "s", "file": "f", "file_seq": 1})
-    row = dict(EDGE_EVENTS[0], payload_index=2 ** 31, pos=2 ** 63, next_pos=-(2 ** 63) - 1, log_pos=2 ** 64 - 1)
+    row = dict(EDGE_EVENTS[0], payload_index=2 ** 31, event_size=2 ** 63, next_pos=-(2 ** 63) - 1, log_pos=2 ** 64 - 1)
     assert cols.row(*(EDGE_EVENTS[0][c] for c in cols.row_columns)) is None
     assert cols.row(*(row[c] for c in cols.row_columns)) == [
-        f"bronze.events.pos: {2 ** 63} does not fit a BIGINT (int64) column",
         f"bronze.events.payload_index: {2 ** 31} does not fit an INT (int32) column",
         f"bronze.events.next_pos: {-(2 ** 63) - 1} does not fit a BIGINT (int64) column",
+        f"bronze.events.event_size: {2 ** 63} does not fit a BIGINT (int64) column",
         f"bronze.events.log_pos: {2 ** 64 - 1} does not fit a BIGINT (int64) column"]
     assert cols.repeated(2, *(row[c] for c in cols.row_columns)) == [
-        f"bronze.events.pos: {2 ** 63} does not fit a BIGINT (int64) column",
         f"bronze.events.payload_index: {2 ** 31} does not fit an INT (int32) column",
         f"bronze.events.next_pos: {-(2 ** 63) - 1} does not fit a BIGINT (int64) column",
+        f"bronze.events.event_size: {2 ** 63} does not fit a BIGINT (int64) column",
         f"bronze.events.log_pos: {2 ** 64 - 1} does not fit a BIGINT (int64) column"]
     batch = cols.take_batch()
     batch.validate(full=True)
     got = batch.to_pylist()
     assert [(r["pos"], r["payload_index"], r["next_pos"], r["log_pos"], r["event_size"]) for r in got] == [
-        (4, 2 ** 31 - 1, 2 ** 63 - 1, 0, 19)] + [(None, None, None, None, 19)] * 3
+        (4, 2 ** 31 - 1, 2 ** 63 - 1, 0, 19)] + [(4, None, None, None, None)] * 3
     assert got[1]["raw"] == b"\x00\xff" and got[1]["db"] == "d\\udcff"
 
 
@@ -399,9 +414,21 @@ def test_bool_columns_hold_values_and_nulls_apart() -> None:
                 with pytest.raises(TypeError, match="silver.transactions.kind"):
                     cols.row(*(dict(values, kind=1).get(c) for c in cols.row_columns))
 
-    batch = _batches_with_and_without_the_extension("silver.transactions", fill)
-    assert batch.column("complete").to_pylist() == [
-        True, True, False, None, True, False, None, None, True, False, None, True, False, False, None]
+    from spark_jobs.columns import NotNullError
+
+    if not _native.use_native(None):
+        pytest.skip("compiled extension not built")
+    for enabled in (True, False):
+        with native_extension(enabled):
+            cols = TableColumns("silver.transactions", {"source": "s", "file": "f", "file_seq": 1})
+            fill(cols, enabled)
+            # the column is NOT NULL in the table: a batch with its NULLs is refused, by name
+            with pytest.raises(NotNullError, match=r"NOT NULL column\(s\) complete of a batch of 15 rows"):
+                cols.take_batch()
+            fill(cols, enabled)
+            complete = dict(zip(cols.row_columns, cols.row_buffer.take(), strict=True))["complete"]
+            assert array_from_parts(complete, pa.bool_()).to_pylist() == [
+                True, True, False, None, True, False, None, None, True, False, None, True, False, False, None]
 
 
 def test_utc_dates_are_arrows_own_cast_to_date32() -> None:

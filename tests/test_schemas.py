@@ -27,7 +27,8 @@ def test_the_batch_schema_is_the_arrow_schema_with_dictionaries_for_the_constant
         name: str) -> None:
     """The ingest's batches hold ``source``, ``file`` and ``run_id``, the table's word columns
     (names, kinds, GTIDs) and every map's keys as dictionaries of strings; every other field is
-    the table's, and decoding each dictionary gives the table's type back."""
+    the table's, and decoding each dictionary gives the table's type back. The table's NOT NULL
+    columns, and only they, are not nullable."""
     from spark_jobs.schemas import DICTIONARY_COLUMNS, WORD_COLUMNS
 
     ts = spec(name)
@@ -41,7 +42,9 @@ def test_the_batch_schema_is_the_arrow_schema_with_dictionaries_for_the_constant
             assert batch.type.key_type == words and batch.type.item_type == table.type.item_type, batch.name
             assert batch.type.key_field.name == table.type.key_field.name and not batch.type.key_field.nullable
         else:
-            assert batch == table, batch.name
+            assert batch == table.with_nullable(batch.nullable), batch.name
+    # a NOT NULL column is not nullable in a batch (a required Parquet column), the others are
+    assert {f.name for f in ts.batch_schema if not f.nullable} == {c.name for c in ts.table.columns if not c.nullable}
     dictionaries = {f.name for f in ts.batch_schema if pa.types.is_dictionary(f.type)}
     assert {"source", "file"} <= dictionaries
     assert {"silver.row_changes": {"gtid", "db", "table_name", "operation", "event_type"},
