@@ -222,39 +222,70 @@ class DirectTable:
     stats_columns: Sequence[str] | None = None
 
 
+#: what :func:`_constant` answers for a column of more than one value
+_VARIES = object()
+
+
+def _constant(column: Any) -> Any:
+    """The one value of ``column`` (None for NULLs only), or :data:`_VARIES`. A scan for the
+    least and greatest value (of a dictionary's indices) where ``pc.unique`` would hash every
+    value: 12 against 75 microseconds for a batch of 16,384 dates."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column):
+        return None
+    if column.null_count:
+        return _VARIES
+    values = column.indices if pa.types.is_dictionary(column.type) else column
+    low, high = pc.min_max(values).values()
+    if low != high:
+        return _VARIES
+    return column.dictionary[low.as_py()].as_py() if pa.types.is_dictionary(column.type) else low.as_py()
+
+
 def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[dict[str, str | None], Any]]:
     """``batch`` cut into one batch per distinct value of the partition columns, in row order
-    within each, without the partition columns; with each one's ``partitionValues``."""
+    within each, without the partition columns; with each one's ``partitionValues``. A
+    dictionary column is compared by its words, so that two entries spelling one word are one
+    partition."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     data = batch.drop_columns(list(partition_by))
-    uniques = [pc.unique(batch.column(c)) for c in partition_by]
-    if all(len(u) == 1 for u in uniques):
-        return [({c: partition_text(u[0].as_py()) for c, u in zip(partition_by, uniques, strict=True)}, data)]
-    varying = [i for i, u in enumerate(uniques) if len(u) > 1]
+    constants = [_constant(batch.column(c)) for c in partition_by]
+    if all(c is not _VARIES for c in constants):  # nearly always: one source, one day
+        return [({c: partition_text(v) for c, v in zip(partition_by, constants, strict=True)}, data)]
+    columns = {c: _decoded(batch.column(c)) for c in partition_by}
+    varying = [c for c, v in zip(partition_by, constants, strict=True) if v is _VARIES]
     if len(varying) == 1:
         # the common case (one source, several dates): a mask per value of the one column that
         # varies, without grouping the batch
-        fixed = {c: partition_text(u[0].as_py()) for c, u in zip(partition_by, uniques, strict=True) if len(u) == 1}
-        name = partition_by[varying[0]]
-        column = batch.column(name)
-        out = []
-        for value in uniques[varying[0]]:
+        fixed = {c: partition_text(v) for c, v in zip(partition_by, constants, strict=True) if v is not _VARIES}
+        name, out = varying[0], []
+        column = columns[name]
+        for value in pc.unique(column):
             mask = pc.is_null(column) if not value.is_valid else pc.fill_null(pc.equal(column, value), False)
             out.append(({**fixed, name: partition_text(value.as_py())}, data.filter(mask)))
         return [({c: values[c] for c in partition_by}, part) for values, part in out]
-    keys = pa.Table.from_batches([batch.select(list(partition_by))]).group_by(list(partition_by)).aggregate([])
+    keys = pa.table(columns).group_by(list(partition_by)).aggregate([])
     out = []
     for key in keys.to_pylist():
         mask = None
         for c in partition_by:
-            column = batch.column(c)
+            column = columns[c]
             test = pc.is_null(column) if key[c] is None else pc.fill_null(pc.equal(column, pa.scalar(
                 key[c], column.type)), False)
             mask = test if mask is None else pc.and_(mask, test)
         out.append(({c: partition_text(key[c]) for c in partition_by}, data.filter(mask)))
     return out
+
+
+def _decoded(column: Any) -> Any:
+    """``column`` with a dictionary's indices replaced by the words they point at."""
+    import pyarrow as pa
+
+    return column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
 
 
 class TaskStaging:

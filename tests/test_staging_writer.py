@@ -91,6 +91,31 @@ def test_split_by_partition_keeps_row_order_and_drops_the_partition_columns() ->
     assert got == {("a", "2024-05-01"): [0], ("a", "2024-05-02"): [1], ("b", "2024-05-01"): [2]}
 
 
+def test_a_batch_of_one_partition_is_found_by_its_bounds() -> None:
+    """One value in every partition column (a dictionary's indices all one word, a NULL-only
+    column) is one partition without grouping. Indices of two entries that spell the same word
+    go the grouping way and are still one word (before, one partition per entry: every row
+    twice); a NULL beside a value is a partition of its own."""
+    d1 = dt.date(2024, 5, 1)
+    day = pa.array([d1, d1, d1], pa.date32())
+    for source, days, want in (
+            (pa.DictionaryArray.from_arrays(pa.array([1, 1, 1], pa.int32()), pa.array(["b", "a"])), day,
+             [({"source": "a", "day": "2024-05-01"}, [0, 1, 2])]),
+            (pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), pa.array(["a", "a"])), day,
+             [({"source": "a", "day": "2024-05-01"}, [0, 1, 2])]),
+            (pa.DictionaryArray.from_arrays(pa.array([0, 0, 0], pa.int32()), pa.array(["a"])),
+             pa.array([None, None, None], pa.date32()), [({"source": "a", "day": None}, [0, 1, 2])]),
+            (pa.DictionaryArray.from_arrays(pa.array([0, 0, 0], pa.int32()), pa.array(["a"])),
+             pa.array([None, d1, None], pa.date32()),
+             [({"source": "a", "day": None}, [0, 2]), ({"source": "a", "day": "2024-05-01"}, [1])]),
+            (pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), pa.array(["a", "a"])),
+             pa.array([d1, None, d1], pa.date32()),
+             [({"source": "a", "day": "2024-05-01"}, [0, 2]), ({"source": "a", "day": None}, [1])])):
+        batch = pa.RecordBatch.from_arrays([pa.array([0, 1, 2], pa.int64()), source, days], ["pos", "source", "day"])
+        got = [(values, part.column("pos").to_pylist()) for values, part in split_by_partition(batch, ["source", "day"])]
+        assert sorted(got, key=lambda g: g[1]) == want
+
+
 def test_a_direct_table_gets_data_files_in_partition_folders_with_stats(tmp_path: Path) -> None:
     """A direct kind's rows go to its table's folder, a file per partition, named by task and a
     token of the attempt (a retry writes new names: the failed attempt's files are never
