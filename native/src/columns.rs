@@ -335,11 +335,11 @@ pub(crate) fn arrow_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8
 const MAP_KEYS_KEPT: usize = 1 << 16;
 
 /// The words of an Arrow dictionary being built: each distinct word once, in the order first
-/// seen, and the index of each (std's SipHash map: the words come from the binlog).
+/// seen, and the index of each (keyed at random: the words come from the binlog).
 #[derive(Default)]
 pub(crate) struct Dictionary {
     words: Utf8Builder,
-    index: HashMap<Vec<u8>, i32>,
+    index: HashMap<Vec<u8>, i32, ahash::RandomState>,
 }
 
 impl Dictionary {

@@ -225,13 +225,13 @@ pub struct EventSink {
     operations: Vec<Option<Py<PyString>>>,
     batch_rows: usize,
     max_pending: usize,
-    table_maps: HashMap<u64, TableMapRow>,
+    table_maps: HashMap<u64, TableMapRow, ahash::RandomState>,
     /// the last TABLE_MAP the framing loop handed out, and its event (for `remember_table_map`)
     handed_out_table_map: Option<(RawTableMap, Py<PyAny>)>,
-    rows_heads: HashMap<(u64, u8, u64), RowsHead>,
+    rows_heads: HashMap<(u64, u8, u64), RowsHead, ahash::RandomState>,
     /// BEGIN events the sink took as events, by their bytes and what decoding them depends on
     /// (the QUERY post-header length, the binlog version): their fields JSON and `db` column
-    begins: HashMap<QueryKey, (String, Option<Py<PyAny>>)>,
+    begins: HashMap<QueryKey, (String, Option<Py<PyAny>>), ahash::RandomState>,
     /// the open transaction's `gtid` and `trx_pos` columns (None: no transaction is open)
     trx: Option<(Py<PyAny>, Py<PyAny>)>,
     /// the open transaction when the sink opened it
@@ -277,10 +277,10 @@ impl EventSink {
         let (names, operations) = (by_code(names), by_code(operations));
         EventSink {
             events, row_changes, commit_times, transactions, images, fields, names, operations, batch_rows, max_pending,
-            table_maps: HashMap::new(),
+            table_maps: HashMap::default(),
             handed_out_table_map: None,
-            rows_heads: HashMap::new(),
-            begins: HashMap::new(),
+            rows_heads: HashMap::default(),
+            begins: HashMap::default(),
             trx: None,
             own: None,
             counts: TrxCounts::default(),
