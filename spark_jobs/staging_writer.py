@@ -237,11 +237,11 @@ def _constant(column: Any) -> Any:
         return None
     if column.null_count:
         return _VARIES
-    values = column.indices if pa.types.is_dictionary(column.type) else column
-    low, high = pc.min_max(values).values()
+    coded = pa.types.is_dictionary(column.type)
+    low, high = pc.min_max(column.indices if coded else column).values()
     if low != high:
         return _VARIES
-    return column.dictionary[low.as_py()].as_py() if pa.types.is_dictionary(column.type) else low.as_py()
+    return column.dictionary[low.as_py()].as_py() if coded else low.as_py()
 
 
 def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[dict[str, str | None], Any]]:
@@ -256,18 +256,18 @@ def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[di
     constants = [_constant(batch.column(c)) for c in partition_by]
     if all(c is not _VARIES for c in constants):  # nearly always: one source, one day
         return [({c: partition_text(v) for c, v in zip(partition_by, constants, strict=True)}, data)]
-    columns = {c: _decoded(batch.column(c)) for c in partition_by}
     varying = [c for c, v in zip(partition_by, constants, strict=True) if v is _VARIES]
     if len(varying) == 1:
         # the common case (one source, several dates): a mask per value of the one column that
         # varies, without grouping the batch
         fixed = {c: partition_text(v) for c, v in zip(partition_by, constants, strict=True) if v is not _VARIES}
         name, out = varying[0], []
-        column = columns[name]
+        column = _decoded(batch.column(name))
         for value in pc.unique(column):
             mask = pc.is_null(column) if not value.is_valid else pc.fill_null(pc.equal(column, value), False)
             out.append(({**fixed, name: partition_text(value.as_py())}, data.filter(mask)))
         return [({c: values[c] for c in partition_by}, part) for values, part in out]
+    columns = {c: _decoded(batch.column(c)) for c in partition_by}
     keys = pa.table(columns).group_by(list(partition_by)).aggregate([])
     out = []
     for key in keys.to_pylist():
