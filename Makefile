@@ -40,6 +40,9 @@ setup: setup-system setup-python setup-jars
 # imported them: 2.8 CPU-s of imports per worker against 1.3 (docs/operations.md).
 # The editable install (hatchling) is a .pth with the repo root, so packages added later
 # (binlake/, binlog_parser/, spark_jobs/) import without reinstalling.
+# pyspark is an sdist: here uv 0.13.9 builds it again on every install, into new cache revisions
+# (1.9 GB per install), and keeps the old ones, so fresh clones' setups grew ~/.cache/uv until
+# the disk was full (62 GB; a CI run failed on it). `uv cache prune` drops what nothing references.
 setup-python:
 	@want="$$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)"; \
 	stamp="$(VENV)/.binlake-python-$$want"; \
@@ -50,6 +53,7 @@ setup-python:
 	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(VPY) -r requirements.lock; \
 	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(VPY) --no-deps -e .; \
 	$(VPY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null; \
+	$(VENV)/bin/uv cache prune -q || echo "[setup] WARNING: uv cache prune failed (disk use only)" >&2; \
 	rm -f $(VENV)/.binlake-python-*; touch "$$stamp"; \
 	echo "[setup] python env ready"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -42,10 +43,14 @@ else:
 # --- end hypothesis profiles --------------------------------------------------------------------
 
 
+_AIRFLOW_HOME = pytest.StashKey[Path]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Isolate Airflow and AWS from the developer's machine before any test imports them."""
     config.addinivalue_line("markers", "cluster: starts a Spark standalone cluster / Airflow services (slow)")
     home = Path(tempfile.mkdtemp(prefix="binlake-airflow-"))
+    config.stash[_AIRFLOW_HOME] = home
     os.environ["AIRFLOW_HOME"] = str(home)
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")
@@ -58,6 +63,13 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # py4j logs "Closing down clientserver connection" from __del__ after pytest closed its streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's Airflow home (its database and logs, a few MB a session)."""
+    home = config.stash.get(_AIRFLOW_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 
 MARIADB_BINLOG = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
@@ -377,15 +378,18 @@ def run(path: str | os.PathLike, *, force_read: bool | None = None, resolve=None
     env = dict(os.environ, TZ="UTC", LC_ALL="C")
 
     def once(force: bool, metadata: bool = True):
-        cmd = [MARIADB_BINLOG, "--base64-output=decode-rows", "-vv"]
-        if metadata:
-            cmd.append("--print-table-metadata")
-        if force:
-            cmd.append("--force-read")
-        if start_position is not None:
-            cmd.append(f"--start-position={start_position}")
-        cmd.append(os.fspath(path))
-        return subprocess.run(cmd, capture_output=True, env=env, timeout=timeout, check=False)
+        # mariadb-binlog writes each LOAD DATA event's file (SQL_LOAD_MB-*) to --local-load (the
+        # temp dir by default) and leaves it there.
+        with tempfile.TemporaryDirectory(prefix="binlake-mb-load-") as local_load:
+            cmd = [MARIADB_BINLOG, "--base64-output=decode-rows", "-vv", f"--local-load={local_load}"]
+            if metadata:
+                cmd.append("--print-table-metadata")
+            if force:
+                cmd.append("--force-read")
+            if start_position is not None:
+                cmd.append(f"--start-position={start_position}")
+            cmd.append(os.fspath(path))
+            return subprocess.run(cmd, capture_output=True, env=env, timeout=timeout, check=False)
 
     force = bool(force_read)
     metadata = True

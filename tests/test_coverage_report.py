@@ -20,7 +20,6 @@ from _scenario_warehouse import scenario_warehouse, write_config_file
 from binlake.config import BinlakeConfig
 from binlake.coverage_report import (
     PROBLEM_COLOUR,
-    chromium_args,
     lanes_of_gtid_set,
     load_coverage,
     run_chromium,
@@ -40,7 +39,7 @@ def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: An
 
 def rendered_dom(html_path: Path) -> str:
     """The page's DOM after its scripts ran (plotly draws the SVG in JS)."""
-    return run_chromium(chromium_args("--virtual-time-budget=10000", "--dump-dom", html_path.as_uri())).stdout
+    return run_chromium("--virtual-time-budget=10000", "--dump-dom", html_path.as_uri()).stdout
 
 
 def texts(dom: str, css_class: str) -> list[str]:

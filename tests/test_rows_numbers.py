@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import struct
-import tempfile
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -102,14 +101,9 @@ def _col(type_name: str) -> Any:
 @pytest.fixture(scope="module")
 def float_server_run():
     """Insert VALUES into every COLUMNS shape; return decoded rows, SELECT text, exact text."""
-    from test_mariadb_server import MariaDB, _ensure_installed
+    from test_mariadb_server import running_mariadb
 
-    reason = _ensure_installed()
-    if reason:
-        pytest.skip(f"!!! REAL-SERVER TEST SKIPPED: {reason} !!!")
-    db = MariaDB(Path(tempfile.mkdtemp(prefix="binlake-float-")))
-    try:
-        db.start()
+    with running_mariadb("binlake-float-") as db:
         cols = ", ".join(f"{n} {t}" for n, (t, _d) in COLUMNS.items())
         inserts = "".join(f"INSERT INTO n.t VALUES ({i}, {', '.join([v] * len(COLUMNS))});"
                           for i, v in enumerate(VALUES))
@@ -127,8 +121,6 @@ def float_server_run():
                     for change in ev.rows:
                         rows[change.after["id"]] = (change.after, {c.name: c for c in ev.table.columns})
         yield rows, select, exact
-    finally:
-        db.stop()
 
 
 def test_float_and_double_cells_equal_the_servers_text(float_server_run):
