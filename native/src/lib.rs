@@ -438,7 +438,7 @@ impl ImageReader {
         py: Python<'py>,
         t: &ValueTypes,
         buf: &[u8],
-        bufobj: &Bound<'py, PyBytes>,
+        bufobj: &EventBytes<'_, 'py>,
         mut pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         let n = self.cols.len();
@@ -494,7 +494,7 @@ impl ImageReader {
         t: &ValueTypes,
         col: &Col,
         buf: &[u8],
-        bufobj: &Bound<'py, PyBytes>,
+        bufobj: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
@@ -580,7 +580,7 @@ impl ImageReader {
         t: &ValueTypes,
         col: &Col,
         buf: &[u8],
-        bufobj: &Bound<'py, PyBytes>,
+        bufobj: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
@@ -612,7 +612,7 @@ impl ImageReader {
         t: &ValueTypes,
         col: &Col,
         buf: &[u8],
-        bufobj: &Bound<'py, PyBytes>,
+        bufobj: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
@@ -718,15 +718,43 @@ fn time2_fields(b: &[u8], fsp: u32) -> (bool, [i64; 5]) {
     (neg, [(hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, packed & 0xFFFFFF, fsp as i64])
 }
 
+/// A rows event's bytes as the image readers read them, and the same bytes as a Python `bytes`
+/// for a column decoded by a Python decoder, made the first time one is (most events have
+/// none: copying every rows event's body into a `bytes` was about 1% of an ingest task).
+pub(crate) struct EventBytes<'a, 'py> {
+    bytes: &'a [u8],
+    object: std::cell::OnceCell<Bound<'py, PyBytes>>,
+}
+
+impl<'a, 'py> EventBytes<'a, 'py> {
+    /// Bytes borrowed from the framing buffer.
+    pub(crate) fn borrowed(bytes: &'a [u8]) -> Self {
+        EventBytes { bytes, object: std::cell::OnceCell::new() }
+    }
+
+    /// Bytes a Python `bytes` already holds.
+    pub(crate) fn of(object: &'a Bound<'py, PyBytes>) -> Self {
+        EventBytes { bytes: object.as_bytes(), object: std::cell::OnceCell::from(object.clone()) }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    fn object(&self, py: Python<'py>) -> &Bound<'py, PyBytes> {
+        self.object.get_or_init(|| PyBytes::new(py, self.bytes))
+    }
+}
+
 /// `dec(buf, pos) -> (value, new_pos)`: a column decoded by its Python decoder.
 fn call_py<'py>(
     py: Python<'py>,
     dec: &Py<PyAny>,
-    bufobj: &Bound<'py, PyBytes>,
+    bufobj: &EventBytes<'_, 'py>,
     pos: usize,
     len: usize,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let out = dec.bind(py).call1((bufobj, pos))?;
+    let out = dec.bind(py).call1((bufobj.object(py), pos))?;
     let (value, next): (Bound<'py, PyAny>, usize) = out.extract()?;
     if next > len {
         return Err(short());
@@ -856,20 +884,21 @@ fn decode_rows_inner<'py>(
     first: &ImageReader,
     second: Option<&ImageReader>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let buf = data.as_bytes();
+    let body = EventBytes::of(data);
+    let buf = body.as_bytes();
     let types = first.types.get();
     let end = buf.len();
     let none = py.None().into_bound(py);
     let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
     while pos < end {
         let start = pos;
-        let (img, next) = first.read(py, types, buf, data, pos)?;
+        let (img, next) = first.read(py, types, buf, &body, pos)?;
         pos = next;
         let pair = match (kind, second) {
             (0, _) => [none.clone(), img],
             (2, _) => [img, none.clone()],
             (1, Some(after_reader)) => {
-                let (after, next) = after_reader.read(py, types, buf, data, pos)?;
+                let (after, next) = after_reader.read(py, types, buf, &body, pos)?;
                 pos = next;
                 [img, after]
             }

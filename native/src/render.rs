@@ -26,7 +26,7 @@ use crate::digits::{push_hex, push_int, push_padded, two_digits};
 use crate::short_copy::append_str;
 use crate::{
     date_fields, datetime2_fields, frac_bytes, push_decimal, le, time2_fields, timestamp2_fields, Col, Conv,
-    ImageReader, RowImages, SlotLayout, ValueTypes,
+    EventBytes, ImageReader, RowImages, SlotLayout, ValueTypes,
 };
 
 /// JSON numbers beyond +-2**53 are written as strings (`render.render_value`).
@@ -520,14 +520,14 @@ impl ImageLayout {
     /// one whose text that port does not take, is decoded and rendered by them. Returns where
     /// the value ends.
     #[allow(clippy::too_many_arguments)]
-    fn value_from_bytes(
+    fn value_from_bytes<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         t: &ValueTypes,
         col: &RenderCol,
         reader: &ImageReader,
         i: usize,
-        data: &Bound<'_, PyBytes>,
+        data: &EventBytes<'_, 'py>,
         pos: usize,
         json: &mut String,
         text: &mut Utf8Builder,
@@ -668,11 +668,11 @@ impl ImageLayout {
     /// One image read from its bytes at `pos` by `reader` (whose columns are this layout's)
     /// appended to a side's map and JSON columns; returns where it ends.
     #[allow(clippy::too_many_arguments)]
-    fn image_from_bytes(
+    fn image_from_bytes<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         reader: &ImageReader,
-        data: &Bound<'_, PyBytes>,
+        data: &EventBytes<'_, 'py>,
         mut pos: usize,
         map: &mut MapBuilder,
         json: &mut Utf8Builder,
@@ -793,7 +793,7 @@ fn images_from_bytes(
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
     let (data, start, _, _, _) = rows.parts();
-    images_from_data(py, data.bind(py), start, Changes::Exactly(rows.len()), rows.readers(), (before, after), sink)
+    images_from_data(py, &EventBytes::of(data.bind(py)), start, Changes::Exactly(rows.len()), rows.readers(), (before, after), sink)
 }
 
 /// How many changes `images_from_data` renders.
@@ -812,9 +812,9 @@ pub(crate) enum Changes {
 /// from the framed bytes); how many. On a fallback (bytes that would not decode, a change that
 /// reads no bytes, more changes than `changes` allows), what was appended stays: the caller
 /// cuts `sink` back.
-pub(crate) fn images_from_data(
-    py: Python<'_>,
-    data: &Bound<'_, PyBytes>,
+pub(crate) fn images_from_data<'py>(
+    py: Python<'py>,
+    data: &EventBytes<'_, 'py>,
     start: usize,
     changes: Changes,
     (before_reader, after_reader): (Option<&ImageReader>, Option<&ImageReader>),

@@ -42,7 +42,7 @@ use crate::events::{gtid_parts, xid_value, GtidParts};
 use crate::fields::{fields_text, FieldsLayout};
 use crate::render::{images_from_data, render_changes_into, Changes, ImageLayout};
 use crate::short_copy::append_str;
-use crate::{le, rows_event_head, sides, uint, ImageReader, RowImages};
+use crate::{le, rows_event_head, sides, uint, EventBytes, ImageReader, RowImages};
 
 const QUERY: u8 = 2;
 const XID: u8 = 16;
@@ -922,7 +922,7 @@ impl EventSink {
         }
         self.append_rows(py, at, key, row_changes, None, |sink, before, after, room| {
             let mut sink = sink.try_borrow_mut().ok()?;
-            let data = pyo3::types::PyBytes::new(py, body);
+            let data = EventBytes::borrowed(body);
             let layouts = (before.map(|b| b.get()), after.map(|a| a.get()));
             images_from_data(py, &data, pos, Changes::ToTheEndBelow(room), sides(kind, first, second), layouts, &mut sink).ok()
         })
