@@ -438,7 +438,7 @@ impl ImageReader {
         py: Python<'py>,
         t: &ValueTypes,
         buf: &[u8],
-        bufobj: &EventBytes<'_, 'py>,
+        body: &EventBytes<'_, 'py>,
         mut pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         let n = self.cols.len();
@@ -465,7 +465,7 @@ impl ImageReader {
                         v
                     }
                     None => {
-                        let (v, next) = self.value(py, t, col, buf, bufobj, pos)?;
+                        let (v, next) = self.value(py, t, col, buf, body, pos)?;
                         if next == pos + size {
                             if let Ok(mut m) = memo.try_lock() {
                                 *m = Some((raw.to_vec(), v.clone().unbind()));
@@ -476,7 +476,7 @@ impl ImageReader {
                     }
                 }
             } else {
-                let (v, next) = self.value(py, t, col, buf, bufobj, pos)?;
+                let (v, next) = self.value(py, t, col, buf, body, pos)?;
                 pos = next;
                 v
             };
@@ -494,7 +494,7 @@ impl ImageReader {
         t: &ValueTypes,
         col: &Col,
         buf: &[u8],
-        bufobj: &EventBytes<'_, 'py>,
+        body: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
@@ -526,7 +526,7 @@ impl ImageReader {
                         };
                         (d, pos + size)
                     }
-                    None => return call_py(py, slow, bufobj, pos, buf.len()),
+                    None => return call_py(py, slow, body, pos, buf.len()),
                 }
             }
             Col::Double => {
@@ -569,8 +569,8 @@ impl ImageReader {
                 };
                 (v, pos + size)
             }
-            Col::Py(dec) => return call_py(py, dec, bufobj, pos, buf.len()),
-            _ => return self.temporal(py, t, col, buf, bufobj, pos),
+            Col::Py(dec) => return call_py(py, dec, body, pos, buf.len()),
+            _ => return self.temporal(py, t, col, buf, body, pos),
         })
     }
     /// TIME2 / DATETIME2 / TIMESTAMP2 (MySQL 5.6+ fractional encodings): `temporal.py`'s decoders.
@@ -580,7 +580,7 @@ impl ImageReader {
         t: &ValueTypes,
         col: &Col,
         buf: &[u8],
-        bufobj: &EventBytes<'_, 'py>,
+        body: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
@@ -601,7 +601,7 @@ impl ImageReader {
                 let vals = [pyo3::types::PyBool::new(py, neg).to_owned().into_any(), h, mi, sec, us, fsp];
                 (t.time.make(py, vals)?, pos + size)
             }
-            _ => return self.temporal_old(py, t, col, buf, bufobj, pos),
+            _ => return self.temporal_old(py, t, col, buf, body, pos),
         })
     }
 
@@ -612,7 +612,7 @@ impl ImageReader {
         t: &ValueTypes,
         col: &Col,
         buf: &[u8],
-        bufobj: &EventBytes<'_, 'py>,
+        body: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         Ok(match col {
@@ -630,7 +630,7 @@ impl ImageReader {
                 let (d, tm) = (v / 1_000_000, v % 1_000_000);
                 let f = [d / 10000, (d / 100) % 100, d % 100, tm / 10000, (tm / 100) % 100, tm % 100];
                 if f[0] > 9999 || f[1] > 12 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
-                    return call_py(py, slow, bufobj, pos, buf.len()); // raises the exact error
+                    return call_py(py, slow, body, pos, buf.len()); // raises the exact error
                 }
                 let vals = [
                     uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
@@ -647,7 +647,7 @@ impl ImageReader {
                 }
                 let (h, m, s) = (v / 10000, (v / 100) % 100, v % 100);
                 if m > 59 || s > 59 || h > 838 {
-                    return call_py(py, slow, bufobj, pos, buf.len());
+                    return call_py(py, slow, body, pos, buf.len());
                 }
                 let vals = [
                     pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
@@ -750,11 +750,11 @@ impl<'a, 'py> EventBytes<'a, 'py> {
 fn call_py<'py>(
     py: Python<'py>,
     dec: &Py<PyAny>,
-    bufobj: &EventBytes<'_, 'py>,
+    body: &EventBytes<'_, 'py>,
     pos: usize,
     len: usize,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let out = dec.bind(py).call1((bufobj.object(py), pos))?;
+    let out = dec.bind(py).call1((body.object(py), pos))?;
     let (value, next): (Bound<'py, PyAny>, usize) = out.extract()?;
     if next > len {
         return Err(short());
