@@ -437,10 +437,10 @@ impl ImageReader {
         &self,
         py: Python<'py>,
         t: &ValueTypes,
-        buf: &[u8],
         body: &EventBytes<'_, 'py>,
         mut pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        let buf = body.as_bytes();
         let n = self.cols.len();
         let nb = (n + 7) >> 3;
         let nulls = take(buf, pos, nb)?;
@@ -465,7 +465,7 @@ impl ImageReader {
                         v
                     }
                     None => {
-                        let (v, next) = self.value(py, t, col, buf, body, pos)?;
+                        let (v, next) = self.value(py, t, col, body, pos)?;
                         if next == pos + size {
                             if let Ok(mut m) = memo.try_lock() {
                                 *m = Some((raw.to_vec(), v.clone().unbind()));
@@ -476,7 +476,7 @@ impl ImageReader {
                     }
                 }
             } else {
-                let (v, next) = self.value(py, t, col, buf, body, pos)?;
+                let (v, next) = self.value(py, t, col, body, pos)?;
                 pos = next;
                 v
             };
@@ -493,10 +493,10 @@ impl ImageReader {
         py: Python<'py>,
         t: &ValueTypes,
         col: &Col,
-        buf: &[u8],
         body: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        let buf = body.as_bytes();
         Ok(match col {
             Col::Int { size, unsigned } => {
                 let b = take(buf, pos, *size)?;
@@ -526,7 +526,7 @@ impl ImageReader {
                         };
                         (d, pos + size)
                     }
-                    None => return call_py(py, slow, body, pos, buf.len()),
+                    None => return call_py(py, slow, body, pos),
                 }
             }
             Col::Double => {
@@ -569,8 +569,8 @@ impl ImageReader {
                 };
                 (v, pos + size)
             }
-            Col::Py(dec) => return call_py(py, dec, body, pos, buf.len()),
-            _ => return self.temporal(py, t, col, buf, body, pos),
+            Col::Py(dec) => return call_py(py, dec, body, pos),
+            _ => return self.temporal(py, t, col, body, pos),
         })
     }
     /// TIME2 / DATETIME2 / TIMESTAMP2 (MySQL 5.6+ fractional encodings): `temporal.py`'s decoders.
@@ -579,10 +579,10 @@ impl ImageReader {
         py: Python<'py>,
         t: &ValueTypes,
         col: &Col,
-        buf: &[u8],
         body: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        let buf = body.as_bytes();
         Ok(match col {
             Col::DateTime2 { fsp } => {
                 let size = 5 + frac_bytes(*fsp);
@@ -601,7 +601,7 @@ impl ImageReader {
                 let vals = [pyo3::types::PyBool::new(py, neg).to_owned().into_any(), h, mi, sec, us, fsp];
                 (t.time.make(py, vals)?, pos + size)
             }
-            _ => return self.temporal_old(py, t, col, buf, body, pos),
+            _ => return self.temporal_old(py, t, col, body, pos),
         })
     }
 
@@ -611,10 +611,10 @@ impl ImageReader {
         py: Python<'py>,
         t: &ValueTypes,
         col: &Col,
-        buf: &[u8],
         body: &EventBytes<'_, 'py>,
         pos: usize,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        let buf = body.as_bytes();
         Ok(match col {
             Col::Date => {
                 let vals = date_fields(take(buf, pos, 3)?).map(|v| int(py, v));
@@ -630,7 +630,7 @@ impl ImageReader {
                 let (d, tm) = (v / 1_000_000, v % 1_000_000);
                 let f = [d / 10000, (d / 100) % 100, d % 100, tm / 10000, (tm / 100) % 100, tm % 100];
                 if f[0] > 9999 || f[1] > 12 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
-                    return call_py(py, slow, body, pos, buf.len()); // raises the exact error
+                    return call_py(py, slow, body, pos); // raises the exact error
                 }
                 let vals = [
                     uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
@@ -647,7 +647,7 @@ impl ImageReader {
                 }
                 let (h, m, s) = (v / 10000, (v / 100) % 100, v % 100);
                 if m > 59 || s > 59 || h > 838 {
-                    return call_py(py, slow, body, pos, buf.len());
+                    return call_py(py, slow, body, pos);
                 }
                 let vals = [
                     pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
@@ -752,11 +752,10 @@ fn call_py<'py>(
     dec: &Py<PyAny>,
     body: &EventBytes<'_, 'py>,
     pos: usize,
-    len: usize,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
     let out = dec.bind(py).call1((body.object(py), pos))?;
     let (value, next): (Bound<'py, PyAny>, usize) = out.extract()?;
-    if next > len {
+    if next > body.as_bytes().len() {
         return Err(short());
     }
     Ok((value, next))
@@ -892,13 +891,13 @@ fn decode_rows_inner<'py>(
     let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
     while pos < end {
         let start = pos;
-        let (img, next) = first.read(py, types, buf, &body, pos)?;
+        let (img, next) = first.read(py, types, &body, pos)?;
         pos = next;
         let pair = match (kind, second) {
             (0, _) => [none.clone(), img],
             (2, _) => [img, none.clone()],
             (1, Some(after_reader)) => {
-                let (after, next) = after_reader.read(py, types, buf, &body, pos)?;
+                let (after, next) = after_reader.read(py, types, &body, pos)?;
                 pos = next;
                 [img, after]
             }

@@ -610,7 +610,7 @@ impl ImageLayout {
             }
             _ => {}
         }
-        let (v, next) = reader.value(py, t, &reader.cols[i], buf, data, pos)?;
+        let (v, next) = reader.value(py, t, &reader.cols[i], data, pos)?;
         self.value(py, t, col, &v, json, text)?;
         Ok(next)
     }
