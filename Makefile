@@ -44,6 +44,7 @@ setup: setup-system setup-python setup-jars
 # (1.9 GB per install), and keeps the old ones, so fresh clones' setups grew ~/.cache/uv until
 # the disk was full (62 GB; a CI run failed on it). `uv cache prune` drops what nothing references,
 # before the install (room for it) and after (this install's leftovers).
+UV_CACHE_PRUNE = $(VENV)/bin/uv cache prune -q || echo "[setup] WARNING: uv cache prune failed (disk use only)" >&2
 setup-python:
 	@want="$$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)"; \
 	stamp="$(VENV)/.binlake-python-$$want"; \
@@ -51,11 +52,11 @@ setup-python:
 	echo "[setup] installing requirements.lock into $(VENV) ($(PYTHON); first run: a few minutes)"; \
 	[ -x "$(VPY)" ] || $(PYTHON) -m venv $(VENV); \
 	$(VPY) -m pip install -q --upgrade pip setuptools wheel "$$(grep '^uv==' requirements.lock)"; \
-	$(VENV)/bin/uv cache prune -q || echo "[setup] WARNING: uv cache prune failed (disk use only)" >&2; \
+	$(UV_CACHE_PRUNE); \
 	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(VPY) -r requirements.lock; \
 	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(VPY) --no-deps -e .; \
 	$(VPY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null; \
-	$(VENV)/bin/uv cache prune -q || echo "[setup] WARNING: uv cache prune failed (disk use only)" >&2; \
+	$(UV_CACHE_PRUNE); \
 	rm -f $(VENV)/.binlake-python-*; touch "$$stamp"; \
 	echo "[setup] python env ready"
 
