@@ -30,8 +30,11 @@ inherits its parent's peak). The 1 GiB corpus is generated in a separate process
 
 Throughput = file bytes / seconds (Python decoders time themselves, after interpreter start and
 imports; external tools are timed around the process). ``MB/CPU-s`` divides by the CPU seconds
-(user + system, ``resource.getrusage``) of the decoding process instead of wall time: on a shared
-machine it is the figure that does not depend on what else runs. ``--repeat N`` decodes the
+(user + system) instead of wall time: on a shared machine it is the figure that does not depend
+on what else runs. The Python workers count their decoding (``resource.getrusage``, after start-up
+and imports); the external tools count their whole process (``wait4``: a JVM's start-up and JIT
+threads included, which weighs on the small corpora). Each corpus then gets a line per peer:
+binlake's full decode with the extension against that peer, in MB per CPU-second. ``--repeat N`` decodes the
 files N times in the Python workers (tiny fixture files: per-file start-up would dominate).
 events/s uses the number of events binlake finds in the files (the same files for everyone). The last line is
 ``ratio binlake/python-mysql-replication: N.NN`` (full-decode throughput ratio, all corpora).
@@ -229,9 +232,10 @@ class Result:
 
 
 def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float,
-             env: dict[str, str] | None = None) -> tuple[int, str, str, float, float]:
+             env: dict[str, str] | None = None) -> tuple[int, str, str, float, float, float]:
     """Run ``cmd``; returns (rc, stdout, stderr, wall seconds, peak RSS MiB of that process:
-    its VmHWM sampled every 5 ms until it exits)."""
+    its VmHWM sampled every 5 ms until it exits, CPU-seconds: user + system of the process and
+    the children it waited for, as ``wait4`` reports them; a JVM's start-up and JIT included)."""
     import tempfile
 
     t0 = time.perf_counter()
@@ -252,7 +256,7 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float,
                 p.kill()
                 pid, status, ru = os.wait4(p.pid, 0)
                 p.returncode = -9
-                return -9, "", "timeout", time.perf_counter() - t0, peak
+                return -9, "", "timeout", time.perf_counter() - t0, peak, ru.ru_utime + ru.ru_stime
             time.sleep(0.005)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -260,7 +264,7 @@ def _run_rss(cmd: list[str], *, devnull_stdout: bool, timeout: float,
         err_f.seek(0)
         # ru_maxrss would include the parent's RSS inherited at fork: use the sampled VmHWM
         return (p.returncode, out_f.read().decode(errors="replace"), err_f.read().decode(errors="replace"),
-                wall, peak)
+                wall, peak, ru.ru_utime + ru.ru_stime)
 
 
 _PY_WORKERS = {"binlake full": "binlake-full", "binlake full (native)": "binlake-full-native",
@@ -280,7 +284,7 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
             # the pure row is pure everywhere: BINLAKE_NATIVE=0 also keeps the compiled slots
             # constructors (binlog_parser._fast) out
             env = dict(os.environ, BINLAKE_NATIVE="1" if dec in _NATIVE_ROWS else "0")
-            rc, so, se, wall, rss = _run_rss([PY, str(Path(__file__).resolve()), "--worker", _PY_WORKERS[dec],
+            rc, so, se, wall, rss, _cpu = _run_rss([PY, str(Path(__file__).resolve()), "--worker", _PY_WORKERS[dec],
                                              "--repeat", str(repeat), *files],
                                             devnull_stdout=False, timeout=timeout, env=env)
             if rc == 0:
@@ -300,27 +304,28 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
             if not exe:
                 res.note = "not installed"
             else:
-                total = 0.0
+                total = cpu_total = 0.0
                 peak = 0.0
                 failed = []
                 for f in files:
-                    rc, _so, se, wall, rss = _run_rss([exe, "-vv", f], devnull_stdout=True, timeout=timeout)
+                    rc, _so, se, wall, rss, cpu = _run_rss([exe, "-vv", f], devnull_stdout=True, timeout=timeout)
                     total += wall
+                    cpu_total += cpu
                     peak = max(peak, rss)
                     if rc != 0:
                         failed.append(Path(f).name)
-                res.seconds, res.rss_mb = total, peak
+                res.seconds, res.rss_mb, res.cpu_seconds = total, peak, cpu_total
                 if failed:
                     res.note = f"cannot read {len(failed)}/{len(files)} file(s)"
                     if len(failed) == len(files):
                         res.seconds = None
         elif dec == "go-mysql":
-            exe, why = build_go_peer()
-            if exe is None:
+            go_exe, why = build_go_peer()
+            if go_exe is None:
                 res.note = why
             else:
-                rc, so, se, wall, rss = _run_rss([str(exe), *files], devnull_stdout=False, timeout=timeout)
-                res.seconds, res.rss_mb = wall, rss
+                rc, so, se, wall, rss, cpu = _run_rss([str(go_exe), *files], devnull_stdout=False, timeout=timeout)
+                res.seconds, res.rss_mb, res.cpu_seconds = wall, rss, cpu
                 parts = so.split()
                 if len(parts) == 3:
                     res.rows = int(parts[1])
@@ -333,8 +338,8 @@ def measure(corpus: str, files: list[str], decoders: list[str], timeout: float,
             if cmd is None:
                 res.note = why
             else:
-                rc, so, se, wall, rss = _run_rss([*cmd, *files], devnull_stdout=False, timeout=timeout)
-                res.rss_mb = rss
+                rc, so, se, wall, rss, cpu = _run_rss([*cmd, *files], devnull_stdout=False, timeout=timeout)
+                res.rss_mb, res.cpu_seconds = rss, cpu
                 try:
                     d = json.loads(so.strip().splitlines()[-1])
                     res.seconds = d["seconds"]
@@ -447,12 +452,16 @@ def _ensure_venv() -> None:
 
 
 def _print_ratios(name: str, by: dict[str, Result]) -> None:
-    """MB per CPU-second of one corpus: native against pure, and the native header scan (the
-    ingest's split planning) against the native full decode."""
+    """MB per CPU-second of one corpus: native against pure, the native header scan (the
+    ingest's split planning) against the native full decode, and the native full decode against
+    each peer that read every file without an error (its figure would be over less work).
+    Nothing when either side has a note."""
+    peers = ("python-mysql-replication", "mariadb-binlog -vv", "go-mysql", "mysql-binlog-connector-java")
     for label, num, den in (("native/pure", "binlake full (native)", "binlake full"),
-                            ("native scan/full", "binlake scan (native)", "binlake full (native)")):
+                            ("native scan/full", "binlake scan (native)", "binlake full (native)"),
+                            *((f"native/{peer}", "binlake full (native)", peer) for peer in peers)):
         a, b = by.get(num), by.get(den)
-        if a and b and a.mb_per_cpu_s and b.mb_per_cpu_s:
+        if a and b and a.mb_per_cpu_s and b.mb_per_cpu_s and not b.note:
             print(f"{label} MB per CPU-second, {name}: {a.mb_per_cpu_s:.1f} / {b.mb_per_cpu_s:.1f} "
                   f"= {a.mb_per_cpu_s / b.mb_per_cpu_s:.2f}x")
 
