@@ -456,7 +456,7 @@ def _print_ratios(name: str, by: dict[str, Result]) -> None:
     ingest's split planning) against the native full decode, and the native full decode against
     each peer that read every file without an error (its figure would be over less work).
     Nothing when either side has a note."""
-    peers = ("python-mysql-replication", "mariadb-binlog -vv", "go-mysql", "mysql-binlog-connector-java")
+    peers = [d for d in DECODERS if not d.startswith("binlake")]
     for label, num, den in (("native/pure", "binlake full (native)", "binlake full"),
                             ("native scan/full", "binlake scan (native)", "binlake full (native)"),
                             *((f"native/{peer}", "binlake full (native)", peer) for peer in peers)):
