@@ -1,0 +1,268 @@
+"""The reconcile job: meta.binlog_files -> meta.gtid_coverage + meta.gtid_reconciliation, without a JVM.
+
+Reads the per-file facts ingestion stored (one small row per archived file; no binlog is
+re-decoded) and the commit times of the coverage intervals' endpoints from silver.transactions,
+runs the pure logic of :mod:`binlake.reconciliation` and replaces both tables' rows for the
+reconciled sources in one delta-rs commit each (:func:`binlake.delta_tables.replace_rows`: tied to
+the run by a Delta txn id and ``userMetadata``, under the S3 commit lock). Deterministic:
+re-running on the same facts leaves both tables' rows unchanged.
+
+Why plain Python: the data is metadata-sized (a few rows per archived file), so a Spark
+application (a JVM start, a dozen tiny Spark jobs) cost a source's night far more than the work;
+delta-rs reads and writes these rows in milliseconds (docs/architecture.md, "the JVM line").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from binlake.config import BinlakeConfig
+from binlake.errors import BinlakeError
+from binlake.reconciliation import FileFacts, coverage, reconcile
+from binlake.run_ids import new_run_id
+from binlake.sql_text import DELTA_RS, sources_predicate
+from binlake.tables import (
+    BIGINT,
+    BINARY,
+    BOOLEAN,
+    DATE,
+    INT,
+    STRING,
+    STRING_ARRAY,
+    STRING_MAP,
+    TIMESTAMP,
+    Column,
+    TableSpec,
+    table,
+    table_location,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deltalake import DeltaTable
+
+log = logging.getLogger("binlake.reconcile")
+
+COVERAGE = "meta.gtid_coverage"
+RECONCILIATION = "meta.gtid_reconciliation"
+BINLOG_FILES = "meta.binlog_files"
+TRANSACTIONS = "silver.transactions"
+
+#: registry type names -> Delta schema JSON types (the JSON Spark writes for the same columns)
+_DELTA_TYPES: dict[str, Any] = {
+    STRING: "string", BIGINT: "long", INT: "integer", BOOLEAN: "boolean", TIMESTAMP: "timestamp",
+    DATE: "date", BINARY: "binary",
+    STRING_ARRAY: {"type": "array", "elementType": "string", "containsNull": False},
+    STRING_MAP: {"type": "map", "keyType": "string", "valueType": "string", "valueContainsNull": True},
+}
+
+
+class ReconcileTableError(BinlakeError):
+    """A reconcile output table that delta-rs cannot bring to binlake's layout."""
+
+
+@dataclass
+class ReconcileOutcome:
+    """What one reconcile run did (the step turns it into its ``reconcile`` document)."""
+
+    run_id: str
+    sources: list[str] = field(default_factory=list)
+    files: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    coverage_rows: int = 0
+    problems: list[dict[str, Any]] = field(default_factory=list)  # non-OK rows, for logs / alerts
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def delta_schema_json(spec: TableSpec, columns: Sequence[Column] | None = None) -> str:
+    """The Delta schema JSON of ``spec``'s columns (comments as column metadata): what Spark writes
+    for the same registry columns, so a table created here is the one ``ensure_table`` creates."""
+    fields = [{"name": c.name, "type": _DELTA_TYPES[c.type], "nullable": c.nullable,
+               "metadata": {"comment": c.comment}} for c in (spec.columns if columns is None else columns)]
+    return json.dumps({"type": "struct", "fields": fields})
+
+
+def _open(cfg: BinlakeConfig, name: str) -> DeltaTable | None:
+    from binlake.delta_tables import open_delta_table
+
+    return open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
+
+
+def ensure_output_table(cfg: BinlakeConfig, name: str) -> DeltaTable:
+    """The output table ``name``, created (schema, comments, partitioning, properties) when absent and
+    given the columns a newer binlake added (e.g. meta.gtid_coverage's commit times); race-safe.
+
+    A table an older binlake wrote unpartitioned is rewritten once, partitioned, rows kept (a few
+    rows per file). Every change holds the table's commit lock on S3.
+    """
+    from deltalake import DeltaTable, Schema, write_deltalake
+
+    from binlake.delta_tables import delta_uri, locked_storage_options
+    from binlake.leases import table_commit_lock
+
+    spec = table(name)
+    location = table_location(cfg.warehouse, name)
+    current = _open(cfg, name)
+    if current is not None and _layout_ok(current, spec):
+        return current
+    options = locked_storage_options(location, cfg.s3)
+    with table_commit_lock(location, cfg.s3):
+        current = _open(cfg, name)
+        if current is None:
+            try:
+                DeltaTable.create(delta_uri(location), schema=Schema.from_json(delta_schema_json(spec)),
+                                  partition_by=list(spec.partition_by) or None, description=spec.description,
+                                  configuration=spec.properties or None, mode="ignore", storage_options=options)
+            except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
+                if _open(cfg, name) is None:
+                    raise
+            return _must_open(cfg, name)
+        if tuple(current.metadata().partition_columns) != spec.partition_by:
+            log.warning("%s: partitioned by %s, binlake partitions it by %s: rewriting it once (rows kept)",
+                        name, list(current.metadata().partition_columns) or "nothing", list(spec.partition_by))
+            write_deltalake(current, current.to_pyarrow_table(), mode="overwrite", schema_mode="overwrite",
+                            partition_by=list(spec.partition_by) or None)
+            current = _must_open(cfg, name)
+        have = {f.name for f in current.schema().fields}
+        missing = [c for c in spec.columns if c.name not in have]
+        if missing:
+            log.info("%s: adding column(s) %s", name, ", ".join(c.name for c in missing))
+            current.alter.add_columns(list(Schema.from_json(delta_schema_json(spec, missing)).fields))
+        props = {k: v for k, v in spec.properties.items() if current.metadata().configuration.get(k) != v}
+        if props:
+            current.alter.set_table_properties(props, raise_if_not_exists=False)
+    return _must_open(cfg, name)
+
+
+def _layout_ok(current: DeltaTable, spec: TableSpec) -> bool:
+    have = {f.name for f in current.schema().fields}
+    config = current.metadata().configuration
+    return (tuple(current.metadata().partition_columns) == spec.partition_by
+            and all(c.name in have for c in spec.columns)
+            and all(config.get(k) == v for k, v in spec.properties.items()))
+
+
+def _must_open(cfg: BinlakeConfig, name: str) -> DeltaTable:
+    found = _open(cfg, name)
+    if found is None:
+        raise ReconcileTableError(f"{table_location(cfg.warehouse, name)}: table {name} vanished while being created")
+    return found
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def load_file_facts(cfg: BinlakeConfig, sources: Iterable[str] | None = None) -> list[FileFacts]:
+    """The facts of ``sources``' files (default: every source's) from meta.binlog_files."""
+    import pyarrow.dataset as ds
+
+    wanted = sorted(set(sources)) if sources is not None else None
+    if wanted == []:
+        return []
+    facts = _open(cfg, BINLOG_FILES)
+    if facts is None:
+        return []
+    data = facts.to_pyarrow_dataset()
+    rows = data.to_table(filter=ds.field("source").isin(wanted) if wanted is not None else None).to_pylist()
+    return [FileFacts.from_row(r) for r in rows]
+
+
+def add_commit_times(cfg: BinlakeConfig, cov_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each coverage interval with the commit times of its first and last transaction.
+
+    Why from silver.transactions: meta.binlog_files knows each file's first/last event time
+    only; an interval can start or end in the middle of a file. The endpoints' GTIDs (a few per
+    source) are looked up in the sources' partitions; an endpoint whose transaction is not in
+    silver (an archive that starts with a PREVIOUS_GTIDS of history) keeps NULL. The transaction's
+    commit time, else its begin time; the earliest for a start, the latest for an end.
+    """
+    import pyarrow.dataset as ds
+
+    txs = _open(cfg, TRANSACTIONS)
+    if not cov_rows or txs is None:
+        return cov_rows
+    ends = {(r["source"], r["sid"].lower(), r["tag"], g) for r in cov_rows for g in (r["gno_start"], r["gno_end"])}
+    gnos = sorted({e[3] for e in ends})
+    where = (ds.field("source").isin(sorted({r["source"] for r in cov_rows}))
+             & (ds.field("gno").isin(gnos) | ds.field("mariadb_seq_no").isin(gnos)))
+    columns = ["source", "uuid", "mariadb_domain_id", "tag", "gno", "mariadb_seq_no", "commit_time", "begin_time"]
+    times: dict[tuple[str, str | None, str, int], list[Any]] = {}
+    for t in txs.to_pyarrow_dataset().to_table(columns=columns, filter=where).to_pylist():
+        sid = t["uuid"] if t["uuid"] is not None else t["mariadb_domain_id"]
+        gno = t["gno"] if t["gno"] is not None else t["mariadb_seq_no"]
+        when = t["commit_time"] if t["commit_time"] is not None else t["begin_time"]
+        key = (t["source"], str(sid).lower() if sid is not None else None, t["tag"] or "", gno)
+        if key in ends and when is not None:
+            times.setdefault(key, []).append(when)
+    out = []
+    for r in cov_rows:
+        source, sid, tag = r["source"], r["sid"].lower(), r["tag"]
+        starts, stops = times.get((source, sid, tag, r["gno_start"])), times.get((source, sid, tag, r["gno_end"]))
+        out.append(dict(r, first_commit_time=min(starts) if starts else None,
+                        last_commit_time=max(stops) if stops else None))
+    return out
+
+
+# --------------------------------------------------------------------------- the job
+
+
+def _write(cfg: BinlakeConfig, name: str, table_now: DeltaTable, rows: Sequence[Mapping[str, Any]],
+           sources: Sequence[str], *, run_id: str, txn_app: str) -> None:
+    """Replace the sources' rows of ``name`` with ``rows`` in one delta-rs commit, typed by the table's
+    own schema (TIMESTAMP: UTC microseconds)."""
+    import pyarrow as pa
+
+    from binlake.delta_tables import DeltaRsCannotWrite, replace_rows
+
+    schema = pa.schema(table_now.schema().to_arrow())
+    data = pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema=schema)
+    try:
+        replace_rows(table_location(cfg.warehouse, name), cfg.s3, data, sources_predicate(sources, DELTA_RS),
+                     partition_by=table(name).partition_by, txn_app=txn_app,
+                     user_metadata=json.dumps({"job": "reconcile", "run_id": run_id}, sort_keys=True))
+    except DeltaRsCannotWrite as exc:
+        raise ReconcileTableError(f"{table_location(cfg.warehouse, name)}: table {name} has Delta protocol features "
+                                  f"this binlake does not write ({exc}); recreate it (reconcile rewrites it whole)"
+                                  ) from None
+
+
+def run_reconcile(cfg: BinlakeConfig, run_id: str | None = None, *,
+                  sources: Iterable[str] | None = None) -> ReconcileOutcome:
+    """Recompute coverage and reconciliation for ``sources`` (default: every ingested source)."""
+    t0 = time.time()
+    run_id = run_id or new_run_id()
+    result = ReconcileOutcome(run_id=run_id)
+    outputs = {name: ensure_output_table(cfg, name) for name in (COVERAGE, RECONCILIATION)}
+    facts = load_file_facts(cfg, sources)
+    srcs = sorted({f.source for f in facts} | set(sources or ()))
+    result.sources, result.files = srcs, len(facts)
+    if not srcs:
+        result.seconds = time.time() - t0
+        return result
+    recon_rows = [r.as_dict() for r in reconcile(facts)]
+    cov_rows = add_commit_times(cfg, [c.as_dict() for c in coverage(facts)])
+    for r in recon_rows:
+        result.statuses[r["status"]] = result.statuses.get(r["status"], 0) + 1
+        if r["status"] != "OK":
+            result.problems.append({k: r[k] for k in ("source", "file", "status", "missing_gtids",
+                                                      "extra_gtids", "missing_files", "detail")})
+    result.coverage_rows = len(cov_rows)
+    predicate = sources_predicate(srcs)
+    txn_app = f"binlake-reconcile:{run_id}:{hashlib.sha1(predicate.encode()).hexdigest()[:12]}"
+    for name, rows in ((COVERAGE, cov_rows), (RECONCILIATION, recon_rows)):
+        _write(cfg, name, outputs[name], rows, srcs, run_id=run_id, txn_app=txn_app)
+    result.seconds = time.time() - t0
+    for p in result.problems:
+        log.warning("gtid reconciliation %s/%s: %s %s", p["source"], p["file"], p["status"], p["detail"])
+    return result
