@@ -58,11 +58,14 @@ from pydantic import (
 from pydantic.dataclasses import dataclass
 
 from binlake.errors import BinlakeError
+from binlake.tables import gold_name_part
 
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH: Path = REPO_ROOT / "conf" / "binlake.toml"
 EXAMPLE_CONFIG_PATH: Path = Path(__file__).resolve().parent / "config_example.toml"
 
+#: a source name: ASCII letter/digit runs joined by single '-', '_' or '.' (see SourceConfig)
+_SOURCE_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*")
 _URI_SCHEMES = ("s3://", "s3a://", "s3n://", "file://")
 _DEFAULT_CREDENTIALS_PROVIDER = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
 
@@ -136,7 +139,18 @@ class SourceConfig:
     @field_validator("name")
     @classmethod
     def _name_is_an_identifier(cls, name: str) -> str:
-        if not name or not all(c.isalnum() or c in "-_." for c in name):
+        """Letters and digits in runs joined by single ``-``, ``_`` or ``.``.
+
+        Why so strict: the name is a path component (leases, spool folders: ``.``/``..`` would
+        climb out) and the first part of every gold table name ``<source>__<db>__<table>``. With
+        no doubled separator and none at either end, the source's part ends exactly at the
+        first ``__`` of a gold name, so two sources can only collide by sharing their part
+        (``a-b`` and ``a_b``), which :meth:`BinlakeConfig._unique_names` rejects.
+        """
+        if not _SOURCE_NAME.fullmatch(name):
+            if name and all(c.isascii() and (c.isalnum() or c in "-_.") for c in name):
+                raise ValueError(f"source name {name!r} must start and end with a letter or digit and not "
+                                 "repeat '-', '_' or '.' (gold table names join their parts with '__')")
             raise ValueError(f"source name {name!r} may only use letters, digits, '-', '_', '.'")
         return name
 
@@ -301,11 +315,20 @@ class BinlakeConfig:
     @field_validator("sources")
     @classmethod
     def _unique_names(cls, sources: tuple[SourceConfig, ...]) -> tuple[SourceConfig, ...]:
+        """Unique names, and unique gold prefixes: ``a-b`` and ``a_b`` would write one gold table
+        each (``gold.a_b__<db>__<table>``) and each source's gold step delete the other's rows."""
         seen: set[str] = set()
+        prefixes: dict[str, str] = {}
         for src in sources:
             if src.name in seen:
                 raise ValueError(f"duplicate source name {src.name!r}")
             seen.add(src.name)
+            prefix = gold_name_part(src.name)
+            if prefix in prefixes:
+                raise ValueError(f"sources {prefixes[prefix]!r} and {src.name!r} share the gold table prefix "
+                                 f"'gold.{prefix}__' (gold names are lower-case, '-' and '.' become '_'): "
+                                 "rename one")
+            prefixes[prefix] = src.name
         return sources
 
     @model_validator(mode="after")

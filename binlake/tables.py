@@ -13,7 +13,10 @@ of pyspark. Gold tables (``gold.<source>__<db>__<table>``) are made per source t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from binlake.errors import BinlakeError
 
 STRING, BIGINT, INT, BOOLEAN = "STRING", "BIGINT", "INT", "BOOLEAN"
 TIMESTAMP, DATE, BINARY = "TIMESTAMP", "DATE", "BINARY"
@@ -457,9 +460,62 @@ def table_location(warehouse: str, full_name: str) -> str:
     return table(full_name).location(warehouse)
 
 
+class GoldNameError(BinlakeError, ValueError):
+    """Two source tables would share one gold table name (or a source name cannot start one)."""
+
+
+#: the suffix of a gold table's SCD2 history table (``spark_jobs.gold_tables.HISTORY_SUFFIX``)
+_HISTORY_SUFFIX = "__history"
+
+
+def gold_name_part(part: str) -> str:
+    """One part of a gold table name: lower-case, anything but ``[a-z0-9_]`` as ``_``."""
+    return re.sub(r"[^a-z0-9_]", "_", part.lower())
+
+
 def gold_table_name(source: str, db: str, table_name: str) -> str:
-    """``<source>__<db>__<table>``, lower-case, anything but ``[a-z0-9_]`` as ``_``."""
-    return "__".join(re.sub(r"[^a-z0-9_]", "_", part.lower()) for part in (source, db, table_name))
+    """``<source>__<db>__<table>``, each part lower-case with anything but ``[a-z0-9_]`` as ``_``.
+
+    The scheme is kept as it always was (existing warehouses keep their names); what makes it
+    safe is around it: the source part never holds ``__`` nor starts or ends with ``_``
+    (config-checked source names; :class:`GoldNameError` here otherwise), so it ends at the
+    first ``__`` and two sources never share a name; two tables of one source that do
+    (``Orders``/``orders``, ``a__b.c``/``a.b__c``) are refused by :func:`check_gold_names`.
+    """
+    prefix = gold_name_part(source)
+    if not prefix or "__" in prefix or prefix.startswith("_") or prefix.endswith("_"):
+        raise GoldNameError(f"source name {source!r} cannot start a gold table name (gold.{prefix}__...): "
+                            "its part must not hold '__' nor start or end with '_'")
+    return "__".join((prefix, gold_name_part(db), gold_name_part(table_name)))
+
+
+def check_gold_names(source: str, tables: Iterable[tuple[str, str]],
+                     keeps_history: Callable[[str, str], bool] | None = None) -> dict[tuple[str, str], str]:
+    """The gold table name of each ``(db, table)`` of ``source``; GoldNameError naming both tables
+    when two would share a gold table (or one would be another's ``__history`` table), since each
+    one's gold step would then replace the other's rows. MySQL table names are case-sensitive and
+    may hold ``__``; binlake's gold names are lower-case and join parts with ``__``."""
+    names: dict[tuple[str, str], str] = {}
+    owner: dict[str, tuple[str, str]] = {}
+    for key in sorted(set(tables)):
+        name = gold_table_name(source, *key)
+        names[key] = name
+        taken = [(name, owner.get(name))]
+        if keeps_history is not None and keeps_history(*key):
+            taken.append((name + _HISTORY_SUFFIX, owner.get(name + _HISTORY_SUFFIX)))
+        for gold, other in taken:
+            if other is not None and other != key:
+                raise GoldNameError(
+                    f"source {source!r}: tables {_quoted(other)} and {_quoted(key)} both map to gold.{gold} "
+                    "(gold names are lower-case, anything but letters, digits and '_' becomes '_', parts "
+                    "are joined by '__'); binlake cannot keep both in gold: leave one out of gold "
+                    "(run_gold's only_tables) or rename it in the source database")
+            owner[gold] = key
+    return names
+
+
+def _quoted(key: tuple[str, str]) -> str:
+    return ".".join(f"`{part}`" for part in key)
 
 
 def gold_table(name: str) -> TableSpec:

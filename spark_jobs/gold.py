@@ -63,7 +63,7 @@ from binlake.schema_history import (
     split_dump,
 )
 from binlake.sql_text import source_predicate, sql_identifier, sql_string
-from binlake.tables import gold_table_name
+from binlake.tables import check_gold_names, gold_table_name
 from spark_jobs.gold_incremental import Outcome, TableJob, merge_union_part, replay_new, versions_after
 from spark_jobs.gold_inputs import input_fingerprints, previous_base
 from spark_jobs.gold_tables import (
@@ -729,6 +729,7 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
                                               previous_base(previous, names), marks, seed)
     log.info("source %s: input fingerprints of %d table(s) from %s", source, len(inputs), how)
     seeded_tables = {(t.db, t.table) for t in snapshot.tables} if snapshot else set()
+    check_gold_names(source, set(inputs) | seeded_tables | set(names.values()), cfg.gold.keeps_history)
     results = []
     try:
         for db, table in sorted(set(inputs) | seeded_tables):

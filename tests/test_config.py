@@ -249,3 +249,37 @@ def test_gold_union_table(tmp_path: Path) -> None:
     ]:
         with pytest.raises(ConfigError, match=message):
             config_from_dict({**raw, "gold": bad}, base=tmp_path, env={})
+
+
+@pytest.mark.parametrize("name", [".", "..", "../victim", "/abs", "-a", "a-", "a_", "_a", "a__b", "a-_b", "a..b",
+                                  "a/b", ""])
+def test_source_names_must_be_safe_identifiers(name: str, tmp_path: Path) -> None:
+    """`.`/`..` were accepted; a name ending in '_' or holding '__' makes gold names ambiguous
+    (``x_`` + db ``a`` and ``x`` + db ``_a`` are both ``x___a__...``)."""
+    with pytest.raises(ConfigError, match=r"sources\[0\].name: source name .* (may only|must)"):
+        config_from_dict({"sources": [{"name": name, "uri": "/x"}]}, base=tmp_path, env={})
+
+
+@pytest.mark.parametrize("first, second, prefix", [
+    ("a-b", "a_b", "a_b"), ("a.b", "a-b", "a_b"), ("Shop", "shop", "shop"),
+])
+def test_sources_sharing_a_gold_prefix_are_rejected(first: str, second: str, prefix: str, tmp_path: Path) -> None:
+    """`a-b` and `a_b` both wrote gold.a_b__<db>__<table>: each source's gold step deleted the other's rows."""
+    raw = {"sources": [{"name": first, "uri": "/x"}, {"name": "other", "uri": "/z"}, {"name": second, "uri": "/y"}]}
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(raw, base=tmp_path, env={})
+    assert str(info.value) == (f"config: sources: sources {first!r} and {second!r} share the gold table prefix "
+                               f"'gold.{prefix}__' (gold names are lower-case, '-' and '.' become '_'): "
+                               "rename one")
+
+
+def test_sources_sharing_a_gold_prefix_from_env_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="sources 'a-b' and 'a_b' share the gold table prefix"):
+        config_from_dict({}, base=tmp_path, env={"BINLAKE_SOURCES": "a-b=/x,a_b=/y"})
+
+
+def test_usual_source_names_still_load(tmp_path: Path) -> None:
+    names = ["mariadb-10.11", "mysql-8.4-synthetic", "maria-gold", "my8-lineitem", "orders_primary", "S1"]
+    cfg = config_from_dict({"sources": [{"name": n, "uri": f"/{i}"} for i, n in enumerate(names)]},
+                           base=tmp_path, env={})
+    assert [s.name for s in cfg.sources] == names
