@@ -26,12 +26,12 @@ PYTEST_DIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dis
 BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
-.PHONY: help setup setup-python setup-jars setup-system setup-native demo lint test test-cluster cluster-demo lock clean
+.PHONY: help setup setup-python setup-jars setup-logstore setup-system setup-native demo lint test test-cluster cluster-demo lock clean
 
 help:
 	@echo "make setup | make demo | make lint | make test | make test-cluster | make cluster-demo | make lock | make clean"
 
-setup: setup-system setup-python setup-jars
+setup: setup-system setup-python setup-jars setup-logstore
 	@$(MAKE) --no-print-directory setup-native
 
 # Stamp keyed on the lock + pyproject hash: a second run is a no-op.
@@ -71,6 +71,22 @@ setup-jars:
 	mvn -q -B -Dstyle.color=never -f conf/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS_DIR).tmp; \
 	rm -rf $(JARS_DIR); mv $(JARS_DIR).tmp $(JARS_DIR); touch "$$stamp"; \
 	echo "[setup] jars ready: $$(ls $(JARS_DIR)/*.jar | wc -l) jars"
+
+# binlake's Delta LogStore for S3 (jvm/logstore: a commit is a put-if-absent, docs/architecture.md),
+# compiled with Maven against the provided jars into $(JARS_DIR)/binlake-logstore-*.jar. Its stamp
+# lives in $(JARS_DIR), so a refetch of the jars (a new conf/pom.xml) rebuilds it too; keyed on the
+# module's pom and sources.
+setup-logstore: setup-jars
+	@want="$$( { cat jvm/logstore/pom.xml; find jvm/logstore/src -type f | sort | xargs cat; } | sha256sum | cut -c1-16)"; \
+	stamp="$(JARS_DIR)/.binlake-logstore-$$want"; \
+	if [ -f "$$stamp" ] && ls $(JARS_DIR)/binlake-logstore-*.jar >/dev/null 2>&1; then echo "[setup] LogStore jar up to date"; exit 0; fi; \
+	command -v mvn >/dev/null || { echo "[setup] mvn not found: install maven (apt-get install maven)" >&2; exit 1; }; \
+	echo "[setup] building binlake's Delta LogStore (jvm/logstore) with Maven"; \
+	rm -rf jvm/logstore/target; \
+	mvn -q -B -Dstyle.color=never -f jvm/logstore/pom.xml package; \
+	rm -f $(JARS_DIR)/binlake-logstore-*.jar $(JARS_DIR)/.binlake-logstore-*; \
+	cp jvm/logstore/target/binlake-logstore-*.jar $(JARS_DIR)/; rm -rf jvm/logstore/target; touch "$$stamp"; \
+	echo "[setup] LogStore ready: $$(ls $(JARS_DIR)/binlake-logstore-*.jar)"
 
 # mariadbd (a test starts a real MariaDB), docker-compose (config validation), Maven and a JRE.
 setup-system:
@@ -148,4 +164,4 @@ lock:
 	mv requirements.lock.new requirements.lock; rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache native/target binlog_parser/_native_ext*.so
+	rm -rf $(VENV) $(JARS_DIR) .state .pytest_cache native/target jvm/logstore/target binlog_parser/_native_ext*.so

@@ -65,6 +65,10 @@ class S3Server:
         if self.mode == "thread":
             from moto.server import ThreadedMotoServer
 
+            from binlake_testing.moto_atomic import install
+
+            install()  # conditional writes decided atomically, as S3 does (moto_atomic's docstring)
+
             # werkzeug logs every request at INFO; keep the demo and test output readable.
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
@@ -75,7 +79,7 @@ class S3Server:
         elif self.mode == "process":
             self.port = self.port or free_port(self.host)
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
+                [sys.executable, "-m", "binlake_testing.moto_atomic", "-H", self.host, "-p", str(self.port)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
         else:

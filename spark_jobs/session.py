@@ -33,8 +33,13 @@ log = logging.getLogger(__name__)
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 S3A_FS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
-# Spark's jar for S3A and the SDK bundle must be present; anything else is up to the pom.
-REQUIRED_JAR_PREFIXES = ("delta-spark_", "delta-storage-", "hadoop-aws-", "bundle-")
+#: binlake's Delta LogStore for S3 (jvm/logstore, built by `make setup`): a commit is a put-if-absent
+#: of ``_delta_log/N.json`` (S3A's conditional create, ``If-None-Match: *``), so two drivers committing
+#: one version cannot both succeed; Delta's own ``S3SingleDriverLogStore`` checks then PUTs, and the
+#: later of two drivers' commits of version N replaced the earlier one (a lost commit).
+S3_LOG_STORE = "dev.binlake.delta.S3ConditionalPutLogStore"
+# Spark's jar for S3A, the SDK bundle and binlake's LogStore must be present; anything else is up to the pom.
+REQUIRED_JAR_PREFIXES = ("delta-spark_", "delta-storage-", "hadoop-aws-", "bundle-", "binlake-logstore-")
 #: compiled query classes a session keeps (``spark.sql.codegen.cache.maxEntries``, default 100)
 CODEGEN_CACHE_ENTRIES = 2000
 
@@ -124,6 +129,11 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
         # (seven Delta replace-writes, their stats, log replays), so every run compiled ~60-100
         # classes again with Janino, and the JIT compiled those; 2000 kept 8-32 (issue 13).
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+        # Every S3 flavour commits through the put-if-absent LogStore (s3:// and s3n:// go through S3A
+        # too); `[spark.conf]` may name another store (docs/operations.md, "What is safe with which stores").
+        "spark.delta.logStore.s3a.impl": S3_LOG_STORE,
+        "spark.delta.logStore.s3.impl": S3_LOG_STORE,
+        "spark.delta.logStore.s3n.impl": S3_LOG_STORE,
     }
     if include_jars:
         conf.update(jars_conf(cfg))
