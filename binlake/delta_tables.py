@@ -93,12 +93,20 @@ def add_actions(table: DeltaTable) -> dict[str, list[Any]]:
 
 
 def locked_storage_options(location: str, s3: S3Settings | None) -> dict[str, str] | None:
-    """delta-rs storage options for a commit made while holding the table's commit lock
-    (:func:`binlake.leases.table_commit_lock`): on S3, delta-rs's own locking is not needed
-    (unsafe rename allowed); None for a local table."""
+    """delta-rs storage options for a commit to the table at ``location`` (the name is older than
+    the reason: commits need no lock for safety now); None for a local table.
+
+    On S3 delta-rs 1.6 commits version N as a ``PUT`` of ``_delta_log/N.json`` with
+    ``If-None-Match: *`` (its default log store, object_store's ``PutMode::Create``): the loser of a
+    race gets 412, re-reads the log, checks for conflicts and retries at N+1 or reports the conflict.
+    ``AWS_S3_ALLOW_UNSAFE_RENAME`` is not set (binlake set it until issue 43): in delta-rs 1.6 it
+    only wraps the store for the old rename-based commit, which no S3 commit uses any more, and
+    it says "one writer only", which is no longer binlake's model. A store that ignores
+    ``If-None-Match`` is not safe with it either (docs/operations.md, "What is safe with which stores").
+    """
     if not is_s3_uri(location):
         return None
-    return dict(storage_options(s3 or S3Settings(), location), AWS_S3_ALLOW_UNSAFE_RENAME="true")
+    return storage_options(s3 or S3Settings(), location)
 
 
 class DeltaRsCannotWrite(Exception):
