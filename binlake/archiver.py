@@ -12,6 +12,14 @@ The destination is the source's ``[[sources]]`` uri (or ``--dest``), the object 
 ``[s3]``. The password never comes from a file or a flag: ``BINLAKE_ARCHIVE_PASSWORD``, ``MYSQL_PWD``
 or an Airflow connection (resolved by the command line, :mod:`binlake_cli.archive`, which is also the
 service entry: this module imports no Airflow).
+
+Nothing lets the server (or whoever sits between) choose where bytes go or splice two servers: names
+from ROTATE events are checked (:func:`binlake.archiver_files.check_binlog_name`), the destination
+has one archiver at a time (:mod:`binlake.archiver_guard`: a spool lock and a destination lease)
+and every object write is conditional on this archiver's last ETag; the server's identity is
+recorded per archived series and a resume against another server is refused (``--new-series``
+starts a new one on purpose). Errors that need an operator (:class:`ArchiverFatalError`) set the
+status to failed and exit 2, which the systemd unit's ``RestartPreventExitStatus=2`` does not restart.
 """
 
 from __future__ import annotations
@@ -28,15 +36,32 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
-from pydantic import StrictStr, TypeAdapter, ValidationError
+from pydantic import StrictBool, StrictStr, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from binlake.archiver_files import ArchiveFiles, ResumePoint
+from binlake.archiver_files import (
+    SAFE_BINLOG_NAME,
+    ArchiveFileError,
+    ArchiveFiles,
+    ResumePoint,
+    binlog_sort_key,
+    check_binlog_name,
+)
+from binlake.archiver_guard import (
+    DestinationLease,
+    SeriesRecord,
+    ServerIdentity,
+    SpoolLock,
+    fde_mismatch,
+    meta_backend,
+    read_series,
+    write_series,
+)
 from binlake.config import ArchiveSettings, BinlakeConfig, S3Settings, config_from_dict, load_config
 from binlake.errors import BinlakeError
 from binlake.storage import ObjectStore, open_object_store
 from binlog_parser import replication as rpl
+from binlog_parser.constants import EventType
 
 log = logging.getLogger("binlake.archiver")
 
@@ -45,8 +70,26 @@ class ArchiverError(BinlakeError):
     """The archiver cannot go on (bad settings, the server refused the replica)."""
 
 
-class BinlogPurgedError(ArchiverError):
+class ArchiverFatalError(ArchiverError):
+    """Retrying cannot help, an operator must act (a different server, an unsafe file name, a broken
+    spool): the status says failed and the command exits 2 (see :func:`exit_code_of`)."""
+
+
+class BinlogPurgedError(ArchiverFatalError):
     """The server no longer has the binlog (or GTIDs) the archive needs next: the archive has a gap."""
+
+
+class DifferentServerError(ArchiverFatalError):
+    """The server is not the one the archived series came from (failover, RESET MASTER, rebuilt host)."""
+
+
+#: exit status of an error that needs an operator (systemd: ``RestartPreventExitStatus=2``)
+EXIT_FATAL = 2
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """2 for an error that a restart would only repeat (fatal, unsafe names, conflicts), else 1."""
+    return EXIT_FATAL if isinstance(exc, ArchiverFatalError | ArchiveFileError) else 1
 
 
 @pydantic_dataclass(frozen=True, kw_only=True, config={"extra": "forbid"})
@@ -55,6 +98,9 @@ class ArchiverSettings(ArchiveSettings):
 
     source: StrictStr
     dest: StrictStr  # the source's archive prefix: s3://bucket/prefix/ or a folder
+    #: accept this server as the start of a new archived series (after a failover or RESET MASTER),
+    #: from ``start_file`` (or the server's first binlog); a flag of one run, not a config key
+    new_series: StrictBool = False
     s3: S3Settings = S3Settings()
 
     @property
@@ -71,6 +117,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     """``BINLAKE_ARCHIVE_<KEY>`` values, parsed from text (``3307``, ``true``) into the keys' types."""
     raw = {key: env[_ENV_PREFIX + key.upper()] for key in _RUN_KEYS if env.get(_ENV_PREFIX + key.upper())}
     source, dest = raw.pop("source", None), raw.pop("dest", None)
+    raw.pop("new_series", None)  # a decision for one run, never a standing setting
     try:
         parsed = TypeAdapter(ArchiveSettings).validate_python(raw, strict=False)
     except ValidationError as exc:
@@ -125,13 +172,17 @@ def password_from_env() -> str:
 
 
 def _ssl_context(settings: ArchiverSettings) -> ssl.SSLContext | None:
-    """TLS as MySQL's ``--ssl-mode``: preferred (PyMySQL's default: TLS when the server offers it),
-    required (TLS or fail; the server certificate is verified against ``ssl_ca`` when given, and its
-    host name too with ``ssl_verify_identity``), disabled."""
+    """TLS as MySQL's ``--ssl-mode``: preferred (PyMySQL's default: TLS when the server offers it,
+    unverified, so a man in the middle can strip or intercept it), required (TLS or fail), disabled.
+
+    With ``ssl_ca`` set, in any mode but disabled, TLS is required and verified: the certificate
+    against that CA and, unless ``ssl_verify_identity = false``, the host name too (PyMySQL makes a
+    given context mandatory: a server, or a man in the middle, that offers no TLS is refused)."""
     if settings.ssl_mode != "required" and not (settings.ssl_ca or settings.ssl_cert):
         return None
     ctx = ssl.create_default_context(cafile=settings.ssl_ca)
-    ctx.check_hostname = bool(settings.ssl_ca) and settings.ssl_verify_identity
+    verify_identity = settings.ssl_verify_identity if settings.ssl_verify_identity is not None else True
+    ctx.check_hostname = bool(settings.ssl_ca) and verify_identity
     if not settings.ssl_ca:
         ctx.verify_mode = ssl.CERT_NONE  # encrypted, not authenticated (MySQL's REQUIRED)
     if settings.ssl_cert:
@@ -154,6 +205,7 @@ class ServerInfo:
     is_mariadb: bool
     checksum: str
     gtid_position: str
+    identity: ServerIdentity | None = None
 
 
 def prepare_replica(conn: pymysql.connections.Connection, settings: ArchiverSettings) -> ServerInfo:
@@ -171,7 +223,19 @@ def prepare_replica(conn: pymysql.connections.Connection, settings: ArchiverSett
         else:
             cur.execute("SELECT @@global.gtid_executed")
         gtid_position = str((cur.fetchone() or ("",))[0] or "")
-    return ServerInfo(is_mariadb, str(checksum), gtid_position)
+        identity = server_identity(cur, is_mariadb)
+    return ServerInfo(is_mariadb, str(checksum), gtid_position, identity)
+
+
+def server_identity(cur: Any, is_mariadb: bool) -> ServerIdentity:
+    """Which server this is (what a series record keeps): see :class:`ServerIdentity`."""
+    if is_mariadb:
+        cur.execute("SELECT @@global.server_id, @@global.gtid_domain_id")
+        server_id, domain = cur.fetchone() or (0, 0)
+        return ServerIdentity("mariadb", int(server_id or 0), None, int(domain or 0))
+    cur.execute("SELECT @@global.server_id, @@global.server_uuid")
+    server_id, uuid = cur.fetchone() or (0, "")
+    return ServerIdentity("mysql", int(server_id or 0), str(uuid or ""), None)
 
 
 def send_command(conn: pymysql.connections.Connection, payload: bytes) -> None:
@@ -228,7 +292,7 @@ def file_of_gtid(settings: ArchiverSettings, password: str, info: ServerInfo, gt
                     raise BinlogPurgedError(f"the server cannot stream from GTID {gtid}: {item.message} "
                                             f"(error {item.code})")
                 if isinstance(item, rpl.StreamEvent) and item.is_rotate:
-                    return item.rotate_target(4 if info.checksum.upper() == "CRC32" else 0)[0]
+                    return check_binlog_name(item.rotate_target(4 if info.checksum.upper() == "CRC32" else 0)[0])
     finally:
         conn.close()
 
@@ -274,8 +338,8 @@ class Progress:
 
     def lag_gtids(self) -> int | None:
         """Transactions the server has that the archive has not (MariaDB ``domain-server-seq``)."""
-        if not self.last_gtid or "-" not in self.last_gtid:
-            return None
+        if not self.last_gtid or "-" not in self.last_gtid or ":" in self.last_gtid:
+            return None  # none yet, or a MySQL uuid:gno GTID (no per-domain sequence to subtract)
         archived = {p.split("-")[0]: int(p.split("-")[2]) for p in [self.last_gtid]}
         lag = 0
         for part in filter(None, self.server_gtid_position.split(",")):
@@ -292,9 +356,13 @@ class Progress:
 
 
 def write_status(path: Path, progress: Progress, now: float) -> None:
+    """The status file (atomic replace); a spool that cannot take it is logged, never fatal here."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(progress.as_status(now), indent=2))
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(progress.as_status(now), indent=2))
+        tmp.replace(path)
+    except OSError as exc:
+        log.error("cannot write the status file %s: %s", path, exc)
 
 
 #: client/server error codes that mean "the connection went away", worth a reconnect: can't connect,
@@ -323,6 +391,9 @@ def _mysql_error_text(exc: BaseException) -> str:
 class Archiver:
     """One source's archiver: connects, resumes from its files, streams until stopped (or the end)."""
 
+    #: the first wait before a reconnect (doubling, at most 30 s); tests shorten it
+    reconnect_wait_s = 0.5
+
     def __init__(self, settings: ArchiverSettings, store: ObjectStore | None = None,
                  password: str | None = None) -> None:
         """``password``: the replica user's (default :func:`password_from_env`); the command line
@@ -337,33 +408,61 @@ class Archiver:
         self.status_path = settings.source_spool / "status.json"
         self._last_report = 0.0
         self._last_progress = 0.0
+        self.meta = meta_backend(settings.dest, settings.s3, getattr(self.store, "client", None))
+        self.spool_lock = SpoolLock(settings.source_spool)
+        self.lease = DestinationLease(self.meta, settings.dest)
+        self.series: SeriesRecord | None = None
+        self._series_loaded = False
+        self._new_series_done = False
 
     def run(self) -> int:
-        """Stream with reconnects (tenacity: exponential backoff); 0 when a --stop-at-end run is done."""
-        retrying = Retrying(
-            retry=retry_if_exception(is_transient), stop=stop_after_attempt(self.settings.reconnect_attempts),
-            wait=wait_exponential(multiplier=0.5, max=30), reraise=True, before_sleep=self._before_reconnect)
+        """Stream with reconnects; 0 when a --stop-at-end run is done. Errors set the status to failed."""
         try:
+            self.spool_lock.acquire()
             try:
-                for attempt in retrying:
-                    with attempt:
-                        self._session()
+                self.lease.acquire()
+                self._sessions()
             except (pymysql.err.MySQLError, ConnectionError) as exc:
                 raise ArchiverError(
                     f"{self.settings.source}: the server {self.settings.host}:{self.settings.port} refused or "
                     f"dropped the replica: {_mysql_error_text(exc)}") from exc
+            except OSError as exc:
+                raise ArchiverFatalError(
+                    f"{self.settings.source}: the archive's local files failed: {exc.strerror or exc} "
+                    f"({_short(exc.filename) if exc.filename else 'spool ' + str(self.settings.source_spool)}); "
+                    "fix the spool or archive folder and restart") from exc
         except BinlakeError as exc:
             self._set_state("failed", str(exc))
             raise
         finally:
             self.files.detach()
+            self.lease.release()
+            self.spool_lock.release()
         self._set_state("stopped", None)
         return 0
 
-    def _before_reconnect(self, retry_state: Any) -> None:
+    def _sessions(self) -> None:
+        """Sessions until one ends the run; a lost connection is retried with backoff. The budget
+        (``reconnect_attempts`` sessions in a row without progress) starts afresh after a session that
+        archived anything, so a peer that drops every session still gets everything archived."""
+        failures = 0
+        while True:
+            before = self.progress.events_archived
+            try:
+                self._session()
+                return
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                failures = 1 if self.progress.events_archived > before else failures + 1
+                if failures >= self.settings.reconnect_attempts:
+                    raise
+                self._before_reconnect(exc)
+                time.sleep(min(self.reconnect_wait_s * 2 ** (failures - 1), 30.0))
+
+    def _before_reconnect(self, exc: BaseException) -> None:
         self.files.detach()
         self.progress.reconnects += 1
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
         log.warning("%s: replication connection lost (%s); reconnecting", self.settings.source, exc)
         self._set_state("reconnecting", str(exc))
 
@@ -373,11 +472,16 @@ class Archiver:
 
     def _session(self) -> None:
         """One connection: resume point from the files, dump, write until EOF (non-blocking) or error."""
-        point = self.files.resume_point()
+        if not self._series_loaded:
+            self.series, self._series_loaded = read_series(self.meta), True
+            if self.series is not None and self.series.first_file:
+                self.files.base = _base_of(self.series.first_file)
+        point = self._checked_point(self.files.resume_point())
         conn = connect(self.settings, self._password)
         try:
             info = prepare_replica(conn, self.settings)
             self.progress.server_gtid_position = info.gtid_position
+            point = self._check_series(info, point)
             if point is None and self.settings.start_gtid:
                 point = ResumePoint(file_of_gtid(self.settings, self._password, info, self.settings.start_gtid), 4)
             register_and_dump(conn, self.settings, point)
@@ -387,6 +491,67 @@ class Archiver:
             self._stream(conn, info, point)
         finally:
             conn.close()
+
+    def _checked_point(self, point: ResumePoint | None) -> ResumePoint | None:
+        """The resume point, refused before connecting when it names an unsafe file (a restart after
+        a hostile ROTATE must not ask for it again), moved forward to ``start_file`` when that is a
+        later file of the series (the way past a purged gap)."""
+        for name, where in ((point.file if point else None, "the archive's last ROTATE event"),
+                            (self.settings.start_file, "--start-file")):
+            if name:
+                try:
+                    check_binlog_name(name, where)
+                except ArchiveFileError as exc:
+                    raise ArchiverFatalError(f"{self.settings.source}: {exc}") from None
+        start = self.settings.start_file
+        if point and start and _base_of(start) == _base_of(point.file) and \
+                binlog_sort_key(start) > binlog_sort_key(point.file):
+            log.warning("%s: skipping from %s to --start-file %s: the archive has a gap there", self.settings.source,
+                        point.file, start)
+            self.files.retire(point.file)
+            return ResumePoint(start, 4)
+        return point
+
+    def _check_series(self, info: ServerInfo, point: ResumePoint | None) -> ResumePoint | None:
+        """Refuse a server that is not the archived series' one (every session: the server may have
+        failed over while we reconnected), or start a new series (``new_series``, once)."""
+        identity = info.identity
+        if identity is None:
+            return point
+        address = f"{self.settings.host}:{self.settings.port}"
+        record = self.series
+        wants_new = self.settings.new_series and not self._new_series_done
+        if record is None:
+            self.series, self._new_series_done = SeriesRecord(identity, address, time.time()), True
+            if point is not None:
+                log.warning("%s: no series record: recording %s as the server of the archived files",
+                            self.settings.source, identity.describe())
+            write_series(self.meta, self.series)
+            return point
+        if not wants_new and record.server.same_server(identity):
+            return point
+        if not wants_new:
+            raise DifferentServerError(
+                f"{self.settings.source}: the server {address} is {identity.describe()}, but the archive's series "
+                f"was streamed from {record.describe()}: a failover, a rebuilt server or a different host. Its "
+                f"binlogs are not the continuation of the archived ones{' (' + point.file + ')' if point else ''}; "
+                "refusing to splice them. To archive this server as a new series, restart with --new-series "
+                "(and --start-file NAME for where to start; files whose names are already archived are never "
+                "overwritten)")
+        return self._start_new_series(identity, address, record, point)
+
+    def _start_new_series(self, identity: ServerIdentity, address: str, old: SeriesRecord,
+                          point: ResumePoint | None) -> ResumePoint | None:
+        if point is not None and point.position > 4:
+            self.files.retire(point.file)  # the old series' open file stays as archived
+        history = [*old.previous_series, {k: v for k, v in dataclasses.asdict(old).items() if k != "previous_series"}]
+        self.series = SeriesRecord(identity, address, time.time(), previous_series=history)
+        write_series(self.meta, self.series)
+        self.files.base = _base_of(self.settings.start_file) if self.settings.start_file else None
+        self._new_series_done = True
+        log.warning("%s: --new-series: archiving %s as a new series from %s", self.settings.source,
+                    identity.describe(), self.settings.start_file or "its first binlog")
+        return ResumePoint(self.settings.start_file, 4) if self.settings.start_file else None
 
     def _stream(self, conn: pymysql.connections.Connection, info: ServerInfo, point: ResumePoint | None) -> None:
         decoder = rpl.DumpStreamDecoder()
@@ -413,6 +578,8 @@ class Archiver:
             name, position = event.rotate_target(checksum_len)
             self.files.open(name, position)
             p.current_file, p.position = name, position
+        elif event.type_code == EventType.FORMAT_DESCRIPTION and event.is_artificial:
+            self._check_resumed_file(event)
         elif self.files.write(event, now):
             p.bytes_archived += event.event_size
             p.events_archived += 1
@@ -421,15 +588,44 @@ class Archiver:
             p.last_gtid = rpl.gtid_of(event) or p.last_gtid
             p.caught_up = False
             p.files_closed = self.files.files_closed
+            if self.series is not None and not self.series.first_previous_gtids:
+                self._note_series_start(event)
         elif event.is_heartbeat:
             p.caught_up = True
 
+    def _check_resumed_file(self, event: rpl.StreamEvent) -> None:
+        """The FDE a server re-sends when a dump resumes mid-file must be the archived file's own."""
+        cur = self.files.current
+        if cur is None or cur.fde is None or cur.size <= 4:
+            return
+        why = fde_mismatch(cur.fde, event.raw)
+        if why:
+            raise DifferentServerError(
+                f"{self.settings.source}: {cur.name} on the server {self.settings.host}:{self.settings.port} is not "
+                f"the archived {cur.name} ({cur.size} bytes archived): {why}. The server's binlogs were reset "
+                "(RESET MASTER) or it is a different server; refusing to splice. Restart with --new-series "
+                "(and --start-file NAME) to archive it as a new series")
+
+    def _note_series_start(self, event: rpl.StreamEvent) -> None:
+        """The first file's FORMAT_DESCRIPTION and PREVIOUS_GTIDS / GTID_LIST, into the series record."""
+        record = self.series
+        cur_name = self.progress.current_file
+        if record is None or (record.first_file not in (None, cur_name)):
+            return
+        if event.type_code == EventType.FORMAT_DESCRIPTION and event.log_pos == event.event_size + 4:
+            record.first_file, record.first_fde = cur_name, event.raw.hex()
+            write_series(self.meta, record)
+        elif event.type_code in (EventType.PREVIOUS_GTIDS, EventType.MARIA_GTID_LIST) and record.first_fde:
+            record.first_previous_gtids = event.raw.hex()
+            write_series(self.meta, record)
+
     def _report(self, now: float, force: bool = False) -> None:
-        """Every second at most: fsync/upload when due and the status file; the progress log line
-        (and the server's GTID position for the lag) every ``progress_interval_s``."""
+        """Every second at most: fsync/upload when due, the lease, the status file; the progress log
+        line (and the server's GTID position for the lag) every ``progress_interval_s``."""
         if not force and now - self._last_report < 1.0:
             return
         self.files.flush(now, force=force)
+        self.lease.renew()
         if force or now - self._last_progress >= self.settings.progress_interval_s:
             self._last_progress = now
             self._refresh_server_gtid()
@@ -485,6 +681,16 @@ class Archiver:
                 conn.close()
         except pymysql.err.MySQLError:
             return None, None
+
+
+def _base_of(name: str) -> str | None:
+    m = SAFE_BINLOG_NAME.match(name)
+    return m.group("base") if m else None
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 120 else f"{text[:60]}... ({len(text)} characters)"
 
 
 def _fmt(value: float | None) -> str:

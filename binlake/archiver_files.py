@@ -8,8 +8,14 @@ ROTATE/STOP as still open. A closed file is uploaded whole, verified (size + MD5
 put, else a re-read compared by sha256) and only then removed from the spool.
 
 Resume (after kill -9, a lost connection or a server restart) reads the archiver's own files: the
-spool (or the folder) and else the last object in the store. A torn tail is cut back to the last
-complete transaction; a closed file resumes at the start of the file its ROTATE names.
+spool (or the folder) and else the last object in the store (by number: ``binlog.1000000`` comes
+after ``binlog.999999``). A torn tail is cut back to the last complete transaction; a closed file
+resumes at the start of the file its ROTATE names.
+
+Nothing the server sends chooses a path: a file name from a ROTATE must be a plain
+``basename.NNNNNN`` (:func:`check_binlog_name`), and every write of an object is conditional on
+the ETag this archiver last saw for it (``If-Match``; ``If-None-Match: *`` for a new one), so a
+second, lagging archiver of the same destination cannot put a shorter prefix over a longer object.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from binlake.errors import BinlakeError
-from binlake.storage import LocalObjectStore, ObjectStore
+from binlake.series import series_sort_key
+from binlake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser.constants import BINLOG_MAGIC, LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlog_parser.replication import (
     EVENT_HEADER_LEN,
@@ -40,12 +47,48 @@ log = logging.getLogger(__name__)
 
 #: a server's binlog file name: basename + "." + at least 6 digits (binlog.000042)
 BINLOG_NAME = re.compile(r"^(?P<base>[^/]+)\.(?P<num>\d{6,})$")
+#: what a name the server sends may be: the server's own pattern (``<basename>.<6 to 10 digits>``,
+#: ``log-bin``'s base name being letters, digits, ``_``, ``-`` and inner dots) and no more
+SAFE_BINLOG_NAME = re.compile(r"^(?P<base>[A-Za-z0-9_][A-Za-z0-9_.-]*)\.(?P<num>[0-9]{6,10})$")
+#: a file name component longer than this is no server's binlog (Linux's NAME_MAX is 255)
+MAX_BINLOG_NAME_LEN = 200
 _GTID_TYPES = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID})
 _FDE_FLAGS_OFFSET = 4 + 17  # magic + (timestamp 4, type 1, server id 4, size 4, log_pos 4)
 
 
 class ArchiveFileError(BinlakeError):
     """The stream does not continue the archived file (a gap or overlap at a named byte offset)."""
+
+
+class UnsafeBinlogNameError(ArchiveFileError):
+    """The server named a binlog file that is not a plain ``basename.NNNNNN`` (a path, a control
+    character, an impossible length): nothing is written under it."""
+
+
+class ArchiveConflictError(ArchiveFileError):
+    """The destination's object is not the one this archiver last wrote (another archiver writes
+    it), or a new file would overwrite a closed archived one."""
+
+
+def check_binlog_name(name: str, where: str = "the server's ROTATE event") -> str:
+    """``name`` when it is a plain binlog file name (``binlog.000042``); else UnsafeBinlogNameError.
+
+    Why: the name comes from the network (a ROTATE event) and becomes a local path and an object
+    key; ``../x``, ``/etc/x``, a NUL or a 5,000-byte name must never reach ``open()``.
+    """
+    shown = repr(name) if len(name) <= 120 else f"{name[:60]!r}... ({len(name)} characters)"
+    if (len(name) > MAX_BINLOG_NAME_LEN or ".." in name or not SAFE_BINLOG_NAME.match(name)
+            or not name.isascii()):
+        raise UnsafeBinlogNameError(
+            f"{where} names the binlog file {shown}, which is not a plain binlog file name "
+            f"(basename.NNNNNN: letters, digits, '_', '-', '.', at most {MAX_BINLOG_NAME_LEN} characters, "
+            "no path): refusing to write it")
+    return name
+
+
+def binlog_sort_key(name: str) -> tuple[str, str, int, str]:
+    """Numbered files in number order (``binlog.999999`` < ``binlog.1000000``), never text order."""
+    return series_sort_key(name)
 
 
 def next_binlog_name(name: str) -> str:
@@ -122,11 +165,14 @@ class BinlogFileWriter:
         self.fsync_interval_s = fsync_interval_s
         self._last_fsync = 0.0
         self.tracker = TransactionTracker()
+        #: the file's FORMAT_DESCRIPTION as archived (None until written): a resumed dump must match it
+        self.fde: bytes | None = None
         if self.size > 4 + EVENT_HEADER_LEN:  # resumed: the file's FDE says whether events carry CRC32
             self._fh.seek(4)
             head = self._fh.read(EVENT_HEADER_LEN)
             (fde_size,) = struct.unpack_from("<I", head, 9)
-            self.tracker.checksum_len = checksum_len_of_fde(head + self._fh.read(fde_size - EVENT_HEADER_LEN))
+            self.fde = head + self._fh.read(fde_size - EVENT_HEADER_LEN)
+            self.tracker.checksum_len = checksum_len_of_fde(self.fde)
             self._fh.seek(0, os.SEEK_END)
 
     @property
@@ -155,6 +201,7 @@ class BinlogFileWriter:
             self.boundary = self.size  # a GTID always starts a transaction
         if event.type_code == EventType.FORMAT_DESCRIPTION and self.size == 4:
             raw = _with_in_use_flag(raw, True)  # as the server's own open file has it
+            self.fde = raw
         self._fh.write(raw)
         self.size += len(raw)
         if not self.tracker.observe(event):
@@ -222,16 +269,64 @@ def truncate_to(path: Path, size: int) -> None:
         os.fsync(fh.fileno())
 
 
-def upload_verified(store: ObjectStore, name: str, data: bytes) -> None:
-    """Put ``data`` under ``name`` and prove the store holds exactly it (size, then MD5 ETag of a
-    single-part put or, when the ETag is not an MD5, a re-read compared by sha256)."""
-    info = store.put(name, data)
+def conditional_put(store: ObjectStore, name: str, data: bytes, expected_etag: str | None) -> str:
+    """Put ``data`` under ``name`` only if the object is still ``expected_etag`` (``If-Match``), or
+    absent when that is None (``If-None-Match: *``); the new ETag. ArchiveConflictError otherwise.
+
+    Why: a second archiver of the same destination (a lagging standby, a restarted twin) must never
+    replace a longer, verified object with the shorter prefix it holds. A local folder has no
+    conditional write; there the spool lock and the destination lease keep writers apart.
+    """
+    client = getattr(store, "client", None)
+    if isinstance(store, LocalObjectStore) or client is None:
+        return store.put(name, data).etag
+    from botocore.exceptions import ClientError
+
+    condition = {"IfMatch": f'"{expected_etag}"'} if expected_etag else {"IfNoneMatch": "*"}
+    try:
+        resp = client.put_object(Bucket=store.bucket, Key=store.prefix + name, Body=data,  # type: ignore[attr-defined]
+                                 **condition)
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = exc.response.get("Error", {}).get("Code")
+        if status in (404, 409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"):
+            raise ArchiveConflictError(
+                f"{store.root_uri}{name}: not written, the object is not the one this archiver last wrote "
+                f"(expected {'ETag ' + expected_etag if expected_etag else 'no object: a new file'}, S3 said "
+                f"{code or status}): another archiver writes this destination, or the file was archived "
+                "before (a different server or series)") from None
+        raise
+    return str(resp.get("ETag", "")).strip('"')
+
+
+def upload_verified(store: ObjectStore, name: str, data: bytes, expected_etag: str | None = None,
+                    conditional: bool = False) -> str:
+    """Put ``data`` under ``name`` (``conditional``: only over ``expected_etag``, see
+    :func:`conditional_put`) and prove the store holds exactly it (size, then MD5 ETag of a
+    single-part put or, when the ETag is not an MD5, a re-read compared by sha256); the ETag."""
+    if conditional:
+        etag = conditional_put(store, name, data, expected_etag)
+        info = store.head(name)
+        if etag and info.etag != etag:
+            raise ArchiveConflictError(f"{name}: replaced by another writer right after this archiver's upload "
+                                       f"(ETag {info.etag}, ours {etag})")
+    else:
+        info = store.put(name, data)
     if info.size != len(data):
         raise ArchiveFileError(f"upload of {name} stored {info.size} bytes, expected {len(data)}")
     if info.etag == hashlib.md5(data).hexdigest():
-        return
+        return info.etag
     if hashlib.sha256(store.read_all(name)).digest() != hashlib.sha256(data).digest():
         raise ArchiveFileError(f"upload of {name}: the stored bytes differ from the spool file")
+    return info.etag
+
+
+def _masked(data: bytes) -> bytes:
+    """``data`` with the FDE in-use flag cleared: an open copy and a closed copy of one file compare equal."""
+    if len(data) <= _FDE_FLAGS_OFFSET:
+        return data
+    return data[:_FDE_FLAGS_OFFSET] + bytes((data[_FDE_FLAGS_OFFSET] & ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF,)) \
+        + data[_FDE_FLAGS_OFFSET + 1:]
 
 
 class ArchiveFiles:
@@ -250,11 +345,20 @@ class ArchiveFiles:
         self._uploaded_size = 0
         self._uploaded_at = 0.0
         self.files_closed = 0
+        #: the ETag this archiver last wrote (or adopted) per object: every re-upload is conditional on it
+        self.etags: dict[str, str] = {}
+        #: the series' base name (``binlog`` of ``binlog.000042``): resume only follows files of it
+        self.base: str | None = None
 
     # --- resume ---------------------------------------------------------------------------------
 
+    def _in_series(self, name: str) -> bool:
+        m = BINLOG_NAME.match(name)
+        return bool(m) and (self.base is None or (m is not None and m.group("base") == self.base))
+
     def _work_files(self) -> list[Path]:
-        return sorted(p for p in self.work_dir.iterdir() if p.is_file() and BINLOG_NAME.match(p.name))
+        return sorted((p for p in self.work_dir.iterdir() if p.is_file() and self._in_series(p.name)),
+                      key=lambda p: binlog_sort_key(p.name))
 
     def resume_point(self) -> ResumePoint | None:
         """Where to continue, from the archiver's own files; None when the archive is empty."""
@@ -267,22 +371,81 @@ class ArchiveFiles:
                     self._upload_closed(path)
             local = self._work_files()
         if local:
+            if not self.in_place:
+                self._reconcile_spool(local[-1])
             return self._resume_from_local(local[-1])
         if self.in_place:
             return None
-        names = [o.name for o in self.store.list() if BINLOG_NAME.match(o.name)]
-        if not names:
+        objects = sorted((o for o in self.store.list() if self._in_series(o.name)),
+                         key=lambda o: binlog_sort_key(o.name))
+        if not objects:
             return None
-        data = self.store.read_all(names[-1])
-        scan = scan_binlog_bytes(names[-1], data)
+        return self._resume_from_object(objects[-1])
+
+    def _resume_from_object(self, obj: ObjectInfo) -> ResumePoint:
+        name = obj.name
+        data = self.store.read_all(name)
+        self.etags[name] = obj.etag
+        scan = scan_binlog_bytes(name, data)
         if scan.closed and scan.next_file:
             if data[_FDE_FLAGS_OFFSET] & LOG_EVENT_BINLOG_IN_USE_F:  # uploaded before a kill -9 closed it
-                (self.work_dir / names[-1]).write_bytes(data)
-                finish_closed_file(self.work_dir / names[-1])
-                self._upload_closed(self.work_dir / names[-1])
+                (self.work_dir / name).write_bytes(data)
+                finish_closed_file(self.work_dir / name)
+                self._upload_closed(self.work_dir / name)
             return ResumePoint(scan.next_file, 4, scan.last_gtid)
-        (self.work_dir / names[-1]).write_bytes(data)  # continue the open object in the spool
-        return self._resume_from_local(self.work_dir / names[-1])
+        (self.work_dir / name).write_bytes(data)  # continue the open object in the spool
+        return self._resume_from_local(self.work_dir / name)
+
+    def _object(self, name: str) -> ObjectInfo | None:
+        try:
+            return self.store.head(name)
+        except ObjectNotFound:
+            return None
+
+    def _is_prefix(self, obj: ObjectInfo, data: bytes) -> bool | None:
+        """Whether the object's bytes start ``data`` (True), continue beyond it (None: ``data`` is a
+        prefix of the object) or differ (False); the in-use flag ignored. MD5 ETag first, else a read."""
+        if obj.size <= len(data) and obj.etag in (hashlib.md5(data[:obj.size]).hexdigest(),
+                                                  hashlib.md5(_masked(data[:obj.size])).hexdigest()):
+            return True
+        theirs = _masked(self.store.read_all(obj.name))
+        mine = _masked(data)
+        if len(theirs) <= len(mine):
+            return mine[:len(theirs)] == theirs
+        return None if theirs[:len(mine)] == mine else False
+
+    def _expected_etag(self, name: str, data: bytes) -> str | None:
+        """The ETag to write ``name`` over: the one this process wrote, else the object's when it holds
+        a prefix of ``data`` (this archiver's upload before a restart); None when there is no object."""
+        if name in self.etags:
+            return self.etags[name]
+        obj = self._object(name)
+        if obj is None:
+            return None
+        if self._is_prefix(obj, data) is not True:
+            raise ArchiveConflictError(
+                f"{self.store.root_uri}{name} ({obj.size} bytes, ETag {obj.etag}) is not a prefix of this "
+                f"archiver's copy ({len(data)} bytes): another archiver or another series wrote it; not "
+                "overwritten")
+        return obj.etag
+
+    def _reconcile_spool(self, path: Path) -> None:
+        """The open spool file against its object: the object may hold more (another archiver of this
+        destination went further while this one was down): continue from the object then."""
+        data = path.read_bytes()
+        obj = self._object(path.name)
+        if obj is None:
+            return
+        relation = self._is_prefix(obj, data)
+        if relation is None:
+            log.warning("%s: the archive's object (%d bytes) is longer than the spool copy (%d bytes): "
+                        "continuing from the object", path.name, obj.size, len(data))
+            path.write_bytes(self.store.read_all(path.name))
+        elif relation is False:
+            raise ArchiveConflictError(
+                f"{self.store.root_uri}{path.name} ({obj.size} bytes) differs from the spool copy {path} "
+                f"({len(data)} bytes): another archiver or another series wrote it; not overwritten")
+        self.etags[path.name] = obj.etag
 
     def _resume_from_local(self, path: Path) -> ResumePoint:
         scan = scan_binlog_bytes(path.name, path.read_bytes())
@@ -295,16 +458,34 @@ class ArchiveFiles:
             truncate_to(path, scan.boundary)
         return ResumePoint(path.name, max(scan.boundary, 4), scan.last_gtid)
 
+    def retire(self, name: str) -> None:
+        """Leave ``name`` as it is archived, never to be continued (a skip forward with --start-file, a
+        new series): its complete transactions are uploaded and the spool copy dropped."""
+        if self.current is not None and self.current.name == name:
+            self.detach()
+        path = self.work_dir / name
+        if self.in_place or not path.is_file():
+            return
+        data = path.read_bytes()
+        data = data[:scan_binlog_bytes(name, data).boundary]
+        if len(data) > 4:
+            self.etags[name] = upload_verified(self.store, name, data, self._expected_etag(name, data), True)
+        path.unlink()
+        log.info("%s: left as archived (%d bytes); the archive continues elsewhere", name, len(data))
+
     # --- streaming ------------------------------------------------------------------------------
 
     def open(self, name: str, position: int) -> None:
         """Make ``name`` the open file; the server will continue it at ``position``."""
+        check_binlog_name(name)
         if self.current is not None and self.current.name == name:
             return
         if self.current is not None:
             # The server moved on without a ROTATE/STOP in this file (it crashed): keep it as is.
             self.close(closed_by_server=False)
         path = self.work_dir / name
+        if position <= 4:
+            self._check_new_file(name, path)
         if position <= 4 and path.exists():
             truncate_to(path, 0)
         self.current = BinlogFileWriter(path, self.fsync_interval_s)
@@ -313,6 +494,21 @@ class ArchiveFiles:
                 f"{name}: the server continues at byte {position} but the archived file is "
                 f"{self.current.size} bytes long")
         self._uploaded_size, self._uploaded_at = 0, 0.0
+        if self.base is None:
+            m = SAFE_BINLOG_NAME.match(name)
+            self.base = m.group("base") if m else None
+
+    def _check_new_file(self, name: str, path: Path) -> None:
+        """A file started afresh must not replace a closed archived one (a new series that reuses the
+        old one's names, a server that went back after RESET MASTER)."""
+        if self.in_place:
+            closed = path.is_file() and scan_binlog_bytes(name, path.read_bytes()).closed
+        else:
+            closed = name not in self.etags and self._object(name) is not None
+        if closed:
+            raise ArchiveConflictError(
+                f"{self.store.root_uri}{name} is already archived: the server starts that file afresh, which "
+                "would overwrite it (a different server or a RESET MASTER reusing the names); not overwritten")
 
     def write(self, event: StreamEvent, now: float) -> bool:
         """Append an on-disk event to the open file (False for events that are not on disk)."""
@@ -330,8 +526,9 @@ class ArchiveFiles:
 
     def _upload_open(self, now: float) -> None:
         assert self.current is not None
+        name = self.current.name
         data = self.current.read_until_boundary()
-        self.store.put(self.current.name, data)
+        self.etags[name] = conditional_put(self.store, name, data, self._expected_etag(name, data))
         self._uploaded_size, self._uploaded_at = len(data), now
 
     def close(self, closed_by_server: bool) -> None:
@@ -346,7 +543,9 @@ class ArchiveFiles:
             self._upload_closed(cur.path)
 
     def _upload_closed(self, path: Path) -> None:
-        upload_verified(self.store, path.name, path.read_bytes())
+        data = path.read_bytes()
+        self.etags[path.name] = upload_verified(self.store, path.name, data,
+                                                self._expected_etag(path.name, data), conditional=True)
         path.unlink()
         log.info("archived closed binlog %s", path.name)
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from binlake.archiver import Archiver, ArchiverError, ArchiverSettings, load_settings
+from binlake.archiver import Archiver, ArchiverError, ArchiverSettings, exit_code_of, load_settings
 from binlake.errors import BinlakeError
 
 
@@ -37,7 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(f"--{name}", type=kind, default=None)
     parser.add_argument("--stop-at-end", action="store_true", default=None,
                         help="stop when the server's last binlog is reached (non-blocking dump)")
-    parser.add_argument("--ssl-verify-identity", action="store_true", default=None)
+    parser.add_argument("--ssl-verify-identity", action=argparse.BooleanOptionalAction, default=None,
+                        help="check the server certificate's host name (default: on when --ssl-ca is set)")
+    parser.add_argument("--new-series", action="store_true", default=None,
+                        help="archive this server as a new series (after a failover or RESET MASTER), from "
+                             "--start-file or its first binlog; archived files are never overwritten")
     return parser
 
 
@@ -55,7 +59,10 @@ def with_airflow_login(settings: ArchiverSettings) -> tuple[ArchiverSettings, st
 
 
 def archive_command(argv: list[str]) -> int:
-    """``binlake archive ...``: 0 when done, 1 with one clear message on a binlake error."""
+    """``binlake archive ...``: 0 when done; with one clear message, 1 on an error a restart may
+    cure (a lost server, another archiver holding the destination) and 2 on one it would only repeat
+    (a different server, an unsafe file name, a purged gap, a broken spool): systemd's
+    ``RestartPreventExitStatus=2`` stops there instead of looping."""
     args = build_parser().parse_args(argv)
     cli = {k: v for k, v in vars(args).items() if k not in ("config", "status") and v is not None}
     if not logging.getLogger().handlers:
@@ -67,7 +74,7 @@ def archive_command(argv: list[str]) -> int:
         Archiver(settings, password=password).run()
     except BinlakeError as exc:
         print(f"binlake archive: {exc}", file=sys.stderr)
-        return 1
+        return exit_code_of(exc)
     except KeyboardInterrupt:
         return 130
     return 0

@@ -1,0 +1,335 @@
+"""What keeps the archiver's destination consistent: one archiver per destination, one server per series.
+
+- **The spool lock**: ``fcntl.flock`` on ``<spool>/<source>/.archiver.lock``, held for the process's
+  life (the kernel drops it when the process dies, even on kill -9), so two archivers on one host
+  never append to or truncate the same spool file.
+- **The destination lease**: one lease object per destination, created with
+  :mod:`binlake.leases`' create-if-absent primitive (``link()`` locally, ``If-None-Match: *`` on S3)
+  and renewed while the archiver streams. A second archiver of the destination (another host, a
+  standby) refuses to start while the lease is live. leases.py has no conditional renew or
+  take-over; they are written here, on S3 with ``If-Match`` on the lease's ETag, so a holder that
+  stalled past the lease's life and a taker never both believe they hold it (the loser's write
+  fails). The lease is not the last line: every object write is conditional too
+  (:func:`binlake.archiver_files.conditional_put`).
+- **The series record**: the server an archived series was streamed from (MySQL ``server_uuid``;
+  MariaDB ``server_id`` + ``gtid_domain_id``) and its first file's FORMAT_DESCRIPTION and
+  PREVIOUS_GTIDS / GTID_LIST. A resume against a different server (a failover, a rebuilt host) is
+  refused instead of splicing its same-named files onto the archive; ``--new-series`` starts a new
+  series on purpose.
+
+Both objects live beside the archive, never in it (discovery lists the source's prefix):
+``s3://<bucket>/_binlake/archiver/<prefix>/`` for ``s3://<bucket>/<prefix>/``, and
+``<parent>/_binlake/archiver/<name>/`` for a folder ``<parent>/<name>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import random
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from binlake.config import S3Settings, is_s3_uri, split_s3_uri
+from binlake.errors import BinlakeError
+from binlake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend
+
+log = logging.getLogger("binlake.archiver")
+
+LEASE_NAME = "archiver-lease.json"
+SERIES_NAME = "series.json"
+#: the destination lease's life without renewal; the archiver renews it every third of it
+LEASE_TTL_SECONDS = 60.0
+
+
+class ArchiverGuardError(BinlakeError):
+    """Another archiver holds the spool or the destination, or the lease was lost."""
+
+
+class ArchiverLeaseHeld(ArchiverGuardError):
+    """Another live archiver holds the destination's lease (retrying later is the way forward)."""
+
+
+def archive_meta_uri(dest: str) -> str:
+    """Where the lease and the series record of the archive at ``dest`` live (beside it, see module doc)."""
+    if is_s3_uri(dest):
+        bucket, prefix = split_s3_uri(dest)
+        return f"s3://{bucket}/_binlake/archiver/{prefix.strip('/') or '_bucket_root'}/"
+    path = Path(dest.removeprefix("file://")).resolve()
+    return str(path.parent / "_binlake" / "archiver" / path.name) + "/"
+
+
+def meta_backend(dest: str, s3: S3Settings | None = None, client: Any = None) -> LeaseBackend:
+    uri = archive_meta_uri(dest)
+    if is_s3_uri(uri):
+        return S3LeaseBackend(uri, s3, client=client)
+    return LocalLeaseBackend(uri)
+
+
+# --- the spool lock -----------------------------------------------------------------------------
+
+
+class SpoolLock:
+    """An exclusive ``flock`` on the spool folder (see module doc)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / ".archiver.lock"
+        self._fh: IO[str] | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")  # noqa: SIM115 - held for the archiver's life
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            who = fh.read().strip() or "another process"
+            fh.close()
+            raise ArchiverLeaseHeld(f"the spool folder {self.path.parent} is in use by {who}: one archiver per "
+                                    "source and spool folder") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
+        self._fh = fh
+
+    def release(self) -> None:
+        if self._fh is not None:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+
+
+# --- the destination lease ----------------------------------------------------------------------
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _s3_etag(backend: S3LeaseBackend, name: str) -> str | None:
+    from botocore.exceptions import ClientError
+
+    try:
+        return str(backend.client.head_object(Bucket=backend.bucket, Key=backend.prefix + name)["ETag"]).strip('"')
+    except ClientError:
+        return None
+
+
+def _s3_put_if_match(backend: S3LeaseBackend, name: str, data: bytes, etag: str) -> str | None:
+    """``If-Match`` overwrite (what leases.py lacks): the new ETag, None when the object changed."""
+    from botocore.exceptions import ClientError
+
+    try:
+        resp = backend.client.put_object(Bucket=backend.bucket, Key=backend.prefix + name, Body=data,
+                                         IfMatch=f'"{etag}"')
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status in (404, 409, 412):
+            return None
+        raise
+    return str(resp.get("ETag", "")).strip('"')
+
+
+@dataclass
+class DestinationLease:
+    """The destination's archiver lease (see module doc)."""
+
+    backend: LeaseBackend
+    dest: str
+    ttl: float = LEASE_TTL_SECONDS
+    holder: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{random.random():.9f}")  # noqa: S311
+    _tag: str | None = None  # S3: the ETag of our lease object; local: its bytes
+    _renewed: float = 0.0
+    held: bool = False
+
+    def _lease(self, acquired_at: float) -> Lease:
+        now = time.time()
+        return Lease(self.dest, self.holder, socket.gethostname(), os.getpid(), acquired_at, now + self.ttl)
+
+    def _tag_of(self, data: bytes) -> str | None:
+        if isinstance(self.backend, S3LeaseBackend):
+            return _s3_etag(self.backend, LEASE_NAME)
+        return data.hex()
+
+    def acquire(self) -> None:
+        """Take the lease, or take over a dead holder's; ArchiverLeaseHeld while a live one holds it."""
+        for _ in range(3):
+            data = self._lease(time.time()).to_bytes()
+            if self.backend.create(LEASE_NAME, data):
+                self._tag, self._renewed, self.held = self._tag_of(data), time.monotonic(), True
+                return
+            raw = self.backend.read(LEASE_NAME)
+            if raw is None:
+                continue
+            try:
+                other = Lease.from_bytes(raw)
+            except (ValueError, TypeError):
+                other = None  # unreadable: treat as stale, take it over conditionally
+            if other is not None and not self._stale(other):
+                raise ArchiverLeaseHeld(
+                    f"the archive {self.dest} is being written by another archiver: {other.describe()}. One "
+                    f"archiver per destination; this one stops. If that archiver is dead, its lease expires "
+                    f"{self.ttl:.0f} s after its last renewal (delete {archive_meta_uri(self.dest)}{LEASE_NAME} "
+                    "to take over at once)")
+            if self._take_over(raw):
+                return
+        raise ArchiverLeaseHeld(f"the archive {self.dest}: could not take the archiver lease (contended)")
+
+    def _stale(self, other: Lease) -> bool:
+        """Dead: a process of this host that no longer runs, or no renewal for a whole extra life
+        (one TTL of grace for clock differences between hosts)."""
+        if other.host == socket.gethostname() and not _pid_alive(other.pid):
+            return True
+        return other.expires_at + self.ttl < time.time()
+
+    def _take_over(self, old: bytes) -> bool:
+        data = self._lease(time.time()).to_bytes()
+        if isinstance(self.backend, S3LeaseBackend):
+            etag = _s3_etag(self.backend, LEASE_NAME)
+            new = _s3_put_if_match(self.backend, LEASE_NAME, data, etag) if etag else None
+            if new is None:
+                return False
+            self._tag = new
+        else:
+            if self.backend.read(LEASE_NAME) != old:
+                return False
+            self.backend.delete(LEASE_NAME)
+            if not self.backend.create(LEASE_NAME, data):
+                return False
+            self._tag = data.hex()
+        log.warning("took over the archiver lease of %s from a dead holder", self.dest)
+        self._renewed, self.held = time.monotonic(), True
+        return True
+
+    def renew(self, force: bool = False) -> None:
+        """Every third of the lease's life: rewrite it, conditionally on it still being ours."""
+        if not self.held or (not force and time.monotonic() - self._renewed < self.ttl / 3):
+            return
+        data = self._lease(time.time()).to_bytes()
+        if isinstance(self.backend, S3LeaseBackend):
+            new = _s3_put_if_match(self.backend, LEASE_NAME, data, self._tag or "")
+        else:
+            current = self.backend.read(LEASE_NAME)
+            new = None
+            if current is not None and current.hex() == self._tag:
+                self.backend.overwrite(LEASE_NAME, data)
+                new = data.hex()
+        if new is None:
+            self.held = False
+            raise ArchiverGuardError(
+                f"the archive {self.dest}: the archiver lease was taken over by another archiver while this one "
+                "was stalled; stopping without writing more")
+        self._tag, self._renewed = new, time.monotonic()
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        with contextlib.suppress(Exception):  # best effort: an unreleased lease expires
+            raw = self.backend.read(LEASE_NAME)
+            if raw is not None and Lease.from_bytes(raw).holder == self.holder:
+                self.backend.delete(LEASE_NAME)
+
+
+# --- the series record --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """Which server a stream comes from: MySQL's ``server_uuid``; MariaDB's ``server_id`` and
+    ``gtid_domain_id`` (a MariaDB replica promoted in a failover has its own server_id)."""
+
+    flavor: str  # "mysql" | "mariadb"
+    server_id: int
+    server_uuid: str | None = None
+    gtid_domain_id: int | None = None
+
+    def same_server(self, other: ServerIdentity) -> bool:
+        if self.flavor != other.flavor:
+            return False
+        if self.flavor == "mysql":
+            return self.server_uuid == other.server_uuid
+        return (self.server_id, self.gtid_domain_id) == (other.server_id, other.gtid_domain_id)
+
+    def describe(self) -> str:
+        if self.flavor == "mysql":
+            return f"MySQL server_uuid {self.server_uuid} (server_id {self.server_id})"
+        return f"MariaDB server_id {self.server_id}, gtid_domain_id {self.gtid_domain_id}"
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ServerIdentity:
+        return cls(str(doc.get("flavor", "")), int(doc.get("server_id") or 0), doc.get("server_uuid"),
+                   doc.get("gtid_domain_id"))
+
+
+@dataclass
+class SeriesRecord:
+    """The archived series' server and first file (``series.json`` beside the archive)."""
+
+    server: ServerIdentity
+    address: str
+    recorded_at: float
+    first_file: str | None = None
+    first_fde: str | None = None  # hex
+    first_previous_gtids: str | None = None  # hex of PREVIOUS_GTIDS / GTID_LIST
+    previous_series: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_bytes(self) -> bytes:
+        doc = asdict(self)
+        return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> SeriesRecord:
+        doc = json.loads(data)
+        return cls(ServerIdentity.from_dict(doc["server"]), str(doc.get("address", "")),
+                   float(doc.get("recorded_at") or 0), doc.get("first_file"), doc.get("first_fde"),
+                   doc.get("first_previous_gtids"), list(doc.get("previous_series") or []))
+
+    def describe(self) -> str:
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.recorded_at))
+        first = f", first file {self.first_file}" if self.first_file else ""
+        return f"{self.server.describe()} at {self.address}{first}, recorded {since}"
+
+
+def read_series(backend: LeaseBackend) -> SeriesRecord | None:
+    raw = backend.read(SERIES_NAME)
+    if raw is None:
+        return None
+    try:
+        return SeriesRecord.from_bytes(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ArchiverGuardError(f"the archive's series record {SERIES_NAME} is unreadable ({exc}); move it "
+                                 "aside and restart with --new-series to record the current server") from None
+
+
+def write_series(backend: LeaseBackend, record: SeriesRecord) -> None:
+    backend.overwrite(SERIES_NAME, record.to_bytes())
+
+
+def fde_mismatch(archived: bytes, streamed: bytes) -> str | None:
+    """Why the FORMAT_DESCRIPTION the server re-sends for a resumed file is not the archived file's
+    (its time, server id, binlog and server version), or None when it is the same file's.
+
+    The server re-sends it with log_pos 0, the in-use flag and the created time cleared and a new
+    checksum; the header's time and server id and the versions stay the file's own.
+    """
+    if len(archived) < 19 + 52 or len(streamed) < 19 + 52:
+        return None
+    for what, lo, hi in (("time", 0, 4), ("server id", 5, 9), ("binlog/server version", 19, 19 + 52)):
+        if archived[lo:hi] != streamed[lo:hi]:
+            return (f"its FORMAT_DESCRIPTION's {what} differs ({streamed[lo:hi].rstrip(bytes(1))!r} from the server, "
+                    f"{archived[lo:hi].rstrip(bytes(1))!r} archived)")
+    return None
