@@ -212,7 +212,7 @@ class ArchiveSettings:
     ssl_ca: StrictStr | None = None
     ssl_cert: StrictStr | None = None
     ssl_key: StrictStr | None = None
-    ssl_verify_identity: StrictBool = False
+    ssl_verify_identity: StrictBool | None = None  # None: verify the host name when ssl_ca is set
     airflow_conn_id: StrictStr | None = None  # host, port, user and password from this Airflow connection
 
 
