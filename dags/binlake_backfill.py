@@ -19,7 +19,14 @@ from airflow.sdk import DAG, Param, task_group
 
 from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
-from orchestration.tasks import data_checks_task, discover_task, sources_task, spark_step, summary_task
+from orchestration.tasks import (
+    data_checks_task,
+    discover_task,
+    reconcile_step,
+    sources_task,
+    spark_step,
+    summary_task,
+)
 
 cfg = load_config()
 OPTIONAL_TEXT = ["null", "string"]  # may be left empty in the trigger form
@@ -51,7 +58,7 @@ with DAG(
     def per_source(source: str) -> None:
         found = discover_task(source, backfill=True)
         decoded = spark_step(cfg, "decode", found)
-        reconciled = spark_step(cfg, "reconcile", found)
+        reconciled = reconcile_step(cfg, found)
         gold = spark_step(cfg, "gold", found)
         checked = data_checks_task(found)
         found >> decoded >> reconciled >> gold >> checked

@@ -6,8 +6,9 @@ Per source (dynamic task mapping: one source failing does not stop the others)::
 
 ``discover`` follows the ROTATE chain and plans the run; ``reconcile`` fails on a GTID GAP or a
 broken chain, naming it (one error line, then the alert); ``gold`` and ``data_checks`` do not run
-for a source whose chain is broken. A night with nothing new starts no Spark for ``decode`` and
-``reconcile`` (a GAP found before is still reported, from meta.gtid_reconciliation).
+for a source whose chain is broken. ``reconcile`` never starts Spark (delta-rs, in the task
+process); a night with nothing new starts none for ``decode``, and none for ``gold`` when its inputs
+are unchanged (a GAP found before is still reported, from meta.gtid_reconciliation).
 Schedule: ``[pipeline].nightly_cron``. Whether Spark runs in the task process or through
 spark-submit on a cluster is ``[spark].mode`` (conf/binlake.toml or $BINLAKE_CONFIG). The tasks
 are in ``orchestration.tasks``; see docs/operations.md.
@@ -20,7 +21,7 @@ from airflow.sdk import DAG, task_group
 
 from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
-from orchestration.tasks import data_checks_task, discover_task, spark_step, summary_task
+from orchestration.tasks import data_checks_task, discover_task, reconcile_step, spark_step, summary_task
 
 cfg = load_config()
 
@@ -41,7 +42,7 @@ with DAG(
     def per_source(source: str) -> None:
         found = discover_task(source)
         decoded = spark_step(cfg, "decode", found)
-        reconciled = spark_step(cfg, "reconcile", found)
+        reconciled = reconcile_step(cfg, found)
         gold = spark_step(cfg, "gold", found)
         checked = data_checks_task(found)
         found >> decoded >> reconciled >> gold >> checked

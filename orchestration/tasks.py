@@ -210,6 +210,25 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
     return in_process_step(discovered)
 
 
+def reconcile_step(cfg: BinlakeConfig, discovered: Any) -> Any:
+    """The reconcile task of the source that ``discovered`` names: in the task process in every
+    ``[spark].mode``, no JVM (delta-rs, :func:`spark_jobs.steps.run_reconcile_step`): its data is a
+    few rows per archived file. Fails on a GAP or a broken chain (one error line, then the alert)."""
+
+    @task(task_id="reconcile", outlets=table_assets(cfg, STEP_TABLES["reconcile"]), retries=STEP_RETRIES["reconcile"],
+          retry_delay=RETRY_DELAY, map_index_template=SOURCE_LABEL)
+    def reconcile_task(found: dict[str, Any], **context: Any) -> dict[str, Any]:
+        from spark_jobs.steps import run_reconcile_step
+
+        _label(found["source"])
+        step_cfg = load_config()
+        export_airflow_aws_credentials(step_cfg)
+        return to_doc(run_reporting_expected_failures(
+            lambda: run_reconcile_step(found["source"], context["run_id"], step_cfg)))
+
+    return reconcile_task(discovered)
+
+
 @task(task_id="data_checks", map_index_template=SOURCE_LABEL)
 def data_checks_task(found: Any, **context: Any) -> dict[str, Any]:
     """The source's data checks (no Spark, in both modes); releases the source's run lease.

@@ -3,7 +3,8 @@
 It is also the application that ``spark-submit`` runs in ``submit`` mode (Airflow's
 SparkSubmitOperator passes this file's path): ``spark-submit [conf] spark_jobs/__main__.py decode
 --source orders --run-id scheduled__2026-01-01T02:00:00+00:00``. The steps are those of
-:mod:`spark_jobs.steps`; the run's plan must exist (the run's ``discover`` wrote it).
+:mod:`spark_jobs.steps`; the run's plan must exist (the run's ``discover`` wrote it). ``reconcile``
+runs here too, without starting Spark (delta-rs; the DAGs run it in the task process in every mode).
 
 Exit status: 0 done (the step's document is printed as JSON), 3 a binlake error the operator must
 read (a GAP, a failed file, a failed data check: the message is on stderr), anything else a bug.
@@ -24,13 +25,13 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo's 
 from binlake.config import load_config
 from binlake.errors import BinlakeError
 from binlake.step_results import to_doc
-from spark_jobs.steps import STEPS, run_spark_step
+from spark_jobs.steps import STEPS, WITHOUT_JVM, run_spark_step
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, run the step, print its document."""
     parser = argparse.ArgumentParser(prog="python -m spark_jobs", description="Run one Spark step of a binlake run.")
-    parser.add_argument("step", choices=list(STEPS))
+    parser.add_argument("step", choices=[*STEPS, *WITHOUT_JVM])
     parser.add_argument("--source", required=True, help="the configured source name")
     parser.add_argument("--run-id", required=True, help="the run (the Airflow run id) whose plan to follow")
     parser.add_argument("--config", default=None, help="config file (default: $BINLAKE_CONFIG, conf/binlake.toml)")

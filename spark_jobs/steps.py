@@ -1,4 +1,4 @@
-"""The steps of a pipeline run after discovery: decode, reconcile, gold (Spark) and data checks.
+"""The steps of a pipeline run after discovery: decode and gold (Spark), reconcile and data checks (no JVM).
 
 Each step reads its run's hand-over documents (:mod:`binlake.runs`: the ingest plan, the
 discovery), runs its Spark job and writes its own document, so a step runs the same in-process
@@ -7,8 +7,9 @@ discovery), runs its Spark job and writes its own document, so a step runs the s
 
 * ``decode``: ingest the planned files (:func:`spark_jobs.ingest.run_ingest`); fails when a file
   could not be decoded.
-* ``reconcile``: GTID coverage / reconciliation of the source (:mod:`spark_jobs.reconcile`); fails
-  on a GAP / CHAIN_BREAK or a broken chain reported by discovery, naming it.
+* ``reconcile`` (:func:`run_reconcile_step`, no Spark: delta-rs, :mod:`binlake.reconcile_job`): GTID
+  coverage / reconciliation of the source; fails on a GAP / CHAIN_BREAK or a broken chain reported
+  by discovery, naming it.
 * ``gold``: the typed current-state tables of the source (:func:`spark_jobs.gold.run_gold`).
 * ``data_checks`` (:func:`run_data_checks`, no Spark: delta-rs + DuckDB): per-file counts agree
   with meta.ingested_files, table keys unique; the source's last step, so it releases the lease.
@@ -171,7 +172,7 @@ def persisted_reconciliation(cfg: BinlakeConfig, source: str) -> tuple[list[Reco
 def reconcile_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> ReconcileResult | None:
     """The reconcile step's answer without Spark: a dry run (reports, never fails), or a night that
     ingested nothing new (the stored verdict stands: a GAP found before is still reported and still
-    fails the step). None when Spark must recompute it."""
+    fails the step). None when it must be recomputed (:func:`step_reconcile`)."""
     plan = get_plan(cfg, run_id, source)
     decoded = get_result(cfg, run_id, source, "decode", DecodeResult)
     if not plan.dry_run and (decoded is None or decoded.files):
@@ -198,22 +199,33 @@ def reconcile_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> Rec
     return result
 
 
-def step_reconcile(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> ReconcileResult:
-    """Recompute GTID coverage/reconciliation for the source; fail on a GAP or a broken chain."""
-    from spark_jobs.reconcile import run_reconcile
+def step_reconcile(cfg: BinlakeConfig, source: str, run_id: str) -> ReconcileResult:
+    """Recompute GTID coverage/reconciliation for the source (no JVM: :mod:`binlake.reconcile_job`);
+    fail on a GAP or a broken chain."""
+    from binlake.reconcile_job import run_reconcile
 
     disc_errors = _discovery_errors(cfg, source, run_id)
-    res = run_reconcile(spark, cfg, run_id=f"{run_key(run_id)}.{source}", sources=[source])
+    res = run_reconcile(cfg, run_id=f"{run_key(run_id)}.{source}", sources=[source])
     problems = [_problem(p) for p in res.problems]
     fatal = [p for p in problems if p.status in FATAL_RECONCILIATION]
     result = ReconcileResult(source=source, files=res.files, statuses=dict(res.statuses),
                              problems=tuple(problems[:XCOM_LIST_LIMIT]), discovery_errors=tuple(disc_errors),
-                             ok=not fatal and not disc_errors)
+                             spark=False, ok=not fatal and not disc_errors)
     put_doc(cfg, run_id, source, "reconcile", result)
-    log.info("source %s: GTID reconciliation over %d file(s): %s", source, res.files, res.statuses)
+    log.info("source %s: GTID reconciliation over %d file(s): %s (no Spark)", source, res.files, res.statuses)
     if fatal or disc_errors:
         raise ChainBrokenError(chain_message(source, disc_errors, fatal))
     return result
+
+
+def run_reconcile_step(source: str, run_id: str, cfg: BinlakeConfig | None = None) -> ReconcileResult:
+    """The reconcile step in this process, in every Spark mode: renew the source's lease, then the
+    stored verdict when nothing new was ingested (no Delta write at all), else recompute it with
+    delta-rs. Why no JVM: its data is a few rows per archived file (docs/architecture.md)."""
+    cfg = cfg or load_config()
+    hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
+    quick = reconcile_without_spark(cfg, source, run_id)
+    return quick if quick is not None else step_reconcile(cfg, source, run_id)
 
 
 # --------------------------------------------------------------------------- gold
@@ -316,7 +328,9 @@ def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldS
     result = GoldStepResult(source=source, tables=len(res.tables), write_modes=modes,
                             rows=sum(t.rows for t in res.tables), schema_versions=res.schema_versions,
                             names=tuple(sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT]),
-                            written=res.written(), seconds=round(res.seconds, 2))
+                            written=res.written(), seconds=round(res.seconds, 2),
+                            unknown_schemas=tuple(f"gold.{t.name}: {t.schema_status}" for t in res.tables
+                                                  if t.schema_status))
     put_doc(cfg, run_id, source, "gold", result)
     runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg, source), sort_keys=True).encode())
     log.info("source %s: %d gold table(s) %s, %d rows, %d table(s) written, %.1fs", source, len(res.tables), modes,
@@ -418,10 +432,14 @@ def run_data_checks(source: str, run_id: str, cfg: BinlakeConfig | None = None) 
 
 
 StepResult = DecodeResult | ReconcileResult | GoldStepResult
+#: the steps that need Spark when they have work (``python -m spark_jobs`` runs these and ``reconcile``)
 STEPS: dict[str, Callable[[Any, BinlakeConfig, str, str], StepResult]] = {
     "decode": step_decode,
-    "reconcile": step_reconcile,
     "gold": step_gold,
+}
+#: the steps run in-process without a JVM whatever ``[spark].mode`` says
+WITHOUT_JVM: dict[str, Callable[[str, str, BinlakeConfig | None], StepResult]] = {
+    "reconcile": run_reconcile_step,
 }
 #: each Spark step's answer when it needs no Spark (None: Spark must run)
 WITHOUT_SPARK: dict[str, Callable[[BinlakeConfig, str, str], StepResult | None]] = {
@@ -432,14 +450,17 @@ WITHOUT_SPARK: dict[str, Callable[[BinlakeConfig, str, str], StepResult | None]]
 
 
 def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | None = None) -> StepResult:
-    """Run one Spark step in this process (the session is reused when one runs): what an in-process
+    """Run one step in this process (the session is reused when one runs): what an in-process
     Airflow task and ``python -m spark_jobs`` (spark-submit) both call. A step with nothing for
-    Spark to do (dry run, nothing new) answers without starting a session."""
+    Spark to do (dry run, nothing new) answers without starting a session; ``reconcile`` never
+    starts one (:data:`WITHOUT_JVM`)."""
     from spark_jobs.progress import spark_progress
     from spark_jobs.session import build_spark_session
     from spark_jobs.spark_logs import relay_jvm_stderr
 
     cfg = cfg or load_config()
+    if step in WITHOUT_JVM:
+        return WITHOUT_JVM[step](source, run_id, cfg)
     hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
     quick = WITHOUT_SPARK[step](cfg, source, run_id)
     if quick is not None:

@@ -51,14 +51,14 @@ def scenario_objects(archive: Path, *, truncated: bool = False) -> list[Any]:
 
 def build_scenario_warehouse(spark: Any, archive: Path, tmp: Path, endpoint: str) -> BinlakeConfig:
     """Ingest + reconcile the scenario sources; returns a config whose warehouse holds the result."""
+    from binlake.reconcile_job import run_reconcile
     from spark_jobs.ingest import run_ingest
-    from spark_jobs.reconcile import run_reconcile
 
     objs = scenario_objects(archive)
     sources = [{"name": s, "uri": str(archive / s)} for s in ("clean", "missing", "dup", "mysql56")]
     cfg = make_test_config(tmp, endpoint, sources=sources)
     run_ingest(spark, cfg, objs, "ingest-1")
-    run_reconcile(spark, cfg, "reconcile-1")
+    run_reconcile(cfg, "reconcile-1")
     return cfg
 
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from conftest import make_test_config
 
+from binlake.reconcile_job import run_reconcile
 from binlake_testing.table_digest import warehouse_digests
 from spark_jobs.ingest import BinlogObject, run_ingest
-from spark_jobs.reconcile import run_reconcile
 from spark_jobs.schemas import ALL_TABLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]  # 12.8 min for the module at load avg ~20
@@ -75,7 +75,7 @@ def _source_job(spark: Any, cfg: Any, objs: list[BinlogObject], run: str, *,
                 force: bool = False) -> Callable[[], None]:
     def job() -> None:
         run_ingest(spark, cfg, objs, run, force=force)
-        run_reconcile(spark, cfg, run, sources=[objs[0].source])
+        run_reconcile(cfg, run, sources=[objs[0].source])
     return job
 
 

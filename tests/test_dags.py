@@ -337,13 +337,13 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     for dag_id in ("binlake_nightly", "binlake_backfill"):
         dag = _load(dag_id)
-        for step in ("decode", "reconcile", "gold"):
+        for step in ("decode", "gold"):
             op = dag.get_task(f"per_source.{step}")
             assert isinstance(op, SparkSubmitOperator), (dag_id, step)
             assert op._conn_id == "spark_cluster"
             assert op.application.endswith("spark_jobs/__main__.py")
             assert op.application_args[0] == step
-        for step in ("discover", "data_checks"):  # plain Python tasks in both modes
+        for step in ("discover", "reconcile", "data_checks"):  # plain Python tasks in both modes
             assert not isinstance(dag.get_task(f"per_source.{step}"), SparkSubmitOperator)
         outlets = {a.extra["table"]: a.uri for a in dag.get_task("per_source.decode").outlets}
         assert outlets["bronze.events"] == "s3://lake/wh/bronze/events"

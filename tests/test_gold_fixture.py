@@ -201,13 +201,13 @@ def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, An
     """binlog.000003 missing: reconciliation finds the gap, gold applies what it has and flags every
     table incomplete since the file after the gap; the backfilled file repairs gold to the
     in-order state and clears the flag."""
-    from spark_jobs.reconcile import run_reconcile
+    from binlake.reconcile_job import run_reconcile
 
     root = tmp_path_factory.mktemp("gold-fixture-gap")
     objects = _copy_chain(root)
     cfg = make_test_config(root, s3_server.endpoint_url)
     run_ingest(spark, cfg, [o for o in objects if o.file != "binlog.000003"], "gap-ingest")
-    run_reconcile(spark, cfg, "gap-reconcile", sources=[SOURCE])
+    run_reconcile(cfg, "gap-reconcile", sources=[SOURCE])
     run_gold(spark, cfg, SOURCE, "gap-gold")
     status_path = f"{cfg.warehouse}/meta/gold_status"
     flags = {(r["table_name"], r["complete"], r["incomplete_since"])
@@ -215,7 +215,7 @@ def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, An
     assert flags == {("customer", False, "binlog.000004"), ("orders", False, "binlog.000004")}
     assert _gold_rows(spark, cfg) != _gold_rows(spark, gold["cfg"])
     run_ingest(spark, cfg, [o for o in objects if o.file == "binlog.000003"], "gap-backfill")
-    run_reconcile(spark, cfg, "gap-reconcile-2", sources=[SOURCE])
+    run_reconcile(cfg, "gap-reconcile-2", sources=[SOURCE])
     run_gold(spark, cfg, SOURCE, "gap-gold-2")
     flags = {(r["table_name"], r["complete"], r["incomplete_since"])
              for r in spark.read.format("delta").load(status_path).collect()}

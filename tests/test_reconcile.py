@@ -1,4 +1,4 @@
-"""The reconcile Spark job over archives built from real fixtures (local[2], Delta).
+"""The reconcile job (delta-rs, no JVM) over archives ingested by Spark from real fixtures (local[2], Delta).
 
 Each scenario is its own source in one ingestion: the clean MariaDB chain, the chain with a
 file missing, with a file uploaded twice under two names, with a file cut mid-event, and a
@@ -14,8 +14,8 @@ import pytest
 from _scenario_warehouse import scenario_objects
 from conftest import make_test_config
 
+from binlake.reconcile_job import run_reconcile
 from spark_jobs.ingest import run_ingest, table_path
-from spark_jobs.reconcile import run_reconcile
 
 pytestmark = pytest.mark.spark
 
@@ -28,7 +28,7 @@ def reconciled(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: 
     objs = scenario_objects(tmp_path_factory.mktemp("scenarios"), truncated=True)
     cfg = make_test_config(tmp_path_factory.mktemp("wh"), s3_server.endpoint_url)
     run_ingest(spark, cfg, objs, "ingest-1")
-    result = run_reconcile(spark, cfg, "reconcile-1")
+    result = run_reconcile(cfg, "reconcile-1")
     recon = spark.read.format("delta").load(table_path(cfg, "meta.gtid_reconciliation"))
     cov = spark.read.format("delta").load(table_path(cfg, "meta.gtid_coverage"))
     return {"cfg": cfg, "result": result,
@@ -98,7 +98,7 @@ def test_rerun_is_unchanged_and_reachable_by_sql(spark: Any, reconciled: dict[st
     from spark_jobs.sql_engine import register_tables
 
     cfg = reconciled["cfg"]
-    r = run_reconcile(spark, cfg, "reconcile-2")
+    r = run_reconcile(cfg, "reconcile-2")
     assert r.statuses == reconciled["result"].statuses
     again = spark.read.format("delta").load(table_path(cfg, "meta.gtid_reconciliation"))
     assert [x.asDict() for x in again.orderBy("source", "chain_index").collect()] == reconciled["recon"]
