@@ -1,0 +1,250 @@
+"""A fleet of small sources through the nightly DAG under Airflow's real scheduler: what a night costs per source.
+
+For each N in ``--sources`` (default 1,4): a loopback S3 server (moto, its own process), N sources
+each holding a generated chain of about ``--size`` bytes (``binlake_testing.synthetic``, OLTP),
+the warehouse on ``s3a://``, Airflow's scheduler, dag-processor and api-server (LocalExecutor,
+parallelism 2, SQLite), ``[spark] mode = "local"``. Two nightly runs: night 1 ingests everything,
+night 2 finds nothing new. Per night it prints the wall time, the CPU-seconds of the whole process
+tree (the S3 server, the Airflow services, every task process and its JVM), the task-seconds per
+step (Airflow's task instances: end - start, summed over sources), the Delta commits the night
+added (``_delta_log/*.json`` objects, per table family) and how many step instances started Spark
+(their documents' ``spark`` field). Last, per night, the least-squares line CPU = fixed + per_source × N.
+
+CPU is sampled: every process of the tree is read (psutil) every ``--interval`` seconds and its last
+reading counts; a process that lives shorter than the interval is missed, so the figures are a
+floor. ``--repo PATH`` runs the DAGs and jobs of another checkout (e.g. ``git worktree add
+/tmp/fleet-base HEAD`` before a change) with this checkout's harness.
+
+    python bench/fleet.py --sources 1,4 [--size 256KiB] [--repo /tmp/fleet-base] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from binlake.config import S3Settings  # noqa: E402
+from binlake_testing.airflow_services import AirflowServices  # noqa: E402
+from binlake_testing.s3server import S3Server  # noqa: E402
+from binlake_testing.synthetic import SyntheticConfig, generate  # noqa: E402
+
+BUCKET = "binlake-fleet"
+DAG = "binlake_nightly"
+STEPS = ("discover", "decode", "reconcile", "gold", "data_checks", "summary")
+
+
+class TreeCpu:
+    """CPU-seconds (user + system) of every descendant of this process, sampled in a thread."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.seen: dict[tuple[int, float], float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> None:
+        try:
+            procs = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return
+        for p in procs:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    self.seen[(p.pid, p.create_time())] = t.user + t.system
+            except psutil.Error:
+                continue
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def start(self) -> TreeCpu:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def snapshot(self) -> dict[tuple[int, float], float]:
+        self.sample()
+        return dict(self.seen)
+
+    @staticmethod
+    def between(before: dict[tuple[int, float], float], after: dict[tuple[int, float], float]) -> float:
+        return sum(v - before.get(k, 0.0) for k, v in after.items())
+
+
+@dataclass
+class Night:
+    sources: int
+    night: int
+    state: str
+    wall: float
+    cpu: float
+    task_seconds: dict[str, float] = field(default_factory=dict)
+    commits: dict[str, int] = field(default_factory=dict)
+    spark_started: dict[str, int] = field(default_factory=dict)
+
+
+def _seconds(start: str | None, end: str | None) -> float:
+    if not start or not end:
+        return 0.0
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def _commits(client: Any) -> Counter[str]:
+    """Delta commit files per table (``warehouse/<db>/<table>``; gold tables counted as ``gold.*``)."""
+    out: Counter[str] = Counter()
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix="warehouse/"):
+        for obj in page.get("Contents", []):
+            key = obj["Key"]
+            if "/_delta_log/" in key and key.endswith(".json") and "/_delta_log/_" not in key:
+                parts = key.split("/")
+                out["gold.*" if parts[1] == "gold" else f"{parts[1]}.{parts[2]}"] += 1
+    return out
+
+
+def _write_config(path: Path, endpoint: str, sources: list[str], master: str) -> None:
+    lines = ["[pipeline]", f'warehouse = "s3a://{BUCKET}/warehouse"', f'state_dir = "{path.parent / "state"}"',
+             f'jars_dir = "{os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))}"', 'nightly_cron = "0 3 * * *"', ""]
+    for s in sources:
+        lines += ["[[sources]]", f'name = "{s}"', f'uri = "s3://{BUCKET}/archive/{s}/"', ""]
+    lines += ["[s3]", f'endpoint_url = "{endpoint}"', "path_style_access = true", "max_attempts = 3", "",
+              "[spark]", 'mode = "local"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
+              'driver_memory = "1g"', ""]
+    path.write_text("\n".join(lines))
+
+
+def _night(airflow: AirflowServices, cpu: TreeCpu, client: Any, n: int, night: int) -> Night:
+    before, commits_before = cpu.snapshot(), _commits(client)
+    t0 = time.monotonic()
+    run_id = airflow.trigger(DAG)
+    state = airflow.wait_for_run(DAG, run_id, timeout=3600)
+    wall = time.monotonic() - t0
+    used = TreeCpu.between(before, cpu.snapshot())
+    tis = airflow.task_instances(DAG, run_id)
+    per_step: dict[str, float] = {}
+    spark: dict[str, int] = {}
+    for ti in tis:
+        step = ti.task_id.rsplit(".", 1)[-1]
+        per_step[step] = per_step.get(step, 0.0) + _seconds(ti.start_date, ti.end_date)
+        if step in ("decode", "reconcile", "gold") and ti.state == "success":
+            doc = airflow.xcom(DAG, run_id, ti.task_id, ti.map_index) or {}
+            spark[step] = spark.get(step, 0) + int(bool(doc.get("spark", True)))
+    added = _commits(client) - commits_before
+    return Night(n, night, state, round(wall, 1), round(used, 1), {k: round(v, 1) for k, v in per_step.items()},
+                 dict(sorted(added.items())), spark)
+
+
+def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float) -> list[Night]:
+    """Two nights of ``n`` sources; every process started here is stopped before returning."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
+    cpu = TreeCpu(interval).start()
+    server = S3Server(mode="process").start()
+    airflow: AirflowServices | None = None
+    try:
+        os.environ.update(server.env())
+        client = server.client()
+        client.create_bucket(Bucket=BUCKET)
+        truth = generate(f"s3://{BUCKET}/archive", SyntheticConfig(servers=n, bytes_per_server=size,
+                                                                     max_binlog_size=max(size // 4, 16 << 10)),
+                         s3_settings=S3Settings(endpoint_url=server.endpoint_url, path_style_access=True))
+        sources = sorted(truth["sources"])
+        config = tmp / "binlake.toml"
+        _write_config(config, server.endpoint_url, sources, master)
+        venv_bin = str(Path(sys.executable).parent)
+        env = {"BINLAKE_CONFIG": str(config), "PYTHONPATH": str(repo), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+               "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **server.env()}
+        airflow = AirflowServices(home=tmp / "airflow", dags_folder=repo / "dags", extra_env=env, parallelism=2)
+        airflow.start()
+        airflow.wait_for_dag(DAG)
+        nights = []
+        for night in (1, 2):
+            nights.append(_night(airflow, cpu, client, n, night))
+            print(json.dumps(nights[-1].__dict__), flush=True)
+        return nights
+    finally:
+        if airflow is not None:
+            airflow.stop()
+        server.stop()
+        cpu.stop()
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least squares ``y = fixed + per_source * n``: (fixed, per_source)."""
+    if len({n for n, _ in points}) < 2:
+        n, y = points[0]
+        return 0.0, y / n
+    mean_n = sum(n for n, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    slope = (sum((n - mean_n) * (y - mean_y) for n, y in points)
+             / sum((n - mean_n) ** 2 for n, _ in points))
+    return mean_y - slope * mean_n, slope
+
+
+def table(nights: list[Night]) -> str:
+    steps = [s for s in STEPS if any(s in x.task_seconds for x in nights)]
+    head = ["sources", "night", "state", "wall s", "CPU s", "CPU s/source", *[f"{s} task-s" for s in steps],
+            "Delta commits", "steps that started Spark"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for x in nights:
+        commits = sum(x.commits.values())
+        started = ", ".join(f"{k} {v}" for k, v in sorted(x.spark_started.items()) if v) or "none"
+        lines.append("| " + " | ".join([str(x.sources), str(x.night), x.state, f"{x.wall:.0f}", f"{x.cpu:.0f}",
+                                        f"{x.cpu / x.sources:.1f}",
+                                        *[f"{x.task_seconds.get(s, 0):.0f}" for s in steps],
+                                        str(commits), started]) + " |")
+    for night in (1, 2):
+        pts = [(x.sources, x.cpu) for x in nights if x.night == night]
+        if pts:
+            fixed, per = fit(pts)
+            lines.append(f"\nnight {night}: CPU-s = {fixed:.1f} + {per:.1f} x sources (least squares over N = "
+                         f"{', '.join(str(n) for n, _ in pts)})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sources", default="1,4", help="comma-separated fleet sizes (default 1,4)")
+    parser.add_argument("--size", default="256KiB", help="binlog bytes per source (default 256KiB)")
+    parser.add_argument("--repo", type=Path, default=REPO, help="checkout whose dags/ and jobs run (default: this one)")
+    parser.add_argument("--master", default="local[2]", help="Spark master of the in-process sessions")
+    parser.add_argument("--interval", type=float, default=0.5, help="CPU sampling interval, seconds")
+    parser.add_argument("--json", type=Path, help="also write the nights as JSON here")
+    args = parser.parse_args(argv)
+    from binlake_testing.synthetic import _size
+
+    nights: list[Night] = []
+    for n in (int(x) for x in args.sources.split(",")):
+        nights += run_fleet(n, repo=args.repo.resolve(), size=_size(args.size), master=args.master,
+                            interval=args.interval)
+    print(f"fleet benchmark, {datetime.now():%Y-%m-%d %H:%M} UTC, code of {args.repo}, {os.cpu_count()} cores, "
+          f"size {args.size} per source, Spark {args.master}")
+    print(table(nights))
+    if args.json:
+        args.json.write_text(json.dumps([x.__dict__ for x in nights], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
