@@ -24,6 +24,7 @@ status to failed and exit 2, which the systemd unit's ``RestartPreventExitStatus
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -661,10 +662,12 @@ class Archiver:
             f"{where}, which the archive needs next (server error {err.code}: {err.message}). "
             f"Its oldest binlog is {first_file or 'unknown'}: the binlogs before it were purged. Missing GTIDs: "
             f"after {last or 'the archive start'} up to {first_state or 'the oldest binlog'}; the archive has a "
-            f"gap there that discovery and reconciliation report. Restart with --start-file {first_file} to "
-            f"archive from what the server still has.")
+            f"gap there that discovery and reconciliation report. Restart with --start-file "
+            f"{first_file or 'NAME (its oldest binlog, SHOW BINARY LOGS)'} to archive from what the server still has.")
 
     def _oldest_binlog(self) -> tuple[str | None, str | None]:
+        """The server's oldest binlog and (MariaDB) the GTID state at its start; None where unknown."""
+        first = state = None
         try:
             conn = connect(self.settings, self._password)
             try:
@@ -672,15 +675,15 @@ class Archiver:
                     cur.execute("SHOW BINARY LOGS")
                     rows = cur.fetchall()
                     first = str(rows[0][0]) if rows else None
-                    state = None
                     if first:
-                        cur.execute("SELECT BINLOG_GTID_POS(%s, 4)", (first,))
-                        state = str((cur.fetchone() or [None])[0] or "") or None
-                    return first, state
+                        with contextlib.suppress(pymysql.err.MySQLError):  # MariaDB only
+                            cur.execute("SELECT BINLOG_GTID_POS(%s, 4)", (first,))
+                            state = str((cur.fetchone() or [None])[0] or "") or None
             finally:
                 conn.close()
         except pymysql.err.MySQLError:
-            return None, None
+            pass
+        return first, state
 
 
 def _base_of(name: str) -> str | None:

@@ -267,7 +267,9 @@ class ReplicationPeer:
         if flags & BINLOG_DUMP_NON_BLOCK:
             send(_eof())
             return True
-        self._stop.wait()  # a blocking dump: stay quiet until stopped
+        while not self._stop.wait(0.5):  # a blocking dump: heartbeats until stopped, as a server sends
+            send(b"\x00" + frame_event(EventType.HEARTBEAT, fname.encode(), timestamp=0, server_id=self.server_id,
+                                       log_pos=len(self.files[fname]), flags=LOG_EVENT_ARTIFICIAL_F))
         return False
 
 
