@@ -93,6 +93,10 @@ class MySQLColumn:
     members: tuple[str, ...] = ()
     nullable: bool = True
     default: str | None = None
+    #: 'VIRTUAL' | 'STORED' for a generated column (both are in the row images: see docs/gold.md)
+    generated: str | None = None
+    #: an INVISIBLE column (not in SELECT *, but in the row images)
+    invisible: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """A compact JSON-able form (None / empty facts left out) for silver.schema_history."""
@@ -106,6 +110,10 @@ class MySQLColumn:
         if self.members:
             out["members"] = list(self.members)
         out["nullable"] = self.nullable
+        if self.generated:
+            out["generated"] = self.generated
+        if self.invisible:
+            out["invisible"] = True
         return out
 
     @classmethod
@@ -114,7 +122,8 @@ class MySQLColumn:
                    length=data.get("length"), precision=data.get("precision"),
                    scale=data.get("scale"), fsp=data.get("fsp"), charset=data.get("charset"),
                    members=tuple(data.get("members") or ()), nullable=data.get("nullable", True),
-                   default=data.get("default"))
+                   default=data.get("default"), generated=data.get("generated"),
+                   invisible=bool(data.get("invisible")))
 
 
 class Rendering(enum.Enum):

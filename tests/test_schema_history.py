@@ -72,15 +72,101 @@ def test_rename_and_drop_table() -> None:
 def test_what_cannot_be_known_is_said() -> None:
     history = build_history([
         _stmt(1, "ALTER TABLE t ADD COLUMN x INT"),                   # CREATE predates the archive
-        _stmt(2, "CREATE TABLE p (id INT PRIMARY KEY, g POINT)"),     # sqlglot cannot parse POINT
-        _stmt(3, "CREATE TABLE q LIKE p"),                            # no column list
-        _stmt(4, "CREATE TABLE r (id INT, d DATETIME DEFAULT CURRENT_TIMESTAMP)"),
+        _stmt(2, "CREATE TABLE p (id INT PRIMARY KEY, g POINT)"),     # POINT: known (sqlglot alone failed)
+        _stmt(3, "CREATE TABLE q LIKE nowhere"),                      # LIKE a table not in the archive
+        _stmt(4, "CREATE TABLE r (id INT, d DATETIME DEFAULT CURRENT_TIMESTAMP)"),  # new rows only: fine
         _stmt(5, "INSERT INTO t VALUES (1)"),                         # not table DDL: ignored
+        _stmt(6, "CREATE TABLE s SELECT * FROM r"),                   # statement-logged CTAS: unknown
+        _stmt(7, "ALTER TABLE r ADD COLUMN z TIMESTAMP DEFAULT CURRENT_TIMESTAMP"),
+        _stmt(8, "ALTER TABLE p ADD SYSTEM VERSIONING"),
+        _stmt(9, "CREATE TABLE u (id INET6)"),
     ])
-    assert [(v.table, v.schema is None) for v in history] == [("t", True), ("p", True), ("q", True), ("r", True)]
+    assert [(v.table, v.schema is None) for v in history] == [
+        ("t", True), ("p", False), ("q", True), ("r", False), ("s", True), ("r", False), ("p", True),
+        ("u", True)]
     assert "unknown" in (history[0].warning or "")
-    assert history[1].warning and history[2].warning and "LIKE" in history[2].warning
-    assert "not a constant" in (history[3].warning or "")
+    assert history[1].warning is None and history[1].schema is not None
+    assert history[1].schema.columns[1].type == "point"
+    assert "LIKE" in (history[2].warning or "") and "unknown" in (history[2].warning or "")
+    assert history[3].warning is None
+    assert "SELECT" in (history[4].warning or "")
+    assert "rows older than it" in (history[5].warning or "")  # schema known, old rows' value not
+    assert "SYSTEM VERSIONING" in (history[6].warning or "")
+    assert "INET6" in (history[7].warning or "").upper()
+
+
+def test_like_copies_the_current_version() -> None:
+    tracker = SchemaTracker()
+    tracker.apply(_stmt(1, "CREATE TABLE src (id INT NOT NULL, a VARCHAR(5) DEFAULT 'x', PRIMARY KEY (id)) "
+                           "DEFAULT CHARSET=latin1"))
+    tracker.apply(_stmt(2, "ALTER TABLE src ADD b INT NOT NULL DEFAULT 7 AFTER id"))
+    tracker.apply(_stmt(3, "CREATE TABLE IF NOT EXISTS other.cp LIKE d.src"))
+    tracker.apply(_stmt(4, "ALTER TABLE other.cp ADD c TEXT"))
+    cp = tracker.catalog[("other", "cp")]
+    assert cp is not None and cp.primary_key == ("id",)
+    assert [(c.name, c.default, c.charset) for c in cp.columns] == [
+        ("id", None, None), ("b", "7", None), ("a", "x", "latin1"), ("c", None, "latin1")]
+
+
+def test_online_schema_change_swap() -> None:
+    """pt-online-schema-change's and gh-ost's sequence: shadow LIKE, ALTER, swap, drop."""
+    tracker = SchemaTracker()
+    for i, sql in enumerate([
+            "CREATE TABLE live.acct (id INT PRIMARY KEY, v INT)",
+            "CREATE TABLE `live`.`_acct_new` LIKE `live`.`acct`",
+            "ALTER TABLE `live`.`_acct_new` ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT ''",
+            "RENAME TABLE `live`.`acct` TO `live`.`_acct_old`, `live`.`_acct_new` TO `live`.`acct`",
+            "DROP TABLE IF EXISTS `live`.`_acct_old`"]):
+        tracker.apply(_stmt(i, sql, db=None))
+    assert _names(tracker, "live", "acct") == ["id", "v", "note"]
+    moves = [(v.table, v.schema is not None, v.renamed_from) for v in tracker.history[3:7]]
+    assert moves == [("acct", False, None), ("_acct_old", True, ("live", "acct")),
+                     ("_acct_new", False, None), ("acct", True, ("live", "_acct_new"))]
+    assert tracker.catalog[("live", "_acct_old")] is None
+    assert all(v.warning is None for v in tracker.history)
+
+
+def test_truncate_keeps_the_schema() -> None:
+    history = build_history([_stmt(1, "CREATE TABLE t (id INT PRIMARY KEY)"), _stmt(2, "TRUNCATE TABLE t"),
+                             _stmt(3, "TRUNCATE d.x")])
+    assert [(v.table, v.truncated, v.schema is not None, v.warning is None) for v in history] == [
+        ("t", False, True, True), ("t", True, True, True), ("x", True, False, False)]
+    assert history[1].schema == history[0].schema
+
+
+def test_shapeless_statements_make_no_version() -> None:
+    tracker = SchemaTracker()
+    tracker.apply(_stmt(1, "CREATE TABLE t (id INT PRIMARY KEY, a INT) /*!50100 PARTITION BY HASH (id) */"))
+    for i, sql in enumerate([
+            "ALTER TABLE t ADD INDEX ia (a), ALGORITHM=INPLACE, LOCK=NONE",
+            "ALTER TABLE t ENGINE=InnoDB", "ALTER TABLE t COMMENT 'x', AUTO_INCREMENT=5",
+            "ALTER TABLE t ADD PARTITION (PARTITION p3 VALUES LESS THAN (30))",
+            "ALTER TABLE t DROP INDEX ia", "ALTER TABLE t MODIFY a INT", "ALTER TABLE t FORCE",
+            "ALTER TABLE t /*!50100 PARTITION BY KEY (id) PARTITIONS 4 */", "OPTIMIZE TABLE t",
+            "ALTER TABLE t RENAME INDEX x TO y, ALTER INDEX y INVISIBLE",
+            "CREATE TEMPORARY TABLE t (z INT)", "DROP TEMPORARY TABLE IF EXISTS t"], start=2):
+        tracker.apply(_stmt(i, sql))
+    assert len(tracker.history) == 1, [v.statement for v in tracker.history[1:]]
+    tracker.apply(_stmt(20, "ALTER ONLINE TABLE t /*M!100301 WAIT 5 */ ADD COLUMN (b INT, c INT), ADD z INT FIRST, "
+                            "DROP PRIMARY KEY, ADD PRIMARY KEY (a, id)"))
+    last = tracker.history[-1]
+    assert last.schema is not None and last.warning is None
+    assert [c.name for c in last.schema.columns] == ["z", "id", "a", "b", "c"]
+    assert last.schema.primary_key == ("a", "id")
+
+
+def test_generated_invisible_convert_and_quoted_names() -> None:
+    tracker = SchemaTracker()
+    tracker.apply(_stmt(1, "CREATE TABLE `ünï` (`ç d` INT NOT NULL, t TEXT CHARACTER SET latin1, "
+                           "g INT AS (`ç d` + 1) VIRTUAL, s BIGINT GENERATED ALWAYS AS (`ç d` * 2) STORED, "
+                           "h INT INVISIBLE DEFAULT 3, PRIMARY KEY (`ç d`))"))
+    tracker.apply(_stmt(2, "ALTER TABLE `ünï` CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"))
+    schema = tracker.catalog[("d", "ünï")]
+    assert schema is not None and schema.primary_key == ("ç d",)
+    cols = {c.name: c for c in schema.columns}
+    assert (cols["t"].type, cols["t"].charset) == ("mediumtext", "utf8mb4")  # 65535 chars need 4 bytes each
+    assert (cols["g"].generated, cols["s"].generated, cols["h"].invisible) == ("VIRTUAL", "STORED", True)
+    assert tracker.history[-1].warning is None
 
 
 def test_seed_then_ddl() -> None:
