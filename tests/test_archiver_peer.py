@@ -75,13 +75,14 @@ def test_hostile_rotate_name_writes_nothing_and_a_restart_refuses_before_connect
         connections = peer.connections
         rc_restart = archive_command(cli(peer, dest, spool, "--stop-at-end"))
         err_restart = capsys.readouterr().err
-        assert peer.connections == connections  # refused before connecting: no loop of the same fatal step
-    assert victim.read_text() == "precious\n"
+        restart_connections = peer.connections - connections
+    assert victim.read_bytes() == b"precious\n"  # today: the binlog bytes of binlog.000002
     assert sorted(os.listdir(dest)) == ["binlog.000001"]
     assert (dest / "binlog.000001").read_bytes() == files["binlog.000001"]
     assert rc == 2 and "not a plain binlog file name" in err and err.count("\n") == 1, err
     assert ("characters" in err) if kind == "5000-byte" else (repr(name) in err)
     assert rc_restart == 2 and "the archive's last ROTATE event names the binlog file" in err_restart
+    assert restart_connections == 0  # refused before connecting: no loop of the same fatal step
     doc = status(spool)
     assert doc["state"] == "failed" and "not a plain binlog file name" in doc["last_error"]
 
