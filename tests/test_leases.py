@@ -35,32 +35,50 @@ def leases(request: pytest.FixtureRequest, tmp_path: Path) -> SourceLeases:
 
 
 def test_second_run_is_refused_naming_the_holder(leases: SourceLeases) -> None:
-    first = leases.acquire("orders", "scheduled__2026-01-02T03:00:00+00:00", now=1000.0)
-    assert first.holder == "scheduled__2026-01-02T03:00:00+00:00" and first.expires_at == 1060.0
+    first = leases.acquire("orders", "scheduled__2026-01-02T03:00:00+00:00")
+    assert first.holder == "scheduled__2026-01-02T03:00:00+00:00"
+    assert first.expires_at - first.acquired_at == pytest.approx(60.0, abs=0.01) and first.ttl == 60.0
     with pytest.raises(LeaseHeldError, match=r"source orders is being processed by run "
                                              r"'scheduled__2026-01-02T03:00:00\+00:00'"):
-        leases.acquire("orders", "manual__backfill-1", now=1010.0)
+        leases.acquire("orders", "manual__backfill-1")
     # another source is independent
-    assert leases.acquire("billing", "manual__backfill-1", now=1010.0).holder == "manual__backfill-1"
+    assert leases.acquire("billing", "manual__backfill-1").holder == "manual__backfill-1"
 
 
 def test_same_holder_renews_and_release_lets_the_next_run_in(leases: SourceLeases) -> None:
-    leases.acquire("orders", "run-a", now=1000.0)
-    renewed = leases.acquire("orders", "run-a", now=1030.0)
-    assert (renewed.acquired_at, renewed.expires_at) == (1000.0, 1090.0)
+    first = leases.acquire("orders", "run-a")
+    renewed = leases.acquire("orders", "run-a")
+    assert renewed.acquired_at == first.acquired_at and renewed.expires_at >= first.expires_at
     assert leases.release("orders", "run-b") is False  # not the holder: nothing released
     assert leases.current("orders") is not None
     assert leases.release("orders", "run-a") is True
     assert leases.current("orders") is None
-    assert leases.acquire("orders", "run-b", now=1031.0).holder == "run-b"
+    assert leases.acquire("orders", "run-b").holder == "run-b"
 
 
 def test_expired_lease_of_a_dead_run_is_taken_over(leases: SourceLeases) -> None:
-    leases.acquire("orders", "dead-run", now=1000.0)
-    taken = leases.acquire("orders", "next-run", now=1061.0)
+    """Expired by the store's own clock (its Last-Modified / the file's mtime against its "now"),
+    never by comparing the dead holder's clock with ours."""
+    short = SourceLeases(leases.backend, ttl=0.2)
+    short.acquire("orders", "dead-run")
+    threading.Event().wait(3.4)  # the ttl, the slack (2 s) and the store clock's one-second resolution
+    taken = short.acquire("orders", "next-run")
     assert taken.holder == "next-run"
-    current = leases.current("orders")
+    current = short.current("orders")
     assert current is not None and current.holder == "next-run"
+
+
+def test_renew_and_release_are_conditional(leases: SourceLeases) -> None:
+    """A renewal or release by a holder whose lease was taken over changes nothing."""
+    from binlake.leases import LockLostError
+
+    held = leases.take("orders", "run-a")
+    leases.release("orders", "run-a")
+    other = leases.take("orders", "run-b")
+    with pytest.raises(LockLostError, match="source orders: the run lease of 'run-a' was taken over by run 'run-b'"):
+        leases.renew("orders", held)
+    assert leases.release("orders", "run-a") is False
+    assert leases.renew("orders", other).lease.holder == "run-b"
 
 
 def test_racing_runs_get_exactly_one_holder(leases: SourceLeases) -> None:
