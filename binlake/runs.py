@@ -22,8 +22,9 @@ import json
 import logging
 import re
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -153,15 +154,45 @@ def source_leases(cfg: BinlakeConfig) -> Any:
     return SourceLeases(lease_backend(cfg.warehouse, cfg.s3))
 
 
-def hold_source(cfg: BinlakeConfig, source: str, run_id: str) -> None:
-    """Take or renew the source's lease for this run (LeaseHeldError if another run holds it)."""
-    lease = source_leases(cfg).acquire(source, run_id)
-    log.info("source %s: run lease held by %s until %s", source, run_id,
-             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.expires_at)))
+#: the lease heartbeats of this process, by (warehouse, source, run id): started by
+#: :func:`hold_source`, stopped by :func:`release_source` or when the process ends (daemon threads)
+_renewers: dict[tuple[str, str, str], Any] = {}
+_renewers_lock = threading.Lock()
+
+
+def hold_source(cfg: BinlakeConfig, source: str, run_id: str, *, dag_id: str = "",
+                holder_finished: Callable[[Any], bool] | None = None) -> None:
+    """Take or renew the source's lease for this run (LeaseHeldError if another run holds it), and
+    heartbeat it from this process until :func:`release_source` or the process's end.
+
+    Why a heartbeat and not only a renewal per step: a step longer than the lease's life (6 h by
+    default) would lose it mid-step. Every step calls this first, and an Airflow task (or a
+    spark-submit driver) is one process, so the lease is renewed exactly while a step of the run
+    runs; between steps the ttl covers the gap. ``holder_finished(lease)`` (Airflow: is that run
+    over?) lets a run take the lease of a run that ended without releasing it (see
+    :meth:`binlake.leases.SourceLeases.take`)."""
+    from binlake.leases import SourceLeaseRenewer
+
+    leases = source_leases(cfg)
+    held = leases.take(source, run_id, dag_id=dag_id, holder_finished=holder_finished)
+    key = (cfg.warehouse, source, run_id)
+    with _renewers_lock:
+        previous = _renewers.pop(key, None)
+        if previous is not None:
+            previous.stop(timeout=0)
+        _renewers[key] = SourceLeaseRenewer(leases, source, held).start()
+    log.info("source %s: run lease held by %s until %s (renewed every %.0fs while this process runs)",
+             source, run_id, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(held.lease.expires_at)),
+             leases.ttl / 3)
 
 
 def release_source(cfg: BinlakeConfig, source: str, run_id: str) -> None:
-    """Drop the source's lease if this run holds it (never raises: the lease expires anyway)."""
+    """Stop this process's heartbeat of the lease and drop the lease if this run holds it (never
+    raises: the lease expires anyway)."""
+    with _renewers_lock:
+        renewer = _renewers.pop((cfg.warehouse, source, run_id), None)
+    if renewer is not None:
+        renewer.stop()
     try:
         if source_leases(cfg).release(source, run_id):
             log.info("source %s: run lease released by %s", source, run_id)
@@ -226,8 +257,10 @@ def resolve_sources(requested: Any, cfg: BinlakeConfig | None = None) -> list[st
 
 
 def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, *, backfill: bool = False,
-             cfg: BinlakeConfig | None = None) -> DiscoverResult:
-    """Discover the source's rotated files, plan what this run ingests, store both; the XCom summary."""
+             cfg: BinlakeConfig | None = None, dag_id: str = "",
+             holder_finished: Callable[[Any], bool] | None = None) -> DiscoverResult:
+    """Discover the source's rotated files, plan what this run ingests, store both; the XCom summary.
+    ``dag_id`` / ``holder_finished``: for the source's lease (:func:`hold_source`)."""
     from binlake.discovery import discover_source
     from binlake.ingest_state import load_known_files, plan_ingest
     from binlake.storage import open_object_store
@@ -235,7 +268,8 @@ def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, 
     cfg = cfg or load_config()
     p = normalize_params(params, backfill=backfill)
     src = cfg.source(source)
-    hold_source(cfg, source, run_id)  # held until the source's data_checks / the run summary
+    hold_source(cfg, source, run_id, dag_id=dag_id,  # held until the source's data_checks / the run summary
+                holder_finished=holder_finished)
     known = load_known_files(cfg, source)
     store = open_object_store(src.uri, cfg.s3)
     disc = discover_source(store, source, known=known, reuse_known=p["mode"] != "reprocess",
