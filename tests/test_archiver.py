@@ -365,8 +365,8 @@ def test_purged_position_is_a_clear_error(server: MariaDBServer, tmp_path: Path)
     assert oldest > "binlog.000002"
     assert "cannot stream binlog.000002 at byte " in message and f"Its oldest binlog is {oldest}" in message
     assert f"Missing GTIDs: after {last_gtid} up to 0-7-" in message and "error 1236" in message
-    # the CLI prints it as one line and exits 1
-    assert archive_command(cli_args(server, str(archive), tmp_path / "spool", "--stop-at-end")) == 1
+    # the CLI prints it as one line and exits 2 (a restart would only repeat it: systemd does not loop)
+    assert archive_command(cli_args(server, str(archive), tmp_path / "spool", "--stop-at-end")) == 2
     # an explicit start file that was purged: same clear error, for an empty archive
     with pytest.raises(BinlogPurgedError, match="binlog.000001"):
         Archiver(dataclasses.replace(settings, dest=str(tmp_path / "empty"), start_file="binlog.000001")).run()
