@@ -205,10 +205,11 @@ def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTa
         if done is not None and done >= txn_version:
             log.info("%s: %s (version %d) is committed already", location, txn_app, done)
             return False
+        lock.check()  # fence: the commit lock is still ours right before the commit
         commit(table, CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(txn_app, txn_version)]))
         return True
 
-    with table_commit_lock(location, s3):
+    with table_commit_lock(location, s3) as lock:
         retrying = Retrying(stop=stop_after_attempt(REPLACE_ATTEMPTS), reraise=True,
                             wait=wait_random_exponential(multiplier=0.5, max=20.0),
                             retry=retry_if_exception_type(CommitFailedError))

@@ -536,9 +536,10 @@ def _ensure_columns(spark: Any, cfg: Any, full_name: str) -> None:
         now_held = set(spark.read.format("delta").load(path).columns)
         if all(c.name in now_held for c in missing):
             return  # another source's gold task added them meanwhile
+        lock.check()  # fence: the commit lock is still ours right before the commit
         spark.sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
 
-    with table_commit_lock(path, cfg.s3):
+    with table_commit_lock(path, cfg.s3) as lock:
         with_conflict_retry(alter, f"add columns to {full_name}")
 
 
@@ -590,9 +591,10 @@ def _merge_union_rows(spark: Any, cfg: Any, union: str, source: str, table: Gold
     path = gold_location(cfg, union)
 
     def write() -> None:
+        lock.check()  # fence: the commit lock is still ours right before the commit
         merge_union_part(spark, path, table.location, source, table.touched, run_id)
 
-    with table_commit_lock(path, cfg.s3):
+    with table_commit_lock(path, cfg.s3) as lock:
         with_conflict_retry(write, f"gold union merge into {path}")
 
 

@@ -439,7 +439,8 @@ def ensure_table(spark: Any, config: Any, name: str) -> str:
     if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by \
             and not _missing_properties(log_reader, ts):
         return path
-    with table_commit_lock(path, config.s3):
+    with table_commit_lock(path, config.s3) as lock:
+        lock.check()  # fence: still ours right before the commits below
         if log_reader is None:
             _create_table(config, path, ts)
             return path
@@ -521,13 +522,14 @@ def write_replace(df: Any, path: str, predicate: str, *, s3: S3Settings | None, 
             writer = writer.partitionBy(partition_by)
         if merge_schema:
             writer = writer.option("mergeSchema", "true")
+        lock.check()  # fence: the commit lock is still ours right before the commit
         (writer.option("replaceWhere", predicate)
             .option("txnAppId", txn_app or f"binlake-{job}:{run_id}")
             .option("txnVersion", str(txn_version))
             .option("userMetadata", json.dumps(meta, sort_keys=True))
             .save(path))
 
-    with table_commit_lock(path, s3):
+    with table_commit_lock(path, s3) as lock:
         with_conflict_retry(write, f"{job} write to {path}")
 
 
