@@ -336,3 +336,27 @@ def test_a_run_that_is_over_does_not_keep_its_sources(s3_server: Any, s3_bucket:
 
     assert leases.acquire("orders", "scheduled__next", holder_finished=finished).holder == "scheduled__next"
     assert seen == [("binlake_backfill", "manual__marked-failed")]
+
+
+def test_a_delta_rs_commit_under_a_lost_lock_is_refused(s3_server: Any, s3_bucket: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 5: binlake.delta_tables commits only after the lock's check(); a lost lock (here: its
+    heartbeat failed) leaves the table's log untouched."""
+    import contextlib
+
+    from binlake import leases
+    from binlake.delta_tables import replace_rows
+    from binlake.sql_text import DELTA_RS, files_predicate
+    from tests.test_delta_tables import _file_rows, _new_table, _rows
+
+    location = str(tmp_path / "meta" / "t")
+    _new_table(location)
+    lock = TableCommitLocks(FailingRenewal(_backend(s3_server, s3_bucket)), ttl=0.3).acquire(TABLE, "w")
+    lock.start_heartbeat()
+    time.sleep(0.25)  # its first renewal raised
+    monkeypatch.setattr(leases, "table_commit_lock", lambda uri, s3: contextlib.nullcontext(lock))
+    with pytest.raises(leases.LockLostError, match="heartbeat failed"):
+        replace_rows(location, None, _file_rows([("a", "x", 1)]), files_predicate([("a", "x")], DELTA_RS),
+                     partition_by=["source"], txn_app="app:fenced")
+    assert _rows(location) == []
+    assert sorted(p.name for p in (tmp_path / "meta" / "t" / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
