@@ -23,6 +23,7 @@ from orchestration.tasks import (
     data_checks_task,
     discover_task,
     reconcile_step,
+    release_run_leases,
     sources_task,
     spark_step,
     summary_task,
@@ -40,7 +41,8 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 0, "on_failure_callback": [BinlakeAlert()]},
-    on_failure_callback=[BinlakeAlert()],  # add Airflow notifiers here (Slack, SMTP, ...)
+    # add Airflow notifiers here (Slack, SMTP, ...); release_run_leases frees the run's sources
+    on_failure_callback=[BinlakeAlert(), release_run_leases],
     params={
         "source": Param(None, type=OPTIONAL_TEXT, description="source name(s), comma separated; empty = all"),
         "mode": Param("missing", enum=["missing", "reprocess"],

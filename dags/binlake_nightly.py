@@ -21,7 +21,14 @@ from airflow.sdk import DAG, task_group
 
 from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
-from orchestration.tasks import data_checks_task, discover_task, reconcile_step, spark_step, summary_task
+from orchestration.tasks import (
+    data_checks_task,
+    discover_task,
+    reconcile_step,
+    release_run_leases,
+    spark_step,
+    summary_task,
+)
 
 cfg = load_config()
 
@@ -34,7 +41,8 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 0, "on_failure_callback": [BinlakeAlert()]},
-    on_failure_callback=[BinlakeAlert()],  # add Airflow notifiers here (Slack, SMTP, ...)
+    # add Airflow notifiers here (Slack, SMTP, ...); release_run_leases frees the run's sources
+    on_failure_callback=[BinlakeAlert(), release_run_leases],
     tags=["binlake"],
 ) as dag:
 

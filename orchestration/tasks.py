@@ -135,6 +135,47 @@ def emit_gold_assets(cfg: BinlakeConfig, context: Any, result: GoldStepResult | 
     return assets
 
 
+#: Airflow's states of a DAG run that is over
+FINISHED_RUN_STATES = ("success", "failed")
+
+
+def airflow_run_over(context: Any) -> Callable[[Any], bool]:
+    """Whether the run holding a source's lease is over, asked of Airflow (``holder_finished`` of
+    :meth:`binlake.leases.SourceLeases.take`).
+
+    Why: a run marked failed in the UI has its running tasks killed and the rest (its summary too)
+    skipped, so nothing releases its leases, and DAG failure callbacks do not run for a manual mark;
+    without this the next run failed with "re-run after that run ends" for the lease's whole life.
+    A lease without a DAG id, or a run Airflow cannot tell about, counts as alive."""
+    ti = context["ti"]
+
+    def over(lease: Any) -> bool:
+        return bool(lease.dag_id) and str(ti.get_dagrun_state(lease.dag_id, lease.holder)) in FINISHED_RUN_STATES
+
+    return over
+
+
+def release_run_leases(context: Any) -> None:
+    """DAG ``on_failure_callback``: drop every source lease the failed run still holds.
+
+    Why: a run the scheduler fails (a ``dagrun_timeout``, a task killed with its worker) may never
+    reach its summary, which releases them otherwise. Releasing is conditional on the holder being
+    this run, so naming every configured source is safe; never raises (a lease left over expires)."""
+    from binlake.runs import release_source
+
+    run_id = context.get("run_id") or getattr(context.get("dag_run"), "run_id", None)
+    if not run_id:
+        return
+    try:
+        cfg = load_config()
+        export_airflow_aws_credentials(cfg)
+    except Exception as exc:  # noqa: BLE001 - a callback must not fail: the leases expire anyway
+        log.warning("run %s failed; its source leases are left to expire: %s", run_id, exc)
+        return
+    for src in cfg.sources:
+        release_source(cfg, src.name, str(run_id))
+
+
 @task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True,
       map_index_template=SOURCE_LABEL)
 def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[str, Any]:
@@ -148,7 +189,8 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
     try:
-        return to_doc(discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg))
+        return to_doc(discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg,
+                               dag_id=context["dag"].dag_id, holder_finished=airflow_run_over(context)))
     except (LeaseHeldError, ReplacedObjectError) as exc:  # retrying in 30 s would not help
         raise AirflowFailException(str(exc)) from exc
 

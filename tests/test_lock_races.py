@@ -360,3 +360,45 @@ def test_a_delta_rs_commit_under_a_lost_lock_is_refused(s3_server: Any, s3_bucke
                      partition_by=["source"], txn_app="app:fenced")
     assert _rows(location) == []
     assert sorted(p.name for p in (tmp_path / "meta" / "t" / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
+
+
+def test_a_failed_runs_callback_releases_only_its_own_leases(tmp_path: Path, s3_server: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 7: the DAGs' on_failure_callback frees the sources the failed run holds, not others'."""
+    from binlake.runs import hold_source, source_leases
+    from orchestration import tasks
+    from tests.conftest import make_test_config
+
+    cfg = make_test_config(tmp_path, s3_server.endpoint_url,
+                           sources=[{"name": "a", "uri": str(tmp_path / "a")}, {"name": "b", "uri": str(tmp_path / "b")}])
+    monkeypatch.setattr(tasks, "load_config", lambda: cfg)
+    monkeypatch.setattr(tasks, "export_airflow_aws_credentials", lambda c: None)
+    hold_source(cfg, "a", "scheduled__failed")
+    hold_source(cfg, "b", "manual__other")
+    tasks.release_run_leases({"run_id": "scheduled__failed", "reason": "timed_out"})
+    assert source_leases(cfg).current("a") is None
+    other = source_leases(cfg).current("b")
+    assert other is not None and other.holder == "manual__other"
+
+
+def test_airflow_says_whether_a_lease_holding_run_is_over() -> None:
+    """The discover task's question to Airflow (RuntimeTaskInstance.get_dagrun_state; the task
+    instance is a stand-in: asking needs a running task's supervisor)."""
+    from binlake.leases import Lease
+    from orchestration.tasks import airflow_run_over
+
+    states = {("binlake_nightly", "scheduled__1"): "failed", ("binlake_nightly", "scheduled__2"): "running"}
+
+    class Ti:
+        @staticmethod
+        def get_dagrun_state(dag_id: str, run_id: str) -> str:
+            return states[(dag_id, run_id)]
+
+    over = airflow_run_over({"ti": Ti()})
+
+    def lease(run: str, dag_id: str = "binlake_nightly") -> Lease:
+        return Lease("orders", run, "h", 1, 0.0, 0.0, 60.0, dag_id)
+
+    assert over(lease("scheduled__1")) is True
+    assert over(lease("scheduled__2")) is False
+    assert over(lease("scheduled__1", dag_id="")) is False  # who knows which DAG: alive
