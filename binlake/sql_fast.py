@@ -7,7 +7,10 @@ those datasets, and sqlglot translates the Spark SQL dialect people write into D
 ``date_format``, ``m['k']`` ...). DuckDB's own ``delta`` extension is not used: it is downloaded at
 run time, which offline hosts cannot do.
 
-Only tables a statement names are opened (an S3 warehouse costs a few requests per table).
+Only tables a statement names are opened (an S3 warehouse costs a few requests per table), and only
+binlake's: every name is checked first (:mod:`binlake.sql_guard`: ``db.table`` of letters, digits and
+``_``, never a path), gold names from ``meta.gold_status`` likewise, and DuckDB's own file access
+(``read_csv('/any/file')``) is switched off and locked for the connection.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from binlake.config import BinlakeConfig
 from binlake.delta_tables import open_delta_table, storage_options
 from binlake.errors import BinlakeError
+from binlake.sql_guard import analyse, checked_name
 from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table
 from binlake.tables import table as registered_table
 
@@ -79,6 +83,9 @@ class FastWarehouse:
         self._opened: dict[str, bool] = {}
         for db in DATABASES:
             self.connection.execute(f"CREATE SCHEMA IF NOT EXISTS {db}")
+        # the Arrow datasets delta-rs opens are DuckDB's only inputs: no file of its own choosing
+        self.connection.execute("SET enable_external_access = false")
+        self.connection.execute("SET lock_configuration = true")
 
     def storage_options(self) -> dict[str, str]:
         if self._options is None:
@@ -111,13 +118,15 @@ class FastWarehouse:
         rows = self.connection.execute(
             f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name} "
             "WHERE write_mode <> 'dropped' ORDER BY gold_table").fetchall()
-        return [gold_table(str(name)) for (name,) in rows]
+        return [gold_table(str(name)) for (name,) in rows if GOLD_NAME.fullmatch(str(name))]
 
     def run(self, statement: str, max_rows: int = 0) -> QueryResult:
         """Run one read-only statement (Spark SQL dialect). NeedsSparkError when it is not one."""
         show = show_statement(statement)
         if show is not None:
             return show_result(show[0], show[1], self.existing_tables())
+        if not analyse(statement).read_only:
+            raise NeedsSparkError("not a read-only statement")
         duck_sql, tables = translate(statement)
         for name in tables:
             spec = _binlake_table(name)
@@ -155,7 +164,15 @@ class FastWarehouse:
         self.connection.close()
 
 
+#: a gold table's name as binlake makes them (``gold_table_name``, a ``[gold] union`` name)
+GOLD_NAME = re.compile(r"[a-z0-9_]+")
+
+
 def _binlake_table(name: str) -> TableSpec | None:
+    """The registered table ``name`` names, or a gold table; None for anything else."""
+    database, _, rest = name.partition(".")
+    if database == "gold" and not GOLD_NAME.fullmatch(rest):
+        return None
     try:
         return registered_table(name.lower())
     except KeyError:
@@ -181,10 +198,11 @@ def translate(statement: str) -> tuple[str, list[str]]:
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     tables = []
     for table in tree.find_all(exp.Table):
-        if table.db:
-            tables.append(f"{table.db}.{table.name}".lower())
-        elif table.name.lower() not in ctes:
-            tables.append(table.name.lower())
+        name = checked_name(table, ctes)  # UnsafeStatementError for a path, a file table ...
+        if name is not None:
+            tables.append(name)
+        elif table.name.lower() not in ctes:  # a table function (range(3) ...)
+            raise NeedsSparkError(f"table function {table.this.sql(dialect='spark')} runs on Spark")
     _keep_spark_column_names(tree)
     return tree.sql(dialect="duckdb"), list(dict.fromkeys(tables))
 

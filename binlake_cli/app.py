@@ -57,18 +57,22 @@ class Engine(StrEnum):
 
 
 @app.command(help="SQL over the binlake tables (no QUERY: interactive prompt). Read-only queries run "
-                  "without a JVM (delta-rs + DuckDB); writes or --engine spark use Spark SQL.")
+                  "without a JVM (delta-rs + DuckDB); --engine spark uses Spark SQL. Read-only unless "
+                  "--allow-writes (writes then run on Spark under the tables' commit locks).")
 def sql(
     query: Annotated[str | None, typer.Argument(help="statement(s) to run, ';'-separated")] = None,
     config: ConfigOption = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="output format")] = OutputFormat.table,
     engine: Annotated[Engine, typer.Option(help="auto | fast (no JVM) | spark")] = Engine.auto,
     max_rows: Annotated[int, typer.Option(help="print at most this many rows (0: all)")] = 1000,
+    allow_writes: Annotated[bool, typer.Option(
+        "--allow-writes", help="run statements that change tables (DELETE, MERGE, VACUUM ...)")] = False,
 ) -> None:
     from binlake_cli.sql import SqlOptions, run_sql
 
     _done(run_sql(SqlOptions(query=query, config=str(config) if config else None,
-                             output_format=output_format.value, engine=engine.value, max_rows=max_rows)))
+                             output_format=output_format.value, engine=engine.value, max_rows=max_rows,
+                             allow_writes=allow_writes)))
 
 
 @app.command(help="Timeline of what the archive holds for SOURCE (gaps, duplicates, chain breaks in red), "

@@ -4,8 +4,13 @@ Two engines behind one prompt:
 
 * the **fast path** (:mod:`binlake.sql_fast`, delta-rs + DuckDB, no JVM) runs every read-only
   statement (SELECT, WITH, DESCRIBE, SHOW TABLES) in well under a second;
-* **Spark** (:mod:`spark_jobs.sql_engine`) runs writes/DDL, what the fast path cannot translate,
-  and everything under ``--engine spark``. It is started only when first needed.
+* **Spark** (:mod:`spark_jobs.sql_engine`) runs what the fast path cannot translate, everything
+  under ``--engine spark``, and writes. It is started only when first needed.
+
+Read-only by default: a statement that changes a table (DELETE, INSERT, MERGE, VACUUM, OPTIMIZE,
+ALTER, DROP ...) is refused before any engine starts unless ``--allow-writes`` is given; then it
+runs on Spark under the commit locks of the tables it writes (:mod:`binlake.sql_guard` tells which),
+like the jobs' own writes. Names outside the warehouse are refused either way.
 
 Results print as a rich table, CSV or JSON Lines, with full cell values (:mod:`binlake.sql_values`).
 The interactive prompt (prompt_toolkit) keeps a history file under ``state_dir``, completes table
@@ -23,7 +28,8 @@ from typing import Any, Protocol, TextIO
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
-from binlake.sql_fast import FastWarehouse, NeedsSparkError, QueryResult
+from binlake.sql_fast import FastWarehouse, NeedsSparkError, QueryResult, show_statement
+from binlake.sql_guard import analyse
 from binlake.tables import TableSpec
 
 PROMPT = "binlake> "
@@ -44,6 +50,7 @@ class SqlOptions:
     output_format: str = "table"  # table | csv | json
     engine: str = "auto"  # auto | fast | spark
     max_rows: int = 1000  # 0: no limit
+    allow_writes: bool = False  # run statements that change tables (under their commit locks)
 
 
 class Engine(Protocol):
@@ -57,9 +64,11 @@ class Engine(Protocol):
 class SqlSession:
     """Routes each statement to the fast path or Spark (per ``engine``) and remembers both engines."""
 
-    def __init__(self, cfg: BinlakeConfig, engine: str = "auto", err: TextIO = sys.stderr) -> None:
+    def __init__(self, cfg: BinlakeConfig, engine: str = "auto", err: TextIO = sys.stderr,
+                 allow_writes: bool = False) -> None:
         self.cfg = cfg
         self.engine = engine
+        self.allow_writes = allow_writes
         self.err = err
         self._fast: FastWarehouse | None = None
         self._spark: Any = None
@@ -75,13 +84,25 @@ class SqlSession:
         if self._spark is None:
             from spark_jobs.sql_engine import SparkSqlEngine
 
-            self._spark = SparkSqlEngine(self.cfg)
+            self._spark = SparkSqlEngine(self.cfg, allow_writes=self.allow_writes)
         return self._spark
 
     def primary(self) -> Engine:
         return self.spark if self.engine == "spark" else self.fast
 
     def run(self, statement: str, max_rows: int) -> QueryResult:
+        if show_statement(statement) is None:
+            access = analyse(statement)  # a name outside the warehouse: refused here, before any engine
+            access.refuse_unless(self.allow_writes)
+            if not access.read_only:
+                if self.engine == "fast":
+                    raise BinlakeError(f"the fast path runs no {access.verb}; try --engine spark")
+                try:
+                    return self.spark.run(statement, max_rows)
+                finally:  # the fast path holds the versions it opened: read the new ones next time
+                    if self._fast is not None:
+                        self._fast.close()
+                        self._fast = None
         if self.engine == "spark":
             return self.spark.run(statement, max_rows)
         try:
@@ -179,7 +200,7 @@ def run_sql(options: SqlOptions, out: TextIO | None = None, err: TextIO | None =
     """Entry of ``binlake sql``: one-shot when a query is given, else the interactive prompt."""
     out, err, stdin = out or sys.stdout, err or sys.stderr, stdin or sys.stdin
     cfg = load_config(options.config)
-    session = SqlSession(cfg, options.engine, err=err)
+    session = SqlSession(cfg, options.engine, err=err, allow_writes=options.allow_writes)
     try:
         if options.query:
             return run_statements(session, options.query, options, out, err)

@@ -4,6 +4,12 @@ Why it exists next to the JVM-free fast path (binlake.sql_fast): statements that
 Spark-only syntax need Spark and Delta's own writer. The tables live in folders or buckets, not in
 a metastore, so every existing table of :mod:`binlake.tables` is registered by name first.
 
+Every statement is checked first (:mod:`binlake.sql_guard`): names outside the warehouse are refused,
+and Spark's ``<format>.`<path>``` tables are off (``spark.sql.runSQLOnFiles``) while a statement runs.
+A statement that changes tables runs only when the engine allows writes (``--allow-writes``), and
+then under the same per-table commit locks as the jobs' writes
+(:func:`binlake.leases.table_commit_lock`, taken in location order for the tables it writes).
+
 Spark's own stderr (the JVM's log4j lines: "Setting default log level", NativeCodeLoader warnings)
 goes to ``<state_dir>/logs/binlake-sql-spark.log`` instead of the terminal, so results stay clean.
 """
@@ -20,12 +26,14 @@ from typing import Any
 
 from binlake.config import BinlakeConfig, to_spark_uri
 from binlake.sql_fast import (
+    GOLD_NAME,
     QueryResult,
     TableNotFoundError,
     missing_table_hint,
     show_result,
     show_statement,
 )
+from binlake.sql_guard import analyse
 from binlake.sql_text import sql_string
 from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table, table
 
@@ -72,7 +80,8 @@ def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
         # meta.gold_status is the catalog of the gold tables: one row per gold table
         names = spark.sql(f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name} "
                           "WHERE write_mode <> 'dropped' ORDER BY gold_table").collect()
-        registered += [spec.full_name for spec in (gold_table(str(row[0])) for row in names)
+        registered += [spec.full_name for spec in (gold_table(str(row[0])) for row in names
+                                                   if GOLD_NAME.fullmatch(str(row[0])))
                        if _register(spark, cfg, spec)]
     return registered
 
@@ -111,11 +120,49 @@ def run_query(spark: Any, statement: str, max_rows: int = 0) -> QueryResult:
     return QueryResult(columns=list(frame.columns), rows=arrow_rows(table), truncated=truncated)
 
 
-class SparkSqlEngine:
-    """A SparkSession with the binlake tables registered; started on first use (it costs a JVM)."""
+@contextlib.contextmanager
+def no_sql_on_files(spark: Any) -> Iterator[None]:
+    """Spark's path tables (``delta.`/any/path```) off while a statement runs, then as they were
+    (the session may be shared: in-process Airflow tasks, tests)."""
+    key = "spark.sql.runSQLOnFiles"
+    before = spark.conf.get(key, "true")
+    spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
-    def __init__(self, cfg: BinlakeConfig) -> None:
+
+def commit_locks(cfg: BinlakeConfig, names: tuple[str, ...]) -> contextlib.ExitStack:
+    """The commit locks of the tables ``names`` (``db.table``), entered in location order (two
+    statements writing the same two tables never wait for each other crosswise)."""
+    from binlake.leases import table_commit_lock
+
+    locations = []
+    for name in names:
+        try:
+            locations.append(table(name).location(cfg.warehouse))
+        except KeyError:
+            raise TableNotFoundError(f"{name} is not a binlake table (written tables must be binlake's)") from None
+    stack = contextlib.ExitStack()
+    try:
+        for location in sorted(set(locations)):
+            stack.enter_context(table_commit_lock(location, cfg.s3))
+    except BaseException:
+        stack.close()
+        raise
+    return stack
+
+
+class SparkSqlEngine:
+    """A SparkSession with the binlake tables registered; started on first use (it costs a JVM).
+
+    ``allow_writes``: run statements that change tables (under their commit locks); else refuse them.
+    """
+
+    def __init__(self, cfg: BinlakeConfig, allow_writes: bool = False) -> None:
         self.cfg = cfg
+        self.allow_writes = allow_writes
         self._stack = contextlib.ExitStack()
         self._spark: Any = None
         self.registered: list[str] = []
@@ -143,8 +190,12 @@ class SparkSqlEngine:
         show = show_statement(statement)
         if show is not None:
             return show_result(show[0], show[1], self.existing_tables())
+        access = analyse(statement)
+        access.refuse_unless(self.allow_writes)
+        spark = self.spark
         try:
-            return run_query(self.spark, statement, max_rows)
+            with commit_locks(self.cfg, access.writes), no_sql_on_files(spark):
+                return run_query(spark, statement, max_rows)
         except AnalysisException as exc:
             match = _MISSING_TABLE.search(str(exc))
             if match:
