@@ -6,8 +6,8 @@
 - **The destination lease**: one lease object per destination, created with
   :mod:`binlake.leases`' create-if-absent primitive (``link()`` locally, ``If-None-Match: *`` on S3)
   and renewed while the archiver streams. A second archiver of the destination (another host, a
-  standby) refuses to start while the lease is live. leases.py has no conditional renew or
-  take-over; they are written here, on S3 with ``If-Match`` on the lease's ETag, so a holder that
+  standby) refuses to start while the lease is live. Renewal, take-over and release go through
+  leases.py's version-conditional ``replace`` / ``delete_if`` (``If-Match`` on S3), so a holder that
   stalled past the lease's life and a taker never both believe they hold it (the loser's write
   fails). The lease is not the last line: every object write is conditional too
   (:func:`binlake.archiver_files.conditional_put`).
@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
-from binlake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend
+from binlake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend, Stored, parse_lease
 
 log = logging.getLogger("binlake.archiver")
 
@@ -119,114 +119,69 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _s3_etag(backend: S3LeaseBackend, name: str) -> str | None:
-    from botocore.exceptions import ClientError
-
-    try:
-        return str(backend.client.head_object(Bucket=backend.bucket, Key=backend.prefix + name)["ETag"]).strip('"')
-    except ClientError:
-        return None
-
-
-def _s3_put_if_match(backend: S3LeaseBackend, name: str, data: bytes, etag: str) -> str | None:
-    """``If-Match`` overwrite (what leases.py lacks): the new ETag, None when the object changed."""
-    from botocore.exceptions import ClientError
-
-    try:
-        resp = backend.client.put_object(Bucket=backend.bucket, Key=backend.prefix + name, Body=data,
-                                         IfMatch=f'"{etag}"')
-    except ClientError as exc:
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if status in (404, 409, 412):
-            return None
-        raise
-    return str(resp.get("ETag", "")).strip('"')
-
-
 @dataclass
 class DestinationLease:
-    """The destination's archiver lease (see module doc)."""
+    """The destination's archiver lease (see module doc), on leases.py's tagged primitives:
+    ``create_tagged`` (create-if-absent), ``replace`` / ``delete_if`` (only over the version we
+    hold: ``If-Match`` on S3, a locked digest compare in a folder)."""
 
     backend: LeaseBackend
     dest: str
     ttl: float = LEASE_TTL_SECONDS
     holder: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{random.random():.9f}")  # noqa: S311
-    _tag: str | None = None  # S3: the ETag of our lease object; local: its bytes
+    _tag: str | None = None  # the version of the lease object we wrote last
     _renewed: float = 0.0
     held: bool = False
 
-    def _lease(self, acquired_at: float) -> Lease:
+    def _lease(self, acquired_at: float) -> bytes:
         now = time.time()
-        return Lease(self.dest, self.holder, socket.gethostname(), os.getpid(), acquired_at, now + self.ttl)
+        return Lease(self.dest, self.holder, socket.gethostname(), os.getpid(), acquired_at, now + self.ttl,
+                     ttl=self.ttl).to_bytes()
 
-    def _tag_of(self, data: bytes) -> str | None:
-        if isinstance(self.backend, S3LeaseBackend):
-            return _s3_etag(self.backend, LEASE_NAME)
-        return data.hex()
+    def _took(self, tag: str) -> None:
+        self._tag, self._renewed, self.held = tag, time.monotonic(), True
 
     def acquire(self) -> None:
         """Take the lease, or take over a dead holder's; ArchiverLeaseHeld while a live one holds it."""
         for _ in range(3):
-            data = self._lease(time.time()).to_bytes()
-            if self.backend.create(LEASE_NAME, data):
-                self._tag, self._renewed, self.held = self._tag_of(data), time.monotonic(), True
+            tag = self.backend.create_tagged(LEASE_NAME, self._lease(time.time()))
+            if tag is not None:
+                self._took(tag)
                 return
-            raw = self.backend.read(LEASE_NAME)
-            if raw is None:
-                continue
-            try:
-                other = Lease.from_bytes(raw)
-            except (ValueError, TypeError):
-                other = None  # unreadable: treat as stale, take it over conditionally
-            if other is not None and not self._stale(other):
+            stored = self.backend.read_tagged(LEASE_NAME)
+            if stored is None:
+                continue  # released between our two calls
+            other = parse_lease(stored.data, f"{archive_meta_uri(self.dest)}{LEASE_NAME}")
+            if other is not None and not self._stale(other, stored):
                 raise ArchiverLeaseHeld(
                     f"the archive {self.dest} is being written by another archiver: {other.describe()}. One "
                     f"archiver per destination; this one stops. If that archiver is dead, its lease expires "
                     f"{self.ttl:.0f} s after its last renewal (delete {archive_meta_uri(self.dest)}{LEASE_NAME} "
                     "to take over at once)")
-            if self._take_over(raw):
+            new = self.backend.replace(LEASE_NAME, self._lease(time.time()), stored.tag)
+            if new is not None:  # the lease we judged dead is still the one stored: ours now
+                log.warning("took over the archiver lease of %s from %s", self.dest,
+                            other.describe() if other else "a broken lease object")
+                self._took(new)
                 return
         raise ArchiverLeaseHeld(f"the archive {self.dest}: could not take the archiver lease (contended)")
 
-    def _stale(self, other: Lease) -> bool:
-        """Dead: a process of this host that no longer runs, or no renewal for a whole extra life
-        (one TTL of grace for clock differences between hosts)."""
+    def _stale(self, other: Lease, stored: Stored) -> bool:
+        """Dead: a process of this host that no longer runs, or not rewritten for the holder's lease
+        life by the store's own clock (without one, by the holder's expiry plus one life of allowance
+        for clock differences between hosts)."""
         if other.host == socket.gethostname() and not _pid_alive(other.pid):
             return True
-        return other.expires_at + self.ttl < time.time()
-
-    def _take_over(self, old: bytes) -> bool:
-        data = self._lease(time.time()).to_bytes()
-        if isinstance(self.backend, S3LeaseBackend):
-            etag = _s3_etag(self.backend, LEASE_NAME)
-            new = _s3_put_if_match(self.backend, LEASE_NAME, data, etag) if etag else None
-            if new is None:
-                return False
-            self._tag = new
-        else:
-            if self.backend.read(LEASE_NAME) != old:
-                return False
-            self.backend.delete(LEASE_NAME)
-            if not self.backend.create(LEASE_NAME, data):
-                return False
-            self._tag = data.hex()
-        log.warning("took over the archiver lease of %s from a dead holder", self.dest)
-        self._renewed, self.held = time.monotonic(), True
-        return True
+        life = max(self.ttl, other.ttl)
+        if stored.age is not None:
+            return stored.age > life
+        return other.expires_at + life < time.time()
 
     def renew(self, force: bool = False) -> None:
-        """Every third of the lease's life: rewrite it, conditionally on it still being ours."""
+        """Every third of the lease's life: rewrite it, only over the version we wrote last."""
         if not self.held or (not force and time.monotonic() - self._renewed < self.ttl / 3):
             return
-        data = self._lease(time.time()).to_bytes()
-        if isinstance(self.backend, S3LeaseBackend):
-            new = _s3_put_if_match(self.backend, LEASE_NAME, data, self._tag or "")
-        else:
-            current = self.backend.read(LEASE_NAME)
-            new = None
-            if current is not None and current.hex() == self._tag:
-                self.backend.overwrite(LEASE_NAME, data)
-                new = data.hex()
+        new = self.backend.replace(LEASE_NAME, self._lease(time.time()), self._tag or "")
         if new is None:
             self.held = False
             raise ArchiverGuardError(
@@ -239,9 +194,7 @@ class DestinationLease:
             return
         self.held = False
         with contextlib.suppress(Exception):  # best effort: an unreleased lease expires
-            raw = self.backend.read(LEASE_NAME)
-            if raw is not None and Lease.from_bytes(raw).holder == self.holder:
-                self.backend.delete(LEASE_NAME)
+            self.backend.delete_if(LEASE_NAME, self._tag or "")
 
 
 # --- the series record --------------------------------------------------------------------------

@@ -107,6 +107,8 @@ class ReplicationPeer:
     announce: dict[str, str] = field(default_factory=dict)
     #: close the connection after this many transactions in one dump session (None: never)
     transactions_per_session: int | None = None
+    #: called with the peer when a client connects (a script step: fail over, purge, ...)
+    on_connect: Callable[[ReplicationPeer], None] | None = None
     connections: int = 0
     dumps: list[tuple[str, int]] = field(default_factory=list)
     port: int = 0
@@ -157,6 +159,8 @@ class ReplicationPeer:
             except OSError:
                 return
             self.connections += 1
+            if self.on_connect is not None:
+                self.on_connect(self)
             self._clients.append(client)
             self._spawn(self._serve, client)
 

@@ -188,6 +188,26 @@ def test_failover_to_another_server_with_the_same_names_is_refused_then_a_new_se
     assert series["first_fde"] == (fde[:17] + bytes((fde[17] & 0xFE,)) + fde[18:]).hex()
 
 
+def test_a_failover_between_two_sessions_of_a_running_archiver_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The server drops the session and the address comes back as server B (same names): the
+    reconnect is refused, not spliced; what server A sent stays archived."""
+    dest, spool = tmp_path / "archive", tmp_path / "spool"
+    first = build_files(UUID_A, [3])
+    second = build_files(UUID_B, [3], server_id=2, timestamp=1_800_000_000)
+
+    def fail_over(peer: ReplicationPeer) -> None:
+        if peer.dumps:  # after the first session: another server answers
+            peer.files, peer.server_uuid, peer.server_id = second, UUID_B, 2
+
+    with ReplicationPeer(first, transactions_per_session=1, on_connect=fail_over) as peer:
+        assert archive_command(cli(peer, dest, spool, "--stop-at-end")) == 2
+        assert len(peer.dumps) == 1
+    assert f"server_uuid {UUID_B}" in capsys.readouterr().err
+    archived = (dest / "binlog.000001").read_bytes()
+    assert gtids({"binlog.000001": archived}) == [f"{UUID_A}:1"] and first["binlog.000001"].startswith(archived[:30])
+
+
 def test_reset_master_same_server_new_files_is_refused_mid_file(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """Same server_uuid, but binlog.000002 is a new file (RESET MASTER): its FDE differs from the archived one."""
