@@ -417,9 +417,10 @@ class Archiver:
         self._new_series_done = False
 
     def run(self) -> int:
-        """Stream with reconnects; 0 when a --stop-at-end run is done. Errors set the status to failed."""
+        """Stream with reconnects; 0 when a --stop-at-end run is done. Errors set the status to failed
+        (not when the spool is another process's: its status file is that archiver's)."""
+        self.spool_lock.acquire()
         try:
-            self.spool_lock.acquire()
             try:
                 self.lease.acquire()
                 self._sessions()

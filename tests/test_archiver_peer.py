@@ -264,6 +264,7 @@ def test_two_archivers_on_one_destination(tmp_path: Path, s3_server: Any, s3_buc
         # a second process on the same spool: the spool lock refuses it before anything is truncated
         assert archive_command(cli(peer, dest, tmp_path / "a", "--stop-at-end", *s3)) == 1
         assert "is in use by pid" in capsys.readouterr().err
+        assert status(tmp_path / "a")["state"] == "streaming"  # the running one's status is left alone
         peer.stop()
         first.join(timeout=30)
     store = S3ObjectStore(dest, client=s3_server.client())
