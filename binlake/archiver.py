@@ -450,6 +450,7 @@ class Archiver:
         failures = 0
         while True:
             before = self.progress.events_archived
+            self.lease.renew()  # a long outage's backoff must not let it lapse unnoticed
             try:
                 self._session()
                 return
