@@ -186,6 +186,7 @@ def test_failover_to_another_server_with_the_same_names_is_refused_then_a_new_se
     assert series["previous_series"][0]["server"]["server_uuid"] == UUID_A
     fde = events_of(second["binlog.000003"])[0]  # as streamed: the in-use flag clear
     assert series["first_fde"] == (fde[:17] + bytes((fde[17] & 0xFE,)) + fde[18:]).hex()
+    assert series["first_previous_gtids"] == events_of(second["binlog.000003"])[1].hex()  # PREVIOUS_GTIDS
 
 
 def test_a_failover_between_two_sessions_of_a_running_archiver_is_refused(
