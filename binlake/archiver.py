@@ -53,6 +53,7 @@ from binlake.archiver_guard import (
     SeriesRecord,
     ServerIdentity,
     SpoolLock,
+    continuation_mismatch,
     fde_mismatch,
     meta_backend,
     read_series,
@@ -415,6 +416,8 @@ class Archiver:
         self.series: SeriesRecord | None = None
         self._series_loaded = False
         self._new_series_done = False
+        #: the archive's last GTID, which the next file's PREVIOUS_GTIDS / GTID_LIST must hold
+        self._continues_gtid: str | None = None
 
     def run(self) -> int:
         """Stream with reconnects; 0 when a --stop-at-end run is done. Errors set the status to failed
@@ -487,6 +490,7 @@ class Archiver:
             point = self._check_series(info, point)
             if point is None and self.settings.start_gtid:
                 point = ResumePoint(file_of_gtid(self.settings, self._password, info, self.settings.start_gtid), 4)
+            self._continues_gtid = point.last_gtid if point and point.position <= 4 else None
             register_and_dump(conn, self.settings, point)
             self._set_state("streaming", None)
             log.info("%s: streaming from %s", self.settings.source,
@@ -577,6 +581,8 @@ class Archiver:
 
     def _on_event(self, event: rpl.StreamEvent, checksum_len: int, now: float) -> None:
         p = self.progress
+        if self._continues_gtid and not event.is_artificial and event.type_code in _CONTINUATION_TYPES:
+            self._check_continuation(event, checksum_len, self._continues_gtid)
         if event.is_rotate and event.is_artificial:
             name, position = event.rotate_target(checksum_len)
             self.files.open(name, position)
@@ -606,6 +612,18 @@ class Archiver:
             raise DifferentServerError(
                 f"{self.settings.source}: {cur.name} on the server {self.settings.host}:{self.settings.port} is not "
                 f"the archived {cur.name} ({cur.size} bytes archived): {why}. The server's binlogs were reset "
+                "(RESET MASTER) or it is a different server; refusing to splice. Restart with --new-series "
+                "(and --start-file NAME) to archive it as a new series")
+
+    def _check_continuation(self, event: rpl.StreamEvent, checksum_len: int, last_gtid: str) -> None:
+        self._continues_gtid = None  # checked once, at the new file's GTID state (or its first GTID)
+        why = continuation_mismatch(event.raw, event.type_code, checksum_len, last_gtid)
+        if why:
+            name = self.progress.current_file
+            self.files.abandon(name)  # the few bytes of it written so far: not the archive's
+            raise DifferentServerError(
+                f"{self.settings.source}: {name} on the server {self.settings.host}:{self.settings.port} does not "
+                f"continue the archive (last archived GTID {last_gtid}): {why}. The server's binlogs were reset "
                 "(RESET MASTER) or it is a different server; refusing to splice. Restart with --new-series "
                 "(and --start-file NAME) to archive it as a new series")
 
@@ -686,6 +704,11 @@ class Archiver:
         except pymysql.err.MySQLError:
             pass
         return first, state
+
+
+#: where a new file's GTID state shows (or, without one, its first transaction)
+_CONTINUATION_TYPES = (EventType.PREVIOUS_GTIDS, EventType.MARIA_GTID_LIST, EventType.GTID, EventType.ANONYMOUS_GTID,
+                       EventType.GTID_TAGGED, EventType.MARIA_GTID)
 
 
 def _base_of(name: str) -> str | None:

@@ -473,6 +473,23 @@ class ArchiveFiles:
         path.unlink()
         log.info("%s: left as archived (%d bytes); the archive continues elsewhere", name, len(data))
 
+    def abandon(self, name: str) -> None:
+        """Drop ``name``, a file this process started afresh and found not to belong to the archive
+        (its object too, only while it is still the version this archiver wrote)."""
+        if self.current is not None and self.current.name == name:
+            self.detach()
+        (self.work_dir / name).unlink(missing_ok=True)
+        etag = self.etags.pop(name, None)
+        client = getattr(self.store, "client", None)
+        if etag and client is not None and not self.in_place:
+            from botocore.exceptions import ClientError
+
+            try:
+                client.delete_object(Bucket=self.store.bucket, Key=self.store.prefix + name,  # type: ignore[attr-defined]
+                                     IfMatch=f'"{etag}"')
+            except ClientError as exc:
+                log.warning("%s: left in the archive (%s)", name, exc)
+
     # --- streaming ------------------------------------------------------------------------------
 
     def open(self, name: str, position: int) -> None:

@@ -286,3 +286,28 @@ def fde_mismatch(archived: bytes, streamed: bytes) -> str | None:
             return (f"its FORMAT_DESCRIPTION's {what} differs ({streamed[lo:hi].rstrip(bytes(1))!r} from the server, "
                     f"{archived[lo:hi].rstrip(bytes(1))!r} archived)")
     return None
+
+
+def continuation_mismatch(raw: bytes, type_code: int, checksum_len: int, last_gtid: str) -> str | None:
+    """Why a file started at byte 4 after an archived closed file does not continue it, or None.
+
+    Its PREVIOUS_GTIDS (MySQL) must hold the archive's last GTID; its GTID_LIST (MariaDB) must name
+    that GTID's domain at the same or a later sequence number. A file of a reset or different server
+    under the expected name fails this (the FDE check only covers a resume in the middle of a file).
+    """
+    from binlog_parser.constants import EventType
+    from binlog_parser.gtid import GtidSet
+    from binlog_parser.replication import gtid_list_state, parse_event
+
+    try:
+        if type_code == EventType.PREVIOUS_GTIDS and ":" in last_gtid:
+            have, _tagged = GtidSet.decode(raw[19:len(raw) - checksum_len])
+            return None if have.contains(last_gtid) else f"its PREVIOUS_GTIDS ({have}) lacks {last_gtid}"
+        if type_code == EventType.MARIA_GTID_LIST and last_gtid.count("-") == 2:
+            domain, _server, seq = last_gtid.split("-")
+            state = gtid_list_state(parse_event(raw)) or ""
+            seqs = [int(p.split("-")[2]) for p in state.split(",") if p and p.split("-")[0] == domain]
+            return None if seqs and max(seqs) >= int(seq) else f"its GTID_LIST ({state or 'empty'}) is before {last_gtid}"
+    except (ValueError, IndexError, BinlakeError) as exc:
+        return f"its GTID state is unreadable ({exc})"
+    return None
