@@ -224,21 +224,30 @@ def test_reset_master_same_server_new_files_is_refused_mid_file(tmp_path: Path,
     assert {n: (dest / n).read_bytes() for n in first} == first
 
 
-def test_reset_master_caught_at_the_next_file_by_its_previous_gtids(tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_reset_master_caught_at_the_next_file_by_its_previous_gtids(
+        where: str, tmp_path: Path, s3_server: Any, s3_bucket: str, capsys: pytest.CaptureFixture[str]) -> None:
     """The archive ends with a closed binlog.000001 (last GTID A:3); after RESET MASTER the same
     server's new binlog.000002 starts from A:1-1: refused, and nothing of it is kept."""
-    dest, spool = tmp_path / "archive", tmp_path / "spool"
+    spool = tmp_path / "spool"
+    dest = f"s3://{s3_bucket}/binlogs/{SOURCE}/" if where == "s3" else str(tmp_path / "archive")
+    extra = ("--s3-endpoint-url", s3_server.endpoint_url) if where == "s3" else ()
     first = build_files(UUID_A, [3], last_open=False)
     with ReplicationPeer(first) as a:
-        assert archive_command(cli(a, dest, spool, "--stop-at-end")) == 0
+        assert archive_command(cli(a, dest, spool, "--stop-at-end", *extra)) == 0
     reset = build_files(UUID_A, [1, 2], timestamp=1_800_000_000)
     with ReplicationPeer(reset) as a:
-        assert archive_command(cli(a, dest, spool, "--stop-at-end")) == 2
+        assert archive_command(cli(a, dest, spool, "--stop-at-end", *extra)) == 2
         assert a.dumps == [("binlog.000002", 4)]
     err = capsys.readouterr().err
     assert f"does not continue the archive (last archived GTID {UUID_A}:3)" in err and "PREVIOUS_GTIDS" in err
-    assert sorted(os.listdir(dest)) == ["binlog.000001"] and (dest / "binlog.000001").read_bytes() == first["binlog.000001"]
+    if where == "s3":
+        store = S3ObjectStore(dest, client=s3_server.client())
+        archived = {o.name: store.read_all(o.name) for o in store.list()}
+        assert not (spool / SOURCE / "binlog.000002").exists()
+    else:
+        archived = {n: (tmp_path / "archive" / n).read_bytes() for n in os.listdir(tmp_path / "archive")}
+    assert archived == first
 
 
 def test_a_purged_file_is_a_clear_error_and_start_file_moves_past_it(tmp_path: Path,
