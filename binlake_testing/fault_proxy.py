@@ -12,7 +12,7 @@ S3 faults for the commit campaign (``tests/test_commit_campaign.py``, ``bench/co
 all off by default and drawn from one seeded generator: ``fail_rate`` answers a request with
 ``503 SlowDown`` without forwarding it (the write did not happen); ``fail_after_rate`` forwards a
 ``PUT`` / ``POST`` and then answers ``500 InternalError`` (the write happened, its answer is lost:
-the client retries a write that is already there); ``delay_rate`` holds a request whose path
+the client retries a write that is already there); ``delay_rate`` holds a PUT or POST whose path
 matches ``delay_paths`` for ``delay_seconds`` before forwarding it (a slow request, which also
 widens any check-then-put window). Each logged request carries its ``If-None-Match`` / ``If-Match``
 header, the status the client saw and the fault applied.
@@ -116,7 +116,8 @@ class CutBodyProxy:
         with self._lock:
             r = self._random
             delay = 0.0
-            if self.delay_rate and self.delay_paths and re.search(self.delay_paths, path) and r.random() < self.delay_rate:
+            if (self.delay_rate and self.delay_paths and method in ("PUT", "POST") and re.search(self.delay_paths, path)
+                    and r.random() < self.delay_rate):
                 delay = r.uniform(*self.delay_seconds)
             if self.fail_rate and r.random() < self.fail_rate:
                 return "503-before", delay
@@ -169,7 +170,8 @@ class _ForwardingHandler(BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
                 self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
+        # a HEAD's Content-Length is the object's size (no body follows): pass it on as it is
+        self.send_header("Content-Length", resp.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
         self.end_headers()
         if self.command == "HEAD":
             return
@@ -211,9 +213,15 @@ class _ForwardingHandler(BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
                 self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", resp.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+    def _forward_quietly(self) -> None:
+        try:
+            self._forward()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up on a held request: what a real server sees too
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward_quietly

@@ -49,6 +49,7 @@ _AIRFLOW_HOME = pytest.StashKey[Path]()
 def pytest_configure(config: pytest.Config) -> None:
     """Isolate Airflow and AWS from the developer's machine before any test imports them."""
     config.addinivalue_line("markers", "cluster: starts a Spark standalone cluster / Airflow services (slow)")
+    config.addinivalue_line("markers", "campaign: concurrent commit campaign, Spark + delta-rs writers on one S3 table")
     home = Path(tempfile.mkdtemp(prefix="binlake-airflow-"))
     config.stash[_AIRFLOW_HOME] = home
     os.environ["AIRFLOW_HOME"] = str(home)
