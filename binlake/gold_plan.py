@@ -13,8 +13,9 @@ full, and the status says why. The conditions (docs/gold.md, "Incremental replay
   a re-ingested file that changed breaks it; checked first, as the root cause when the backfilled
   file brings DDL too), and the schema history and seed are unchanged;
 * no schema version lies after the first new change (no DDL in the new changes, none "older" than
-  them), and the schema rows are converted with is the same (its digest; for a table without DDL,
-  the best-informed TABLE_MAP may change with new files);
+  them), no TRUNCATE and no rename into the table lies after W (a resumed replay holds only the
+  touched rows when it applies them), and the schema rows are converted with is the same (its
+  digest; for a table without DDL, the best-informed TABLE_MAP may change with new files);
 * every key value reads back from Delta as the replay's own value: a primary key exists (a table
   without one is keyed by full rows, ``_copies``) and no key column is FLOAT (float32 read back
   is not the decoder's double).
@@ -151,6 +152,10 @@ def replay_reason(state: ReplayState | None, inputs: TableInputs, versions: Sequ
         return "the schema rows are converted with changed (best-informed TABLE_MAP)"
     if inputs.first_new is None:
         return "no new changes after the last replayed one"
+    moving = [v for v in versions if v.at > state.through and (v.truncated or v.renamed_from is not None)]
+    if moving:  # the resumed replay would apply it before loading the held rows: only the full one is exact
+        what = "TRUNCATE TABLE" if moving[0].truncated else f"a rename from {'.'.join(moving[0].renamed_from or ())}"
+        return f"{what} lies after the last replayed change"
     late = [v.version for v in versions if v.at > inputs.first_new]
     if late:
         return f"schema version {late[0]} lies after the first new change"

@@ -33,7 +33,7 @@ from binlake.gold_types import (
     rendering_of,
     spark_type,
 )
-from binlake.schema_history import Coordinates, SchemaVersion, TableSchema
+from binlake.schema_history import Coordinates, SchemaVersion, TableKey, TableSchema
 
 META_COLUMNS = ("_source", "_op", "_gtid", "_commit_time", "_binlog_file", "_binlog_pos",
                 "_binlog_payload_index", "_binlog_row_index")
@@ -242,14 +242,11 @@ class TableReplayer:
         """Carry current rows into the new version: renames, DDL defaults for added columns."""
         new = version.schema
         self._schema_from_map = False
+        if version.truncated:  # TRUNCATE TABLE: every row goes, the schema stays
+            self._end_all(version.at, "truncate table")
         if new is None:
             if version.warning is None:  # DROP TABLE / renamed away: the rows are gone
-                at = version.at
-                end = (self.source, None, None, None, at.file, at.pos,
-                       None if at.payload_index < 0 else at.payload_index, None)
-                for row in self._by_key.values():
-                    self._close(row.versions, end, "drop table", len(row.versions))
-                self._by_key.clear()
+                self._end_all(version.at, "drop table")
             self._schema = None
             return
         old_names = {c.name.casefold() for c in self._schema.columns} if self._schema else set()
@@ -272,6 +269,16 @@ class TableReplayer:
         self._by_key = {}
         for row in rows:  # key columns may have been renamed, added or dropped
             self._by_key[self._key(row.values)] = row
+
+    def _end_all(self, at: Coordinates, ended_by: str) -> None:
+        """Every row ends at ``at`` (DROP TABLE, TRUNCATE TABLE): their open versions close there."""
+        end = (self.source, None, None, None, at.file, at.pos,
+               None if at.payload_index < 0 else at.payload_index, None)
+        for row in self._by_key.values():
+            self._close(row.versions, end, ended_by, len(row.versions))
+            if self.touched is not None:
+                self.touched.add(self._key(row.values))
+        self._by_key.clear()
 
     # -- row changes -------------------------------------------------------------------------
     def _image(self, text: str | None, only: tuple[str, ...] | None = None) -> dict[str, Any] | None:
@@ -417,3 +424,74 @@ def final_schema(versions: Sequence[SchemaVersion], last_table_map: dict[str, An
 
 def columns_of(schema: TableSchema) -> list[MySQLColumn]:
     return list(schema.columns)
+
+
+# -- lineage: which source tables' row changes feed a gold table --------------------------------
+
+@dataclass(frozen=True)
+class Segment:
+    """The row changes of source table ``(db, table)`` strictly after ``after`` and strictly
+    before ``before`` (None: unbounded) feed the gold table."""
+
+    db: str
+    table: str
+    after: Coordinates | None = None
+    before: Coordinates | None = None
+
+    @property
+    def key(self) -> TableKey:
+        return self.db, self.table
+
+    def holds(self, key: TableKey, at: Coordinates) -> bool:
+        """Whether a row change of table ``key`` at ``at`` feeds the gold table through this segment
+        (what ``spark_jobs.gold_tables.lineage_stream`` selects, in Spark)."""
+        return (key == self.key and (self.after is None or at > self.after)
+                and (self.before is None or at < self.before))
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """A gold table's segments (oldest first; the last is the table under its own name) and the
+    schema versions its replay goes through, in history order."""
+
+    segments: tuple[Segment, ...]
+    versions: tuple[SchemaVersion, ...]
+
+    @property
+    def renamed(self) -> bool:
+        """Rows came from another table (a RENAME TABLE / ALTER TABLE ... RENAME moved them here)."""
+        return len(self.segments) > 1
+
+
+def _gone(version: SchemaVersion) -> bool:
+    """Dropped or renamed away (not: unknown, which keeps the rows)."""
+    return version.schema is None and version.warning is None and not version.truncated
+
+
+def lineage(history: Sequence[SchemaVersion], key: TableKey) -> Lineage:
+    """Which row changes make up ``key``'s table as it is at the end of ``history``.
+
+    Why: the server moves rows with a table's name (pt-online-schema-change and gh-ost fill a
+    shadow table, then ``RENAME TABLE t TO _t_old, _t_new TO t``): after the swap, ``t`` holds the
+    rows the shadow table held, and the old ``t``'s rows went to ``_t_old``. So walking ``key``'s
+    versions back from the end: the latest version that renamed rows here (``renamed_from``) starts
+    the last segment, and the table they came from is followed the same way, up to that statement;
+    the latest DROP (or rename away) before it starts the table afresh. ``history`` is in the order
+    the tracker applied it (a multi-pair RENAME's records share its coordinates).
+    """
+    return _lineage(history, key, len(history), None)
+
+
+def _lineage(history: Sequence[SchemaVersion], key: TableKey, end: int, end_at: Coordinates | None) -> Lineage:
+    mine = [i for i in range(end) if (history[i].db, history[i].table) == key]
+    if end_at is not None and mine and _gone(history[mine[-1]]) and history[mine[-1]].at == end_at:
+        mine.pop()  # the rename that moved these rows to the table asking
+    for j in reversed(mine):
+        version = history[j]
+        if version.renamed_from is not None and version.renamed_from != key:
+            earlier = _lineage(history, version.renamed_from, j, version.at)
+            own = tuple(history[i] for i in mine if i >= j)
+            return Lineage((*earlier.segments, Segment(*key, version.at, end_at)), earlier.versions + own)
+        if _gone(version):
+            return Lineage((Segment(*key, version.at, end_at),), tuple(history[i] for i in mine if i > j))
+    return Lineage((Segment(*key, None, end_at),), tuple(history[i] for i in mine))

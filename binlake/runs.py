@@ -344,6 +344,8 @@ def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[Sourc
         why = "; ".join(part for part in (f"did not complete: {', '.join(missing)}" if missing else "",
                                           f"failed: {', '.join(bad)}" if bad else "") if part)
         problems.append(f"source {source}: {why}")
+    if isinstance(gold, GoldStepResult):  # reported, not fatal: the other tables are right
+        problems.extend(f"source {source}: {u} (seed it from a dump: [gold] seed_dumps)" for u in gold.unknown_schemas)
     chain: list[str] = []
     if isinstance(rec, ReconcileResult):
         chain = [f"  {p.file}: {p.status} {p.detail}" for p in rec.problems if p.status in FATAL_RECONCILIATION]

@@ -159,6 +159,8 @@ class GoldStepResult:
     seconds: float = 0.0
     spark: bool = True
     ok: bool = True
+    #: gold tables whose schema cannot be known (``meta.gold_status.schema_status``): ``gold.<name>: why``
+    unknown_schemas: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -429,6 +429,8 @@ META_GOLD_STATUS = TableSpec(
                "next run aggregates only the files added since; NULL after an only_tables run)"),
         Column("table_map", STRING, True, "a table without DDL: the best-informed TABLE_MAP its schema comes from "
                "and where it was seen (JSON; the next run compares only newer TABLE_MAPs with it)"),
+        Column("schema_status", STRING, True, "NULL when the table's schema is known (DDL, seed or FULL row "
+               "metadata); else why not, naming the table and the statement (seed it: [gold] seed_dumps)"),
     ),
     key=("source", "gold_table"),
 )

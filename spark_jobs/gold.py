@@ -52,7 +52,7 @@ from binlake.gold_plan import (
     schema_digest,
 )
 from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
-from binlake.gold_state import TableReplayer, best_table_map, final_schema
+from binlake.gold_state import Lineage, Segment, TableReplayer, best_table_map, final_schema, lineage
 from binlake.schema_history import (
     Coordinates,
     DdlStatement,
@@ -75,10 +75,10 @@ from spark_jobs.gold_tables import (
     gold_schema_ddl,
     history_schema_ddl,
     is_delta,
+    lineage_stream,
     read_silver,
     sorted_stream,
     stream_item,
-    table_stream,
     table_version,
 )
 from spark_jobs.ingest import ensure_table, replace_few_rows, table_path, write_replace
@@ -126,6 +126,7 @@ class GoldTableResult:
     previous_fingerprint: str | None = None  # the table's fingerprint before an incremental run
     table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
     touched: Any = field(default=None, compare=False, repr=False)  # incremental: the touched keys (DataFrame)
+    schema_status: str | None = None  # why the table's schema is unknown (None: known)
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,9 @@ class TableTask:
     inputs: TableInputs | None = None  # its silver changes, split at the state's W
     force: bool = False
     table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
+    #: the source tables (and coordinate ranges) whose row changes feed the gold table: more than
+    #: one when rows were renamed into it (``binlake.gold_state.lineage``)
+    segments: tuple[Segment, ...] = ()
 
 
 def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
@@ -293,9 +297,16 @@ def _table_maps(spark: Any, cfg: Any, task: TableTask, after: Coordinates | None
     ``after`` when given (Delta skips the older files' data by ``file_seq``)."""
     from pyspark.sql import functions as F
 
+    mine = F.lit(False)
+    for seg in task.segments or (Segment(task.db, task.table),):  # rows renamed in: their TABLE_MAPs too
+        cond = (F.col("db") == seg.db) & (F.col("table_name") == seg.table)
+        if seg.after is not None:
+            cond = cond & (event_coordinates() > coordinates_literal(seg.after))
+        if seg.before is not None:
+            cond = cond & (event_coordinates() < coordinates_literal(seg.before))
+        mine = mine | cond
     maps = (read_silver(spark, cfg, "bronze.events")
-            .where((F.col("source") == task.source) & (F.col("db") == task.db) & (F.col("table_name") == task.table)
-                   & (F.col("event_type") == "TABLE_MAP")))
+            .where((F.col("source") == task.source) & mine & (F.col("event_type") == "TABLE_MAP")))
     if after is not None:
         maps = maps.where(((F.col("file_seq") >= after.file_seq) | F.col("file_seq").isNull())
                           & (event_coordinates() > coordinates_literal(after)))
@@ -378,10 +389,11 @@ def _full_replay(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | 
     """Replay the table's whole history from silver and write its gold (and ``__history``) table."""
     path, history_path = paths
     snapshot = task.snapshot
-    maps, changes_df = table_stream(spark, cfg, task.source, task.db, task.table)
-    out = sorted_stream(maps.unionByName(changes_df)).rdd.mapPartitions(
-        _replay_partition(task.source, task.versions, final, task.history,
-                          snapshot.rows_of(task.db, task.table) if snapshot else None,
+    segments = task.segments or (Segment(task.db, task.table),)
+    first = segments[0]  # a seed snapshot's rows are the first table's, before any archived change
+    seed = snapshot.rows_of(first.db, first.table) if snapshot and first.after is None else None
+    out = sorted_stream(lineage_stream(spark, cfg, task.source, segments)).rdd.mapPartitions(
+        _replay_partition(task.source, task.versions, final, task.history, seed,
                           snapshot.position if snapshot else None)).cache()
     history_rows = None
     try:
@@ -398,7 +410,8 @@ def _full_replay(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | 
     gold_version, history_version = versions_after(cfg, path, history_path)
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows, changes,
                            mode, tuple(sorted(warnings.items())), last, task.fingerprint, history_rows, FULL, reason,
-                           fed, through, gold_version, history_version, schema_digest(final), table_map=task.table_map)
+                           fed, through, gold_version, history_version, schema_digest(final), table_map=task.table_map,
+                           schema_status=schema_problem(task, final))
 
 
 def _incremental_result(spark: Any, cfg: Any, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
@@ -417,7 +430,31 @@ def _incremental_result(spark: Any, cfg: Any, task: TableTask, paths: tuple[str,
                            state.changes + outcome.changes, "merge", tuple(sorted(warnings.items())), last,
                            task.fingerprint, history_rows, INCREMENTAL, None, outcome.replayed, outcome.through,
                            gold_version, history_version, schema_digest(final), state.fingerprint, task.table_map,
-                           outcome.keys)
+                           outcome.keys, schema_problem(task, final))
+
+
+def schema_problem(task: TableTask, final: TableSchema | None) -> str | None:
+    """Why the table's schema cannot be known (None: it is, from DDL, a seed or FULL row metadata):
+    the text of ``meta.gold_status.schema_status``, naming the table and the statement."""
+    if final is not None and task.table_map is None:
+        return None  # the schema comes from DDL or a seed
+    if final is not None and json.loads(task.table_map or "{}").get("fields", {}).get("has_full_metadata"):
+        return None
+    last = task.versions[-1] if task.versions else None
+    if final is None and (last is None or last.warning is None):
+        return None  # dropped
+    why = (f"{last.warning} at `{' '.join(last.statement.split())[:300]}`" if last is not None and last.warning
+           else "no CREATE TABLE for it in the archive and no seed")
+    tail = ("its columns are the TABLE_MAPs' @1..@N and no primary key is known (binlog_row_metadata is not FULL)"
+            if final is not None else "no TABLE_MAP tells its columns either")
+    return f"schema of {task.db}.{task.table} unknown: {why}; {tail}"
+
+
+def _say_unknown(name: str, problem: str | None) -> None:
+    if problem:
+        log.warning("gold.%s: %s. Seed it from a dump: [gold] seed_dumps = { <source> = \"<mysqldump file>\" } "
+                    "(docs/gold.md, \"Seeding from a snapshot\"), or give run_gold its SHOW CREATE TABLE text "
+                    "(initial_schema_sql)", name, problem)
 
 
 def build_table(spark: Any, cfg: Any, task: TableTask) -> GoldTableResult:
@@ -430,9 +467,11 @@ def build_table(spark: Any, cfg: Any, task: TableTask) -> GoldTableResult:
         best, table_map = _best_table_map(spark, cfg, task)
         final = final_schema(task.versions, best)
     task = replace(task, table_map=table_map)
+    problem = schema_problem(task, final)
+    _say_unknown(name, problem)
     if final is None:
         return GoldTableResult(name, task.db, task.table, path, 0, 0, "dropped",
-                               (("table dropped or unknown", 1),), None, task.fingerprint)
+                               (("table dropped or unknown", 1),), None, task.fingerprint, schema_status=problem)
     history_path = gold_location(cfg, name + HISTORY_SUFFIX) if task.history else None
     paths = (path, history_path)
     reason: str | None = "no earlier replay of the table in meta.gold_status"
@@ -481,9 +520,9 @@ def _archive_gtids(spark: Any, cfg: Any, source: str) -> str | None:
 
 
 def _replay_columns(r: GoldTableResult, version: int | None, silver: int | None) -> tuple[Any, ...]:
-    """The status row's replay columns (``replay`` … ``table_map``) for table ``r`` at ``version``."""
+    """The status row's replay columns (``replay`` … ``schema_status``) for table ``r`` at ``version``."""
     return (r.replay, r.replay_reason, r.replayed, coordinates_text(r.through), version, r.schema_digest, silver,
-            r.table_map)
+            r.table_map, r.schema_status)
 
 
 def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResult],
@@ -680,7 +719,8 @@ def _unchanged(previous: dict[str, Any], history: dict[str, Any] | None) -> Gold
                            previous["location"], previous["rows"], previous["changes"], "unchanged",
                            warnings, last, previous["input_fingerprint"],
                            None if history is None else history["rows"], NONE, None, 0, state.through,
-                           state.table_version, state.history_version, state.schema_digest, table_map=state.table_map)
+                           state.table_version, state.history_version, state.schema_digest, table_map=state.table_map,
+                           schema_status=previous.get("schema_status"))
 
 
 # ------------------------------------------------------------------ entry point
@@ -731,13 +771,17 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
                                               previous_base(previous, names), marks, seed)
     log.info("source %s: input fingerprints of %d table(s) from %s", source, len(inputs), how)
     seeded_tables = {(t.db, t.table) for t in snapshot.tables} if snapshot else set()
-    check_gold_names(source, set(inputs) | seeded_tables | set(names.values()), cfg.gold.keeps_history)
+    check_gold_names(source, set(inputs) | seeded_tables | _renamed_into(history) | set(names.values()),
+                     cfg.gold.keeps_history)
+    lineages = {key: lineage(history, key) for key in set(inputs) | seeded_tables | _renamed_into(history)}
+    inputs = _lineage_inputs(inputs, lineages, _schema_digest_of(source, history))
     results = []
     try:
-        for db, table in sorted(set(inputs) | seeded_tables):
+        for db, table in sorted(lineages):
             if only_tables is None or (db, table) in only_tables:
-                task = TableTask(source, db, table, tuple(v for v in history if (v.db, v.table) == (db, table)),
-                                 run_id, None, cfg.gold.keeps_history(db, table), snapshot, force=force)
+                line = lineages[(db, table)]
+                task = TableTask(source, db, table, line.versions, run_id, None, cfg.gold.keeps_history(db, table),
+                                 snapshot, force=force, segments=line.segments)
                 results.append(_table(spark, cfg, task, inputs.get((db, table)), previous, seed))
         unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
         write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions,
@@ -751,6 +795,32 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
         raise GoldUnionError("\n".join(failed))
     return GoldResult(source, run_id, tuple(replace(r, touched=None) for r in results), len(history),
                       time.time() - t0, unions, left)
+
+
+def _renamed_into(history: list[SchemaVersion]) -> set[tuple[str, str]]:
+    """Tables rows were renamed into (RENAME TABLE, ALTER TABLE ... RENAME): each has a gold table
+    even without row changes under its own name (a swap after the last change)."""
+    return {(v.db, v.table) for v in history if v.renamed_from is not None}
+
+
+def _lineage_inputs(inputs: dict[tuple[str, str], TableInputs], lineages: dict[tuple[str, str], Lineage],
+                    schema_of: Any) -> dict[tuple[str, str], TableInputs]:
+    """Per gold table, its inputs: its own table's, and when rows were renamed into it, a digest of
+    every other segment's table's fingerprint appended (``:lineage <digest>``). Why appended: the
+    count and hash sum in front stay the table's own (what ``gold_inputs`` adds a night's files to),
+    and a change in a table the rows came from changes the schema part, so the table is replayed in
+    full rather than skipped or resumed."""
+    out = dict(inputs)
+    for key, line in lineages.items():
+        if not line.renamed:
+            continue
+        parts = [[*seg.key, inputs[seg.key].fingerprint if seg.key in inputs else "no changes:" + schema_of(seg.key)]
+                 for seg in line.segments[:-1]]
+        parts.append(["segments", *(str(seg) for seg in line.segments)])
+        suffix = ":lineage " + hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:16]
+        own = inputs.get(key) or TableInputs("no changes:" + schema_of(key))
+        out[key] = replace(own, fingerprint=own.fingerprint + suffix)
+    return out
 
 
 def _gold_names(source: str, previous: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from binlake.gold_state import COPIES_COLUMN, HISTORY_COLUMNS, StreamItem
+from binlake.gold_state import COPIES_COLUMN, HISTORY_COLUMNS, Segment, StreamItem
 from binlake.gold_types import spark_type
 from binlake.schema_history import Coordinates, TableSchema
 from binlake.sql_text import sql_identifier
@@ -122,6 +122,22 @@ def table_stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> tupl
                     F.lit(None).cast("string").alias("fields"), "operation", "before_json",
                     "after_json", "gtid", "commit_time"))
     return maps, rows
+
+
+def lineage_stream(spark: Any, cfg: Any, source: str, segments: tuple[Segment, ...]) -> Any:
+    """The stream of a gold table fed by ``segments`` (``binlake.gold_state.lineage``): each source
+    table's TABLE_MAPs and row changes within its segment's coordinates, as one DataFrame for
+    :func:`sorted_stream`. One unbounded segment is :func:`table_stream` as it is."""
+    out = None
+    for seg in segments:
+        maps, rows = table_stream(spark, cfg, source, seg.db, seg.table)
+        part = maps.unionByName(rows)
+        if seg.after is not None:
+            part = part.where(stream_coordinates() > coordinates_literal(seg.after))
+        if seg.before is not None:
+            part = part.where(stream_coordinates() < coordinates_literal(seg.before))
+        out = part if out is None else out.unionByName(part)
+    return out
 
 
 def sorted_stream(df: Any) -> Any:
