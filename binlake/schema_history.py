@@ -102,10 +102,9 @@ class DdlError(BinlakeError, ValueError):
     """A DDL statement that affects a table but could not be understood."""
 
 
-_TABLE_DDL = re.compile(r"^\s*(?:(?:/\*(?!!|M!).*?\*/|/\*M?!\d*|--[^\n]*\n|#[^\n]*\n)\s*)*"
-                        r"(?:(?:CREATE|ALTER|DROP|RENAME)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?"
-                        r"(?:ONLINE\s+)?(?:IGNORE\s+)?TABLES?\b|TRUNCATE\b)",
-                        re.IGNORECASE | re.DOTALL)
+_GAP = r"(?:\s|/\*(?!!|M!).*?\*/|/\*M?!\d*|\*/|--[^\n]*\n|\#[^\n]*\n)"  # blanks, comments, versioned-comment marks
+_TABLE_DDL = re.compile(rf"^{_GAP}*(?:(?:CREATE|ALTER|DROP|RENAME)(?:{_GAP}+(?:OR{_GAP}+REPLACE|TEMPORARY|ONLINE|IGNORE))*"
+                        rf"{_GAP}+TABLES?\b|TRUNCATE\b)", re.IGNORECASE | re.DOTALL)
 _INT_TYPES = {"TINYINT": "tinyint", "SMALLINT": "smallint", "MEDIUMINT": "mediumint",
               "INT": "int", "BIGINT": "bigint"}
 _PLAIN_TYPES = {"DOUBLE": "double", "FLOAT": "float", "BIT": "bit", "YEAR": "year", "DATE": "date",
@@ -183,7 +182,7 @@ _LEX = re.compile(r"""
   | (?P<str>(?:[nNbBxX]|_\w+)?'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
   | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w$]))
   | (?P<id>[\w$]+)
-  | (?P<op>.)
+  | (?P<op><=>|<>|<=|>=|!=|:=|\|\||&&|<<|>>|->>|->|.)
 """, re.VERBOSE | re.DOTALL)
 
 
@@ -402,7 +401,24 @@ def _column_facts(coldef: exp.ColumnDef, table_charset: str | None,
         nullable=nullable, default=default, generated=generated, invisible=invisible)
     if base == "tinyint" and kind.this.name == "BOOLEAN":
         column = replace(column, length=1)
+    if not nullable and default is None and not computed:
+        column = replace(column, default=_implicit_default(column))
     return _ColumnFacts(column, is_pk, computed)
+
+
+def _implicit_default(column: MySQLColumn) -> str | None:
+    """The value a NOT NULL column without DEFAULT gets on rows that predate it (the server's
+    implicit default): 0, '', the first ENUM member, the zero date / time."""
+    t = column.type
+    if t in _INT_TYPES.values() or t in ("decimal", "float", "double", "bit", "year"):
+        return "0"
+    if t in ("char", "varchar", "set") or t.endswith("text"):
+        return ""
+    if t == "enum":
+        return column.members[0] if column.members else None
+    fraction = "." + "0" * column.fsp if column.fsp else ""
+    return {"date": "0000-00-00", "time": "00:00:00" + fraction,
+            "datetime": "0000-00-00 00:00:00" + fraction}.get(t)
 
 
 def _normalized_type(toks: list[_Tok]) -> tuple[list[_Tok], str | None, bool]:
@@ -434,11 +450,8 @@ def _normalized_type(toks: list[_Tok]) -> tuple[list[_Tok], str | None, bool]:
     elif words[0] in _SPATIAL:
         return [name, _Tok("id", "GEOMETRY"), *rest[1:]], words[0].lower(), False
     if replacement is None:
-        return toks, None, national
-    out = [name, *(_Tok("id", w) for w in replacement.split()), *rest[size:]]
-    if len(out) > 2 and out[-1].word == "BYTE" and words[0] == "CHAR":
-        out[1] = _Tok("id", "BINARY")
-    return out, None, national
+        return [name, *rest], None, national
+    return [name, *(_Tok("id", w) for w in replacement.split()), *rest[size:]], None, national
 
 
 def _without_ignored_attributes(toks: list[_Tok]) -> list[_Tok]:
@@ -458,7 +471,8 @@ def _without_ignored_attributes(toks: list[_Tok]) -> list[_Tok]:
         if word in ("WITH", "WITHOUT") and i + 2 < len(toks) and toks[i + 1].word == "SYSTEM":
             i += 3
             continue
-        if word == "BYTE" and out and out[-1].word in ("CHAR", "BINARY"):
+        if word == "BYTE" and len(out) > 1 and out[1].word == "CHAR":  # CHAR(n) BYTE is BINARY(n)
+            out[1] = _Tok("id", "BINARY")
             i += 1
             continue
         out.append(_Tok("id", "STORED") if word == "PERSISTENT" else toks[i])
@@ -546,10 +560,15 @@ def _table_charset(toks: Sequence[_Tok]) -> str | None:
 
 
 class _Shape:
-    """A table's columns, key and default charset while a statement changes them."""
+    """A table's columns, key and default charset while a statement changes them.
+
+    ``origins`` holds each column's name before the statement (None: added by it): an ALTER's
+    DROP / CHANGE / MODIFY / RENAME COLUMN name the table's columns as they were before it (the
+    server rejects ``ADD c …, DROP c``), while AFTER names the new column list."""
 
     def __init__(self, schema: TableSchema, charset: str | None) -> None:
         self.columns = list(schema.columns)
+        self.origins: list[str | None] = [c.name for c in schema.columns]
         self.pk = list(schema.primary_key)
         self.charset = charset
         self.renames: list[tuple[str, str]] = []
@@ -558,22 +577,30 @@ class _Shape:
     def index(self, name: str) -> int | None:
         return TableSchema(tuple(self.columns)).index_of(name)
 
-    def place(self, column: MySQLColumn, position: tuple[str, str] | None, at: int | None = None) -> None:
+    def find(self, name: str) -> int | None:
+        """The index of the column the table had as ``name`` before the statement."""
+        folded = name.casefold()
+        return next((i for i, o in enumerate(self.origins) if o is not None and o.casefold() == folded), None)
+
+    def place(self, column: MySQLColumn, position: tuple[str, str] | None, at: int | None = None,
+              origin: str | None = None) -> None:
         if position is None:
-            self.columns.insert(len(self.columns) if at is None else at, column)
+            i = len(self.columns) if at is None else at
         elif position[0] == "FIRST":
-            self.columns.insert(0, column)
+            i = 0
         else:
             after = self.index(position[1])
             if after is None:
                 raise DdlError(f"AFTER names unknown column {position[1]!r}")
-            self.columns.insert(after + 1, column)
+            i = after + 1
+        self.columns.insert(i, column)
+        self.origins.insert(i, origin)
 
-    def pop(self, name: str) -> tuple[int, MySQLColumn]:
-        i = self.index(name)
+    def pop(self, name: str) -> tuple[int, MySQLColumn, str | None]:
+        i = self.find(name)
         if i is None:
             raise DdlError(f"unknown column {name!r}")
-        return i, self.columns.pop(i)
+        return i, self.columns.pop(i), self.origins.pop(i)
 
     def schema(self) -> TableSchema:
         return _with_pk(TableSchema(tuple(self.columns)), self.pk)
@@ -590,13 +617,15 @@ class _Shape:
                               f"(DEFAULT expression, AUTO_INCREMENT or generated): rows older than it "
                               f"are not known to hold it")
 
-    def change(self, old: str, toks: list[_Tok]) -> None:
+    def change(self, old: str, toks: list[_Tok], if_exists: bool = False) -> None:
         toks, position = _position(toks)
-        at, previous = self.pop(old)
+        if if_exists and self.find(old) is None:
+            return
+        at, previous, origin = self.pop(old)
         charset = self.charset or (previous.charset if previous.charset != "binary" else None)
         column = _parse_column(toks, charset).column
-        self.place(column, position, at)
-        self.pk = [column.name if p.casefold() == old.casefold() else p for p in self.pk]
+        self.place(column, position, at, origin)
+        self.pk = [column.name if p.casefold() == previous.name.casefold() else p for p in self.pk]
         if column.name != previous.name:
             self.renames.append((previous.name, column.name))
 
@@ -651,9 +680,9 @@ def _alter_drop(shape: _Shape, cur: _Cursor) -> bool:
         return False
     exists = cur.accept("IF", "EXISTS")
     name = cur.take().ident
-    if exists and shape.index(name) is None:
+    if exists and shape.find(name) is None:
         return False
-    _, dropped = shape.pop(name)
+    _, dropped, _ = shape.pop(name)
     shape.pk = [p for p in shape.pk if p.casefold() != dropped.name.casefold()]
     return True
 
@@ -665,7 +694,7 @@ def _alter_column_attr(shape: _Shape, cur: _Cursor) -> bool:
     cur.accept("COLUMN")
     cur.accept("IF", "EXISTS")
     name = cur.take().ident
-    i = shape.index(name)
+    i = shape.find(name)
     if i is None:
         raise DdlError(f"ALTER COLUMN names unknown column {name!r}")
     col = shape.columns[i]
@@ -696,9 +725,9 @@ def _alter_action(shape: _Shape, toks: list[_Tok], key: TableKey) -> tuple[bool,
         return _alter_drop(shape, cur), key
     if first in ("MODIFY", "CHANGE"):
         cur.accept("COLUMN")
-        cur.accept("IF", "EXISTS")
+        exists = cur.accept("IF", "EXISTS")
         old = cur.take().ident if first == "CHANGE" else cur.toks[cur.i].ident
-        shape.change(old, cur.rest())
+        shape.change(old, cur.rest(), exists)
         return True, key
     if first == "RENAME":
         if cur.word() in ("INDEX", "KEY"):
@@ -707,8 +736,8 @@ def _alter_action(shape: _Shape, toks: list[_Tok], key: TableKey) -> tuple[bool,
             old = cur.take().ident
             cur.accept("TO")
             new = cur.take().ident
-            at, col = shape.pop(old)
-            shape.columns.insert(at, replace(col, name=new))
+            at, col, origin = shape.pop(old)
+            shape.place(replace(col, name=new), None, at, origin)
             shape.pk = [new if p.casefold() == old.casefold() else p for p in shape.pk]
             shape.renames.append((col.name, new))
             return True, key
@@ -732,11 +761,8 @@ def _alter_action(shape: _Shape, toks: list[_Tok], key: TableKey) -> tuple[bool,
 # ------------------------------------------------------------------ the tracker
 
 def _selects(toks: Sequence[_Tok]) -> bool:
-    """Whether a CREATE TABLE's tail (after its column list) holds a SELECT / TABLE / VALUES."""
-    for i, t in enumerate(toks):
-        if t.word in ("SELECT", "VALUES") or (t.word == "TABLE" and i > 0):
-            return True
-    return False
+    """Whether a CREATE TABLE's tail (after its column list) holds a SELECT."""
+    return any(t.word == "SELECT" for t in toks)
 
 
 class SchemaTracker:
@@ -876,7 +902,7 @@ class SchemaTracker:
     def _rename_tables(self, cur: _Cursor, stmt: DdlStatement, origin: str) -> None:
         if not (cur.accept("TABLE") or cur.accept("TABLES")):
             return
-        cur.accept("IF", "EXISTS")
+        exists = cur.accept("IF", "EXISTS")
         moves: list[tuple[TableKey, TableKey]] = []
         for part in _split(cur.rest()):
             pair = _Cursor(part)
@@ -888,6 +914,8 @@ class SchemaTracker:
                 raise DdlError(f"RENAME TABLE part {_text(part)!r} not understood")
             moves.append((old, pair.table(stmt.default_db)))
         for old, new in moves:  # RENAME TABLE applies its pairs left to right (swaps work)
+            if exists and old not in self.catalog:
+                continue  # MariaDB's IF EXISTS: a table the archive never saw is taken as absent
             schema = self.catalog.get(old)
             self.charsets[new] = self.charsets.pop(old, None)
             self._record(old, stmt, origin, None)

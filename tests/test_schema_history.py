@@ -105,7 +105,7 @@ def test_like_copies_the_current_version() -> None:
     cp = tracker.catalog[("other", "cp")]
     assert cp is not None and cp.primary_key == ("id",)
     assert [(c.name, c.default, c.charset) for c in cp.columns] == [
-        ("id", None, None), ("b", "7", None), ("a", "x", "latin1"), ("c", None, "latin1")]
+        ("id", "0", None), ("b", "7", None), ("a", "x", "latin1"), ("c", None, "latin1")]  # NOT NULL: implicit 0
 
 
 def test_online_schema_change_swap() -> None:
