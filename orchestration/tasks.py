@@ -147,10 +147,12 @@ def airflow_run_over(context: Any) -> Callable[[Any], bool]:
     skipped, so nothing releases its leases, and DAG failure callbacks do not run for a manual mark;
     without this the next run failed with "re-run after that run ends" for the lease's whole life.
     A lease without a DAG id, or a run Airflow cannot tell about, counts as alive."""
-    ti = context["ti"]
+    ti = context.get("ti")
 
     def over(lease: Any) -> bool:
-        return bool(lease.dag_id) and str(ti.get_dagrun_state(lease.dag_id, lease.holder)) in FINISHED_RUN_STATES
+        if ti is None or not lease.dag_id:
+            return False
+        return str(ti.get_dagrun_state(lease.dag_id, lease.holder)) in FINISHED_RUN_STATES
 
     return over
 
@@ -190,7 +192,8 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
     export_airflow_aws_credentials(cfg)
     try:
         return to_doc(discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg,
-                               dag_id=context["dag"].dag_id, holder_finished=airflow_run_over(context)))
+                               dag_id=str(getattr(context.get("dag"), "dag_id", "") or ""),
+                               holder_finished=airflow_run_over(context)))
     except (LeaseHeldError, ReplacedObjectError) as exc:  # retrying in 30 s would not help
         raise AirflowFailException(str(exc)) from exc
 

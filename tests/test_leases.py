@@ -169,3 +169,21 @@ def test_table_commit_lock_is_keyed_by_location_and_a_no_op_locally(s3_server: A
         assert b"binlog_files" in s3_client.get_object(Bucket=s3_bucket, Key=key)["Body"].read()
     with table_commit_lock(str(tmp_path / "meta" / "binlog_files"), None):
         assert not list(tmp_path.rglob("*.json"))
+
+
+@pytest.mark.parametrize(("status", "code", "missing_too", "lost"), [
+    (412, "PreconditionFailed", False, True),
+    (409, "ConditionalRequestConflict", False, True),  # AWS: a concurrent conditional write finished first
+    (409, "OperationAborted", True, True),
+    (409, "BucketNotEmpty", False, False),  # another 409 is an error, not a lost race
+    (404, "NoSuchKey", True, True),  # If-Match on an object deleted meanwhile
+    (404, "NoSuchKey", False, False),  # If-None-Match never answers 404 for "exists"
+    (503, "SlowDown", True, False),
+])
+def test_s3_conditional_refusals_are_told_from_errors(status: int, code: str, missing_too: bool, lost: bool) -> None:
+    from botocore.exceptions import ClientError
+
+    from binlake.leases import _lost_race
+
+    exc = ClientError({"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject")
+    assert _lost_race(exc, missing_too=missing_too) is lost
