@@ -66,7 +66,7 @@ from typing import Any
 from binlake.chain import follow_chain
 from binlake.errors import BinlakeError
 from binlake.series import next_in_series, parse_series_name, series_sort_key
-from binlake.storage import ObjectInfo, ObjectNotFound, ObjectStore
+from binlake.storage import ObjectChangedError, ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser import (
     BinlogError,
     ChecksumMismatchError,
@@ -92,6 +92,10 @@ MAX_TAIL_BYTES = 64 << 10
 MAX_NAME_BYTES = 255
 #: A head larger than this (a PREVIOUS_GTIDS of many thousand UUIDs) is refused.
 MAX_HEAD_BYTES = 16 << 20
+#: How many times an object replaced while discovery reads its head and tail is looked at again
+#: (each time from a fresh HEAD: the new version's ETag and size) before it is left for the next
+#: run as a file still being written.
+CHANGED_RETRIES = 2
 
 #: What discovery does with an ingested object now listed with another etag/size: ingest it
 #: again (its rows are replaced; a warning) or refuse (:class:`ReplacedObjectError`). An archive
@@ -463,7 +467,40 @@ def find_closing_event(tail: bytes, tail_offset: int, size: int, ctx: DecodeCont
 
 def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_bytes: int = HEAD_BYTES,
                    tail_bytes: int = TAIL_BYTES) -> DiscoveredFile:
-    """Read the head and tail of one object (ranged reads only) and classify it."""
+    """Read the head and tail of one object (ranged reads only) and classify it.
+
+    Every read is pinned to the listed ETag (``If-Match``; a local file's size + mtime), so
+    the facts found (closing event, successor, GTIDs) are those of the version whose ETag and
+    size discovery records and the plan hands to the decode step. An object replaced meanwhile
+    is looked at again from a fresh HEAD (:data:`CHANGED_RETRIES` times), then left ``open``.
+    """
+    changed = None
+    for _ in range(CHANGED_RETRIES + 1):
+        try:
+            return _inspect_version(store, source, obj, head_bytes=head_bytes, tail_bytes=tail_bytes)
+        except ObjectChangedError as exc:
+            log.info("%s: changed while discovery read it (%s); looking again", obj.uri, exc)
+            changed = exc
+            try:
+                obj = store.head(obj.name)
+            except ObjectNotFound:
+                return _unread(source, obj, "unreadable", "object vanished between listing and reading")
+            except Exception as head_exc:  # noqa: BLE001 - storage errors (after botocore's own retries)
+                return _unread(source, obj, "unreadable", f"HEAD after a change: {type(head_exc).__name__}: "
+                                                          f"{head_exc}")
+    now = f"{changed.found}" if changed is not None and changed.found else "unknown"
+    return _unread(source, obj, "open", f"replaced each of the {CHANGED_RETRIES + 1} times discovery read it "
+                                        f"(ETag now {now}): still being written; left for the next run")
+
+
+def _unread(source: str, obj: ObjectInfo, state: str, detail: str) -> DiscoveredFile:
+    return DiscoveredFile(source=source, file=obj.name, uri=obj.uri, size=obj.size, etag=obj.etag,
+                          last_modified=obj.last_modified, state=state, detail=detail)
+
+
+def _inspect_version(store: ObjectStore, source: str, obj: ObjectInfo, *, head_bytes: int,
+                     tail_bytes: int) -> DiscoveredFile:
+    """:func:`inspect_object` for the version ``obj`` names (ObjectChangedError when it is gone)."""
     f = DiscoveredFile(source=source, file=obj.name, uri=obj.uri, size=obj.size, etag=obj.etag,
                        last_modified=obj.last_modified)
     if "/" in obj.name:
@@ -486,6 +523,8 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
         f.state = "unreadable"
         f.detail = "object vanished between listing and reading"
         return f
+    except ObjectChangedError:
+        raise
     except BinlogError as exc:
         f.state = "corrupt"
         f.detail = str(exc)
@@ -505,6 +544,8 @@ def inspect_object(store: ObjectStore, source: str, obj: ObjectInfo, *, head_byt
     f.create_timestamp = facts.create_timestamp
     try:
         closing = _read_closing_event(store, obj, f, head, ctx, facts.fde_end or 4, tail_bytes)
+    except ObjectChangedError:
+        raise
     except Exception as exc:  # noqa: BLE001 - storage errors (after botocore's own retries)
         f.state = "unreadable"
         f.detail = f"tail: {type(exc).__name__}: {exc}"
@@ -522,7 +563,7 @@ def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
     """Ranged reads from the start until the head events are complete (counted in ``f``)."""
     size = obj.size
     want = min(size, head_bytes)
-    head = store.read_range(obj.name, 0, want)
+    head = store.read_range(obj.name, 0, want, etag=obj.etag or None)
     f.head_bytes = len(head)
     while True:
         parsed = parse_head(head, size, obj.name)
@@ -533,7 +574,7 @@ def _read_head(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile,
         if need <= len(head) or need > MAX_HEAD_BYTES:
             raise BinlogError(f"head needs {parsed.needed} bytes (limit {MAX_HEAD_BYTES})",
                               file=obj.name, offset=0)
-        extra = store.read_range(obj.name, len(head), need)
+        extra = store.read_range(obj.name, len(head), need, etag=obj.etag or None)
         f.head_bytes += len(extra)
         if not extra:
             raise BinlogError("object shorter than listed", file=obj.name, offset=len(head))
@@ -558,7 +599,7 @@ def _read_closing_event(store: ObjectStore, obj: ObjectInfo, f: DiscoveredFile, 
             tail = head[start:size]
         else:
             missing_end = size - len(tail)
-            more = store.read_range(obj.name, start, missing_end)
+            more = store.read_range(obj.name, start, missing_end, etag=obj.etag or None)
             f.tail_bytes += len(more)
             tail = more + tail
         closing = find_closing_event(tail, start, size, ctx, obj.name, min_pos=fde_end)

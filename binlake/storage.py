@@ -10,12 +10,14 @@ No credentials are ever passed in code or written to logs.
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import hashlib
 import http.client
 import logging
 import os
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -71,6 +73,55 @@ class ObjectNotFound(BinlakeError, FileNotFoundError):
     """The named object does not exist in the store."""
 
 
+class ObjectChangedError(BinlakeError):
+    """An object is no longer the version a read was pinned to: its S3 ETag (``If-Match``
+    answered 412 Precondition Failed), or a local file's identity (size + mtime).
+
+    ``since_discovery``: the pin was the ETag the run's plan recorded (the file was replaced
+    between discovery and this read, or between two ranges of a split file): re-run discovery.
+    Otherwise the pin was what the read itself saw first (the object changed while one read was
+    resumed, or while a local file was read): read it again. ``span`` names the bytes
+    (``bytes 0-4095``), ``found`` is None when the store reported no version; ``detail`` adds
+    what a local file now is (size, mtime); ``more``: the same for other objects, one line each.
+    """
+
+    def __init__(self, uri: str, expected: str | None, found: str | None, *, span: str, label: str = "ETag",
+                 since_discovery: bool = True, detail: str = "", more: tuple[str, ...] = ()) -> None:
+        self.fields: dict[str, Any] = {"uri": uri, "expected": expected, "found": found, "span": span,
+                                       "label": label, "since_discovery": since_discovery, "detail": detail,
+                                       "more": tuple(more)}
+        self.uri, self.expected, self.found = uri, expected, found
+        now = f'"{found}"' if found else "another version"
+        if detail:
+            now += f" ({detail})"
+        if since_discovery:
+            text = (f'{uri} changed since discovery ({label} "{expected}" expected, the store now has {now}); '
+                    f"{span} not read: re-run discovery")
+        else:
+            text = (f'{uri} changed while {span} were being read ({label} "{expected}" when the read began, '
+                    f"the store now has {now}): read it again")
+        if more:
+            text += f"; changed too: {'; '.join(more)}"
+        super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its fields (the default would call ``__init__`` with the message alone)."""
+        return (_changed_error, (self.fields,))
+
+
+def _changed_error(fields: dict[str, Any]) -> ObjectChangedError:
+    return ObjectChangedError(**fields)
+
+
+def _span(start: int, end: int) -> str:
+    return f"bytes {start}-{end - 1}"
+
+
+def quoted_etag(etag: str) -> str:
+    """An ETag as HTTP's ``If-Match`` spells it (in double quotes), from either spelling."""
+    return f'"{etag.strip(chr(34))}"'
+
+
 def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
@@ -90,16 +141,17 @@ class ObjectStore(Protocol):
         """Metadata of one object (ObjectNotFound if missing)."""
         ...
 
-    def read_range(self, name: str, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)`` of the object (shorter at end of object)."""
+    def read_range(self, name: str, start: int, end: int, *, etag: str | None = None) -> bytes:
+        """Bytes ``[start, end)`` of the object (shorter at end of object). With ``etag`` (the
+        version discovery saw), bytes of that version or :class:`ObjectChangedError`."""
         ...
 
-    def read_tail(self, name: str, n: int) -> bytes:
-        """The last ``n`` bytes (all of it when the object is shorter)."""
+    def read_tail(self, name: str, n: int, *, etag: str | None = None) -> bytes:
+        """The last ``n`` bytes (all of it when the object is shorter); ``etag`` as in ``read_range``."""
         ...
 
-    def read_all(self, name: str) -> bytes:
-        """The whole object."""
+    def read_all(self, name: str, *, etag: str | None = None) -> bytes:
+        """The whole object; ``etag`` as in ``read_range``."""
         ...
 
     def put(self, name: str, data: bytes) -> ObjectInfo:
@@ -133,6 +185,23 @@ def _check_range(start: int, end: int) -> None:
         raise ValueError(f"bad byte range [{start}, {end})")
 
 
+#: A local file's etag as :meth:`LocalObjectStore._info` makes it (MD5 hex of ``size:mtime_ns``).
+#: Only an etag of this form names a version of a local file; any other string (a caller's own
+#: label) cannot be checked against one.
+_LOCAL_ETAG = re.compile(r"[0-9a-f]{32}")
+
+
+def local_etag(st: os.stat_result) -> str:
+    """A local file's etag: its identity (size + mtime in nanoseconds), cheap to take at open and
+    after reading (a content hash would read the file)."""
+    return hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+
+
+def _local_state(st: os.stat_result) -> str:
+    when = _dt.datetime.fromtimestamp(st.st_mtime_ns / 1e9, _dt.UTC).isoformat(timespec="microseconds")
+    return f"{st.st_size} bytes, modified {when}"
+
+
 class LocalObjectStore(_ByteCounter):
     """A local folder seen as an object store (names are POSIX-style relative paths)."""
 
@@ -152,8 +221,7 @@ class LocalObjectStore(_ByteCounter):
 
     def _info(self, path: Path) -> ObjectInfo:
         st = path.stat()
-        # A cheap, stable etag for local files: size + mtime (content hash would read the file).
-        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+        etag = local_etag(st)
         name = path.relative_to(self.root).as_posix()
         return ObjectInfo(name=name, size=st.st_size, etag=etag, uri=str(path), last_modified=st.st_mtime)
 
@@ -169,21 +237,39 @@ class LocalObjectStore(_ByteCounter):
             raise ObjectNotFound(f"{self.root_uri}{name}")
         return self._info(path)
 
-    def read_range(self, name: str, start: int, end: int) -> bytes:
+    def read_range(self, name: str, start: int, end: int, *, etag: str | None = None) -> bytes:
         _check_range(start, end)
+        return self._read(name, etag, lambda size: (start, end))
+
+    def read_tail(self, name: str, n: int, *, etag: str | None = None) -> bytes:
+        return self._read(name, etag, lambda size: (max(0, size - n), size))
+
+    def read_all(self, name: str, *, etag: str | None = None) -> bytes:
+        return self._read(name, etag, lambda size: (0, size))
+
+    def _read(self, name: str, etag: str | None, span: Callable[[int], tuple[int, int]]) -> bytes:
+        """The bytes ``span(size)`` of one open file, whose identity is checked at open (against
+        ``etag``, the version discovery recorded, when it is one of ours) and again after reading
+        (against what it was at open): a file replaced or rewritten in place is an
+        :class:`ObjectChangedError`, never bytes of another version."""
         path = self._path(name)
         if not path.is_file():
             raise ObjectNotFound(f"{self.root_uri}{name}")
+        pinned = etag if etag and _LOCAL_ETAG.fullmatch(etag) else None
         with path.open("rb") as fh:
+            at_open = os.fstat(fh.fileno())
+            start, end = span(at_open.st_size)
+            if pinned is not None and local_etag(at_open) != pinned:
+                raise ObjectChangedError(str(path), pinned, local_etag(at_open), span=_span(start, end),
+                                         label="identity (size, mtime)", detail=_local_state(at_open))
             fh.seek(start)
-            return self._count(fh.read(end - start))
-
-    def read_tail(self, name: str, n: int) -> bytes:
-        size = self.head(name).size
-        return self.read_range(name, max(0, size - n), size)
-
-    def read_all(self, name: str) -> bytes:
-        return self.read_range(name, 0, self.head(name).size)
+            data = fh.read(end - start)
+            after = os.fstat(fh.fileno())
+        if local_etag(after) != local_etag(at_open):
+            raise ObjectChangedError(str(path), pinned or local_etag(at_open), local_etag(after),
+                                     span=_span(start, end), label="identity (size, mtime)",
+                                     since_discovery=pinned is not None, detail=_local_state(after))
+        return self._count(data)
 
     def put(self, name: str, data: bytes) -> ObjectInfo:
         path = self._path(name)
@@ -289,16 +375,17 @@ class S3ObjectStore(_ByteCounter):
             last_modified=resp["LastModified"].timestamp() if resp.get("LastModified") else None,
         )
 
-    def read_range(self, name: str, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)``. A body cut mid-stream (connection reset, IncompleteRead) is
-        resumed with a new ranged GET from the first byte not received, pinned to the first
-        response's ETag (``If-Match``: the object may not change in between), at most
-        ``body_attempts`` GETs with exponential backoff; then :class:`DownloadError`."""
+    def read_range(self, name: str, start: int, end: int, *, etag: str | None = None) -> bytes:
+        """Bytes ``[start, end)``, every GET pinned with ``If-Match`` to ``etag`` (the version
+        discovery saw) or, without one, to the first response's ETag: another version is an
+        :class:`ObjectChangedError`, never bytes of it. A body cut mid-stream (connection
+        reset, IncompleteRead) is resumed with a new ranged GET from the first byte not received,
+        at most ``body_attempts`` GETs with exponential backoff; then :class:`DownloadError`."""
         _check_range(start, end)
         if end == start:
             return b""
         got = bytearray()
-        pinned: dict[str, str] = {}  # {"IfMatch": the first response's ETag}
+        pinned: dict[str, str] = {"IfMatch": quoted_etag(etag)} if etag else {}
 
         def note_retry(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
@@ -311,10 +398,11 @@ class S3ObjectStore(_ByteCounter):
                             retry=retry_if_exception_type(BODY_CUT_ERRORS), before_sleep=note_retry,
                             reraise=True)
         try:
-            for attempt in retrying:
-                with attempt:
-                    if not self._get_range_into(name, start + len(got), end, got, pinned):
-                        return b""
+            with self._changed_as_error(name, pinned, _span(start, end), since_discovery=bool(etag)):
+                for attempt in retrying:
+                    with attempt:
+                        if not self._get_range_into(name, start + len(got), end, got, pinned):
+                            return b""
         except BODY_CUT_ERRORS as exc:
             raise DownloadError(f"{self.root_uri}{name}: bytes {start}-{end - 1}: the download broke off at "
                                 f"byte {start + len(got)} on each of {self.body_attempts} attempts "
@@ -323,8 +411,8 @@ class S3ObjectStore(_ByteCounter):
 
     def _get_range_into(self, name: str, start: int, end: int, out: bytearray, pinned: dict[str, str]) -> bool:
         """One ranged GET of ``[start, end)`` appended to ``out`` as it arrives (what came before
-        a cut is kept; ``pinned`` gets the first response's ETag as ``IfMatch``); False when
-        ``start`` is beyond the object's end."""
+        a cut is kept; ``pinned`` gets the first response's ETag as ``IfMatch`` when it has
+        none); False when ``start`` is beyond the object's end."""
         try:
             with self._not_found_as_missing(name):
                 resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
@@ -332,10 +420,6 @@ class S3ObjectStore(_ByteCounter):
         except ClientError as exc:
             if _error_code(exc) == "InvalidRange":  # start beyond the end of the object
                 return False
-            if _error_code(exc) in ("PreconditionFailed", "412"):
-                raise DownloadError(f"{self.root_uri}{name}: the object changed (ETag no longer "
-                                    f"{pinned.get('IfMatch')}) while its bytes from {start} were being "
-                                    "resumed; read it again") from exc
             raise
         if not pinned and resp.get("ETag"):
             pinned["IfMatch"] = resp["ETag"]
@@ -349,16 +433,40 @@ class S3ObjectStore(_ByteCounter):
         finally:
             body.close()
 
-    def read_tail(self, name: str, n: int) -> bytes:
+    @contextlib.contextmanager
+    def _changed_as_error(self, name: str, pinned: dict[str, str], span: str, *,
+                          since_discovery: bool) -> Iterator[None]:
+        """S3's 412 Precondition Failed (the ``If-Match`` ETag is not the object's any more) as
+        :class:`ObjectChangedError`, naming the ETag the store has now (one HEAD)."""
+        try:
+            yield
+        except ClientError as exc:
+            if _error_code(exc) not in ("PreconditionFailed", "412"):
+                raise
+            found, detail = None, ""
+            try:
+                found = self.head(name).etag or None
+            except ObjectNotFound:
+                detail = "no object of that name any more"
+            except Exception as head_exc:  # noqa: BLE001 - the 412 is the error; the HEAD only adds to it
+                detail = f"its ETag could not be read: {type(head_exc).__name__}"
+            raise ObjectChangedError(f"{self.root_uri}{name}", pinned.get("IfMatch", "").strip('"') or None,
+                                     found, span=span, since_discovery=since_discovery, detail=detail) from exc
+
+    def read_tail(self, name: str, n: int, *, etag: str | None = None) -> bytes:
         if n <= 0:
             return b""
-        with self._not_found_as_missing(name):
-            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes=-{n}")
+        pinned = {"IfMatch": quoted_etag(etag)} if etag else {}
+        with self._changed_as_error(name, pinned, f"the last {n} bytes", since_discovery=True), \
+                self._not_found_as_missing(name):
+            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes=-{n}", **pinned)
         return self._count(resp["Body"].read())
 
-    def read_all(self, name: str) -> bytes:
-        with self._not_found_as_missing(name):
-            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name))
+    def read_all(self, name: str, *, etag: str | None = None) -> bytes:
+        pinned = {"IfMatch": quoted_etag(etag)} if etag else {}
+        with self._changed_as_error(name, pinned, "the whole object", since_discovery=True), \
+                self._not_found_as_missing(name):
+            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(name), **pinned)
         return self._count(resp["Body"].read())
 
     def put(self, name: str, data: bytes) -> ObjectInfo:

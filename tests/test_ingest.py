@@ -333,6 +333,34 @@ def test_ingest_from_s3_reads_ranges_on_executors(spark: Any, ingested: dict[str
     assert s3_rows == local
 
 
+def test_a_file_replaced_after_discovery_fails_the_run_and_nothing_is_committed(
+        spark: Any, ingested: dict[str, Any], s3_server: Any, s3_client: Any, s3_bucket: str) -> None:
+    """Issue 43: discovery saw binlog.000002 (its ETag is in the plan); the store now holds other
+    bytes under that name. The job (split into ranges, as large files are) fails with the error
+    naming the file and both ETags, and commits nothing: no table gets a version, so no row of
+    either planned file and no meta.ingested_files row marking them done."""
+    from binlake.discovery import discover_source
+    from binlake.storage import ObjectChangedError, S3ObjectStore
+
+    cfg = ingested["cfg"]
+    for name in ("binlog.000002", "binlog.000003"):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"changed/{name}", Body=(MARIA / name).read_bytes())
+    store = S3ObjectStore(f"s3://{s3_bucket}/changed/", cfg.s3)
+    plan = [BinlogObject(**f.ingest_item()) for f in discover_source(store, "changed", workers=1).to_ingest]
+    old = plan[0].etag
+    assert [o.file for o in plan] == ["binlog.000002", "binlog.000003"] and old
+    new = s3_client.put_object(Bucket=s3_bucket, Key="changed/binlog.000002",
+                               Body=(MARIA / "binlog.000001").read_bytes())["ETag"].strip('"')
+    before = {n: ingest_mod._table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES}
+    with pytest.raises(ObjectChangedError) as info:
+        run_ingest(spark, cfg, plan, "run-changed", split_threshold=20_000, split_target=8_000)
+    assert str(info.value).startswith(f's3://{s3_bucket}/changed/binlog.000002 changed since discovery '
+                                      f'(ETag "{old}" expected, the store now has "{new}"); bytes ')
+    assert str(info.value).endswith(" not read: re-run discovery")
+    assert {n: ingest_mod._table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES} == before
+    assert not (Path(cfg.warehouse) / "_staging" / "ingest-run-changed").exists()
+
+
 def test_mid_file_corrupt_event_ends_partial_with_every_other_event_ingested(
         spark: Any, tmp_path: Path) -> None:
     """A QUERY whose status-vars length runs past the event, in the middle of a real file: the
