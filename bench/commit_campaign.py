@@ -319,6 +319,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail-rate", type=float, default=Faults.fail_rate)
     parser.add_argument("--fail-after-rate", type=float, default=Faults.fail_after_rate)
     parser.add_argument("--delay-rate", type=float, default=Faults.delay_rate)
+    parser.add_argument("--delay-seconds", type=float, nargs=2, default=Faults.delay_seconds, metavar=("MIN", "MAX"))
     parser.add_argument("--stall-max", type=float, default=Faults.stall_max)
     parser.add_argument("--seed", type=int, default=Faults.seed)
     return parser
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         (_spark_writer if args.engine == "spark" else _delta_rs_writer)(args)
         return 0
     faults = Faults(fail_rate=args.fail_rate, fail_after_rate=args.fail_after_rate, delay_rate=args.delay_rate,
-                    stall_max=args.stall_max, seed=args.seed)
+                    delay_seconds=tuple(args.delay_seconds), stall_max=args.stall_max, seed=args.seed)
     result = run_campaign(spark_writers=args.spark_writers, delta_rs_writers=args.delta_rs_writers,
                           commits=args.commits, rows=args.rows, faults=faults, spark_log_store=args.spark_log_store)
     print(json.dumps({**asdict(result), "faults_config": asdict(faults), "exact": result.exact}, indent=1))

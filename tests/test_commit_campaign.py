@@ -22,8 +22,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.campaign, pytest.mark.timeout(1500)
 SPARK_WRITERS = 2
 DELTA_RS_WRITERS = 4
 COMMITS = 2
-#: held log PUTs and stalls that make the stock store's check-then-PUT windows overlap
-FAULTS = Faults(fail_rate=0.03, fail_after_rate=0.03, delay_rate=0.5, delay_seconds=(0.5, 1.5), stall_max=0.5)
+#: every log PUT held 1-2 s before it reaches the server (a slow store): the stock store's
+#: check-then-PUT windows then overlap other writers' commits of the same version
+FAULTS = Faults(fail_rate=0.03, fail_after_rate=0.03, delay_rate=1.0, delay_seconds=(1.0, 2.0), stall_max=0.5)
 
 
 def test_stock_single_driver_log_store_loses_commits() -> None:
