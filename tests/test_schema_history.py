@@ -177,3 +177,19 @@ def test_seed_then_ddl() -> None:
     assert [v.origin for v in history] == ["seed", "ddl"]
     assert history[-1].schema is not None
     assert [c.name for c in history[-1].schema.columns] == ["id", "amount", "note"]
+
+
+def test_split_dump_keeps_what_sqlglot_lost() -> None:
+    """A mariadb-dump: versioned comments are run, a spatial column and a trigger body do not
+    stop the split (sqlglot's parser failed on the whole file)."""
+    statements = split_dump(
+        "/*!40101 SET NAMES utf8mb4 */;\nUSE `shop`;\nCREATE TABLE `geo` (`id` int(11) NOT NULL, `p` point NOT NULL,"
+        " `v` varchar(5) /*!100301 COMPRESSED*/ DEFAULT 'a;b', PRIMARY KEY (`id`)) /*!50100 PARTITION BY HASH (`id`) */;\n"
+        "DELIMITER ;;\n/*!50003 CREATE*/ /*!50003 TRIGGER `t` BEFORE INSERT ON `geo` FOR EACH ROW SET NEW.v = 'x' */;;\n"
+        "DELIMITER ;\n")
+    assert statements[1] == "USE `shop`"
+    history = build_history([], [DdlStatement(Coordinates(-1, i), "shop", s) for i, s in enumerate(statements)])
+    (version,) = history
+    assert version.schema is not None and version.warning is None
+    assert [(c.name, c.type, c.default) for c in version.schema.columns] == [
+        ("id", "int", "0"), ("p", "point", None), ("v", "varchar", "a;b")]
