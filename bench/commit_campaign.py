@@ -136,7 +136,9 @@ def _spark_writer(args: argparse.Namespace) -> None:
     from binlake.config import REPO_ROOT, config_from_dict
     from spark_jobs.session import build_spark_session
 
-    extra = {"spark.databricks.delta.delta.log.cacheSize": "4", "spark.sql.ui.retainedExecutions": "1"}
+    extra = {"spark.databricks.delta.delta.log.cacheSize": "4", "spark.sql.ui.retainedExecutions": "1",
+             # commits are small: S3A buffers them in memory, not in /tmp (which a shared machine may clean)
+             "spark.hadoop.fs.s3a.fast.upload.buffer": "array"}
     if args.spark_log_store == "stock":
         extra.update({f"spark.delta.logStore.{s}.impl": STOCK_LOG_STORE for s in ("s3a", "s3", "s3n")})
     cfg = config_from_dict({
