@@ -133,7 +133,20 @@ def no_sql_on_files(spark: Any) -> Iterator[None]:
         spark.conf.set(key, before)
 
 
-def commit_locks(cfg: BinlakeConfig, names: tuple[str, ...]) -> contextlib.ExitStack:
+class CommitLocks(contextlib.ExitStack):
+    """Held commit locks (entered); :meth:`check` fences the statement's commit, as the jobs do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[Any] = []
+
+    def check(self) -> None:
+        """LockLostError when any lock was lost (a stalled heartbeat): call right before the commit."""
+        for lock in self.held:
+            lock.check()
+
+
+def commit_locks(cfg: BinlakeConfig, names: tuple[str, ...]) -> CommitLocks:
     """The commit locks of the tables ``names`` (``db.table``), entered in location order (two
     statements writing the same two tables never wait for each other crosswise)."""
     from binlake.leases import table_commit_lock
@@ -144,10 +157,10 @@ def commit_locks(cfg: BinlakeConfig, names: tuple[str, ...]) -> contextlib.ExitS
             locations.append(table(name).location(cfg.warehouse))
         except KeyError:
             raise TableNotFoundError(f"{name} is not a binlake table (written tables must be binlake's)") from None
-    stack = contextlib.ExitStack()
+    stack = CommitLocks()
     try:
         for location in sorted(set(locations)):
-            stack.enter_context(table_commit_lock(location, cfg.s3))
+            stack.held.append(stack.enter_context(table_commit_lock(location, cfg.s3)))
     except BaseException:
         stack.close()
         raise
@@ -194,7 +207,8 @@ class SparkSqlEngine:
         access.refuse_unless(self.allow_writes)
         spark = self.spark
         try:
-            with commit_locks(self.cfg, access.writes), no_sql_on_files(spark):
+            with commit_locks(self.cfg, access.writes) as locks, no_sql_on_files(spark):
+                locks.check()  # fence: still ours right before the statement's commit
                 return run_query(spark, statement, max_rows)
         except AnalysisException as exc:
             match = _MISSING_TABLE.search(str(exc))
