@@ -159,3 +159,17 @@ def test_a_segment_holds_only_its_range() -> None:
     seg = Segment("live", "t", at(10), at(20))
     assert seg.holds(("live", "t"), at(15)) and not seg.holds(("live", "t"), at(25))
     assert not seg.holds(("live", "u"), at(15)) and not seg.holds(("live", "t"), at(10))
+
+
+def test_the_trackers_own_truncate_empties_the_table() -> None:
+    """``TRUNCATE TABLE`` as ``schema_history`` records it (a ``truncated`` version)."""
+    s = Stream()
+    statements = [ddl(10, CREATE.format("acct"))]
+    s.write("acct", "insert", None, {"id": 1, "owner": "a", "note": None})
+    statements.append(ddl(s.pos + 1, "TRUNCATE TABLE acct"))
+    s.pos += 10
+    s.write("acct", "insert", None, {"id": 2, "owner": "b", "note": None})
+    history = build_history(statements)
+    assert [v.truncated for v in history] == [False, True]
+    _, rows = _rows(lineage(history, ("live", "acct")), s)
+    assert rows == {2: (2, "b", None)}
