@@ -156,6 +156,7 @@ def spark(binlake_config: BinlakeConfig) -> Iterator[Any]:
 #: instead of running last alone. A module missing from this list keeps its place after them.
 LONGEST_FIRST = (
     "test_scale_out.py",
+    "test_gold_osc.py",
     "test_gold_fixture.py",
     "test_gold_mariadb.py",
     "test_dags.py",
@@ -170,6 +171,12 @@ LONGEST_FIRST = (
     "test_orchestration_tasks.py",
     "test_gold_seed_mariadb.py",
     "test_reconcile.py",
+    "test_spark_auth.py",
+    "test_commit_campaign.py",
+    "test_sql_guard.py",
+    "test_lock_races.py",
+    "test_ddl_corpus.py",
+    "test_archiver_peer.py",
 )
 
 

@@ -9,9 +9,15 @@ through the fault proxy (503s, 500s after a write landed, held log PUTs, random 
 the log and the table straight from the server.
 
 Selected with ``-m campaign`` (and part of the full suite); the larger runs are the bench's.
+The reproduction on Delta's stock store runs only with ``BINLAKE_CAMPAIGN_STOCK=1``: it shows a
+loss that depends on timing (two drivers' check-then-PUT windows overlapping), so in the default
+suite it could pass by luck or fail by luck, and it costs minutes; its figures are in
+docs/operations.md.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -27,6 +33,8 @@ COMMITS = 2
 FAULTS = Faults(fail_rate=0.03, fail_after_rate=0.03, delay_rate=1.0, delay_seconds=(1.0, 2.0), stall_max=0.5)
 
 
+@pytest.mark.skipif(not os.environ.get("BINLAKE_CAMPAIGN_STOCK"),
+                    reason="the stock store's timing-dependent loss: set BINLAKE_CAMPAIGN_STOCK=1")
 def test_stock_single_driver_log_store_loses_commits() -> None:
     """The reproduction: two Spark drivers on Delta's stock S3 store (delta-rs as before, unsafe
     rename) overwrite each other's version N; the table misses commits every writer was told succeeded."""
