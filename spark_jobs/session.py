@@ -57,7 +57,8 @@ def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
     if missing:
         raise MissingJarsError(
             f"jars dir {folder} lacks {', '.join(m.rstrip('_-') for m in missing)}: run `make setup` in a "
-            "checkout (fetches them with Maven from conf/pom.xml), or point [pipeline] jars_dir "
+            "checkout (fetches them with Maven from conf/pom.xml and builds binlake-logstore from jvm/logstore), "
+            "or point [pipeline] jars_dir "
             "(BINLAKE_JARS_DIR for the demo) at a folder holding them"
         )
     return jars

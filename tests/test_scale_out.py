@@ -231,9 +231,10 @@ def test_nightly_run_healthy_sources_succeed_and_the_gap_is_named(stack: Stack, 
 def test_nightly_run_used_the_cluster_and_ran_tasks_in_parallel(stack: Stack, nightly: dict[str, Any]) -> None:
     apps = stack.cluster.state()["completedapps"]
     names = [a["name"] for a in apps]
-    # data_checks needs no Spark; a decode re-run by Airflow's retry would be a 3rd decode app
-    assert set(names) == {"binlake-decode", "binlake-reconcile", "binlake-gold"}, names
-    assert names.count("binlake-decode") >= 2 and names.count("binlake-reconcile") == 2, names
+    # reconcile and data_checks need no Spark (delta-rs in the task process); a decode re-run by
+    # Airflow's retry would be a 3rd decode app
+    assert set(names) == {"binlake-decode", "binlake-gold"}, names
+    assert names.count("binlake-decode") >= 2, names
     assert names.count("binlake-gold") == 1, names
     spans = [(t, dt.datetime.fromisoformat(t.start_date), dt.datetime.fromisoformat(t.end_date))
              for t in nightly["tis"] if t.start_date and t.end_date]

@@ -67,8 +67,9 @@ def test_installed_wheel_demo_names_missing_jars_in_one_line(installed: Path, tm
     proc = _run(installed, tmp_path, code, BINLAKE_JARS_DIR=str(tmp_path / "no-jars"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == (
-        f"binlake: error: jars dir {tmp_path / 'no-jars'} lacks delta-spark, delta-storage, hadoop-aws, bundle: "
-        "run `make setup` in a checkout (fetches them with Maven from conf/pom.xml), or point [pipeline] "
+        f"binlake: error: jars dir {tmp_path / 'no-jars'} lacks delta-spark, delta-storage, hadoop-aws, bundle, "
+        "binlake-logstore: run `make setup` in a checkout (fetches them with Maven from conf/pom.xml and builds "
+        "binlake-logstore from jvm/logstore), or point [pipeline] "
         "jars_dir (BINLAKE_JARS_DIR for the demo) at a folder holding them")
     assert not (tmp_path / ".binlake-demo").exists()  # nothing started, nothing written
 
