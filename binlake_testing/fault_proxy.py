@@ -149,23 +149,20 @@ class _ForwardingHandler(BaseHTTPRequestHandler):
         if body:
             self.wfile.write(body)
 
-    def _forward(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
-        owner = self.owner
-        if owner.fail_rate or owner.fail_after_rate or owner.delay_rate:
-            self._forward_with_faults(body)
-            return
+    def _upstream(self, body: bytes | None, *, timeout: float) -> tuple[http.client.HTTPResponse, bytes]:
+        """This request, forwarded unchanged (less hop-by-hop headers); the answer and its whole body."""
         up = urlsplit(self.owner.upstream)
-        conn = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port or 80, timeout=30)
+        conn = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port or 80, timeout=timeout)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         try:
             conn.request(self.command, self.path, body=body, headers=headers)
             resp = conn.getresponse()
-            data = resp.read()
+            return resp, resp.read()
         finally:
             conn.close()
-        cut = self.owner.take_cut(self.command, self.path, self.headers.get("Range")) and len(data) > 0
+
+    def _send_head(self, resp: http.client.HTTPResponse, data: bytes) -> None:
+        """The upstream answer's status line and headers, with the Content-Length of what follows."""
         self.send_response(resp.status, resp.reason)
         for k, v in resp.getheaders():
             if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
@@ -173,6 +170,17 @@ class _ForwardingHandler(BaseHTTPRequestHandler):
         # a HEAD's Content-Length is the object's size (no body follows): pass it on as it is
         self.send_header("Content-Length", resp.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
         self.end_headers()
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        owner = self.owner
+        if owner.fail_rate or owner.fail_after_rate or owner.delay_rate:
+            self._forward_with_faults(body)
+            return
+        resp, data = self._upstream(body, timeout=30)
+        cut = self.owner.take_cut(self.command, self.path, self.headers.get("Range")) and len(data) > 0
+        self._send_head(resp, data)
         if self.command == "HEAD":
             return
         if not cut:
@@ -195,26 +203,13 @@ class _ForwardingHandler(BaseHTTPRequestHandler):
             owner.note(self.command, self.path, condition, 503, fault)
             self._send_error(503, "SlowDown", "Please reduce your request rate.")
             return
-        up = urlsplit(owner.upstream)
-        conn = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port or 80, timeout=60)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
-        try:
-            conn.request(self.command, self.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-        finally:
-            conn.close()
+        resp, data = self._upstream(body, timeout=60)
         if fault == "500-after":
             owner.note(self.command, self.path, condition, 500, fault)
             self._send_error(500, "InternalError", "We encountered an internal error. Please try again.")
             return
         owner.note(self.command, self.path, condition, resp.status, fault)
-        self.send_response(resp.status, resp.reason)
-        for k, v in resp.getheaders():
-            if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
-                self.send_header(k, v)
-        self.send_header("Content-Length", resp.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
-        self.end_headers()
+        self._send_head(resp, data)
         if self.command != "HEAD":
             self.wfile.write(data)
 
