@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from binlake.errors import BinlakeError
 from binlake.series import series_sort_key
-from binlake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore
+from binlake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore, conditional_write_refused
 from binlog_parser.constants import BINLOG_MAGIC, LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlog_parser.replication import (
     EVENT_HEADER_LEN,
@@ -289,7 +289,7 @@ def conditional_put(store: ObjectStore, name: str, data: bytes, expected_etag: s
     except ClientError as exc:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = exc.response.get("Error", {}).get("Code")
-        if status in (404, 409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"):
+        if conditional_write_refused(exc, missing_too=True):
             raise ArchiveConflictError(
                 f"{store.root_uri}{name}: not written, the object is not the one this archiver last wrote "
                 f"(expected {'ETag ' + expected_etag if expected_etag else 'no object: a new file'}, S3 said "

@@ -260,19 +260,6 @@ class LocalLeaseBackend:
             (self.root / name).unlink(missing_ok=True)
 
 
-def _lost_race(exc: Any, *, missing_too: bool) -> bool:
-    """A conditional request refused because the object changed (or, for ``If-Match``, is gone):
-    412 ``PreconditionFailed``; 409 ``ConditionalRequestConflict`` / ``OperationAborted`` (a
-    concurrent conflicting write finished first, AWS's answer to a race it detects mid-request)."""
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    code = exc.response.get("Error", {}).get("Code")
-    if status == 412 or code == "PreconditionFailed":
-        return True
-    if status == 409 and code in ("ConditionalRequestConflict", "OperationAborted"):
-        return True
-    return missing_too and (status == 404 or code in ("NoSuchKey", "404"))
-
-
 class S3LeaseBackend:
     """Lease objects under an S3 prefix: ``If-None-Match: *`` creates, ``If-Match: <ETag>``
     replaces and deletes (AWS S3: conditional writes since 2024-11, conditional deletes since
@@ -288,10 +275,12 @@ class S3LeaseBackend:
     def create_tagged(self, name: str, data: bytes) -> str | None:
         from botocore.exceptions import ClientError
 
+        from binlake.storage import conditional_write_refused
+
         try:
             resp = self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data, IfNoneMatch="*")
         except ClientError as exc:
-            if _lost_race(exc, missing_too=False):
+            if conditional_write_refused(exc, missing_too=False):
                 return None
             raise
         return str(resp["ETag"])
@@ -323,10 +312,12 @@ class S3LeaseBackend:
     def replace(self, name: str, data: bytes, tag: str) -> str | None:
         from botocore.exceptions import ClientError
 
+        from binlake.storage import conditional_write_refused
+
         try:
             resp = self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data, IfMatch=tag)
         except ClientError as exc:
-            if _lost_race(exc, missing_too=True):
+            if conditional_write_refused(exc, missing_too=True):
                 return None
             raise
         return str(resp["ETag"])
@@ -334,10 +325,12 @@ class S3LeaseBackend:
     def delete_if(self, name: str, tag: str) -> bool:
         from botocore.exceptions import ClientError
 
+        from binlake.storage import conditional_write_refused
+
         try:
             self.client.delete_object(Bucket=self.bucket, Key=self.prefix + name, IfMatch=tag)
         except ClientError as exc:
-            if _lost_race(exc, missing_too=True):
+            if conditional_write_refused(exc, missing_too=True):
                 return False
             raise
         return True

@@ -126,6 +126,21 @@ def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def conditional_write_refused(exc: ClientError, *, missing_too: bool) -> bool:
+    """A conditional request refused because the object changed (or, for ``If-Match``, is gone):
+    412 ``PreconditionFailed``; 409 ``ConditionalRequestConflict`` / ``OperationAborted`` (a
+    concurrent conflicting write finished first, AWS's answer to a race it detects mid-request);
+    with ``missing_too``, 404 as well (an ``If-Match`` on an object that is gone). The one
+    classification for every conditional write: the leases and the archiver's uploads."""
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    code = exc.response.get("Error", {}).get("Code")
+    if status == 412 or code == "PreconditionFailed":
+        return True
+    if status == 409 and code in ("ConditionalRequestConflict", "OperationAborted"):
+        return True
+    return missing_too and (status == 404 or code in ("NoSuchKey", "404"))
+
+
 @runtime_checkable
 class ObjectStore(Protocol):
     """What discovery needs from a binlog archive (a local folder or an S3 prefix)."""

@@ -183,7 +183,7 @@ def test_table_commit_lock_is_keyed_by_location_and_a_no_op_locally(s3_server: A
 def test_s3_conditional_refusals_are_told_from_errors(status: int, code: str, missing_too: bool, lost: bool) -> None:
     from botocore.exceptions import ClientError
 
-    from binlake.leases import _lost_race
+    from binlake.storage import conditional_write_refused
 
     exc = ClientError({"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject")
-    assert _lost_race(exc, missing_too=missing_too) is lost
+    assert conditional_write_refused(exc, missing_too=missing_too) is lost
