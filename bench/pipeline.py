@@ -16,7 +16,7 @@ when it is not already in the workdir and measures it in the same command:
    ``spark_jobs.ingest.run_ingest`` (decode on the executors, every bronze / silver / meta table).
    Each is measured as wall time and CPU-seconds of the whole process tree (this driver, its JVM
    and every Python worker, including workers that exited: see :class:`TreeCpu`).
-   Then the gold step (``spark_jobs.gold.run_gold``: schema history, the ordered replay of the
+   Then the gold step (``spark_jobs.gold.job.run_gold``: schema history, the ordered replay of the
    archive's table, its typed gold table, meta.gold_status) on the large archive, measured alike.
    ``--gold-incremental``: then a second night: one more file of the archive's shape (the next
    GTIDs and ids: inserts, every 5th transaction with an update) is generated, ingested and gold
@@ -372,7 +372,7 @@ def _copy_and_ingest(spark: Any, cfg: Any, args: argparse.Namespace, source: str
 
 def measure_gold(spark: Any, cfg: Any, source: str, mb: float) -> Measured:
     """The gold step of ``source`` after its ingest (a first run: every table replayed and written)."""
-    from spark_jobs.gold import run_gold
+    from spark_jobs.gold.job import run_gold
 
     return measure(f"binlake gold ({source})", mb, lambda: len(run_gold(spark, cfg, source, f"bench-gold-{source}").tables))
 
@@ -392,7 +392,7 @@ def next_file(archive: Path, size: int, files: int) -> Path:
 def measure_second_night(spark: Any, cfg: Any, path: Path, archive_mb: float) -> list[Measured]:
     """Ingest one more file, then gold (incremental) and gold forced to replay everything; the
     gold rows' last column is the row changes the run replayed."""
-    from spark_jobs.gold import run_gold
+    from spark_jobs.gold.job import run_gold
     from spark_jobs.ingest import BinlogObject, run_ingest
 
     mb = path.stat().st_size / 1e6

@@ -58,7 +58,7 @@ from pydantic import (
 from pydantic.dataclasses import dataclass
 
 from binlake.errors import BinlakeError
-from binlake.tables import gold_name_part
+from binlake.lake.tables import gold_name_part
 
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH: Path = REPO_ROOT / "conf" / "binlake.toml"

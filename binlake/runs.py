@@ -10,8 +10,8 @@ Spark nor Airflow, so the Spark steps (:mod:`spark_jobs.steps`), the Airflow tas
   step's result), not through big XComs, so the same hand-over works when a step runs on a
   cluster (spark-submit) or in-process;
 * the run **parameters** (nightly defaults, the backfill DAG's params) and the source list;
-* :func:`discover` (plain Python: heads/tails via :mod:`binlake.discovery`, the plan via
-  :mod:`binlake.ingest_state`), which also takes the source's run lease (:mod:`binlake.leases`);
+* :func:`discover` (plain Python: heads/tails via :mod:`binlake.discovery.discover`, the plan via
+  :mod:`binlake.ingest.state`), which also takes the source's run lease (:mod:`binlake.lake.leases`);
 * :func:`summarize`: every source's documents into one verdict; it fails when a source did not
   complete cleanly, so the run's state tells the truth.
 """
@@ -103,7 +103,7 @@ def run_key(run_id: str) -> str:
 
 
 def runs_store(cfg: BinlakeConfig) -> Any:
-    from binlake.storage import open_object_store
+    from binlake.lake.storage import open_object_store
 
     return open_object_store(cfg.warehouse.rstrip("/") + "/_binlake/runs/", cfg.s3)
 
@@ -118,7 +118,7 @@ def put_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str, doc: Any) -
 
 
 def get_doc(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> dict[str, Any] | None:
-    from binlake.storage import ObjectNotFound
+    from binlake.lake.storage import ObjectNotFound
 
     try:
         return json.loads(runs_store(cfg).read_all(f"{run_key(run_id)}/{source}/{step}.json"))
@@ -141,15 +141,15 @@ def get_plan(cfg: BinlakeConfig, run_id: str, source: str) -> RunPlan:
 
 
 def get_discovery(cfg: BinlakeConfig, run_id: str, source: str) -> Any:
-    """The run's discovery of the source as :class:`binlake.discovery.SourceDiscovery` (or None)."""
-    from binlake.discovery import SourceDiscovery
+    """The run's discovery of the source as :class:`binlake.discovery.discover.SourceDiscovery` (or None)."""
+    from binlake.discovery.discover import SourceDiscovery
 
     return get_result(cfg, run_id, source, "discovery", SourceDiscovery)
 
 
 def source_leases(cfg: BinlakeConfig) -> Any:
-    """The per-source run leases of the warehouse (:mod:`binlake.leases`)."""
-    from binlake.leases import SourceLeases, lease_backend
+    """The per-source run leases of the warehouse (:mod:`binlake.lake.leases`)."""
+    from binlake.lake.leases import SourceLeases, lease_backend
 
     return SourceLeases(lease_backend(cfg.warehouse, cfg.s3))
 
@@ -170,8 +170,8 @@ def hold_source(cfg: BinlakeConfig, source: str, run_id: str, *, dag_id: str = "
     spark-submit driver) is one process, so the lease is renewed exactly while a step of the run
     runs; between steps the ttl covers the gap. ``holder_finished(lease)`` (Airflow: is that run
     over?) lets a run take the lease of a run that ended without releasing it (see
-    :meth:`binlake.leases.SourceLeases.take`)."""
-    from binlake.leases import SourceLeaseRenewer
+    :meth:`binlake.lake.leases.SourceLeases.take`)."""
+    from binlake.lake.leases import SourceLeaseRenewer
 
     leases = source_leases(cfg)
     held = leases.take(source, run_id, dag_id=dag_id, holder_finished=holder_finished)
@@ -261,9 +261,9 @@ def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, 
              holder_finished: Callable[[Any], bool] | None = None) -> DiscoverResult:
     """Discover the source's rotated files, plan what this run ingests, store both; the XCom summary.
     ``dag_id`` / ``holder_finished``: for the source's lease (:func:`hold_source`)."""
-    from binlake.discovery import discover_source
-    from binlake.ingest_state import load_known_files, plan_ingest
-    from binlake.storage import open_object_store
+    from binlake.discovery.discover import discover_source
+    from binlake.ingest.state import load_known_files, plan_ingest
+    from binlake.lake.storage import open_object_store
 
     cfg = cfg or load_config()
     p = normalize_params(params, backfill=backfill)
@@ -360,7 +360,7 @@ def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[Sourc
 def write_coverage_pages(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[str | None, str | None]:
     """The source's coverage page (HTML, and PNG when Chromium is installed) into the run folder,
     next to the summary; returns their URIs. Never fails the run: a missing picture is logged."""
-    from binlake.coverage_report import chromium_binary, write_coverage_report
+    from binlake.reconcile.report import chromium_binary, write_coverage_report
 
     try:
         try:

@@ -84,7 +84,7 @@ def coverage(
     png: Annotated[bool, typer.Option(help="also write a PNG (headless Chromium)")] = True,
 ) -> None:
     from binlake.config import load_config
-    from binlake.coverage_report import write_coverage_report
+    from binlake.reconcile.report import write_coverage_report
 
     report = write_coverage_report(load_config(config), source, out, png=png)
     for path in report.files:

@@ -1,7 +1,7 @@
 """``binlake archive`` / ``python -m binlake_cli.archive``: the archiver's command line and service entry.
 
 Why its own module: the archiver runs as a long-lived service in a small image (PyMySQL, boto3,
-pydantic; no typer, no Spark, no Airflow), so this entry imports only :mod:`binlake.archiver`.
+pydantic; no typer, no Spark, no Airflow), so this entry imports only :mod:`binlake.archive.archiver`.
 With ``airflow_conn_id`` the host, port, user and password come from that Airflow connection
 (:func:`orchestration.credentials.airflow_mysql_login`, imported only then).
 """
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from binlake.archiver import Archiver, ArchiverError, ArchiverSettings, exit_code_of, load_settings
+from binlake.archive.archiver import Archiver, ArchiverError, ArchiverSettings, exit_code_of, load_settings
 from binlake.errors import BinlakeError
 
 

@@ -2,17 +2,17 @@
 
 Two engines behind one prompt:
 
-* the **fast path** (:mod:`binlake.sql_fast`, delta-rs + DuckDB, no JVM) runs every read-only
+* the **fast path** (:mod:`binlake.sql.fast`, delta-rs + DuckDB, no JVM) runs every read-only
   statement (SELECT, WITH, DESCRIBE, SHOW TABLES) in well under a second;
 * **Spark** (:mod:`spark_jobs.sql_engine`) runs what the fast path cannot translate, everything
   under ``--engine spark``, and writes. It is started only when first needed.
 
 Read-only by default: a statement that changes a table (DELETE, INSERT, MERGE, VACUUM, OPTIMIZE,
 ALTER, DROP ...) is refused before any engine starts unless ``--allow-writes`` is given; then it
-runs on Spark under the commit locks of the tables it writes (:mod:`binlake.sql_guard` tells which),
+runs on Spark under the commit locks of the tables it writes (:mod:`binlake.sql.guard` tells which),
 like the jobs' own writes. Names outside the warehouse are refused either way.
 
-Results print as a rich table, CSV or JSON Lines, with full cell values (:mod:`binlake.sql_values`).
+Results print as a rich table, CSV or JSON Lines, with full cell values (:mod:`binlake.sql.values`).
 The interactive prompt (prompt_toolkit) keeps a history file under ``state_dir``, completes table
 and column names, and Ctrl-C cancels the statement being typed or run, not the prompt.
 """
@@ -28,9 +28,9 @@ from typing import Any, Protocol, TextIO
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
-from binlake.sql_fast import FastWarehouse, NeedsSparkError, QueryResult, show_statement
-from binlake.sql_guard import analyse
-from binlake.tables import TableSpec
+from binlake.lake.tables import TableSpec
+from binlake.sql.fast import FastWarehouse, NeedsSparkError, QueryResult, show_statement
+from binlake.sql.guard import analyse
 
 PROMPT = "binlake> "
 CONTINUATION = "     ...> "
@@ -139,7 +139,7 @@ class SqlSession:
 
 def print_result(result: QueryResult, output_format: str = "table", out: TextIO = sys.stdout) -> None:
     """Print one statement's result in the chosen format (full values, nothing cut)."""
-    from binlake.sql_values import write_csv, write_json_lines, write_table
+    from binlake.sql.values import write_csv, write_json_lines, write_table
 
     if output_format == "csv":
         write_csv(result.columns, result.rows, out)

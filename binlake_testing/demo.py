@@ -194,7 +194,7 @@ def write_demo_config(path: Path, *, endpoint: str, warehouse: Path, state_dir: 
 
 def print_summary(cfg: BinlakeConfig, out: Any = None) -> dict[str, int]:
     """Register the tables and print each summary query's result; returns rows per section."""
-    from binlake.sql_values import format_table
+    from binlake.sql.values import format_table
     from spark_jobs.session import spark_session
     from spark_jobs.sql_engine import quiet_pyspark_sql_errors, register_tables, run_query
 
@@ -224,7 +224,7 @@ def print_summary(cfg: BinlakeConfig, out: Any = None) -> dict[str, int]:
 
 
 def _tables_in(query: str) -> list[str]:
-    from binlake.tables import TABLES
+    from binlake.lake.tables import TABLES
 
     return [t.full_name for t in TABLES if t.full_name in query]
 

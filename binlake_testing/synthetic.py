@@ -4,7 +4,7 @@
 (``oltp``: sysbench-like read/write mix; ``ddl``: DDL-heavy; ``blob``: large JSON / BLOB rows),
 writes each server's binlog chain with :mod:`binlog_parser.writer` (rotating at
 ``max_binlog_size``) into ``dest/<source>/binlog.NNNNNN`` - a local folder or an ``s3://`` prefix
-(through :mod:`binlake.storage`) - and returns (and writes to ``dest/ground_truth.json``) what a
+(through :mod:`binlake.lake.storage`) - and returns (and writes to ``dest/ground_truth.json``) what a
 correct pipeline must find.
 
 Fault switches (:class:`Faults`), each applied to the first source only so the others stay clean
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from binlake.config import is_s3_uri, load_config
-from binlake.storage import open_object_store
+from binlake.lake.storage import open_object_store
 from binlog_parser.gtid import Gtid, GtidSet
 from binlog_parser.server_version import server_version_split
 from binlog_parser.writer import BinlogFileWriter, Column, Table

@@ -67,7 +67,7 @@ def rows_digest(table: str, rows: Iterable[Mapping[str, Any]],
 def delta_table_digest(table: str, location: str, s3: S3Settings | None = None,
                        ignore_columns: frozenset[str] = RUN_COLUMNS) -> TableDigest:
     """Digest of the Delta table at ``location`` (local path, ``s3://`` or ``s3a://``)."""
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     delta = open_delta_table(location, s3)
     if delta is None:
@@ -78,6 +78,6 @@ def delta_table_digest(table: str, location: str, s3: S3Settings | None = None,
 def warehouse_digests(warehouse: str, tables: Iterable[str], s3: S3Settings | None = None,
                       ignore_columns: frozenset[str] = RUN_COLUMNS) -> dict[str, TableDigest]:
     """Digests of several tables of one warehouse, by table name (``bronze.events`` ...)."""
-    from binlake.tables import table_location
+    from binlake.lake.tables import table_location
 
     return {t: delta_table_digest(t, table_location(warehouse, t), s3, ignore_columns) for t in tables}

@@ -19,7 +19,7 @@ refresh.
 
 Not covered: executors on other hosts (127.0.0.1 is theirs): they use their own chain
 (instance role, ``spark.executorEnv.AWS_*``), as before; a delta-rs call receives the
-credentials boto3 holds when it starts (``binlake.delta_tables.storage_options``).
+credentials boto3 holds when it starts (``binlake.lake.delta_tables.storage_options``).
 """
 
 from __future__ import annotations

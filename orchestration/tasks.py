@@ -31,6 +31,7 @@ from airflow.sdk import Asset, AssetAlias, task
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
+from binlake.lake.tables import table_location
 from binlake.runs import (
     STEP_TABLES,
     ChainBrokenError,
@@ -42,7 +43,6 @@ from binlake.runs import (
     summarize,
 )
 from binlake.step_results import GoldStepResult, to_doc
-from binlake.tables import table_location
 from orchestration.credentials import export_airflow_aws_credentials
 
 log = logging.getLogger("binlake.pipeline")
@@ -141,7 +141,7 @@ FINISHED_RUN_STATES = ("success", "failed")
 
 def airflow_run_over(context: Any) -> Callable[[Any], bool]:
     """Whether the run holding a source's lease is over, asked of Airflow (``holder_finished`` of
-    :meth:`binlake.leases.SourceLeases.take`).
+    :meth:`binlake.lake.leases.SourceLeases.take`).
 
     Why: a run marked failed in the UI has its running tasks killed and the rest (its summary too)
     skipped, so nothing releases its leases, and DAG failure callbacks do not run for a manual mark;
@@ -184,8 +184,8 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
     """List the source's objects, follow the ROTATE chain, plan the run; take the source's lease."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from binlake.discovery import ReplacedObjectError
-    from binlake.leases import LeaseHeldError
+    from binlake.discovery.discover import ReplacedObjectError
+    from binlake.lake.leases import LeaseHeldError
 
     _label(source)
     cfg = load_config()

@@ -7,7 +7,7 @@ per-range facts, then commits each row table once:
 - a table that holds no rows of the run's files (by its Delta log's statistics: every nightly
   file, every backfill of new files) gets its rows written by the executors straight into its
   folder as Delta data files, which the driver commits as they are, in one ``add``-only delta-rs
-  commit (:func:`binlake.delta_tables.append_files`): the rows are written once;
+  commit (:func:`binlake.lake.delta_tables.append_files`): the rows are written once;
 - a table that may hold rows of them (a file re-ingested: changed, forced, or a killed run's
   files under a new run id) gets one Spark Delta overwrite (``replaceWhere`` on source + file)
   from the rows the executors staged as Parquet parts under the run's staging folder;
@@ -53,10 +53,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.config import S3Settings
-from binlake.delta_files import STATS_STRING_PREFIX, DataFile
-from binlake.delta_tables import delta_uri, locked_storage_options
+from binlake.lake.delta_files import STATS_STRING_PREFIX, DataFile
+from binlake.lake.delta_tables import delta_uri, locked_storage_options
+from binlake.lake.sql_text import files_predicate
 from binlake.run_ids import new_run_id
-from binlake.sql_text import files_predicate
 from spark_jobs import records
 from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
 from spark_jobs.staging_writer import DirectTable
@@ -92,7 +92,7 @@ class BinlogObject:
 
 def as_binlog_object(item: Any, source: str | None = None) -> BinlogObject:
     """Accept a BinlogObject, a dict, or any object with source/uri/size/etag attributes
-    (e.g. ``binlake.storage.ObjectInfo`` plus a ``source``)."""
+    (e.g. ``binlake.lake.storage.ObjectInfo`` plus a ``source``)."""
     if isinstance(item, BinlogObject):
         return item
     get = item.get if isinstance(item, Mapping) else (lambda k, d=None: getattr(item, k, d))
@@ -138,7 +138,7 @@ _STORES: dict[tuple[str, ...], Any] = {}
 
 def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[Any, str]:
     from binlake.config import S3Settings, is_s3_uri, split_s3_uri
-    from binlake.storage import LocalObjectStore, S3ObjectStore
+    from binlake.lake.storage import LocalObjectStore, S3ObjectStore
 
     if is_s3_uri(uri):
         bucket, key = split_s3_uri(uri)
@@ -164,7 +164,7 @@ def read_bytes(uri: str, start: int, end: int, s3: Mapping[str, Any] | None = No
     local file is read straight into the result, and an S3 body cut mid-way is resumed by the
     store itself. Gathered in 8 MiB reads, every byte was copied twice more: 0.111 CPU-s against
     0.037 for a 75 MB file. ``etag``: the version the run's plan names (discovery's); another
-    version is a :class:`binlake.storage.ObjectChangedError`, never its bytes."""
+    version is a :class:`binlake.lake.storage.ObjectChangedError`, never its bytes."""
     store, name = _store_and_name(uri, s3)
     return store.read_range(name, start, end, etag=etag)
 
@@ -192,7 +192,7 @@ def scan_split_points(uri: str, size: int, target: int, s3: Mapping[str, Any] | 
                       etag: str | None = None) -> list[int]:
     """Header-only scan of one object (executor side): transaction-start cut offsets, read from
     the version ``etag`` names."""
-    from binlake.storage import ObjectChangedError
+    from binlake.lake.storage import ObjectChangedError
     from binlog_parser.reader import HeaderScan
 
     stream = io.BufferedReader(RangeStream(uri, size, s3, etag=etag), buffer_size=READ_CHUNK)
@@ -219,8 +219,8 @@ def _failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -
     An object that is no longer the planned version gets no row at all (none of its rows may be
     written), only facts carrying the change (``changed``: the error's fields), which the driver
     turns into the run's error (:func:`refuse_changed_objects`)."""
-    from binlake.reconciliation import split_series
-    from binlake.storage import ObjectChangedError
+    from binlake.lake.storage import ObjectChangedError
+    from binlake.reconcile.coverage import split_series
     from spark_jobs.columns import TableColumns
 
     file_seq = split_series(piece["file"])[1]
@@ -428,7 +428,7 @@ def plan_tasks(objects: Sequence[BinlogObject], cuts: Mapping[tuple[str, str], l
 
 def table_path(config: Any, name: str) -> str:
     from binlake.config import to_spark_uri
-    from binlake.tables import table_location
+    from binlake.lake.tables import table_location
 
     return to_spark_uri(table_location(config.warehouse, name))
 
@@ -443,10 +443,10 @@ def ensure_table(spark: Any, config: Any, name: str) -> str:
     wins (the lock on S3, put-if-absent locally), the others find the table.
     A table written by an older binlake with other partition columns (meta tables were not
     partitioned by ``source``) is re-partitioned once with Spark, rows kept (docs/operations.md);
-    one without binlake's table properties (:attr:`binlake.tables.TableSpec.properties`: which
+    one without binlake's table properties (:attr:`binlake.lake.tables.TableSpec.properties`: which
     columns carry data-skipping statistics) gets them in one metadata commit, with delta-rs.
     """
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     path = table_path(config, name)
@@ -522,10 +522,10 @@ def write_replace(df: Any, path: str, predicate: str, *, s3: S3Settings | None, 
     retryable conflict left (a concurrent CREATE / re-partitioning) is retried, bounded and
     jittered (:mod:`spark_jobs.delta_retry`): the write is a deterministic replacement, and a
     commit that did land is skipped by Delta on retry through ``txnAppId``/``txnVersion``.
-    On S3 the write holds the table's commit lock (:mod:`binlake.leases`; ``s3`` reaches it),
+    On S3 the write holds the table's commit lock (:mod:`binlake.lake.leases`; ``s3`` reaches it),
     so two drivers never commit the same version of a table.
     """
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     meta = {"job": job, "run_id": run_id}
@@ -561,7 +561,7 @@ def _delete_path(spark: Any, path: str) -> None:
 
 def _log_reader(config: Any, path: str) -> Any:
     """The table's Delta log through delta-rs (metadata, version: no Spark job), or None if absent."""
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     return open_delta_table(path, config.s3)
 
@@ -574,12 +574,12 @@ def _table_version(config: Any, path: str) -> int | None:
 def already_ingested(spark: Any, config: Any) -> dict[tuple[str, str], tuple[str | None, int | None]]:
     """(source, file) -> (etag, size) of files meta.ingested_files marks done.
 
-    Read with delta-rs (:func:`binlake.ingest_state.read_table_rows`, one row per file): a Spark
+    Read with delta-rs (:func:`binlake.ingest.state.read_table_rows`, one row per file): a Spark
     read is a job, seconds of JVM CPU at the start of every ingest (issue 13). Spark reads the
     table when delta-rs cannot."""
     from delta.tables import DeltaTable
 
-    from binlake.ingest_state import INGESTED_FILES, read_table_rows
+    from binlake.ingest.state import INGESTED_FILES, read_table_rows
 
     columns = ("source", "file", "etag", "size", "status")
     rows = read_table_rows(config, INGESTED_FILES, columns)
@@ -683,9 +683,9 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
 
 
 def _clean_stale_staging(config: Any, run_id: str) -> int:
-    """Remove staging left by runs killed during their Delta writes (see binlake.staging for the
+    """Remove staging left by runs killed during their Delta writes (see binlake.ingest.staging for the
     age rule). Housekeeping: a failure to list or delete is logged, never fails the ingest."""
-    from binlake.staging import clean_stale_staging
+    from binlake.ingest.staging import clean_stale_staging
 
     try:
         return len(clean_stale_staging(config.warehouse, config.s3, keep_run=run_id))
@@ -738,8 +738,8 @@ def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, Di
     commit to them, their columns and partitioning are binlake's, and their logs' statistics
     say no data file holds rows of ``objects`` (so an append replaces nothing). Only this run
     writes rows of these files meanwhile: it holds their source's lease."""
-    from binlake.delta_tables import delta_rs_writes
-    from binlake.tables import STATS_COLUMNS_PROPERTY, table_location
+    from binlake.lake.delta_tables import delta_rs_writes
+    from binlake.lake.tables import STATS_COLUMNS_PROPERTY, table_location
 
     pairs = {(o.source, o.file) for o in objects}
     direct = {}
@@ -763,7 +763,7 @@ def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]
     files of the ``direct`` tables, staging parts of the others); collect only the per-range
     facts and the file names."""
     from binlake.config import to_spark_uri
-    from binlake.staging import staging_folder
+    from binlake.ingest.staging import staging_folder
 
     folder = staging_folder(config.warehouse, result.run_id)
     settings = TaskSettings(folder, dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows,
@@ -791,7 +791,7 @@ def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]
 
 
 def refuse_changed_objects(facts: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> None:
-    """Raise :class:`binlake.storage.ObjectChangedError` when an executor found a file that is no
+    """Raise :class:`binlake.lake.storage.ObjectChangedError` when an executor found a file that is no
     longer the version the plan names (replaced between discovery and decode, or between two
     ranges of a split file), before any table is written: the run writes no row of that file,
     and none of the others either (they are decoded again by the re-run, after a new discovery).
@@ -800,7 +800,7 @@ def refuse_changed_objects(facts: Mapping[tuple[str, str], Sequence[Mapping[str,
     table, so one file's rows cannot be left out of what the executors wrote; and the decode step
     runs one source, so "the run" is that source's. The message names each changed file, its
     ETag (or local identity) expected and the one the store has now."""
-    from binlake.storage import ObjectChangedError
+    from binlake.lake.storage import ObjectChangedError
 
     changed: dict[str, Mapping[str, Any]] = {}
     for key in sorted(facts):
@@ -885,7 +885,7 @@ def _append_files(config: Any, path: str, ts: TableSpec, files: Sequence[DataFil
     if not files:
         log.info("ingest %s: %s unchanged (no rows of these files before or now)", run_id, ts.name)
         return
-    from binlake.delta_tables import append_files
+    from binlake.lake.delta_tables import append_files
 
     append_files(path, config.s3, files, partition_by=ts.partition_by, txn_app=txn_app,
                  user_metadata=json.dumps({"files": n_files, "job": "ingest", "run_id": run_id}, sort_keys=True))
@@ -895,17 +895,17 @@ def replace_few_rows(spark: Any, config: Any, name: str, rows: Sequence[Mapping[
                      predicate: Callable[[str], str], *, run_id: str, job: str, txn_app: str,
                      extra_meta: Mapping[str, Any] | None = None) -> None:
     """Replace the rows of table ``name`` that ``predicate`` selects with ``rows`` (a few: one per
-    file or per source): one commit, by delta-rs (:func:`binlake.delta_tables.replace_rows`), tied
+    file or per source): one commit, by delta-rs (:func:`binlake.lake.delta_tables.replace_rows`), tied
     to the run like every job write (txn id, ``userMetadata``; see :func:`write_replace`).
-    ``predicate(dialect)`` spells the selection in :data:`binlake.sql_text.DELTA_RS` or Spark SQL.
+    ``predicate(dialect)`` spells the selection in :data:`binlake.lake.sql_text.DELTA_RS` or Spark SQL.
 
     Why not :func:`write_replace`: a Spark Delta commit costs about 4 JVM CPU-seconds whatever its
     size (issue 13), and the meta tables and schema history take one per table and run. A table
     whose protocol delta-rs should not write (features an older or foreign writer added) is
     written by Spark, as before.
     """
-    from binlake.delta_tables import DeltaRsCannotWrite, replace_rows
-    from binlake.sql_text import DELTA_RS, SPARK
+    from binlake.lake.delta_tables import DeltaRsCannotWrite, replace_rows
+    from binlake.lake.sql_text import DELTA_RS, SPARK
 
     ts = spec(name)
     path = table_path(config, name)
@@ -929,7 +929,7 @@ def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
     Why not ask Spark: a query of the table is a job, several seconds of JVM CPU, for the
     answer the log already holds (the same reading ``replaceWhere`` itself starts with).
     """
-    from binlake.delta_tables import add_actions
+    from binlake.lake.delta_tables import add_actions
 
     if log_reader is None:
         return False

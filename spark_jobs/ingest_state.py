@@ -1,4 +1,4 @@
-"""The ingestion state read through Spark: the same answer as ``binlake.ingest_state.load_known_files``.
+"""The ingestion state read through Spark: the same answer as ``binlake.ingest.state.load_known_files``.
 
 ``binlake`` reads ``meta.ingested_files`` / ``meta.binlog_files`` without Spark (discovery runs in
 the Airflow worker); this Spark twin lives in the Spark layer and is what the tests compare it with.
@@ -12,9 +12,9 @@ from typing import Any
 from delta.tables import DeltaTable
 
 from binlake.config import to_spark_uri
-from binlake.discovery import KnownFile
-from binlake.ingest_state import _FACT_COLS, _INGESTED_COLS, BINLOG_FILES, INGESTED_FILES, _known_from_rows
-from binlake.tables import table_location
+from binlake.discovery.discover import KnownFile
+from binlake.ingest.state import _FACT_COLS, _INGESTED_COLS, BINLOG_FILES, INGESTED_FILES, _known_from_rows
+from binlake.lake.tables import table_location
 
 
 def known_files_spark(spark: Any, cfg: Any, source: str) -> dict[str, KnownFile]:

@@ -1,4 +1,4 @@
-"""Spark schemas of the tables the jobs write, derived from the registry in :mod:`binlake.tables`.
+"""Spark schemas of the tables the jobs write, derived from the registry in :mod:`binlake.lake.tables`.
 
 The registry declares every column once (name, Spark SQL type name, nullability, comment); this
 module turns a table into the ``StructType`` the jobs write with (column comments included) and
@@ -29,8 +29,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from binlake import tables
-from binlake.tables import Column
+from binlake.lake import tables
+from binlake.lake.tables import Column
 
 # The registry's type names -> Spark types. A map, not Spark's DDL parser: the parser needs a
 # running JVM, and it cannot say that array elements are never NULL (containsNull=False).

@@ -1,14 +1,14 @@
 """The Spark engine of ``binlake sql``: writes, DDL and ``--engine spark`` go through Spark SQL.
 
-Why it exists next to the JVM-free fast path (binlake.sql_fast): statements that change tables or use
+Why it exists next to the JVM-free fast path (binlake.sql.fast): statements that change tables or use
 Spark-only syntax need Spark and Delta's own writer. The tables live in folders or buckets, not in
-a metastore, so every existing table of :mod:`binlake.tables` is registered by name first.
+a metastore, so every existing table of :mod:`binlake.lake.tables` is registered by name first.
 
-Every statement is checked first (:mod:`binlake.sql_guard`): names outside the warehouse are refused,
+Every statement is checked first (:mod:`binlake.sql.guard`): names outside the warehouse are refused,
 and Spark's ``<format>.`<path>``` tables are off (``spark.sql.runSQLOnFiles``) while a statement runs.
 A statement that changes tables runs only when the engine allows writes (``--allow-writes``), and
 then under the same per-table commit locks as the jobs' writes
-(:func:`binlake.leases.table_commit_lock`, taken in location order for the tables it writes).
+(:func:`binlake.lake.leases.table_commit_lock`, taken in location order for the tables it writes).
 
 Spark's own stderr (the JVM's log4j lines: "Setting default log level", NativeCodeLoader warnings)
 goes to ``<state_dir>/logs/binlake-sql-spark.log`` instead of the terminal, so results stay clean.
@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from binlake.config import BinlakeConfig, to_spark_uri
-from binlake.sql_fast import (
+from binlake.lake.sql_text import sql_string
+from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table, table
+from binlake.sql.fast import (
     GOLD_NAME,
     QueryResult,
     TableNotFoundError,
@@ -33,9 +35,7 @@ from binlake.sql_fast import (
     show_result,
     show_statement,
 )
-from binlake.sql_guard import analyse
-from binlake.sql_text import sql_string
-from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table, table
+from binlake.sql.guard import analyse
 
 _MISSING_TABLE = re.compile(r"TABLE_OR_VIEW_NOT_FOUND.*?`([^`]+)`(?:\.`([^`]+)`)?", re.DOTALL)
 
@@ -108,7 +108,7 @@ def quiet_pyspark_sql_errors() -> None:
 
 def run_query(spark: Any, statement: str, max_rows: int = 0) -> QueryResult:
     """Run one statement on ``spark``: at most ``max_rows`` rows (0: all), as canonical values."""
-    from binlake.sql_values import arrow_rows
+    from binlake.sql.values import arrow_rows
 
     frame = spark.sql(statement)
     if not frame.columns:
@@ -149,7 +149,7 @@ class CommitLocks(contextlib.ExitStack):
 def commit_locks(cfg: BinlakeConfig, names: tuple[str, ...]) -> CommitLocks:
     """The commit locks of the tables ``names`` (``db.table``), entered in location order (two
     statements writing the same two tables never wait for each other crosswise)."""
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
 
     locations = []
     for name in names:

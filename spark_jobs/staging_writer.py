@@ -6,16 +6,16 @@ staging Parquet and then scanned once per table. Written here, each table's rows
 JVM once, when the driver's Spark job reads that table's parts to write it to Delta; only the
 small per-range facts travel back through Spark.
 
-Layout and names are :mod:`binlake.staging`'s (``<kind>/part-<task>-<n>.parquet`` under the
+Layout and names are :mod:`binlake.ingest.staging`'s (``<kind>/part-<task>-<n>.parquet`` under the
 run's folder): deterministic, so a retried Spark task overwrites its parts instead of adding to
-them. Each part is written whole through :mod:`binlake.storage`'s object store: a temporary
+them. Each part is written whole through :mod:`binlake.lake.storage`'s object store: a temporary
 file renamed into place in a local folder, a single PUT on S3. Nothing here holds a driver-side
 object: the task gets the staging folder as a string and the S3 settings as a plain dict.
 
 A table the driver names in :class:`DirectTable` (one holding no rows of the run's files) gets
 no staging parts: its rows are written straight into the table's folder as Delta data files
 (:class:`DataFileWriter`: Spark's partition folders, stats for the ``add`` action), which the
-driver commits as they are (:func:`binlake.delta_tables.append_files`). Their names end in a
+driver commits as they are (:func:`binlake.lake.delta_tables.append_files`). Their names end in a
 token of the task attempt: a failed attempt's files are never committed, so they must not be
 overwritten by a retry's files that are (they stay as uncommitted files until ``VACUUM``).
 """
@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.delta_files import DataFile, FileStats, partition_folder, partition_text
-from binlake.staging import part_name
-from binlake.storage import ObjectStore
+from binlake.ingest.staging import part_name
+from binlake.lake.delta_files import DataFile, FileStats, partition_folder, partition_text
+from binlake.lake.storage import ObjectStore
 
 #: a part is closed (and put) once its Parquet bytes reach this size
 PART_BYTES = 32 << 20
@@ -75,7 +75,7 @@ def staging_store(folder: str, s3: Mapping[str, Any] | None) -> ObjectStore:
     """The object store of a run's staging folder; on S3 with one client per process and
     settings (a boto3 client is costly, and a Python worker serves many tasks and runs)."""
     from binlake.config import S3Settings, is_s3_uri
-    from binlake.storage import LocalObjectStore, S3ObjectStore, make_s3_client
+    from binlake.lake.storage import LocalObjectStore, S3ObjectStore, make_s3_client
 
     if not is_s3_uri(folder):
         return LocalObjectStore(folder)

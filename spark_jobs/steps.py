@@ -7,10 +7,10 @@ discovery), runs its Spark job and writes its own document, so a step runs the s
 
 * ``decode``: ingest the planned files (:func:`spark_jobs.ingest.run_ingest`); fails when a file
   could not be decoded.
-* ``reconcile`` (:func:`run_reconcile_step`, no Spark: delta-rs, :mod:`binlake.reconcile_job`): GTID
+* ``reconcile`` (:func:`run_reconcile_step`, no Spark: delta-rs, :mod:`binlake.reconcile.job`): GTID
   coverage / reconciliation of the source; fails on a GAP / CHAIN_BREAK or a broken chain reported
   by discovery, naming it.
-* ``gold``: the typed current-state tables of the source (:func:`spark_jobs.gold.run_gold`).
+* ``gold``: the typed current-state tables of the source (:func:`spark_jobs.gold.job.run_gold`).
 * ``data_checks`` (:func:`run_data_checks`, no Spark: delta-rs + DuckDB): per-file counts agree
   with meta.ingested_files, table keys unique; the source's last step, so it releases the lease.
 """
@@ -114,7 +114,7 @@ def fill_stop_successors(spark: Any, cfg: BinlakeConfig, source: str, run_id: st
     """
     from delta.tables import DeltaTable
 
-    from binlake.sql_text import files_predicate
+    from binlake.lake.sql_text import files_predicate
     from spark_jobs.ingest import table_path, write_replace
 
     successors = stop_successors(cfg, source, run_id)
@@ -156,7 +156,7 @@ def _discovery_errors(cfg: BinlakeConfig, source: str, run_id: str) -> list[str]
 def persisted_reconciliation(cfg: BinlakeConfig, source: str) -> tuple[list[ReconcileProblem], dict[str, int]] | None:
     """The source's stored ``meta.gtid_reconciliation`` verdict (delta-rs, no JVM), or None when it
     does not cover every file of ``meta.binlog_files`` (a reconcile never ran after an ingest)."""
-    from binlake.coverage_report import read_table_rows
+    from binlake.reconcile.report import read_table_rows
 
     recon = read_table_rows(cfg, "meta.gtid_reconciliation", source)
     facts = {r["file"] for r in read_table_rows(cfg, "meta.binlog_files", source)}
@@ -200,9 +200,9 @@ def reconcile_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> Rec
 
 
 def step_reconcile(cfg: BinlakeConfig, source: str, run_id: str) -> ReconcileResult:
-    """Recompute GTID coverage/reconciliation for the source (no JVM: :mod:`binlake.reconcile_job`);
+    """Recompute GTID coverage/reconciliation for the source (no JVM: :mod:`binlake.reconcile.job`);
     fail on a GAP or a broken chain."""
-    from binlake.reconcile_job import run_reconcile
+    from binlake.reconcile.job import run_reconcile
 
     disc_errors = _discovery_errors(cfg, source, run_id)
     res = run_reconcile(cfg, run_id=f"{run_key(run_id)}.{source}", sources=[source])
@@ -232,9 +232,9 @@ def run_reconcile_step(source: str, run_id: str, cfg: BinlakeConfig | None = Non
 
 
 #: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
-GOLD_CODE = ("spark_jobs.gold", "spark_jobs.gold_incremental", "spark_jobs.gold_inputs", "spark_jobs.gold_tables",
-             "binlake.gold_types", "binlake.gold_state", "binlake.gold_plan", "binlake.schema_history",
-             "binlake.gold_seed")
+GOLD_CODE = ("spark_jobs.gold.job", "spark_jobs.gold.incremental", "spark_jobs.gold.inputs", "spark_jobs.gold.tables",
+             "binlake.gold.types", "binlake.gold.state", "binlake.gold.plan", "binlake.gold.schema_history",
+             "binlake.gold.seed")
 GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
                "meta.gtid_coverage", "meta.gold_status")
 
@@ -250,8 +250,8 @@ def gold_inputs(cfg: BinlakeConfig, source: str) -> dict[str, Any]:
     """
     import hashlib
 
-    from binlake.delta_tables import add_actions, open_delta_table
-    from binlake.tables import table_location
+    from binlake.lake.delta_tables import add_actions, open_delta_table
+    from binlake.lake.tables import table_location
 
     # [gold] (history tables, seed dumps) shapes the gold tables too
     out: dict[str, Any] = {"config": hashlib.sha256(repr((cfg.warehouse, cfg.source(source), cfg.gold))
@@ -292,8 +292,8 @@ def gold_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> GoldStep
     the last successful gold step of the source left it, has nothing to replay."""
     import json
 
+    from binlake.lake.storage import ObjectNotFound
     from binlake.runs import runs_store
-    from binlake.storage import ObjectNotFound
 
     plan = get_plan(cfg, run_id, source)
     decoded = get_result(cfg, run_id, source, "decode", DecodeResult)
@@ -319,7 +319,7 @@ def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldS
     import json
 
     from binlake.runs import runs_store
-    from spark_jobs.gold import run_gold
+    from spark_jobs.gold.job import run_gold
 
     res = run_gold(spark, cfg, source, f"{run_key(run_id)}.{source}")
     modes: dict[str, int] = {}
@@ -379,8 +379,8 @@ def _check_ingested_files(cfg: BinlakeConfig, source: str, plan: RunPlan) -> lis
     """The checks' failures (empty when they pass), through delta-rs + DuckDB."""
     import duckdb
 
-    from binlake.delta_tables import open_delta_table
-    from binlake.tables import table_location
+    from binlake.lake.delta_tables import open_delta_table
+    from binlake.lake.tables import table_location
     from spark_jobs.schemas import spec
 
     files = plan.file_names

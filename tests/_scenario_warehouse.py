@@ -51,7 +51,7 @@ def scenario_objects(archive: Path, *, truncated: bool = False) -> list[Any]:
 
 def build_scenario_warehouse(spark: Any, archive: Path, tmp: Path, endpoint: str) -> BinlakeConfig:
     """Ingest + reconcile the scenario sources; returns a config whose warehouse holds the result."""
-    from binlake.reconcile_job import run_reconcile
+    from binlake.reconcile.job import run_reconcile
     from spark_jobs.ingest import run_ingest
 
     objs = scenario_objects(archive)

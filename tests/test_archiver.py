@@ -1,4 +1,4 @@
-"""binlake.archiver against a real MariaDB server on 127.0.0.1 and the loopback S3 server.
+"""binlake.archive.archiver against a real MariaDB server on 127.0.0.1 and the loopback S3 server.
 
 Byte equality with the server's own binlog files (sha256), SIGKILL at random moments while a
 workload runs, a purged start position, and the archiver's closed files through discovery and
@@ -24,15 +24,15 @@ from typing import Any
 
 import pytest
 
-from binlake.archiver import (
+from binlake.archive.archiver import (
     ArchiverError,
     ArchiverSettings,
     BinlogPurgedError,
     load_settings,
 )
-from binlake.archiver_files import BINLOG_NAME, scan_binlog_bytes
+from binlake.archive.files import BINLOG_NAME, scan_binlog_bytes
 from binlake.errors import BinlakeError
-from binlake.storage import S3ObjectStore
+from binlake.lake.storage import S3ObjectStore
 from binlake_cli.archive import archive_command
 from binlake_testing.mariadb_server import REPL_PASSWORD, REPL_USER, MariaDBServer, which
 from binlog_parser.replication import gtid_of, parse_event
@@ -171,7 +171,7 @@ def test_archive_to_s3_is_byte_identical(server: MariaDBServer, s3_server: Any, 
 
 def check_discovery_and_reconciliation(store: S3ObjectStore, spark_session: Any) -> None:
     """The nightly DAG's discovery sees the archiver's closed files; the open one stays open."""
-    from binlake.discovery import discover_source
+    from binlake.discovery.discover import discover_source
 
     found = discover_source(store, SOURCE)
     assert not found.errors, found.errors
@@ -206,9 +206,9 @@ def test_nightly_dag_ingests_the_archive_with_reconciliation_ok(
     tests/test_gold_mariadb.py compares cell by cell with the server; the full DAG with gold runs in
     tests/test_dags.py and tests/test_demo_dag.py. (Building gold here cost the test a third of its time.)"""
     import spark_jobs.steps as steps
+    from binlake.lake.tables import table_location
     from binlake.runs import put_doc
     from binlake.step_results import GoldStepResult
-    from binlake.tables import table_location
     from binlake_testing.demo import NIGHTLY_DAG_ID, run_dag
     from orchestration.run_local import load_dag, migrate_airflow_db
 
@@ -355,7 +355,7 @@ def test_purged_position_is_a_clear_error(server: MariaDBServer, tmp_path: Path)
     server.query("PURGE BINARY LOGS TO 'binlog.000004'")  # binlog.000002/3 are gone, never archived
     settings = load_settings({"source": SOURCE, "dest": str(archive), "host": "127.0.0.1", "port": server.port,
                               "user": REPL_USER, "spool_dir": tmp_path / "spool", "stop_at_end": True}, None)
-    from binlake.archiver import Archiver
+    from binlake.archive.archiver import Archiver
 
     with pytest.raises(BinlogPurgedError) as err:
         Archiver(settings).run()

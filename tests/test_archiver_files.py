@@ -1,4 +1,4 @@
-"""binlake.archiver_files without a server: scans of real binlogs, torn tails, gaps, verified uploads."""
+"""binlake.archive.files without a server: scans of real binlogs, torn tails, gaps, verified uploads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from binlake.archiver_files import (
+from binlake.archive.files import (
     ArchiveFileError,
     ArchiveFiles,
     BinlogFileWriter,
@@ -18,7 +18,7 @@ from binlake.archiver_files import (
     scan_binlog_bytes,
     upload_verified,
 )
-from binlake.storage import LocalObjectStore, S3ObjectStore
+from binlake.lake.storage import LocalObjectStore, S3ObjectStore
 from binlog_parser.replication import parse_event
 
 MARIA = Path(__file__).parent / "fixtures" / "mariadb-10.11"

@@ -1,4 +1,4 @@
-"""binlake.archiver_guard: the destination lease (S3 If-Match take-over and renewal, a dead holder on
+"""binlake.archive.guard: the destination lease (S3 If-Match take-over and renewal, a dead holder on
 this host), the spool lock and the series record, against the loopback S3 server and a folder."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from binlake.archiver_guard import (
+from binlake.archive.guard import (
     LEASE_NAME,
     ArchiverGuardError,
     ArchiverLeaseHeld,

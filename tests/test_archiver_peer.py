@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from binlake.archiver import Archiver, ArchiverSettings, _ssl_context
-from binlake.archiver_files import ArchiveFiles
+from binlake.archive.archiver import Archiver, ArchiverSettings, _ssl_context
+from binlake.archive.files import ArchiveFiles
 from binlake.errors import BinlakeError
-from binlake.storage import S3ObjectStore
+from binlake.lake.storage import S3ObjectStore
 from binlake_cli.archive import archive_command
 from binlake_testing.replication_peer import ReplicationPeer, build_files, events_of
 from binlog_parser.replication import gtid_of, parse_event

@@ -1,8 +1,8 @@
-"""binlake.chain.follow_chain: the one walk along "next file" pointers."""
+"""binlake.discovery.chain.follow_chain: the one walk along "next file" pointers."""
 
 from __future__ import annotations
 
-from binlake.chain import follow_chain
+from binlake.discovery.chain import follow_chain
 
 
 def test_follows_until_missing_or_placed() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import make_test_config
 
-from binlake.reconcile_job import run_reconcile
+from binlake.reconcile.job import run_reconcile
 from binlake_testing.table_digest import warehouse_digests
 from spark_jobs.ingest import BinlogObject, run_ingest
 from spark_jobs.schemas import ALL_TABLES

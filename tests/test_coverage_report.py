@@ -18,14 +18,14 @@ import pytest
 from _scenario_warehouse import scenario_warehouse, write_config_file
 
 from binlake.config import BinlakeConfig
-from binlake.coverage_report import (
+from binlake.errors import BinlakeError
+from binlake.reconcile.report import (
     PROBLEM_COLOUR,
     lanes_of_gtid_set,
     load_coverage,
     run_chromium,
     write_coverage_report,
 )
-from binlake.errors import BinlakeError
 
 MYSQL56_SERVERS = ("7e23401a-c603-11e3-8e13-5e10e6a05cfb", "8186fc1e-c5ff-11e3-8df9-e66ccf50db66",
                    "a6ce328c-c602-11e3-8e0d-e66ccf50db66", "b7009920-c601-11e3-8e07-5e10e6a05cfb")
@@ -131,7 +131,7 @@ def test_time_axis_when_times_spread(tmp_path: Path) -> None:
     """Hours between files: x is event time, the GAP band lies between the two files around it."""
     import datetime as dt
 
-    from binlake.coverage_report import (
+    from binlake.reconcile.report import (
         CoverageData,
         CoverageInterval,
         FileSpan,

@@ -83,7 +83,7 @@ def _xcoms(dag_id: str, run_id: str, task_id: str) -> list[Any]:
 def _table_rows(spark: Any, cfg: Any, name: str) -> list[tuple]:
     from delta.tables import DeltaTable
 
-    from binlake.tables import table_location
+    from binlake.lake.tables import table_location
 
     path = table_location(cfg.warehouse, name)
     if not DeltaTable.isDeltaTable(spark, path):
@@ -168,7 +168,7 @@ def _run(world: dict[str, Any], dag: Any, name: str, **kwargs: Any) -> Any:
 
 
 def _ingested(spark: Any, world: dict[str, Any], source: str) -> dict[str, str]:
-    from binlake.tables import table_location
+    from binlake.lake.tables import table_location
 
     table = spark.read.format("delta").load(table_location(world["cfg"].warehouse, "meta.ingested_files"))
     return {r.file: r.run_id for r in table.where(f"source = '{source}'").collect()}
@@ -179,7 +179,7 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
                                                  caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from binlake.tables import table_location
+    from binlake.lake.tables import table_location
 
     caplog.set_level(logging.INFO)
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy", "hostile"])
@@ -259,7 +259,7 @@ def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: An
     """binlog.000004 rotated, binlog.000005 appeared (still open); a new source with a generated
     MySQL 8 chain (binlake_testing.synthetic) whose last file is still in use."""
     from binlake.config import S3Settings
-    from binlake.tables import table_location
+    from binlake.lake.tables import table_location
     from binlake_testing.synthetic import Faults, SyntheticConfig, generate
 
     closed4 = with_rotate_to(read_fixture("binlog.000004"), "binlog.000005")

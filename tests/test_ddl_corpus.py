@@ -26,8 +26,8 @@ import pymysql
 import pytest
 from test_mariadb_server import running_mariadb
 
-from binlake.gold_types import MySQLColumn
-from binlake.schema_history import Coordinates, DdlStatement, SchemaTracker, TableSchema
+from binlake.gold.schema_history import Coordinates, DdlStatement, SchemaTracker, TableSchema
+from binlake.gold.types import MySQLColumn
 from binlog_parser.events import QueryEvent
 from binlog_parser.reader import read_events
 

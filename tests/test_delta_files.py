@@ -1,4 +1,4 @@
-"""binlake.delta_files: Spark's partition folders, and Delta statistics of a Parquet file binlake
+"""binlake.lake.delta_files: Spark's partition folders, and Delta statistics of a Parquet file binlake
 writes itself, checked against the statistics Spark Delta writes for the same rows."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from binlake.delta_files import (
+from binlake.lake.delta_files import (
     NULL_PARTITION,
     STATS_STRING_PREFIX,
     FileStats,

@@ -1,4 +1,4 @@
-"""binlake.delta_tables: one way to open a Delta table with delta-rs, and to replace a few rows with it, in a
+"""binlake.lake.delta_tables: one way to open a Delta table with delta-rs, and to replace a few rows with it, in a
 folder and on loopback S3."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from binlake.config import S3Settings
-from binlake.delta_files import DataFile, FileStats, partition_folder
-from binlake.delta_tables import (
+from binlake.lake.delta_files import DataFile, FileStats, partition_folder
+from binlake.lake.delta_tables import (
     DeltaRsCannotWrite,
     add_actions,
     append_files,
@@ -26,7 +26,7 @@ from binlake.delta_tables import (
     replace_rows,
     storage_options,
 )
-from binlake.sql_text import DELTA_RS, files_predicate
+from binlake.lake.sql_text import DELTA_RS, files_predicate
 from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
 ROWS = pa.table({"source": ["a", "b"], "n": [1, 2]})
@@ -224,8 +224,7 @@ def test_replace_rows_of_sources_written_at_once_all_land(tmp_path: Path) -> Non
 
 
 def test_replace_rows_on_s3_holds_the_table_commit_lock(s3_process: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    from binlake import leases
-
+    from binlake.lake import leases
     for key, value in DUMMY_AWS_ENV.items():
         monkeypatch.setenv(key, value)
     client = s3_process.client()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from binlake.config import load_config
-from binlake.tables import table_location
+from binlake.lake.tables import table_location
 from binlake_testing.demo import (
     DEMO_SOURCES,
     NIGHTLY_DAG_ID,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.discovery import (
+from binlake.discovery.discover import (
     HEAD_BYTES,
     MAX_TAIL_BYTES,
     TAIL_BYTES,
@@ -21,7 +21,7 @@ from binlake.discovery import (
     plain_file_name_problem,
     select_range,
 )
-from binlake.storage import LocalObjectStore, S3ObjectStore
+from binlake.lake.storage import LocalObjectStore, S3ObjectStore
 from tests._chain_util import (
     MARIADB_FILES,
     make_open,

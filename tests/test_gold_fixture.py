@@ -20,7 +20,7 @@ import pytest
 from conftest import make_test_config
 
 from binlog_parser.rows.numbers import format_double, format_float
-from spark_jobs.gold import HISTORY_SUFFIX, gold_location, gold_table_name, run_gold
+from spark_jobs.gold.job import HISTORY_SUFFIX, gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
 
 FIX = Path(__file__).parent / "fixtures" / "mariadb-10.11"
@@ -114,7 +114,7 @@ def test_gold_prints_what_the_server_printed(spark: Any, gold: dict[str, Any], t
 def test_binlake_sql_sees_the_gold_tables(spark: Any, gold: dict[str, Any]) -> None:
     """silver.schema_history, meta.gold_status and every gold table are in the registry that
     ``binlake sql`` reads: both engines list them and return the same rows."""
-    from binlake.sql_fast import FastWarehouse
+    from binlake.sql.fast import FastWarehouse
     from spark_jobs.sql_engine import register_tables, run_query
 
     cfg = gold["cfg"]
@@ -201,7 +201,7 @@ def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, An
     """binlog.000003 missing: reconciliation finds the gap, gold applies what it has and flags every
     table incomplete since the file after the gap; the backfilled file repairs gold to the
     in-order state and clears the flag."""
-    from binlake.reconcile_job import run_reconcile
+    from binlake.reconcile.job import run_reconcile
 
     root = tmp_path_factory.mktemp("gold-fixture-gap")
     objects = _copy_chain(root)
@@ -312,7 +312,7 @@ def test_a_fleet_union_is_the_per_source_tables_stacked(spark: Any, tmp_path_fac
               .load(f"{fewer.warehouse}/meta/gold_status").where("gold_table LIKE 'fleet%'").collect()}
     assert status == {("shard-a", "fleet_orders"): (4, "unchanged"), ("shard-a", "fleet_customer"): (3, "unchanged"),
                       ("shard-b", "fleet_orders"): (4, "unchanged")}
-    from binlake.sql_fast import FastWarehouse  # binlake sql finds the union tables through meta.gold_status
+    from binlake.sql.fast import FastWarehouse  # binlake sql finds the union tables through meta.gold_status
 
     fast = FastWarehouse(fewer)
     assert {"gold.fleet_orders", "gold.fleet_customer"} <= {t.full_name for t in fast.existing_tables()}
@@ -326,7 +326,7 @@ def test_union_schema_grows_by_added_columns_and_refuses_a_type_clash(
     type differs fails with the column named and leaves the table as it was."""
     from delta.tables import DeltaTable
 
-    from spark_jobs.gold import GoldUnionError, replace_union_rows
+    from spark_jobs.gold.job import GoldUnionError, replace_union_rows
 
     cfg = make_test_config(tmp_path_factory.mktemp("gold-union-schema"), s3_server.endpoint_url)
     replace_union_rows(spark, cfg, "fleet", "a", spark.createDataFrame([(1, "x", "a")], "id INT, v STRING, _source STRING"),
@@ -437,7 +437,7 @@ def test_fallbacks_and_a_killed_run_equal_one_run(
     (file 3 ingested meanwhile) finds customer's gold table a version ahead of its status row (full,
     never the MERGE twice). Every gold and __history table and the status then equal the one
     in-order run's."""
-    import spark_jobs.gold as gold_job
+    import spark_jobs.gold.job as gold_job
 
     root = tmp_path_factory.mktemp("gold-fallbacks")
     objects = _copy_chain(root)

@@ -1,4 +1,4 @@
-"""binlake.gold_state.lineage and TRUNCATE: a gold table's rows follow RENAME TABLE (the swap of an
+"""binlake.gold.state.lineage and TRUNCATE: a gold table's rows follow RENAME TABLE (the swap of an
 online schema change), a TRUNCATE empties it, and the incremental plan refuses to resume across
 either (pure; the Spark job runs the same replayer over ``lineage_stream``)."""
 
@@ -8,9 +8,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from binlake.gold_plan import ReplayState, TableInputs, Versions, replay_reason, schema_digest
-from binlake.gold_state import Lineage, Segment, StreamItem, TableReplayer, final_schema, lineage
-from binlake.schema_history import Coordinates, DdlStatement, SchemaVersion, build_history
+from binlake.gold.plan import ReplayState, TableInputs, Versions, replay_reason, schema_digest
+from binlake.gold.schema_history import Coordinates, DdlStatement, SchemaVersion, build_history
+from binlake.gold.state import Lineage, Segment, StreamItem, TableReplayer, final_schema, lineage
 
 MAP3 = {"columns": [
     {"name": "id", "type": "LONG", "unsigned": False, "nullable": False, "primary_key": True},

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import make_test_config
 
-from spark_jobs.gold import GoldResult, gold_location, gold_table_name, run_gold
+from spark_jobs.gold.job import GoldResult, gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
 
 FIX = Path(__file__).parent / "fixtures" / "binlogs"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from binlake.errors import BinlakeError
-from binlake.tables import GoldNameError, check_gold_names, gold_table_name
+from binlake.lake.tables import GoldNameError, check_gold_names, gold_table_name
 
 
 def test_names_that_never_collided_are_unchanged() -> None:

@@ -26,8 +26,8 @@ from conftest import make_test_config
 from test_gold_mariadb import _connect, expected_cell, gold_cell
 from test_mariadb_server import running_mariadb
 
-from binlake.schema_history import Coordinates, DdlStatement, build_history
-from spark_jobs.gold import gold_location, gold_table_name, run_gold
+from binlake.gold.schema_history import Coordinates, DdlStatement, build_history
+from spark_jobs.gold.job import gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
 
 COLUMNS = "id, owner, balance, note"
@@ -271,9 +271,9 @@ def caplog_module() -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             lines.append(record.getMessage())
     handler = Keep(logging.WARNING)
-    logging.getLogger("spark_jobs.gold").addHandler(handler)
+    logging.getLogger("spark_jobs.gold.job").addHandler(handler)
     yield lines
-    logging.getLogger("spark_jobs.gold").removeHandler(handler)
+    logging.getLogger("spark_jobs.gold.job").removeHandler(handler)
 
 
 def _params() -> list[Any]:

@@ -1,10 +1,10 @@
-"""binlake.gold_plan: when a gold table may be brought up to date incrementally, and why not (pure)."""
+"""binlake.gold.plan: when a gold table may be brought up to date incrementally, and why not (pure)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from binlake.gold_plan import (
+from binlake.gold.plan import (
     ReplayState,
     TableInputs,
     Versions,
@@ -15,7 +15,7 @@ from binlake.gold_plan import (
     schema_digest,
     stream_order,
 )
-from binlake.schema_history import Coordinates, DdlStatement, SchemaVersion, TableSchema, build_history
+from binlake.gold.schema_history import Coordinates, DdlStatement, SchemaVersion, TableSchema, build_history
 
 DDL = [DdlStatement(Coordinates(1, 4, file="b.000001"), "shop",
                     "CREATE TABLE orders (id INT PRIMARY KEY, amount DECIMAL(12,2), ratio FLOAT)")]

@@ -1,4 +1,4 @@
-"""binlake.gold_seed: a real ``mariadb-dump --single-transaction --master-data=2 --gtid --hex-blob``
+"""binlake.gold.seed: a real ``mariadb-dump --single-transaction --master-data=2 --gtid --hex-blob``
 (tests/fixtures/gold, see its README for the SQL that made it) parsed into a seed snapshot; its
 rows converted by the replayer into gold values equal to what the SQL stored; the GTID position
 decides which archived changes still apply."""
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from binlake.gold_seed import SnapshotError, SnapshotPosition, dump_position, parse_dump
-from binlake.gold_state import StreamItem, TableReplayer, final_schema
-from binlake.schema_history import Coordinates, TableSchema, build_history
-from spark_jobs.gold import seed_statements
+from binlake.gold.schema_history import Coordinates, TableSchema, build_history
+from binlake.gold.seed import SnapshotError, SnapshotPosition, dump_position, parse_dump
+from binlake.gold.state import StreamItem, TableReplayer, final_schema
+from spark_jobs.gold.job import seed_statements
 
 DUMP = (Path(__file__).parent / "fixtures" / "gold" / "mariadb-dump-gtid.sql").read_text(encoding="utf-8")
 

@@ -24,7 +24,7 @@ from test_gold_mariadb import CREATE, ROW_MAX, ROW_MIN, ROW_NULL, _connect, expe
 from test_mariadb_server import MariaDB, _ensure_installed
 
 from binlake_testing.mariadb_server import which
-from spark_jobs.gold import gold_location, gold_table_name, run_gold
+from spark_jobs.gold.job import gold_location, gold_table_name, run_gold
 from spark_jobs.ingest import BinlogObject, run_ingest
 
 SOURCE = "maria-seed"

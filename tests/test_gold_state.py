@@ -1,4 +1,4 @@
-"""binlake.gold_state: the ordered per-table replay (pure; the Spark job runs it per table)."""
+"""binlake.gold.state: the ordered per-table replay (pure; the Spark job runs it per table)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from binlake.gold_state import (
+from binlake.gold.schema_history import Coordinates, DdlStatement, build_history
+from binlake.gold.state import (
     COPIES_COLUMN,
     HISTORY_COLUMNS,
     StreamItem,
@@ -16,8 +17,7 @@ from binlake.gold_state import (
     best_table_map,
     final_schema,
 )
-from binlake.gold_types import ConversionError
-from binlake.schema_history import Coordinates, DdlStatement, build_history
+from binlake.gold.types import ConversionError
 
 FULL_MAP = {"columns": [
     {"name": "id", "type": "LONG", "unsigned": False, "nullable": False, "primary_key": True},

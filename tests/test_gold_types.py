@@ -1,4 +1,4 @@
-"""binlake.gold_types: the MySQL -> Spark type table and the conversion of silver's values.
+"""binlake.gold.types: the MySQL -> Spark type table and the conversion of silver's values.
 
 Values are the decoder's own renderings (``render_value`` of real decoded values), so a change
 of the silver encoding breaks these tests rather than gold silently.
@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from binlake.gold_types import (
+from binlake.gold.types import (
     ConversionError,
     MySQLColumn,
     Rendering,

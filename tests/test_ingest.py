@@ -339,8 +339,8 @@ def test_a_file_replaced_after_discovery_fails_the_run_and_nothing_is_committed(
     bytes under that name. The job (split into ranges, as large files are) fails with the error
     naming the file and both ETags, and commits nothing: no table gets a version, so no row of
     either planned file and no meta.ingested_files row marking them done."""
-    from binlake.discovery import discover_source
-    from binlake.storage import ObjectChangedError, S3ObjectStore
+    from binlake.discovery.discover import discover_source
+    from binlake.lake.storage import ObjectChangedError, S3ObjectStore
 
     cfg = ingested["cfg"]
     for name in ("binlog.000002", "binlog.000003"):
@@ -490,8 +490,8 @@ def test_a_run_killed_during_its_appends_leaves_no_visible_row_and_reruns_to_ide
     the driver appends them (delta-rs). Killed after two appends, the run leaves the other tables'
     files uncommitted; a re-run with the same run id skips the two (txn ids) and a later run with a
     new id replaces them (Spark): each ends with the tables of one clean ingestion."""
-    import binlake.delta_tables as delta_tables_mod
-    from binlake.delta_tables import add_actions, open_delta_table
+    import binlake.lake.delta_tables as delta_tables_mod
+    from binlake.lake.delta_tables import add_actions, open_delta_table
 
     real = delta_tables_mod.append_files
     calls: list[str] = []
@@ -655,7 +655,7 @@ def test_tables_carry_their_statistics_columns(spark: Any, ingested: dict[str, A
     binlake) gets it from ensure_table in one commit, rows kept, and a second call commits nothing."""
     from deltalake import DeltaTable, Schema
 
-    from binlake.tables import STATS_COLUMNS_PROPERTY
+    from binlake.lake.tables import STATS_COLUMNS_PROPERTY
     from spark_jobs.ingest import _rows_df, ensure_table
     from spark_jobs.schemas import spec
 
@@ -663,7 +663,7 @@ def test_tables_carry_their_statistics_columns(spark: Any, ingested: dict[str, A
     for name in INGEST_TABLES:
         conf = DeltaTable(table_path(cfg, name)).metadata().configuration
         assert conf[STATS_COLUMNS_PROPERTY] == ",".join(spec(name).table.stats_columns), name
-    from binlake.delta_tables import add_actions
+    from binlake.lake.delta_tables import add_actions
 
     add = add_actions(DeltaTable(table_path(cfg, "silver.row_changes")))
     assert "min.file" in add and "min.pos" in add and "min.before_json" not in add and "min.event_type" not in add
@@ -694,8 +694,8 @@ def test_meta_tables_are_delta_rs_commits_that_a_rerun_finishes_and_spark_reads(
     from delta.tables import DeltaTable as SparkDeltaTable
     from deltalake import DeltaTable
 
-    from binlake import delta_tables
-    from binlake.sql_text import files_predicate
+    from binlake.lake import delta_tables
+    from binlake.lake.sql_text import files_predicate
     from spark_jobs.ingest import already_ingested
 
     src = tmp_path / "src"

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from binlake.discovery import KnownFile, discover_source
-from binlake.ingest_state import (
+from binlake.discovery.discover import KnownFile, discover_source
+from binlake.ingest.state import (
     _known_from_rows,
     load_known_files,
     plan_ingest,
     read_table_rows,
 )
-from binlake.storage import LocalObjectStore
+from binlake.lake.storage import LocalObjectStore
 from spark_jobs.ingest_state import known_files_spark
 from tests._chain_util import MARIADB_FILES, write_mariadb_chain
 

@@ -1,4 +1,4 @@
-"""Run leases and table commit locks (binlake.leases) on a local warehouse and on S3 (loopback moto).
+"""Run leases and table commit locks (binlake.lake.leases) on a local warehouse and on S3 (loopback moto).
 
 Real primitives: ``O_EXCL`` files in a tmp folder, ``PUT If-None-Match: *`` over HTTP. Many
 threads racing for one source must yield exactly one holder; the loser's error names the holder.
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.leases import (
+from binlake.lake.leases import (
     LeaseHeldError,
     LocalLeaseBackend,
     S3LeaseBackend,
@@ -70,7 +70,7 @@ def test_expired_lease_of_a_dead_run_is_taken_over(leases: SourceLeases) -> None
 
 def test_renew_and_release_are_conditional(leases: SourceLeases) -> None:
     """A renewal or release by a holder whose lease was taken over changes nothing."""
-    from binlake.leases import LockLostError
+    from binlake.lake.leases import LockLostError
 
     held = leases.take("orders", "run-a")
     leases.release("orders", "run-a")
@@ -183,7 +183,7 @@ def test_table_commit_lock_is_keyed_by_location_and_a_no_op_locally(s3_server: A
 def test_s3_conditional_refusals_are_told_from_errors(status: int, code: str, missing_too: bool, lost: bool) -> None:
     from botocore.exceptions import ClientError
 
-    from binlake.storage import conditional_write_refused
+    from binlake.lake.storage import conditional_write_refused
 
     exc = ClientError({"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject")
     assert conditional_write_refused(exc, missing_too=missing_too) is lost

@@ -1,4 +1,4 @@
-"""Races of the table commit lock and the source run lease (binlake.leases) on the loopback S3 server.
+"""Races of the table commit lock and the source run lease (binlake.lake.leases) on the loopback S3 server.
 
 Real threads and processes against a real S3-API server (moto); a backend wrapper only where the
 fault cannot be caused otherwise (a heartbeat request stalled longer than the lock's life, an
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.leases import LeaseHeldError, LocalLeaseBackend, S3LeaseBackend, SourceLeases, TableCommitLocks
+from binlake.lake.leases import LeaseHeldError, LocalLeaseBackend, S3LeaseBackend, SourceLeases, TableCommitLocks
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = "wh/silver/row_changes"
@@ -194,7 +194,7 @@ class FailingRenewal(Wrapped):
 
 def test_an_exception_in_the_heartbeat_marks_the_lock_lost(s3_server: Any, s3_bucket: str) -> None:
     """Item 3 (and 5): the heartbeat thread does not die silently; the writer's check() refuses."""
-    from binlake.leases import LockLostError
+    from binlake.lake.leases import LockLostError
 
     locks = TableCommitLocks(FailingRenewal(_backend(s3_server, s3_bucket)), ttl=0.6, wait=5)
     with locks.hold(TABLE) as lock:
@@ -219,7 +219,7 @@ import json, sys, time
 real_time = time.time
 time.time = lambda: real_time() + 125.0  # this process's wall clock is 125 s ahead
 from binlake.config import S3Settings
-from binlake.leases import LeaseHeldError, LocalLeaseBackend, S3LeaseBackend, SourceLeases, TableCommitLocks
+from binlake.lake.leases import LeaseHeldError, LocalLeaseBackend, S3LeaseBackend, SourceLeases, TableCommitLocks
 endpoint, bucket, table = sys.argv[1:4]
 backend = S3LeaseBackend(f"s3://{bucket}/_binlake/locks/", S3Settings(endpoint_url=endpoint, path_style_access=True))
 out = {}
@@ -256,7 +256,7 @@ def test_a_waiter_with_a_skewed_clock_does_not_steal_a_fresh_lock(s3_server: Any
 WRITER = r"""
 import json, sys, time
 from binlake.config import S3Settings
-from binlake.leases import S3LeaseBackend, TableCommitLocks
+from binlake.lake.leases import S3LeaseBackend, TableCommitLocks
 endpoint, bucket, table, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 backend = S3LeaseBackend(f"s3://{bucket}/_binlake/locks/", S3Settings(endpoint_url=endpoint, path_style_access=True))
 locks = TableCommitLocks(backend, ttl=1.0, wait=60)
@@ -343,13 +343,13 @@ def test_a_run_that_is_over_does_not_keep_its_sources(s3_server: Any, s3_bucket:
 
 def test_a_delta_rs_commit_under_a_lost_lock_is_refused(s3_server: Any, s3_bucket: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Item 5: binlake.delta_tables commits only after the lock's check(); a lost lock (here: its
+    """Item 5: binlake.lake.delta_tables commits only after the lock's check(); a lost lock (here: its
     heartbeat failed) leaves the table's log untouched."""
     import contextlib
 
-    from binlake import leases
-    from binlake.delta_tables import replace_rows
-    from binlake.sql_text import DELTA_RS, files_predicate
+    from binlake.lake import leases
+    from binlake.lake.delta_tables import replace_rows
+    from binlake.lake.sql_text import DELTA_RS, files_predicate
     from tests.test_delta_tables import _file_rows, _new_table, _rows
 
     location = str(tmp_path / "meta" / "t")
@@ -387,7 +387,7 @@ def test_a_failed_runs_callback_releases_only_its_own_leases(tmp_path: Path, s3_
 def test_airflow_says_whether_a_lease_holding_run_is_over() -> None:
     """The discover task's question to Airflow (RuntimeTaskInstance.get_dagrun_state; the task
     instance is a stand-in: asking needs a running task's supervisor)."""
-    from binlake.leases import Lease
+    from binlake.lake.leases import Lease
     from orchestration.tasks import airflow_run_over
 
     states = {("binlake_nightly", "scheduled__1"): "failed", ("binlake_nightly", "scheduled__2"): "running"}

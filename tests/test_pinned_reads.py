@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.discovery import CHANGED_RETRIES, discover_source
-from binlake.storage import LocalObjectStore, ObjectChangedError, S3ObjectStore
+from binlake.discovery.discover import CHANGED_RETRIES, discover_source
+from binlake.lake.storage import LocalObjectStore, ObjectChangedError, S3ObjectStore
 from spark_jobs import ingest as ingest_mod
 
 MARIA = Path(__file__).resolve().parent / "fixtures" / "mariadb-10.11"

@@ -14,7 +14,7 @@ import pytest
 from _scenario_warehouse import scenario_objects
 from conftest import make_test_config
 
-from binlake.reconcile_job import run_reconcile
+from binlake.reconcile.job import run_reconcile
 from spark_jobs.ingest import run_ingest, table_path
 
 pytestmark = pytest.mark.spark

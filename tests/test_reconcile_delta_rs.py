@@ -1,4 +1,4 @@
-"""Reconcile without a JVM (binlake.reconcile_job, delta-rs) writes the tables the Spark job wrote.
+"""Reconcile without a JVM (binlake.reconcile.job, delta-rs) writes the tables the Spark job wrote.
 
 The fixture chains are ingested once by the real Spark ingest (the scenario sources of
 tests/_scenario_warehouse.py: clean, missing = GAP, dup = DUPLICATE, trunc = a tail cut off,
@@ -22,7 +22,7 @@ from _scenario_warehouse import scenario_objects
 from conftest import make_test_config
 
 from binlake.config import BinlakeConfig
-from binlake.tables import table
+from binlake.lake.tables import table
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +38,7 @@ def _add_edited_sources(cfg: BinlakeConfig) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     facts = open_delta_table(table("meta.binlog_files").location(cfg.warehouse))
     assert facts is not None
@@ -70,7 +70,7 @@ def _copy(cfg: BinlakeConfig, to: Path) -> BinlakeConfig:
 
 def table_cells(cfg: BinlakeConfig, name: str) -> tuple[list[tuple[str, str, bool]], list[list[Any]]]:
     """The table's (column, Arrow type, nullable) and its rows in key order, run-dependent columns aside."""
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     delta = open_delta_table(table(name).location(cfg.warehouse))
     assert delta is not None, name
@@ -95,7 +95,7 @@ def recorded(rows: list[list[Any]]) -> list[list[list[Any]]]:
 def test_tables_equal_the_spark_jobs(ingested: BinlakeConfig, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Cell by cell, types included, against the tables the Spark job (spark_jobs/reconcile.py, removed
     after this comparison passed live) wrote from the same warehouse, recorded in SPARK_TABLES."""
-    from binlake.reconcile_job import run_reconcile
+    from binlake.reconcile.job import run_reconcile
 
     cfg = _copy(ingested, tmp_path_factory.mktemp("delta_rs"))
     result = run_reconcile(cfg, "reconcile-1")
@@ -115,8 +115,8 @@ def test_tables_equal_the_spark_jobs(ingested: BinlakeConfig, tmp_path_factory: 
 
 def test_rerun_leaves_the_tables_unchanged(ingested: BinlakeConfig, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Deterministic: a second run over the same facts writes the same rows (one commit per table)."""
-    from binlake.delta_tables import open_delta_table
-    from binlake.reconcile_job import run_reconcile
+    from binlake.lake.delta_tables import open_delta_table
+    from binlake.reconcile.job import run_reconcile
 
     cfg = _copy(ingested, tmp_path_factory.mktemp("rerun"))
     run_reconcile(cfg, "reconcile-1")
@@ -130,7 +130,7 @@ def test_rerun_leaves_the_tables_unchanged(ingested: BinlakeConfig, tmp_path_fac
 
 def test_commit_times_are_utc_instants(ingested: BinlakeConfig, tmp_path_factory: pytest.TempPathFactory) -> None:
     """mariadb-binlog prints every commit of the fixture chain at 261122 5:28:04 server time."""
-    from binlake.reconcile_job import run_reconcile
+    from binlake.reconcile.job import run_reconcile
 
     cfg = _copy(ingested, tmp_path_factory.mktemp("times"))
     run_reconcile(cfg, "reconcile-times", sources=["clean"])

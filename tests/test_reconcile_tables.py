@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from binlake.reconcile_job import delta_schema_json, ensure_output_table, run_reconcile
-from binlake.tables import table
+from binlake.lake.tables import table
+from binlake.reconcile.job import delta_schema_json, ensure_output_table, run_reconcile
 from tests.conftest import make_test_config
 
 NAME = "meta.gtid_coverage"

@@ -1,4 +1,4 @@
-"""Pure GTID coverage / reconciliation logic (binlake.reconciliation), no Spark."""
+"""Pure GTID coverage / reconciliation logic (binlake.reconcile.coverage), no Spark."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.reconciliation import (
+from binlake.reconcile.coverage import (
     MARIADB,
     FileFacts,
     GtidIntervals,
@@ -278,7 +278,7 @@ def test_from_row_defaults():
 
 def _gen_file(name: str, prev: str, gnos: list[int], *, uuid: str = A, last: bool = False,
               tag: str | None = None) -> bytes:
-    from binlake.reconciliation import split_series
+    from binlake.reconcile.coverage import split_series
     from binlog_parser.writer import BinlogFileWriter, Column, Table, write_binlog_bytes
 
     t = Table("app", "t", (Column("id", "BIGINT", nullable=False, primary_key=True), Column("v", "VARCHAR(8)")),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
 
-from binlake.reconciliation import FileFacts, reconcile
+from binlake.reconcile.coverage import FileFacts, reconcile
 from binlog_parser.reader import HeaderScan, scan_headers
 from spark_jobs.records import (
     SPLIT_POINT_TYPES,

@@ -150,7 +150,7 @@ def test_a_failed_source_fails_the_summary_with_its_gap(cfg: BinlakeConfig) -> N
 
 def test_the_run_lease_is_released_by_the_summary(cfg: BinlakeConfig) -> None:
     discover("chain", "run-a", cfg=cfg)
-    from binlake.leases import LeaseHeldError
+    from binlake.lake.leases import LeaseHeldError
 
     with pytest.raises(LeaseHeldError, match="'run-a'"):
         discover("chain", "run-b", cfg=cfg)
@@ -166,9 +166,9 @@ def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from binlake.delta_tables import delta_uri
-    from binlake.reconciliation import FileFacts, coverage, reconcile
-    from binlake.tables import table_location
+    from binlake.lake.delta_tables import delta_uri
+    from binlake.lake.tables import table_location
+    from binlake.reconcile.coverage import FileFacts, coverage, reconcile
 
     uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
     facts = [FileFacts(source="chain", file=f"binlog.{seq:06d}", seq=seq, previous_gtids=prev, contained_gtids=has,

@@ -90,7 +90,7 @@ def _digests(cfg: BinlakeConfig) -> dict[str, TableDigest]:
     base = cfg.warehouse.rstrip("/")
     for name in ("silver/schema_history", "meta/gold_status"):
         out[name] = delta_table_digest(name, f"{base}/{name}", cfg.s3, VOLATILE_COLUMNS)
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     status_table = open_delta_table(f"{base}/meta/gold_status", cfg.s3)
     assert status_table is not None, "meta.gold_status was not written"

@@ -1,8 +1,8 @@
-"""binlake.schema_history: DDL (sqlglot MySQL dialect) replayed into schema versions."""
+"""binlake.gold.schema_history: DDL (sqlglot MySQL dialect) replayed into schema versions."""
 
 from __future__ import annotations
 
-from binlake.schema_history import (
+from binlake.gold.schema_history import (
     Coordinates,
     DdlStatement,
     SchemaTracker,

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from binlake import tables
+from binlake.lake import tables
 from spark_jobs.schemas import ALL_TABLES, GOLD_TABLES, INGEST_TABLES, KIND_TO_TABLE, spec
 
 

@@ -1,8 +1,8 @@
-"""binlake.series: the one rule for numbered binlog file names (discovery and reconciliation)."""
+"""binlake.discovery.series: the one rule for numbered binlog file names (discovery and reconciliation)."""
 
 from __future__ import annotations
 
-from binlake.series import SeriesName, missing_between, next_in_series, parse_series_name, series_sort_key
+from binlake.discovery.series import SeriesName, missing_between, next_in_series, parse_series_name, series_sort_key
 
 
 def test_number_is_the_last_run_of_digits_and_the_series_is_prefix_plus_suffix() -> None:

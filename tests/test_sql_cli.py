@@ -18,9 +18,9 @@ import pytest
 from _scenario_warehouse import scenario_warehouse, write_config_file
 
 from binlake.config import BinlakeConfig, load_config
-from binlake.sql_fast import FastWarehouse, TableNotFoundError, translate
-from binlake.sql_values import canonical, render_text, write_csv, write_table
-from binlake.tables import TABLES
+from binlake.lake.tables import TABLES
+from binlake.sql.fast import FastWarehouse, TableNotFoundError, translate
+from binlake.sql.values import canonical, render_text, write_csv, write_table
 from binlake_cli.sql import (
     SqlOptions,
     SqlSession,
@@ -224,7 +224,7 @@ def test_values_print_as_sql_does() -> None:
         "s": pa.array([{"a": 1, "b": "x"}, None]),
         "b": pa.array([b"\x00\x01" * 40, None]),
     })
-    from binlake.sql_values import arrow_rows
+    from binlake.sql.values import arrow_rows
 
     rows = arrow_rows(table)
     assert [render_text(v) for v in rows[0]] == ['{"k":"v","n":null}', '{"a":1,"b":"x"}', "0x" + "0001" * 40]

@@ -19,9 +19,9 @@ from conftest import make_test_config
 
 from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
-from binlake.sql_fast import FastWarehouse
-from binlake.sql_guard import UnsafeStatementError, WriteRefusedError, analyse
-from binlake.tables import META_GOLD_STATUS, META_INGESTED_FILES
+from binlake.lake.tables import META_GOLD_STATUS, META_INGESTED_FILES
+from binlake.sql.fast import FastWarehouse
+from binlake.sql.guard import UnsafeStatementError, WriteRefusedError, analyse
 from binlake_cli.sql import SqlOptions, SqlSession, run_statements
 
 
@@ -173,9 +173,9 @@ def test_spark_engine_never_reads_a_path(spark: Any, warehouse: BinlakeConfig) -
 @pytest.mark.spark
 def test_allowed_write_waits_for_the_tables_commit_lock(spark: Any, s3_server: Any, s3_bucket: str,
                                                         tmp_path: Path) -> None:
-    """With --allow-writes a DELETE runs under binlake.leases.table_commit_lock, as the jobs' writes do:
+    """With --allow-writes a DELETE runs under binlake.lake.leases.table_commit_lock, as the jobs' writes do:
     while another writer holds the table's lock it does not commit."""
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
 
     cfg = make_test_config(tmp_path, s3_server.endpoint_url, pipeline={"warehouse": f"s3a://{s3_bucket}/wh"})
     location = META_INGESTED_FILES.location(cfg.warehouse)

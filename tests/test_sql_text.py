@@ -1,4 +1,4 @@
-"""SQL text from values (binlake/sql_text.py): exact escapes, and the text reads back as the value, in Spark's
+"""SQL text from values (binlake/lake/sql_text.py): exact escapes, and the text reads back as the value, in Spark's
 dialect and in delta-rs's (DataFusion: standard SQL strings)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from binlake.sql_text import (
+from binlake.lake.sql_text import (
     DELTA_RS,
     files_predicate,
     source_predicate,

@@ -1,4 +1,4 @@
-"""binlake.staging: staging folders of dead ingest runs are removed, live and current ones kept."""
+"""binlake.ingest.staging: staging folders of dead ingest runs are removed, live and current ones kept."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.staging import StaleStaging, clean_stale_staging, default_stale_after, part_name, staging_folder
+from binlake.ingest.staging import StaleStaging, clean_stale_staging, default_stale_after, part_name, staging_folder
 
 HOUR = 3600.0
 

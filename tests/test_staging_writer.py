@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlake.config import S3Settings
-from binlake.storage import LocalObjectStore, S3ObjectStore
+from binlake.lake.storage import LocalObjectStore, S3ObjectStore
 from spark_jobs.staging_writer import DirectTable, PartWriter, TaskStaging, split_by_partition, staging_store
 
 SCHEMA = pa.schema([pa.field("pos", pa.int64()), pa.field("sql", pa.string())])

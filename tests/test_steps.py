@@ -2,7 +2,7 @@
 still reported, read from meta.gtid_reconciliation with delta-rs), data checks refused after a
 failed reconcile. Spark is forbidden in every test here: building a session fails the test.
 
-The stored verdicts are what :func:`binlake.reconciliation.reconcile` computes for a chain whose
+The stored verdicts are what :func:`binlake.reconcile.coverage.reconcile` computes for a chain whose
 second file was never archived, written as Delta tables by delta-rs.
 """
 
@@ -17,11 +17,11 @@ import pytest
 from deltalake import write_deltalake
 
 from binlake.config import BinlakeConfig
-from binlake.delta_tables import delta_uri
-from binlake.reconciliation import FileFacts, reconcile
+from binlake.lake.delta_tables import delta_uri
+from binlake.lake.tables import table_location
+from binlake.reconcile.coverage import FileFacts, reconcile
 from binlake.runs import ChainBrokenError, DataCheckError, discover, get_result, put_doc, release_source
 from binlake.step_results import DecodeResult, ReconcileResult
-from binlake.tables import table_location
 from spark_jobs import steps
 from tests._chain_util import MARIADB_FILES, make_open, read_fixture, write_mariadb_chain
 from tests.conftest import make_test_config

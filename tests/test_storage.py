@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from binlake.config import S3Settings
-from binlake.storage import (
+from binlake.lake.storage import (
     DownloadError,
     LocalObjectStore,
     ObjectChangedError,
@@ -85,7 +85,7 @@ def test_s3_store_paginates(s3_server: S3Server, s3_bucket: str, s3_client: Any)
 
 
 def test_s3_client_uses_standard_retries(s3_server: S3Server) -> None:
-    from binlake.storage import make_s3_client
+    from binlake.lake.storage import make_s3_client
 
     client = make_s3_client(S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True, max_attempts=7))
     retries = client.meta.config.retries

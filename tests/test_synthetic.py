@@ -118,9 +118,9 @@ def test_expected_reconciliation_statuses(faulty) -> None:
 
 
 def test_reconciler_agrees_with_ground_truth(faulty) -> None:
-    """binlake.reconciliation over facts read back with our decoder gives the statuses
+    """binlake.reconcile.coverage over facts read back with our decoder gives the statuses
     the ground truth expects (the pipeline's scenarios)."""
-    rec = pytest.importorskip("binlake.reconciliation")
+    rec = pytest.importorskip("binlake.reconcile.coverage")
     dest, truth = faulty
     for name, src in truth["sources"].items():
         facts = []
@@ -208,7 +208,7 @@ def test_cli(tmp_path: Path, capsys) -> None:
 
 
 def test_chain_break(tmp_path: Path) -> None:
-    rec = pytest.importorskip("binlake.reconciliation")
+    rec = pytest.importorskip("binlake.reconcile.coverage")
     cfg = SyntheticConfig(seed=8, faults=Faults.parse("chain_break,restart"), bytes_per_server=900 << 10,
                           max_binlog_size=96 << 10, rows_per_table=60, tables=2)
     truth = generate(str(tmp_path), cfg)

@@ -1,4 +1,4 @@
-"""The table registry (binlake/tables.py): one declaration per table, and every reader agrees with it."""
+"""The table registry (binlake/lake/tables.py): one declaration per table, and every reader agrees with it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.tables import (
+from binlake.lake.tables import (
     DATABASES,
     GOLD_DATABASE,
     STRING_ARRAY,
@@ -56,7 +56,7 @@ def test_lookup_and_locations() -> None:
 def test_statistics_cover_the_key_and_the_filters_only() -> None:
     """Delta keeps data-skipping statistics on the key and filter columns (never a partition
     column, never the wide text), in table order; the property names them."""
-    from binlake.tables import STATS_COLUMNS_PROPERTY
+    from binlake.lake.tables import STATS_COLUMNS_PROPERTY
 
     events = table("bronze.events")
     assert events.stats_columns == ("file", "file_seq", "pos", "payload_index", "event_type", "db", "table_name")

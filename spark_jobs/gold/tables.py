@@ -1,6 +1,6 @@
 """Where gold's tables live, their Spark schemas, and the per-table stream gold reads from silver.
 
-Shared by the full replay (``spark_jobs.gold``) and the incremental one (``spark_jobs.gold_incremental``),
+Shared by the full replay (``spark_jobs.gold.job``) and the incremental one (``spark_jobs.gold.incremental``),
 which is why it is a module of its own: both import it, neither imports the other's internals.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from binlake.gold_state import COPIES_COLUMN, HISTORY_COLUMNS, Segment, StreamItem
-from binlake.gold_types import spark_type
-from binlake.schema_history import Coordinates, TableSchema
-from binlake.sql_text import sql_identifier
-from binlake.tables import gold_table
+from binlake.gold.schema_history import Coordinates, TableSchema
+from binlake.gold.state import COPIES_COLUMN, HISTORY_COLUMNS, Segment, StreamItem
+from binlake.gold.types import spark_type
+from binlake.lake.sql_text import sql_identifier
+from binlake.lake.tables import gold_table
 from spark_jobs.ingest import table_path
 
 META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
@@ -32,7 +32,7 @@ def gold_location(cfg: Any, name: str) -> str:
 
 def table_version(cfg: Any, path: str) -> int | None:
     """The Delta table's latest version through delta-rs (no Spark job), None if absent."""
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     table = open_delta_table(path, cfg.s3)
     return None if table is None else int(table.version())
@@ -125,7 +125,7 @@ def table_stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> tupl
 
 
 def lineage_stream(spark: Any, cfg: Any, source: str, segments: tuple[Segment, ...]) -> Any:
-    """The stream of a gold table fed by ``segments`` (``binlake.gold_state.lineage``): each source
+    """The stream of a gold table fed by ``segments`` (``binlake.gold.state.lineage``): each source
     table's TABLE_MAPs and row changes within its segment's coordinates, as one DataFrame for
     :func:`sorted_stream`. One unbounded segment is :func:`table_stream` as it is."""
     out = None

@@ -1,6 +1,6 @@
 """Gold's incremental path: a table's new changes replayed on just the rows they touch, MERGEd back.
 
-Why it is exact (docs/gold.md, "Incremental replay"): ``binlake.gold_plan`` has proven that the gold
+Why it is exact (docs/gold.md, "Incremental replay"): ``binlake.gold.plan`` has proven that the gold
 table holds the replay of every change up to W (the status row's ``replayed_through``) and that
 silver's part up to W is unchanged, so the full replay would be that state followed by the changes
 after W. Those changes read and write only the keys ``TableReplayer.keys_touched_by`` names; every
@@ -28,13 +28,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.gold_plan import stream_order
-from binlake.gold_seed import SnapshotPosition
-from binlake.gold_state import META_COLUMNS, StreamItem, TableReplayer
-from binlake.gold_types import ConversionError, spark_type
-from binlake.schema_history import Coordinates, SchemaVersion, TableSchema
-from binlake.sql_text import sql_identifier, sql_string
-from spark_jobs.gold_tables import (
+from binlake.gold.plan import stream_order
+from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
+from binlake.gold.seed import SnapshotPosition
+from binlake.gold.state import META_COLUMNS, StreamItem, TableReplayer
+from binlake.gold.types import ConversionError, spark_type
+from binlake.lake.sql_text import sql_identifier, sql_string
+from spark_jobs.gold.tables import (
     HISTORY_START,
     coordinates_literal,
     gold_schema_ddl,

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from binlake.gold_plan import TableInputs, fingerprint
-from binlake.schema_history import Coordinates
-from binlake.tables import table_location
-from spark_jobs.gold_tables import read_silver, stream_coordinates
+from binlake.gold.plan import TableInputs, fingerprint
+from binlake.gold.schema_history import Coordinates
+from binlake.lake.tables import table_location
+from spark_jobs.gold.tables import read_silver, stream_coordinates
 from spark_jobs.ingest import table_path
 
 TableKey = tuple[str, str]
@@ -89,7 +89,7 @@ def added_files(cfg: Any, source: str, since: int | None) -> tuple[int | None, l
     as deletion vectors or column mapping: reader protocol > 1)."""
     from deltalake.exceptions import DeltaError
 
-    from binlake.delta_tables import add_actions, open_delta_table
+    from binlake.lake.delta_tables import add_actions, open_delta_table
 
     location = table_location(cfg.warehouse, "silver.row_changes")
     table = open_delta_table(location, cfg.s3)
@@ -119,7 +119,7 @@ def previous_base(previous: dict[str, dict[str, Any]], gold_names: dict[str, Tab
     """The previous run's base from its status rows (``gold_names``: per-source gold table name ->
     (db, table)), or None when it cannot serve: an ``only_tables`` run (no version), rows of
     different runs, or a row without a replay state."""
-    from binlake.gold_plan import coordinates_of
+    from binlake.gold.plan import coordinates_of
 
     versions, counts, marks = set(), {}, {}
     for name, row in previous.items():

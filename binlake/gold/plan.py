@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.gold_types import spark_type
-from binlake.schema_history import Coordinates, SchemaVersion, TableSchema
+from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
+from binlake.gold.types import spark_type
 
 #: ``meta.gold_status.replay`` values
 FULL, INCREMENTAL, NONE = "full", "incremental", "none"
@@ -61,7 +61,7 @@ def coordinates_of(text: str | None) -> Coordinates | None:
 
 def stream_order(at: Coordinates) -> tuple[Any, ...]:
     """The order gold's stream is sorted in (``file_seq, file, pos, payload_index, row_index``), as
-    Spark compares :func:`spark_jobs.gold_tables.stream_coordinates`; :class:`Coordinates`' own
+    Spark compares :func:`spark_jobs.gold.tables.stream_coordinates`; :class:`Coordinates`' own
     order puts ``file`` last."""
     return at.file_seq, at.file, at.pos, at.payload_index, at.row_index
 

@@ -1,7 +1,7 @@
 """Walking a binlog chain: follow "next file" pointers from a start until they run out.
 
-The one walk behind discovery's chain segments (:func:`binlake.discovery.build_chain`) and
-reconciliation's file order (:func:`binlake.reconciliation.chain_order`): both follow each
+The one walk behind discovery's chain segments (:func:`binlake.discovery.discover.build_chain`) and
+reconciliation's file order (:func:`binlake.reconcile.coverage.chain_order`): both follow each
 file's successor (named by its ROTATE, or the next number after a STOP) and stop at a file
 that is not there or already placed; what they do between walks (where the next walk starts)
 is theirs.

@@ -34,9 +34,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from binlake.chain import follow_chain
+from binlake.discovery.chain import follow_chain
+from binlake.discovery.series import missing_between, parse_series_name
 from binlake.errors import BinlakeError
-from binlake.series import missing_between, parse_series_name
 from binlog_parser.intervals import difference, holes, intersection, normalize, size
 
 MYSQL = "mysql"
@@ -282,7 +282,7 @@ def parse_mariadb_gtid(text: str) -> tuple[int, int, int]:
 
 def split_series(name: str) -> tuple[str, int | None]:
     """``"binlog.000012"`` -> ``("binlog.", 12)``: the prefix and number of a file name
-    (:mod:`binlake.series`: ``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``)."""
+    (:mod:`binlake.discovery.series`: ``"mysql-bin.000002.bak"`` -> ``("mysql-bin.", 2)``)."""
     s = parse_series_name(name)
     return s.prefix, s.number
 

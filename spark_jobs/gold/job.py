@@ -1,15 +1,15 @@
 """Gold: one typed current-state Delta table per source table, plus silver.schema_history and
 meta.gold_status (see docs/gold.md).
 
-Spark glue only: the schema history (``binlake.schema_history``), the type mapping
-(``binlake.gold_types``) and the ordered replay (``binlake.gold_state``) are pure modules.
+Spark glue only: the schema history (``binlake.gold.schema_history``), the type mapping
+(``binlake.gold.types``) and the ordered replay (``binlake.gold.state``) are pure modules.
 Per source, :func:`run_gold`
 
 1. rebuilds ``silver.schema_history`` for the source from the DDL in ``silver.statements``
    (plus an optional ``SHOW CREATE TABLE`` seed), replacing the source's rows in one commit;
-2. for every table with new row changes: when ``binlake.gold_plan`` proves it exact, replays only
+2. for every table with new row changes: when ``binlake.gold.plan`` proves it exact, replays only
    the changes after the last one the gold table includes, on the rows they touch, and MERGEs
-   those keys back (``spark_jobs.gold_incremental``); otherwise replays the table's TABLE_MAPs
+   those keys back (``spark_jobs.gold.incremental``); otherwise replays the table's TABLE_MAPs
    (``bronze.events``) and row changes (``silver.row_changes``) in binlog order on one executor
    and writes the result to ``gold.<source>__<db>__<table>``: a MERGE on the primary key
    (changed rows updated, new rows inserted, vanished rows deleted) when the table's schema is
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binlake.errors import BinlakeError
-from binlake.gold_plan import (
+from binlake.gold.plan import (
     FULL,
     INCREMENTAL,
     NONE,
@@ -51,9 +51,7 @@ from binlake.gold_plan import (
     replay_reason,
     schema_digest,
 )
-from binlake.gold_seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
-from binlake.gold_state import Lineage, Segment, TableReplayer, best_table_map, final_schema, lineage
-from binlake.schema_history import (
+from binlake.gold.schema_history import (
     Coordinates,
     DdlStatement,
     SchemaVersion,
@@ -62,11 +60,13 @@ from binlake.schema_history import (
     is_table_ddl,
     split_dump,
 )
-from binlake.sql_text import source_predicate, sql_identifier, sql_string
-from binlake.tables import check_gold_names, gold_table_name
-from spark_jobs.gold_incremental import Outcome, TableJob, merge_union_part, replay_new, versions_after
-from spark_jobs.gold_inputs import input_fingerprints, previous_base
-from spark_jobs.gold_tables import (
+from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition, parse_dump
+from binlake.gold.state import Lineage, Segment, TableReplayer, best_table_map, final_schema, lineage
+from binlake.lake.sql_text import source_predicate, sql_identifier, sql_string
+from binlake.lake.tables import check_gold_names, gold_table_name
+from spark_jobs.gold.incremental import Outcome, TableJob, merge_union_part, replay_new, versions_after
+from spark_jobs.gold.inputs import input_fingerprints, previous_base
+from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
     coordinates,
     coordinates_literal,
@@ -248,7 +248,7 @@ class TableTask:
     force: bool = False
     table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
     #: the source tables (and coordinate ranges) whose row changes feed the gold table: more than
-    #: one when rows were renamed into it (``binlake.gold_state.lineage``)
+    #: one when rows were renamed into it (``binlake.gold.state.lineage``)
     segments: tuple[Segment, ...] = ()
 
 
@@ -459,7 +459,7 @@ def _say_unknown(name: str, problem: str | None) -> None:
 
 def build_table(spark: Any, cfg: Any, task: TableTask) -> GoldTableResult:
     """Bring one gold table (and its ``__history`` table when kept) up to date: incrementally when
-    ``binlake.gold_plan`` proves it exact, else by the full replay (the result says which, and why)."""
+    ``binlake.gold.plan`` proves it exact, else by the full replay (the result says which, and why)."""
     name = gold_table_name(task.source, task.db, task.table)
     path = gold_location(cfg, name)
     final, table_map = final_schema(task.versions, None), None
@@ -531,7 +531,7 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
     """Replace the source's rows of meta.gold_status: one per gold table, history table and union
     part (a union table has one row per source: its rows there, and what they were copied at).
     Written after every table: the recorded ``table_version`` then proves the next run that
-    nothing wrote the table since (``binlake.gold_plan``)."""
+    nothing wrote the table since (``binlake.gold.plan``)."""
     complete, since = _gap_since(spark, cfg, source)
     gtids = _archive_gtids(spark, cfg, source)
     now = _dt.datetime.now(_dt.UTC)
@@ -560,7 +560,7 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
 def _ensure_columns(spark: Any, cfg: Any, full_name: str) -> None:
     """Add the registry's columns a table written by an older binlake lacks (appended at the end,
     as the registry appends new columns), so the replace below finds the schema it writes."""
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     path = ensure_table(spark, cfg, full_name)
@@ -624,7 +624,7 @@ def _merge_union_rows(spark: Any, cfg: Any, union: str, source: str, table: Gold
     union (the part equalled the gold table before the run: same fingerprint); one commit under the
     table's commit lock, retried on a Delta conflict like every union write (a MERGE of absolute
     rows is idempotent)."""
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
     from spark_jobs.delta_retry import with_conflict_retry
 
     path = gold_location(cfg, union)
@@ -750,7 +750,7 @@ def run_gold(spark: Any, cfg: Any, source: str, run_id: str, *,
     """Build (or bring up to date) every gold table of ``source`` from silver; see module doc.
 
     ``initial_schema_sql``: ``SHOW CREATE TABLE`` texts for tables created before the archive.
-    ``seed_dump``: a dump taken at a GTID position (``binlake.gold_seed``; default: the
+    ``seed_dump``: a dump taken at a GTID position (``binlake.gold.seed``; default: the
     ``[gold] seed_dumps`` file of the source): its tables start from its rows, and only
     changes (and DDL) whose GTID is not in its position apply.
     ``force``: replay every table in full, even when its inputs are unchanged since the last run.

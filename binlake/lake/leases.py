@@ -65,7 +65,7 @@ from typing import Any, Protocol
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
 
-log = logging.getLogger("binlake.leases")
+log = logging.getLogger("binlake.lake.leases")
 
 #: lease lifetime unless renewed: long enough for a big decode step, short enough for dead runs
 DEFAULT_TTL_SECONDS = 6 * 3600.0
@@ -266,7 +266,7 @@ class S3LeaseBackend:
     2025-09; moto honours both)."""
 
     def __init__(self, uri: str, settings: S3Settings | None = None, client: Any = None) -> None:
-        from binlake.storage import make_s3_client
+        from binlake.lake.storage import make_s3_client
 
         self.bucket, prefix = split_s3_uri(uri)
         self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
@@ -275,7 +275,7 @@ class S3LeaseBackend:
     def create_tagged(self, name: str, data: bytes) -> str | None:
         from botocore.exceptions import ClientError
 
-        from binlake.storage import conditional_write_refused
+        from binlake.lake.storage import conditional_write_refused
 
         try:
             resp = self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data, IfNoneMatch="*")
@@ -312,7 +312,7 @@ class S3LeaseBackend:
     def replace(self, name: str, data: bytes, tag: str) -> str | None:
         from botocore.exceptions import ClientError
 
-        from binlake.storage import conditional_write_refused
+        from binlake.lake.storage import conditional_write_refused
 
         try:
             resp = self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data, IfMatch=tag)
@@ -325,7 +325,7 @@ class S3LeaseBackend:
     def delete_if(self, name: str, tag: str) -> bool:
         from botocore.exceptions import ClientError
 
-        from binlake.storage import conditional_write_refused
+        from binlake.lake.storage import conditional_write_refused
 
         try:
             self.client.delete_object(Bucket=self.bucket, Key=self.prefix + name, IfMatch=tag)

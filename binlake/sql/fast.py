@@ -8,7 +8,7 @@ those datasets, and sqlglot translates the Spark SQL dialect people write into D
 run time, which offline hosts cannot do.
 
 Only tables a statement names are opened (an S3 warehouse costs a few requests per table), and only
-binlake's: every name is checked first (:mod:`binlake.sql_guard`: ``db.table`` of letters, digits and
+binlake's: every name is checked first (:mod:`binlake.sql.guard`: ``db.table`` of letters, digits and
 ``_``, never a path), gold names from ``meta.gold_status`` likewise, and DuckDB's own file access
 (``read_csv('/any/file')``) is switched off and locked for the connection.
 """
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from binlake.config import BinlakeConfig
-from binlake.delta_tables import open_delta_table, storage_options
 from binlake.errors import BinlakeError
-from binlake.sql_guard import analyse, checked_name
-from binlake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table
-from binlake.tables import table as registered_table
+from binlake.lake.delta_tables import open_delta_table, storage_options
+from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table
+from binlake.lake.tables import table as registered_table
+from binlake.sql.guard import analyse, checked_name
 
 _SHOW_TABLES = re.compile(r"^\s*show\s+tables(?:\s+(?:in|from)\s+`?(\w+)`?)?\s*$", re.IGNORECASE)
 _SHOW_DATABASES = re.compile(r"^\s*show\s+(?:databases|schemas|namespaces)\s*$", re.IGNORECASE)
@@ -34,7 +34,7 @@ _SHOW_DATABASES = re.compile(r"^\s*show\s+(?:databases|schemas|namespaces)\s*$",
 
 @dataclass(frozen=True)
 class QueryResult:
-    """Column names and rows (canonical Python values, see :mod:`binlake.sql_values`) of one statement."""
+    """Column names and rows (canonical Python values, see :mod:`binlake.sql.values`) of one statement."""
 
     columns: list[str]
     rows: list[tuple[Any, ...]]
@@ -139,7 +139,7 @@ class FastWarehouse:
         import duckdb
         import pyarrow as pa
 
-        from binlake.sql_values import arrow_rows
+        from binlake.sql.values import arrow_rows
 
         try:
             relation = self.connection.sql(duck_sql)

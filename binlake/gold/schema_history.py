@@ -37,7 +37,7 @@ import sqlglot
 from sqlglot import exp
 
 from binlake.errors import BinlakeError
-from binlake.gold_types import MySQLColumn
+from binlake.gold.types import MySQLColumn
 
 TableKey = tuple[str, str]  # (db, table)
 

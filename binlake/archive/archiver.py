@@ -2,7 +2,7 @@
 
 The connection, TLS and authentication (incl. ``caching_sha2_password``) are PyMySQL's; binlake's own
 code sends the dump commands and frames the stream (:mod:`binlog_parser.replication`) and writes the
-files (:mod:`binlake.archiver_files`). The archive itself is the only state: a restart resumes from
+files (:mod:`binlake.archive.files`). The archive itself is the only state: a restart resumes from
 its own files, so kill -9 at any moment loses nothing and duplicates nothing.
 
 Settings (:class:`ArchiverSettings`): CLI flags > ``BINLAKE_ARCHIVE_<KEY>`` env > the binlake config's
@@ -14,8 +14,8 @@ or an Airflow connection (resolved by the command line, :mod:`binlake_cli.archiv
 service entry: this module imports no Airflow).
 
 Nothing lets the server (or whoever sits between) choose where bytes go or splice two servers: names
-from ROTATE events are checked (:func:`binlake.archiver_files.check_binlog_name`), the destination
-has one archiver at a time (:mod:`binlake.archiver_guard`: a spool lock and a destination lease)
+from ROTATE events are checked (:func:`binlake.archive.files.check_binlog_name`), the destination
+has one archiver at a time (:mod:`binlake.archive.guard`: a spool lock and a destination lease)
 and every object write is conditional on this archiver's last ETag; the server's identity is
 recorded per archived series and a resume against another server is refused (``--new-series``
 starts a new one on purpose). Errors that need an operator (:class:`ArchiverFatalError`) set the
@@ -40,7 +40,7 @@ import pymysql
 from pydantic import StrictBool, StrictStr, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from binlake.archiver_files import (
+from binlake.archive.files import (
     SAFE_BINLOG_NAME,
     ArchiveFileError,
     ArchiveFiles,
@@ -48,7 +48,7 @@ from binlake.archiver_files import (
     binlog_sort_key,
     check_binlog_name,
 )
-from binlake.archiver_guard import (
+from binlake.archive.guard import (
     DestinationLease,
     SeriesRecord,
     ServerIdentity,
@@ -61,11 +61,11 @@ from binlake.archiver_guard import (
 )
 from binlake.config import ArchiveSettings, BinlakeConfig, S3Settings, config_from_dict, load_config
 from binlake.errors import BinlakeError
-from binlake.storage import ObjectStore, open_object_store
+from binlake.lake.storage import ObjectStore, open_object_store
 from binlog_parser import replication as rpl
 from binlog_parser.constants import EventType
 
-log = logging.getLogger("binlake.archiver")
+log = logging.getLogger("binlake.archive.archiver")
 
 
 class ArchiverError(BinlakeError):

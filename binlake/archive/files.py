@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from binlake.discovery.series import series_sort_key
 from binlake.errors import BinlakeError
-from binlake.series import series_sort_key
-from binlake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore, conditional_write_refused
+from binlake.lake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore, conditional_write_refused
 from binlog_parser.constants import BINLOG_MAGIC, LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlog_parser.replication import (
     EVENT_HEADER_LEN,

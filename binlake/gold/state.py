@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.gold_seed import SeedTable, SnapshotPosition, silver_form
-from binlake.gold_types import (
+from binlake.gold.schema_history import Coordinates, SchemaVersion, TableKey, TableSchema
+from binlake.gold.seed import SeedTable, SnapshotPosition, silver_form
+from binlake.gold.types import (
     ConversionError,
     MySQLColumn,
     PartialJsonUpdate,
@@ -33,7 +34,6 @@ from binlake.gold_types import (
     rendering_of,
     spark_type,
 )
-from binlake.schema_history import Coordinates, SchemaVersion, TableKey, TableSchema
 
 META_COLUMNS = ("_source", "_op", "_gtid", "_commit_time", "_binlog_file", "_binlog_pos",
                 "_binlog_payload_index", "_binlog_row_index")
@@ -444,7 +444,7 @@ class Segment:
 
     def holds(self, key: TableKey, at: Coordinates) -> bool:
         """Whether a row change of table ``key`` at ``at`` feeds the gold table through this segment
-        (what ``spark_jobs.gold_tables.lineage_stream`` selects, in Spark)."""
+        (what ``spark_jobs.gold.tables.lineage_stream`` selects, in Spark)."""
         return (key == self.key and (self.after is None or at > self.after)
                 and (self.before is None or at < self.before))
 

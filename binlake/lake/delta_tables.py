@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import S3Settings, is_s3_uri
-from binlake.delta_files import DataFile
+from binlake.lake.delta_files import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
 
-log = logging.getLogger("binlake.delta_tables")
+log = logging.getLogger("binlake.lake.delta_tables")
 
 #: Writer features :func:`replace_rows` lets delta-rs write: the ones of binlake's tables (protocol
 #: 1 / 2, as :func:`spark_jobs.ingest.ensure_table` creates them and Spark Delta keeps them), which
@@ -127,7 +127,7 @@ def delta_rs_writes(table: DeltaTable) -> bool:
 
 def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str, *, partition_by: Sequence[str],
                  txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> bool:
-    """Replace the rows matching ``predicate`` (a :data:`binlake.sql_text.DELTA_RS` predicate) with
+    """Replace the rows matching ``predicate`` (a :data:`binlake.lake.sql_text.DELTA_RS` predicate) with
     ``data`` (Arrow) in one delta-rs commit of the existing table at ``location``; False when a
     commit of ``txn_app`` at ``txn_version`` or later is in the log already (written, skipped).
 
@@ -135,7 +135,7 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
     (``txn_app``, ``txn_version``), skipped when the log holds it as Spark skips it, and
     ``userMetadata``. Why not Spark for a few rows: each Spark Delta commit costs about 4 JVM
     CPU-seconds whatever its size, this one a few hundredths (issue 13). On S3 the commit holds
-    the table's commit lock like every Spark write (:mod:`binlake.leases`); a concurrent metadata
+    the table's commit lock like every Spark write (:mod:`binlake.lake.leases`); a concurrent metadata
     change (local tables) is retried, the txn check included. Raises :class:`DeltaRsCannotWrite`,
     before writing anything, for a table whose protocol delta-rs should not write; delta-rs
     refuses a NULL in a NOT NULL column, as Spark does.
@@ -152,7 +152,7 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
 def append_files(location: str, s3: S3Settings | None, files: Sequence[DataFile], *, partition_by: Sequence[str],
                  txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> bool:
     """Commit ``files``, Parquet files already written in the table's folder
-    (:mod:`binlake.delta_files`), to the existing table at ``location`` as one ``add``-only commit,
+    (:mod:`binlake.lake.delta_files`), to the existing table at ``location`` as one ``add``-only commit,
     tied to the run as :func:`replace_rows` is (txn id skipped when the log holds it, ``userMetadata``,
     the S3 commit lock, retries). False when the txn was committed already.
 
@@ -192,7 +192,7 @@ def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTa
     from deltalake.exceptions import CommitFailedError
     from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-    from binlake.leases import table_commit_lock
+    from binlake.lake.leases import table_commit_lock
 
     options = locked_storage_options(location, s3)
     metadata = {"userMetadata": user_metadata} if user_metadata is not None else None

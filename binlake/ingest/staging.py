@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 
 from binlake.config import S3Settings
-from binlake.storage import LocalObjectStore, ObjectNotFound, open_object_store
+from binlake.lake.storage import LocalObjectStore, ObjectNotFound, open_object_store
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class StaleStaging:
 
 def default_stale_after() -> float:
     """The source-lease lifetime (``BINLAKE_SOURCE_LEASE_TTL``, default 6 h): see the module doc."""
-    from binlake.leases import default_ttl
+    from binlake.lake.leases import default_ttl
 
     return default_ttl()
 

@@ -4,13 +4,13 @@
   life (the kernel drops it when the process dies, even on kill -9), so two archivers on one host
   never append to or truncate the same spool file.
 - **The destination lease**: one lease object per destination, created with
-  :mod:`binlake.leases`' create-if-absent primitive (``link()`` locally, ``If-None-Match: *`` on S3)
+  :mod:`binlake.lake.leases`' create-if-absent primitive (``link()`` locally, ``If-None-Match: *`` on S3)
   and renewed while the archiver streams. A second archiver of the destination (another host, a
   standby) refuses to start while the lease is live. Renewal, take-over and release go through
   leases.py's version-conditional ``replace`` / ``delete_if`` (``If-Match`` on S3), so a holder that
   stalled past the lease's life and a taker never both believe they hold it (the loser's write
   fails). The lease is not the last line: every object write is conditional too
-  (:func:`binlake.archiver_files.conditional_put`).
+  (:func:`binlake.archive.files.conditional_put`).
 - **The series record**: the server an archived series was streamed from (MySQL ``server_uuid``;
   MariaDB ``server_id`` + ``gtid_domain_id``) and its first file's FORMAT_DESCRIPTION and
   PREVIOUS_GTIDS / GTID_LIST. A resume against a different server (a failover, a rebuilt host) is
@@ -38,9 +38,9 @@ from typing import IO, Any
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
-from binlake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend, Stored, parse_lease
+from binlake.lake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend, Stored, parse_lease
 
-log = logging.getLogger("binlake.archiver")
+log = logging.getLogger("binlake.archive.archiver")
 
 LEASE_NAME = "archiver-lease.json"
 SERIES_NAME = "series.json"

@@ -2,8 +2,8 @@
 
 Reads the per-file facts ingestion stored (one small row per archived file; no binlog is
 re-decoded) and the commit times of the coverage intervals' endpoints from silver.transactions,
-runs the pure logic of :mod:`binlake.reconciliation` and replaces both tables' rows for the
-reconciled sources in one delta-rs commit each (:func:`binlake.delta_tables.replace_rows`: tied to
+runs the pure logic of :mod:`binlake.reconcile.coverage` and replaces both tables' rows for the
+reconciled sources in one delta-rs commit each (:func:`binlake.lake.delta_tables.replace_rows`: tied to
 the run by a Delta txn id and ``userMetadata``, under the S3 commit lock). Deterministic:
 re-running on the same facts leaves both tables' rows unchanged.
 
@@ -24,10 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
-from binlake.reconciliation import FileFacts, coverage, reconcile
-from binlake.run_ids import new_run_id
-from binlake.sql_text import DELTA_RS, sources_predicate
-from binlake.tables import (
+from binlake.lake.sql_text import DELTA_RS, sources_predicate
+from binlake.lake.tables import (
     BIGINT,
     BINARY,
     BOOLEAN,
@@ -42,6 +40,8 @@ from binlake.tables import (
     table,
     table_location,
 )
+from binlake.reconcile.coverage import FileFacts, coverage, reconcile
+from binlake.run_ids import new_run_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
@@ -94,7 +94,7 @@ def delta_schema_json(spec: TableSpec, columns: Sequence[Column] | None = None) 
 
 
 def _open(cfg: BinlakeConfig, name: str) -> DeltaTable | None:
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     return open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
 
@@ -108,8 +108,8 @@ def ensure_output_table(cfg: BinlakeConfig, name: str) -> DeltaTable:
     """
     from deltalake import DeltaTable, Schema, write_deltalake
 
-    from binlake.delta_tables import delta_uri, locked_storage_options
-    from binlake.leases import table_commit_lock
+    from binlake.lake.delta_tables import delta_uri, locked_storage_options
+    from binlake.lake.leases import table_commit_lock
 
     spec = table(name)
     location = table_location(cfg.warehouse, name)
@@ -223,7 +223,7 @@ def _write(cfg: BinlakeConfig, name: str, table_now: DeltaTable, rows: Sequence[
     own schema (TIMESTAMP: UTC microseconds)."""
     import pyarrow as pa
 
-    from binlake.delta_tables import DeltaRsCannotWrite, replace_rows
+    from binlake.lake.delta_tables import DeltaRsCannotWrite, replace_rows
 
     schema = pa.schema(table_now.schema().to_arrow())
     data = pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema=schema)

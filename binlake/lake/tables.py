@@ -466,7 +466,7 @@ class GoldNameError(BinlakeError, ValueError):
     """Two source tables would share one gold table name (or a source name cannot start one)."""
 
 
-#: the suffix of a gold table's SCD2 history table (``spark_jobs.gold_tables.HISTORY_SUFFIX``)
+#: the suffix of a gold table's SCD2 history table (``spark_jobs.gold.tables.HISTORY_SUFFIX``)
 _HISTORY_SUFFIX = "__history"
 
 

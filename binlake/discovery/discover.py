@@ -1,6 +1,6 @@
 """Discovery: which archived binlogs of a source are closed (rotated) and ready to ingest.
 
-Plain Python over :mod:`binlake.storage` (boto3 ranged GETs for S3, seeks for a local folder);
+Plain Python over :mod:`binlake.lake.storage` (boto3 ranged GETs for S3, seeks for a local folder);
 it never downloads a whole object. Per object it reads
 
 * the **head** (first :data:`HEAD_BYTES`, extended only when the FORMAT_DESCRIPTION /
@@ -47,7 +47,7 @@ issue kind                  severity  meaning
 ==========================  ========  ==========================================================
 
 Results are plain dataclasses that turn into JSON for Airflow's XCom (:meth:`as_dict`).
-No credentials are handled here: stores come from :func:`binlake.storage.open_object_store`.
+No credentials are handled here: stores come from :func:`binlake.lake.storage.open_object_store`.
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from binlake.chain import follow_chain
+from binlake.discovery.chain import follow_chain
+from binlake.discovery.series import next_in_series, parse_series_name, series_sort_key
 from binlake.errors import BinlakeError
-from binlake.series import next_in_series, parse_series_name, series_sort_key
-from binlake.storage import ObjectChangedError, ObjectInfo, ObjectNotFound, ObjectStore
+from binlake.lake.storage import ObjectChangedError, ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser import (
     BinlogError,
     ChecksumMismatchError,

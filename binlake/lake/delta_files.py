@@ -4,7 +4,7 @@ facts its ``add`` action carries.
 Why binlake writes some data files itself: an ingest's executors already write each table's rows
 as Parquet. When a table holds no rows of the run's files (every nightly file and every
 backfill of new files), those Parquet files can go straight into the table's folder and be
-committed as they are, in one ``add``-only commit (:func:`binlake.delta_tables.append_files`).
+committed as they are, in one ``add``-only commit (:func:`binlake.lake.delta_tables.append_files`).
 Before, Spark read them back and wrote every byte a second time, which cost more CPU than
 decoding them (issue 13).
 

@@ -7,7 +7,7 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
 * :func:`load_known_files` - ``file -> KnownFile`` for one source, joined with the closing
   facts of ``meta.binlog_files`` so discovery can skip re-reading unchanged, ingested objects.
   It works **without Spark** (the discover task runs in the Airflow worker): delta-rs reads the
-  tables (:mod:`binlake.delta_tables`). A table it cannot read makes it return ``None`` and
+  tables (:mod:`binlake.lake.delta_tables`). A table it cannot read makes it return ``None`` and
   discovery simply reads every object.
 * ``spark_jobs.ingest_state.known_files_spark`` - the same through Spark (tests cross-check it).
 * :func:`plan_ingest` - which discovered files a run ingests: nightly (new / changed / failed
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.discovery import DiscoveredFile, KnownFile, SourceDiscovery, select_range
-from binlake.tables import table
+from binlake.discovery.discover import DiscoveredFile, KnownFile, SourceDiscovery, select_range
+from binlake.lake.tables import table
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ MODES = ("nightly", "missing", "reprocess")
 def read_table_rows(cfg: Any, full_name: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]] | None:
     """Rows of a warehouse Delta table without Spark (delta-rs); ``[]`` when absent, ``None`` when
     delta-rs cannot read it (discovery then reads every object, the ingest asks Spark)."""
-    from binlake.delta_tables import open_delta_table
+    from binlake.lake.delta_tables import open_delta_table
 
     try:
         delta = open_delta_table(table(full_name).location(cfg.warehouse), cfg.s3)

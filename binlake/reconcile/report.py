@@ -134,8 +134,8 @@ def lanes_of_gtid_set(text: str) -> list[str]:
 
 def read_table_rows(cfg: BinlakeConfig, full_name: str, source: str) -> list[dict[str, Any]]:
     """Rows of one meta table for ``source`` through delta-rs (no JVM); [] when the table is absent."""
-    from binlake.delta_tables import open_delta_table
-    from binlake.tables import table_location
+    from binlake.lake.delta_tables import open_delta_table
+    from binlake.lake.tables import table_location
 
     delta = open_delta_table(table_location(cfg.warehouse, full_name), cfg.s3)
     if delta is None:
