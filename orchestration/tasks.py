@@ -15,7 +15,7 @@ Retries (see docs/operations.md): ``discover`` 2 (S3 hiccups), ``decode`` 1 (a l
 driver: the re-run replaces the same rows, exactly once), the others 0: a GAP or a failed data check
 is deterministic and must fail at once (and alert). Within a step, Spark itself retries a task whose
 executor died (``spark.task.maxFailures``), and Delta commit conflicts are retried by
-:mod:`spark_jobs.delta_retry`.
+:func:`spark_jobs.lake.committed_write`.
 """
 
 from __future__ import annotations

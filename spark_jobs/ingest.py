@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import datetime as _dt
 import functools
 import gc
 import hashlib
@@ -48,18 +47,25 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from binlake.config import S3Settings
+from binlake.config import BinlakeConfig
 from binlake.lake.delta_files import STATS_STRING_PREFIX, DataFile
-from binlake.lake.delta_tables import delta_uri, locked_storage_options
 from binlake.lake.sql_text import files_predicate
 from binlake.run_ids import new_run_id
 from spark_jobs import records
+from spark_jobs.errors import DirectWriteRefused, SparkJobError
+from spark_jobs.lake import delta_log, ensure_table, replace_few_rows, table_path, table_version, write_replace
 from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
 from spark_jobs.staging_writer import DirectTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deltalake import DeltaTable
+    from pyspark.sql import DataFrame, SparkSession
+
+    from binlake.lake.storage import ObjectStore
 
 log = logging.getLogger("binlake.ingest")
 
@@ -133,10 +139,10 @@ class IngestResult:
 # Executor side: byte access
 # ---------------------------------------------------------------------------------------
 
-_STORES: dict[tuple[str, ...], Any] = {}
+_STORES: dict[tuple[str, ...], ObjectStore] = {}
 
 
-def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[Any, str]:
+def _store_and_name(uri: str, s3: Mapping[str, Any] | None) -> tuple[ObjectStore, str]:
     from binlake.config import S3Settings, is_s3_uri, split_s3_uri
     from binlake.lake.storage import LocalObjectStore, S3ObjectStore
 
@@ -421,157 +427,19 @@ def plan_tasks(objects: Sequence[BinlogObject], cuts: Mapping[tuple[str, str], l
     return tasks
 
 
-# ---------------------------------------------------------------------------------------
-# Driver side: Delta helpers
-# ---------------------------------------------------------------------------------------
-
-
-def table_path(config: Any, name: str) -> str:
-    from binlake.config import to_spark_uri
-    from binlake.lake.tables import table_location
-
-    return to_spark_uri(table_location(config.warehouse, name))
-
-
-def ensure_table(spark: Any, config: Any, name: str) -> str:
-    """Create the Delta table (schema, comments, partitioning) if it does not exist; race-safe.
-
-    Created with delta-rs from the Spark schema (the Delta schema JSON is Spark's), so creating
-    a table runs no Spark job: on S3 the creation holds the table's commit lock, and a driver
-    must never wait for executors while holding a lock that another application (holding those
-    executors) waits for. Several tasks creating the same table at once: one commit of version 0
-    wins (the lock on S3, put-if-absent locally), the others find the table.
-    A table written by an older binlake with other partition columns (meta tables were not
-    partitioned by ``source``) is re-partitioned once with Spark, rows kept (docs/operations.md);
-    one without binlake's table properties (:attr:`binlake.lake.tables.TableSpec.properties`: which
-    columns carry data-skipping statistics) gets them in one metadata commit, with delta-rs.
-    """
-    from binlake.lake.leases import table_commit_lock
-    from spark_jobs.delta_retry import with_conflict_retry
-
-    path = table_path(config, name)
-    ts = spec(name)
-    log_reader = _log_reader(config, path)
-    if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by \
-            and not _missing_properties(log_reader, ts):
-        return path
-    with table_commit_lock(path, config.s3) as lock:
-        lock.check()  # fence: still ours right before the commits below
-        if log_reader is None:
-            _create_table(config, path, ts)
-            return path
-        if tuple(log_reader.metadata().partition_columns) != ts.partition_by:
-            with_conflict_retry(lambda: _repartition(spark, path, ts), f"re-partition {name}")
-            log_reader = _log_reader(config, path)
-        missing = _missing_properties(log_reader, ts)
-        if missing:
-            from deltalake import DeltaTable
-
-            log.info("%s: setting table properties %s", name, missing)
-            (DeltaTable(delta_uri(path), storage_options=locked_storage_options(path, config.s3))
-                .alter.set_table_properties(missing, raise_if_not_exists=False))
-    return path
-
-
-def _missing_properties(log_reader: Any, ts: TableSpec) -> dict[str, str]:
-    """binlake's table properties the table lacks or holds with another value."""
-    current = log_reader.metadata().configuration
-    return {k: v for k, v in ts.table.properties.items() if current.get(k) != v}
-
-
-def _create_table(config: Any, path: str, ts: TableSpec) -> None:
-    from deltalake import DeltaTable, Schema
-
-    try:
-        DeltaTable.create(delta_uri(path), schema=Schema.from_json(ts.schema.json()),
-                          partition_by=list(ts.partition_by) or None, description=ts.description,
-                          configuration=ts.table.properties or None, mode="ignore",
-                          storage_options=locked_storage_options(path, config.s3))
-    except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
-        if _log_reader(config, path) is None:
-            raise
-
-
-def _repartition(spark: Any, path: str, ts: TableSpec) -> None:
-    from delta.tables import DeltaTable
-
-    current = tuple(DeltaTable.forPath(spark, path).detail().collect()[0]["partitionColumns"])
-    if current == ts.partition_by:
-        return
-    log.warning("%s: partitioned by %s, binlake now partitions it by %s: rewriting it once (rows kept)",
-                ts.name, list(current) or "nothing", list(ts.partition_by))
-    (spark.read.format("delta").load(path).write.format("delta").mode("overwrite")
-        .option("overwriteSchema", "true").partitionBy(*ts.partition_by)
-        .option("userMetadata", json.dumps({"job": "repartition", "partition_by": list(ts.partition_by)}))
-        .save(path))
-
-
-def write_replace(df: Any, path: str, predicate: str, *, s3: S3Settings | None, run_id: str, job: str,
-                  txn_version: int = 0, txn_app: str | None = None,
-                  extra_meta: Mapping[str, Any] | None = None, partition_by: str | None = None,
-                  merge_schema: bool = False) -> None:
-    """Replace the rows matching ``predicate`` with ``df`` in one Delta commit tied to the run.
-
-    The one Delta replace-write of every job (ingest, reconcile, gold, the union tables).
-    ``partition_by`` names the partition column when the write may create the table (union
-    tables; the others are created by :func:`ensure_table`); ``merge_schema`` lets it add
-    columns (a shard's ``ADD COLUMN`` reaching a union table).
-
-    ``predicate`` always starts with the ``source`` partition column, so writers of other
-    sources cannot conflict with it (Delta's conflict check prunes by partition values); a
-    retryable conflict left (a concurrent CREATE / re-partitioning) is retried, bounded and
-    jittered (:mod:`spark_jobs.delta_retry`): the write is a deterministic replacement, and a
-    commit that did land is skipped by Delta on retry through ``txnAppId``/``txnVersion``.
-    On S3 the write holds the table's commit lock (:mod:`binlake.lake.leases`; ``s3`` reaches it),
-    so two drivers never commit the same version of a table.
-    """
-    from binlake.lake.leases import table_commit_lock
-    from spark_jobs.delta_retry import with_conflict_retry
-
-    meta = {"job": job, "run_id": run_id}
-    if extra_meta:
-        meta.update(extra_meta)
-
-    def write() -> None:
-        writer = df.write.format("delta").mode("overwrite")
-        if partition_by:
-            writer = writer.partitionBy(partition_by)
-        if merge_schema:
-            writer = writer.option("mergeSchema", "true")
-        lock.check()  # fence: the commit lock is still ours right before the commit
-        (writer.option("replaceWhere", predicate)
-            .option("txnAppId", txn_app or f"binlake-{job}:{run_id}")
-            .option("txnVersion", str(txn_version))
-            .option("userMetadata", json.dumps(meta, sort_keys=True))
-            .save(path))
-
-    with table_commit_lock(path, s3) as lock:
-        with_conflict_retry(write, f"{job} write to {path}")
-
-
-def _delete_path(spark: Any, path: str) -> None:
+def _delete_path(spark: SparkSession, path: str) -> None:
     if "://" not in path:
         shutil.rmtree(path, ignore_errors=True)
         return
-    jvm = spark._jvm
+    jvm, jsc = spark._jvm, spark._jsc
+    if jvm is None or jsc is None:
+        raise SparkJobError(f"cannot delete the staging folder {path}: the Spark session has no JVM (Spark Connect)")
     hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+    fs = hpath.getFileSystem(jsc.hadoopConfiguration())
     fs.delete(hpath, True)
 
 
-def _log_reader(config: Any, path: str) -> Any:
-    """The table's Delta log through delta-rs (metadata, version: no Spark job), or None if absent."""
-    from binlake.lake.delta_tables import open_delta_table
-
-    return open_delta_table(path, config.s3)
-
-
-def _table_version(config: Any, path: str) -> int | None:
-    log_reader = _log_reader(config, path)
-    return None if log_reader is None else int(log_reader.version())
-
-
-def already_ingested(spark: Any, config: Any) -> dict[tuple[str, str], tuple[str | None, int | None]]:
+def already_ingested(spark: SparkSession, config: BinlakeConfig) -> dict[tuple[str, str], tuple[str | None, int | None]]:
     """(source, file) -> (etag, size) of files meta.ingested_files marks done.
 
     Read with delta-rs (:func:`binlake.ingest.state.read_table_rows`, one row per file): a Spark
@@ -636,7 +504,7 @@ class FileOutcome:
     ingested_row: dict[str, Any]
 
 
-def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None = None, *,
+def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any], run_id: str | None = None, *,
                force: bool = False, split_threshold: int = DEFAULT_SPLIT_THRESHOLD,
                split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
                keep_raw: bool = False, batch_rows: int = records.DEFAULT_BATCH_ROWS,
@@ -671,7 +539,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
         _write_tables(spark, config, objects, staged, opts, result)
         result.write_seconds = time.time() - t2
         for name in INGEST_TABLES:
-            v = _table_version(config, table_path(config, name))
+            v = table_version(config, table_path(config, name))
             if v is not None:
                 result.table_versions[name] = v
         if not opts.keep_staging:
@@ -682,7 +550,7 @@ def run_ingest(spark: Any, config: Any, files: Iterable[Any], run_id: str | None
     return result
 
 
-def _clean_stale_staging(config: Any, run_id: str) -> int:
+def _clean_stale_staging(config: BinlakeConfig, run_id: str) -> int:
     """Remove staging left by runs killed during their Delta writes (see binlake.ingest.staging for the
     age rule). Housekeeping: a failure to list or delete is logged, never fails the ingest."""
     from binlake.ingest.staging import clean_stale_staging
@@ -694,7 +562,7 @@ def _clean_stale_staging(config: Any, run_id: str) -> int:
         return 0
 
 
-def _objects_to_ingest(spark: Any, config: Any, files: Iterable[Any], force: bool,
+def _objects_to_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any], force: bool,
                        result: IngestResult) -> list[BinlogObject]:
     """One object per (source, file) (the last listed wins), sorted, without the ones already
     ingested with the same etag and size (unless ``force``)."""
@@ -712,7 +580,7 @@ def _objects_to_ingest(spark: Any, config: Any, files: Iterable[Any], force: boo
     return objects
 
 
-def _plan(spark: Any, objects: Sequence[BinlogObject], opts: IngestOptions, s3: Mapping[str, Any],
+def _plan(spark: SparkSession, objects: Sequence[BinlogObject], opts: IngestOptions, s3: Mapping[str, Any],
           result: IngestResult) -> list[list[dict[str, Any]]]:
     """Split points of large files (a header scan on the executors), then the task list: at
     least ``defaultParallelism`` tasks when the archive allows it (:func:`spread_targets`)."""
@@ -733,7 +601,7 @@ def _plan(spark: Any, objects: Sequence[BinlogObject], opts: IngestOptions, s3: 
     return tasks
 
 
-def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, DirectTable]:
+def _direct_tables(config: BinlakeConfig, objects: Sequence[BinlogObject]) -> dict[str, DirectTable]:
     """The row tables the executors may write straight into (see the module doc): delta-rs may
     commit to them, their columns and partitioning are binlake's, and their logs' statistics
     say no data file holds rows of ``objects`` (so an append replaces nothing). Only this run
@@ -745,7 +613,7 @@ def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, Di
     direct = {}
     for kind, name in KIND_TO_TABLE.items():
         ts = spec(name)
-        table = _log_reader(config, table_path(config, name))
+        table = delta_log(config, table_path(config, name))
         if (table is None or not delta_rs_writes(table)
                 or [f.name for f in table.schema().fields] != list(ts.column_names)
                 or list(table.metadata().partition_columns) != list(ts.partition_by)
@@ -757,8 +625,8 @@ def _direct_tables(config: Any, objects: Sequence[BinlogObject]) -> dict[str, Di
     return direct
 
 
-def _decode_to_staging(spark: Any, config: Any, tasks: list[list[dict[str, Any]]], opts: IngestOptions,
-                       direct: Mapping[str, DirectTable], result: IngestResult) -> StagedRun:
+def _decode_to_staging(spark: SparkSession, config: BinlakeConfig, tasks: list[list[dict[str, Any]]],
+                       opts: IngestOptions, direct: Mapping[str, DirectTable], result: IngestResult) -> StagedRun:
     """Decode every task once on the executors, which write each table's rows as Parquet (data
     files of the ``direct`` tables, staging parts of the others); collect only the per-range
     facts and the file names."""
@@ -814,7 +682,7 @@ def refuse_changed_objects(facts: Mapping[tuple[str, str], Sequence[Mapping[str,
     raise ObjectChangedError(**{**first, "more": tuple(str(ObjectChangedError(**c)) for c in rest)})
 
 
-def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
+def _staged_df(spark: SparkSession, staged: StagedRun, kind: str) -> DataFrame:
     """One table's staged rows (its parts, read with the table's schema: no schema inference)."""
     ts = spec(KIND_TO_TABLE[kind])
     names = staged.parts.get(kind) or []
@@ -823,7 +691,7 @@ def _staged_df(spark: Any, staged: StagedRun, kind: str) -> Any:
     return spark.read.schema(ts.schema).parquet(*[f"{staged.path}/{n}" for n in names])
 
 
-def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], staged: StagedRun,
+def _write_tables(spark: SparkSession, config: BinlakeConfig, objects: Sequence[BinlogObject], staged: StagedRun,
                   opts: IngestOptions, result: IngestResult) -> None:
     """The five row tables (from a few driver threads: an append of the data files the executors
     wrote, or a Spark replacement from the staged parts), then meta.binlog_files and
@@ -843,7 +711,7 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
             _append_files(config, path, ts, staged.files.get(kind) or [], txn_app=txn_app, run_id=result.run_id,
                           n_files=len(objects))
             return
-        if not staged.parts.get(kind) and not may_hold_rows_of(_log_reader(config, path), pairs):
+        if not staged.parts.get(kind) and not may_hold_rows_of(delta_log(config, path), pairs):
             # nothing to add and nothing to replace: the commit would change no row (a night's
             # quarantine is nearly always empty), and each commit costs seconds of JVM CPU
             log.info("ingest %s: %s unchanged (no rows of these files before or now)", result.run_id, ts.name)
@@ -877,50 +745,26 @@ def _write_tables(spark: Any, config: Any, objects: Sequence[BinlogObject], stag
     result.quarantined = counts["quarantine"]
 
 
-def _append_files(config: Any, path: str, ts: TableSpec, files: Sequence[DataFile], *, txn_app: str, run_id: str,
+def _append_files(config: BinlakeConfig, path: str, ts: TableSpec, files: Sequence[DataFile], *, txn_app: str, run_id: str,
                   n_files: int) -> None:
     """Commit the data files the executors wrote into a table that held no rows of the run's
-    files (:func:`_direct_tables`); no files, no commit. Raises, leaving the files uncommitted,
-    when the table's protocol changed since the run checked it (a re-run writes with Spark)."""
+    files (:func:`_direct_tables`); no files, no commit. Raises :class:`DirectWriteRefused`, leaving
+    the files uncommitted, when the table's protocol changed since the run checked it (a re-run
+    writes with Spark)."""
     if not files:
         log.info("ingest %s: %s unchanged (no rows of these files before or now)", run_id, ts.name)
         return
-    from binlake.lake.delta_tables import append_files
+    from binlake.lake.delta_tables import Commit, append_files
 
-    append_files(path, config.s3, files, partition_by=ts.partition_by, txn_app=txn_app,
-                 user_metadata=json.dumps({"files": n_files, "job": "ingest", "run_id": run_id}, sort_keys=True))
-
-
-def replace_few_rows(spark: Any, config: Any, name: str, rows: Sequence[Mapping[str, Any]],
-                     predicate: Callable[[str], str], *, run_id: str, job: str, txn_app: str,
-                     extra_meta: Mapping[str, Any] | None = None) -> None:
-    """Replace the rows of table ``name`` that ``predicate`` selects with ``rows`` (a few: one per
-    file or per source): one commit, by delta-rs (:func:`binlake.lake.delta_tables.replace_rows`), tied
-    to the run like every job write (txn id, ``userMetadata``; see :func:`write_replace`).
-    ``predicate(dialect)`` spells the selection in :data:`binlake.lake.sql_text.DELTA_RS` or Spark SQL.
-
-    Why not :func:`write_replace`: a Spark Delta commit costs about 4 JVM CPU-seconds whatever its
-    size (issue 13), and the meta tables and schema history take one per table and run. A table
-    whose protocol delta-rs should not write (features an older or foreign writer added) is
-    written by Spark, as before.
-    """
-    from binlake.lake.delta_tables import DeltaRsCannotWrite, replace_rows
-    from binlake.lake.sql_text import DELTA_RS, SPARK
-
-    ts = spec(name)
-    path = table_path(config, name)
-    meta = {"job": job, "run_id": run_id, **(extra_meta or {})}
-    try:
-        replace_rows(path, config.s3, _rows_table(name, rows), predicate(DELTA_RS),
-                     partition_by=ts.table.partition_by, txn_app=txn_app,
-                     user_metadata=json.dumps(meta, sort_keys=True))
-    except DeltaRsCannotWrite as exc:
-        log.info("%s: written with Spark (%s)", name, exc)
-        write_replace(_rows_df(spark, name, rows), path, predicate(SPARK), s3=config.s3, run_id=run_id,
-                      job=job, txn_app=txn_app, extra_meta=extra_meta)
+    done = append_files(path, config.s3, files, partition_by=ts.partition_by, txn_app=txn_app,
+                        user_metadata=json.dumps({"files": n_files, "job": "ingest", "run_id": run_id}, sort_keys=True))
+    if done is Commit.LEFT_TO_SPARK:
+        raise DirectWriteRefused(f"{path}: table {ts.name} now has Delta protocol features delta-rs does not write "
+                                 f"(changed since run {run_id} checked it); its {len(files)} data file(s) stay "
+                                 "uncommitted: re-run the step (it writes the table with Spark)")
 
 
-def may_hold_rows_of(log_reader: Any, pairs: Iterable[tuple[str, str]]) -> bool:
+def may_hold_rows_of(log_reader: DeltaTable | None, pairs: Iterable[tuple[str, str]]) -> bool:
     """Whether a data file of the table may hold rows of ``pairs`` ((source, file) pairs), judged
     from its Delta log alone: the ``source`` partition value and the ``file`` column's min/max
     statistics, as Delta's own data skipping would. True when a file lacks them or they may be
@@ -982,22 +826,3 @@ def _file_outcome(o: BinlogObject, staged: StagedRun, result: IngestResult,
         "quarantined": c.get("quarantine", 0),
     }
     return FileOutcome(status, merged, ingested)
-
-
-def _rows_table(name: str, rows: Sequence[Mapping[str, Any]]) -> Any:
-    """``rows`` as an Arrow table in the table's columns (TIMESTAMP: UTC microseconds, as Spark
-    writes it). A naive datetime is local time, as Spark reads it in ``createDataFrame`` and
-    returns it from ``collect`` (Arrow would take it for UTC)."""
-    import pyarrow as pa
-
-    def value(v: Any) -> Any:
-        return v.astimezone(_dt.UTC) if isinstance(v, _dt.datetime) and v.tzinfo is None else v
-
-    return pa.Table.from_pylist([{c: value(r.get(c)) for c in spec(name).column_names} for r in rows],
-                                schema=spec(name).arrow_schema)
-
-
-def _rows_df(spark: Any, name: str, rows: Sequence[Mapping[str, Any]]) -> Any:
-    ts = spec(name)
-    cols = ts.column_names
-    return spark.createDataFrame([tuple(r.get(c) for c in cols) for r in rows], ts.schema)

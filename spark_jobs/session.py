@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binlake.config import BinlakeConfig
-from binlake.errors import BinlakeError
+from spark_jobs.errors import MissingJarsError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -44,10 +44,6 @@ REQUIRED_JAR_PREFIXES = ("delta-spark_", "delta-storage-", "hadoop-aws-", "bundl
 CODEGEN_CACHE_ENTRIES = 2000
 
 
-class MissingJarsError(BinlakeError, RuntimeError):
-    """The jars dir lacks the Delta / hadoop-aws jars: run `make setup`."""
-
-
 def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
     """Absolute paths of the jars in ``jars_dir`` (sorted), checked for the required ones."""
     folder = Path(jars_dir)
@@ -62,11 +58,6 @@ def jar_paths(jars_dir: str | os.PathLike[str]) -> list[str]:
             "(BINLAKE_JARS_DIR for the demo) at a folder holding them"
         )
     return jars
-
-
-def jars_value(cfg: BinlakeConfig) -> str:
-    """The ``spark.jars`` / ``--jars`` value when the jars are shipped from the driver (comma list)."""
-    return ",".join(jar_paths(cfg.jars_dir))
 
 
 def jars_conf(cfg: BinlakeConfig, *, submit: bool = False) -> dict[str, str]:

@@ -115,7 +115,7 @@ def fill_stop_successors(spark: Any, cfg: BinlakeConfig, source: str, run_id: st
     from delta.tables import DeltaTable
 
     from binlake.lake.sql_text import files_predicate
-    from spark_jobs.ingest import table_path, write_replace
+    from spark_jobs.lake import table_path, write_replace
 
     successors = stop_successors(cfg, source, run_id)
     path = table_path(cfg, "meta.binlog_files")

@@ -120,7 +120,7 @@ def test_old_unpartitioned_meta_table_is_repartitioned_once(spark: Any, tmp_path
     """A warehouse from before the change: meta.gtid_coverage without partitions, rows kept."""
     from delta.tables import DeltaTable
 
-    from spark_jobs.ingest import _rows_df, ensure_table, table_path
+    from spark_jobs.lake import ensure_table, rows_df, table_path
     from spark_jobs.schemas import spec
 
     cfg = make_test_config(tmp_path_factory.mktemp("old"), s3_server.endpoint_url)
@@ -130,7 +130,7 @@ def test_old_unpartitioned_meta_table_is_repartitioned_once(spark: Any, tmp_path
            "transactions": 9, "first_file": "binlog.000001", "last_file": "binlog.000004", "files": 4,
            "gtid_set": "0-1-1..9"}
     DeltaTable.create(spark).location(path).addColumns(spec(name).schema).execute()  # old layout
-    _rows_df(spark, name, [row]).write.format("delta").mode("append").save(path)
+    rows_df(spark, name, [row]).write.format("delta").mode("append").save(path)
     before = warehouse_digests(cfg.warehouse, [name])
 
     ensure_table(spark, cfg, name)

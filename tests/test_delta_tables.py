@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from binlake.config import S3Settings
 from binlake.lake.delta_files import DataFile, FileStats, partition_folder
 from binlake.lake.delta_tables import (
-    DeltaRsCannotWrite,
+    Commit,
     add_actions,
     append_files,
     delta_rs_writes,
@@ -139,18 +140,18 @@ def test_replace_rows_replaces_the_predicates_rows_once_per_transaction(tmp_path
     awkward = "it's\\"  # a quote and a backslash: DataFusion's strings, not Spark's
     assert replace_rows(location, None, _file_rows([("a", "x", 1), ("a", awkward, 2), ("b", "x", 3)]),
                         files_predicate([("a", "x"), ("a", awkward), ("b", "x")], DELTA_RS), partition_by=["source"],
-                        txn_app="app:run-1", user_metadata='{"run_id": "run-1"}')
+                        txn_app="app:run-1", user_metadata='{"run_id": "run-1"}') is Commit.COMMITTED
     # another run replaces a's awkward file only: the other rows stay
     assert replace_rows(location, None, _file_rows([("a", awkward, 20)]), files_predicate([("a", awkward)], DELTA_RS),
-                        partition_by=["source"], txn_app="app:run-2")
+                        partition_by=["source"], txn_app="app:run-2") is Commit.COMMITTED
     assert _rows(location) == [("a", awkward, 20, AT), ("a", "x", 1, AT), ("b", "x", 3, AT)]
     table = DeltaTable(location)
     assert table.version() == 2
     assert (table.transaction_version("app:run-1"), table.transaction_version("app:run-2")) == (0, 0)
     assert [h.get("userMetadata") for h in table.history(2)] == [None, '{"run_id": "run-1"}']
     # run-1 again (a retried task, a killed run re-run): its commit is in the log, nothing written
-    assert not replace_rows(location, None, _file_rows([("a", "x", 99)]), files_predicate([("a", "x")], DELTA_RS),
-                            partition_by=["source"], txn_app="app:run-1")
+    assert replace_rows(location, None, _file_rows([("a", "x", 99)]), files_predicate([("a", "x")], DELTA_RS),
+                        partition_by=["source"], txn_app="app:run-1") is Commit.ALREADY_COMMITTED
     assert DeltaTable(location).version() == 2 and _rows(location)[1] == ("a", "x", 1, AT)
     # the table's statistics columns are kept, its schema and properties untouched
     assert set(add_actions(DeltaTable(location))) >= {"min.file", "max.file"}
@@ -165,7 +166,7 @@ def test_replace_rows_with_no_rows_removes_the_predicates_rows(tmp_path: Path) -
     replace_rows(location, None, _file_rows([("a", "x", 1), ("a", "y", 2)]), files_predicate([("a", "x"), ("a", "y")],
                  DELTA_RS), partition_by=["source"], txn_app="app:1")
     assert replace_rows(location, None, _file_rows([]), files_predicate([("a", "x")], DELTA_RS), partition_by=["source"],
-                        txn_app="app:2")
+                        txn_app="app:2") is Commit.COMMITTED
     assert _rows(location) == [("a", "y", 2, AT)]
 
 
@@ -183,15 +184,18 @@ def test_replace_rows_refuses_null_in_a_not_null_column(tmp_path: Path) -> None:
     assert DeltaTable(location).version() == 0
 
 
-def test_replace_rows_leaves_a_table_with_other_features_to_spark(tmp_path: Path) -> None:
+def test_replace_rows_leaves_a_table_with_other_features_to_spark(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """An expected outcome, returned (not an exception outside the error root): the caller writes with Spark."""
     from deltalake import DeltaTable
 
     location = str(tmp_path / "t")
     _new_table(location, **{"delta.enableDeletionVectors": "true"})
     assert not delta_rs_writes(DeltaTable(location))
-    with pytest.raises(DeltaRsCannotWrite, match="deletionVectors"):
-        replace_rows(location, None, _file_rows([("a", "x", 1)]), "source = 'a'", partition_by=["source"],
-                     txn_app="app:1")
+    with caplog.at_level(logging.INFO, logger="binlake.lake.delta_tables"):
+        assert replace_rows(location, None, _file_rows([("a", "x", 1)]), "source = 'a'", partition_by=["source"],
+                            txn_app="app:1") is Commit.LEFT_TO_SPARK
+    assert "deletionVectors" in caplog.text and location in caplog.text
     assert DeltaTable(location).version() == 0
     _new_table(str(tmp_path / "plain"))
     assert delta_rs_writes(DeltaTable(str(tmp_path / "plain")))
@@ -241,9 +245,9 @@ def test_replace_rows_on_s3_holds_the_table_commit_lock(s3_process: S3Server, mo
 
     monkeypatch.setattr(leases, "table_commit_lock", watched)
     assert replace_rows(location, s3, _file_rows([("a", "x", 1)]), files_predicate([("a", "x")], DELTA_RS),
-                        partition_by=["source"], txn_app="app:s3")
-    assert not replace_rows(location, s3, _file_rows([("a", "x", 2)]), files_predicate([("a", "x")], DELTA_RS),
-                            partition_by=["source"], txn_app="app:s3")
+                        partition_by=["source"], txn_app="app:s3") is Commit.COMMITTED
+    assert replace_rows(location, s3, _file_rows([("a", "x", 2)]), files_predicate([("a", "x")], DELTA_RS),
+                        partition_by=["source"], txn_app="app:s3") is Commit.ALREADY_COMMITTED
     assert held == [location, location]
     assert _rows(location, s3) == [("a", "x", 1, AT)]
     keys = [o["Key"] for o in client.list_objects_v2(Bucket="replace-rows")["Contents"]]
@@ -277,7 +281,7 @@ def test_append_files_commits_written_files_once_per_transaction(tmp_path: Path)
     files = [_data_file(location, "a", [("x", 1), ("y", 2)], "part-0.parquet"),
              _data_file(location, "b:1", [("x", 3)], "part-1.parquet")]
     assert append_files(location, None, files, partition_by=["source"], txn_app="app:run-1",
-                        user_metadata='{"run_id": "run-1"}')
+                        user_metadata='{"run_id": "run-1"}') is Commit.COMMITTED
     assert _rows(location) == [("a", "x", 1, AT), ("a", "y", 2, AT), ("b:1", "x", 3, AT)]
     table = DeltaTable(location)
     assert table.version() == 1 and table.transaction_version("app:run-1") == 0
@@ -288,7 +292,7 @@ def test_append_files_commits_written_files_once_per_transaction(tmp_path: Path)
                       strict=True)) == [("source=a/part-0.parquet", "a", "x", 2),
                                         ("source=b%253A1/part-1.parquet", "b:1", "x", 3)]
     # run-1 again: committed already, nothing added (a second add of the same files would double them)
-    assert not append_files(location, None, files, partition_by=["source"], txn_app="app:run-1")
+    assert append_files(location, None, files, partition_by=["source"], txn_app="app:run-1") is Commit.ALREADY_COMMITTED
     assert DeltaTable(location).version() == 1 and len(_rows(location)) == 3
 
 
@@ -307,7 +311,6 @@ def test_append_files_refuses_nulls_in_a_not_null_column_and_other_features(tmp_
     assert DeltaTable(location).version() == 0
     other = str(tmp_path / "dv")
     _new_table(other, **{"delta.enableDeletionVectors": "true"})
-    with pytest.raises(DeltaRsCannotWrite, match="deletionVectors"):
-        append_files(other, None, [_data_file(other, "a", [("x", 1)], "p.parquet")], partition_by=["source"],
-                     txn_app="app:1")
+    assert append_files(other, None, [_data_file(other, "a", [("x", 1)], "p.parquet")], partition_by=["source"],
+                        txn_app="app:1") is Commit.LEFT_TO_SPARK
     assert DeltaTable(other).version() == 0

@@ -24,7 +24,8 @@ from conftest import make_test_config
 
 from binlake_testing.table_digest import warehouse_digests
 from spark_jobs import ingest as ingest_mod
-from spark_jobs.ingest import BinlogObject, run_ingest, table_path
+from spark_jobs.ingest import BinlogObject, run_ingest
+from spark_jobs.lake import table_path, table_version
 from spark_jobs.records import decode_file
 from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, spec
 
@@ -351,13 +352,13 @@ def test_a_file_replaced_after_discovery_fails_the_run_and_nothing_is_committed(
     assert [o.file for o in plan] == ["binlog.000002", "binlog.000003"] and old
     new = s3_client.put_object(Bucket=s3_bucket, Key="changed/binlog.000002",
                                Body=(MARIA / "binlog.000001").read_bytes())["ETag"].strip('"')
-    before = {n: ingest_mod._table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES}
+    before = {n: table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES}
     with pytest.raises(ObjectChangedError) as info:
         run_ingest(spark, cfg, plan, "run-changed", split_threshold=20_000, split_target=8_000)
     assert str(info.value).startswith(f's3://{s3_bucket}/changed/binlog.000002 changed since discovery '
                                       f'(ETag "{old}" expected, the store now has "{new}"); bytes ')
     assert str(info.value).endswith(" not read: re-run discovery")
-    assert {n: ingest_mod._table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES} == before
+    assert {n: table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES} == before
     assert not (Path(cfg.warehouse) / "_staging" / "ingest-run-changed").exists()
 
 
@@ -656,7 +657,7 @@ def test_tables_carry_their_statistics_columns(spark: Any, ingested: dict[str, A
     from deltalake import DeltaTable, Schema
 
     from binlake.lake.tables import STATS_COLUMNS_PROPERTY
-    from spark_jobs.ingest import _rows_df, ensure_table
+    from spark_jobs.lake import ensure_table, rows_df
     from spark_jobs.schemas import spec
 
     cfg = ingested["cfg"]
@@ -675,7 +676,7 @@ def test_tables_carry_their_statistics_columns(spark: Any, ingested: dict[str, A
     row = {"source": "s", "file": "binlog.000001", "file_seq": 1, "uri": "/x/binlog.000001", "size": 10,
            "etag": "e", "run_id": "r", "status": "ok", "events": 1, "transactions": 0, "row_changes": 0,
            "statements": 0, "quarantined": 0}
-    _rows_df(spark, name, [row]).write.format("delta").mode("append").save(path)
+    rows_df(spark, name, [row]).write.format("delta").mode("append").save(path)
     assert STATS_COLUMNS_PROPERTY not in DeltaTable(path).metadata().configuration
     ensure_table(spark, old, name)
     table = DeltaTable(path)

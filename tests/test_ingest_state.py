@@ -65,7 +65,7 @@ def test_delta_reader_matches_spark(spark: Any, binlake_config: Any, tmp_path: P
     """The no-Spark reader (delta-rs) sees the same rows as Spark, across overwrites and a checkpoint."""
     import dataclasses
 
-    from spark_jobs.ingest import _rows_df, ensure_table, table_path, write_replace
+    from spark_jobs.lake import ensure_table, rows_df, table_path, write_replace
 
     cfg = dataclasses.replace(binlake_config, warehouse=str(tmp_path / "wh"))
     path = ensure_table(spark, cfg, "meta.ingested_files")
@@ -79,7 +79,7 @@ def test_delta_reader_matches_spark(spark: Any, binlake_config: Any, tmp_path: P
     for i, (files, etag) in enumerate([(["b.000001", "b.000002"], "e1"), (["b.000002"], "e2"),
                                        (["b.000003"], "e3"), (["b.000001"], "e4")]):
         pred = "source = 's' AND file IN (" + ", ".join(f"'{f}'" for f in files) + ")"
-        write_replace(_rows_df(spark, "meta.ingested_files", [row(f, etag) for f in files]), path, pred,
+        write_replace(rows_df(spark, "meta.ingested_files", [row(f, etag) for f in files]), path, pred,
                       s3=None, run_id=f"r{i}", job="test")
     log_dir = Path(path) / "_delta_log"
     assert list(log_dir.glob("*.checkpoint.parquet")), "expected a checkpoint to exercise its replay"

@@ -15,7 +15,8 @@ from _scenario_warehouse import scenario_objects
 from conftest import make_test_config
 
 from binlake.reconcile.job import run_reconcile
-from spark_jobs.ingest import run_ingest, table_path
+from spark_jobs.ingest import run_ingest
+from spark_jobs.lake import table_path
 
 pytestmark = pytest.mark.spark
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from binlake.config import BinlakeConfig
-from spark_jobs.session import MissingJarsError, jar_paths, spark_conf, spark_submit_cli_args, spark_submit_kwargs
+from spark_jobs.errors import MissingJarsError
+from spark_jobs.session import jar_paths, spark_conf, spark_submit_cli_args, spark_submit_kwargs
 
 
 def _delta_round_trip(spark: Any, location: str) -> None:

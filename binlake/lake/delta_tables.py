@@ -10,6 +10,7 @@ and credentials it uses.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import time
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("binlake.lake.delta_tables")
 
 #: Writer features :func:`replace_rows` lets delta-rs write: the ones of binlake's tables (protocol
-#: 1 / 2, as :func:`spark_jobs.ingest.ensure_table` creates them and Spark Delta keeps them), which
+#: 1 / 2, as :func:`spark_jobs.lake.ensure_table` creates them and Spark Delta keeps them), which
 #: delta-rs enforces as Spark does (NOT NULL columns; an append-only table refuses the replace).
 DELTA_RS_WRITER_FEATURES = frozenset({"appendOnly", "invariants"})
 #: commit attempts of :func:`replace_rows` (a concurrent metadata change: a local table's first
@@ -109,9 +110,16 @@ def locked_storage_options(location: str, s3: S3Settings | None) -> dict[str, st
     return storage_options(s3 or S3Settings(), location)
 
 
-class DeltaRsCannotWrite(Exception):
-    """The table's protocol names features :func:`replace_rows` leaves to Spark (the caller writes
-    with Spark instead)."""
+class Commit(enum.Enum):
+    """What :func:`replace_rows` / :func:`append_files` did: an expected outcome each, not an error.
+
+    ``LEFT_TO_SPARK``: the table's protocol names features delta-rs should not write (an older or a
+    foreign writer added them); nothing was written and the caller decides (write it with Spark, or
+    say why not)."""
+
+    COMMITTED = "committed"
+    ALREADY_COMMITTED = "already committed"
+    LEFT_TO_SPARK = "left to Spark"
 
 
 def delta_rs_writes(table: DeltaTable) -> bool:
@@ -126,19 +134,20 @@ def delta_rs_writes(table: DeltaTable) -> bool:
 
 
 def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str, *, partition_by: Sequence[str],
-                 txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> bool:
+                 txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> Commit:
     """Replace the rows matching ``predicate`` (a :data:`binlake.lake.sql_text.DELTA_RS` predicate) with
-    ``data`` (Arrow) in one delta-rs commit of the existing table at ``location``; False when a
-    commit of ``txn_app`` at ``txn_version`` or later is in the log already (written, skipped).
+    ``data`` (Arrow) in one delta-rs commit of the existing table at ``location``;
+    ``ALREADY_COMMITTED`` when a commit of ``txn_app`` at ``txn_version`` or later is in the log
+    already (written, skipped).
 
     The same commit as a Spark ``replaceWhere`` write tied to a run: a Delta ``txn`` action
     (``txn_app``, ``txn_version``), skipped when the log holds it as Spark skips it, and
-    ``userMetadata``. Why not Spark for a few rows: each Spark Delta commit costs about 4 JVM
-    CPU-seconds whatever its size, this one a few hundredths (issue 13). On S3 the commit holds
-    the table's commit lock like every Spark write (:mod:`binlake.lake.leases`); a concurrent metadata
-    change (local tables) is retried, the txn check included. Raises :class:`DeltaRsCannotWrite`,
-    before writing anything, for a table whose protocol delta-rs should not write; delta-rs
-    refuses a NULL in a NOT NULL column, as Spark does.
+    ``userMetadata``. Why not Spark for a few rows: a Spark Delta commit costs seconds of JVM CPU
+    whatever its size, a delta-rs one a small part of that (issue 13). The commit is a
+    :func:`binlake.lake.leases.committed_write` like every Spark write (the table's commit lock on S3,
+    the fence); a concurrent metadata change (local tables) is retried, the txn check included.
+    ``LEFT_TO_SPARK``, before writing anything, for a table whose protocol delta-rs should not
+    write; delta-rs refuses a NULL in a NOT NULL column, as Spark does.
     """
     from deltalake import write_deltalake
 
@@ -150,15 +159,15 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
 
 
 def append_files(location: str, s3: S3Settings | None, files: Sequence[DataFile], *, partition_by: Sequence[str],
-                 txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> bool:
+                 txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> Commit:
     """Commit ``files``, Parquet files already written in the table's folder
     (:mod:`binlake.lake.delta_files`), to the existing table at ``location`` as one ``add``-only commit,
     tied to the run as :func:`replace_rows` is (txn id skipped when the log holds it, ``userMetadata``,
-    the S3 commit lock, retries). False when the txn was committed already.
+    the S3 commit lock, retries). ``ALREADY_COMMITTED`` when the txn was committed already.
 
     Only for rows the table cannot hold yet (the caller checks): an append replaces nothing.
-    Raises :class:`DeltaRsCannotWrite` before committing for a protocol delta-rs should not write,
-    and :class:`ValueError` when a file has NULLs in a NOT NULL column (which Spark would refuse).
+    ``LEFT_TO_SPARK`` before committing for a protocol delta-rs should not write; raises
+    :class:`ValueError` when a file has NULLs in a NOT NULL column (which Spark would refuse).
     """
     from deltalake.transaction import AddAction, RemoveAction
 
@@ -185,32 +194,30 @@ def _check_not_null(location: str, table: DeltaTable, files: Sequence[DataFile])
 
 
 def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTable, Any], None], *,
-                 txn_app: str, txn_version: int, user_metadata: str | None) -> bool:
-    """Run ``commit(table, commit_properties)`` once per ``(txn_app, txn_version)``: under the
-    table's commit lock, skipped when the log holds the txn, retried on a commit conflict."""
+                 txn_app: str, txn_version: int, user_metadata: str | None) -> Commit:
+    """Run ``commit(table, commit_properties)`` once per ``(txn_app, txn_version)``: a
+    :func:`binlake.lake.leases.committed_write` (commit lock, fence, retried on a commit conflict),
+    skipped when the log holds the txn."""
     from deltalake import CommitProperties, DeltaTable, Transaction
     from deltalake.exceptions import CommitFailedError
-    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-    from binlake.lake.leases import table_commit_lock
+    from binlake.lake.leases import CommitFence, committed_write
 
     options = locked_storage_options(location, s3)
     metadata = {"userMetadata": user_metadata} if user_metadata is not None else None
 
-    def attempt() -> bool:
+    def attempt(fence: CommitFence) -> Commit:
         table = DeltaTable(delta_uri(location), storage_options=options)
         if not delta_rs_writes(table):
-            raise DeltaRsCannotWrite(f"{location}: protocol {table.protocol()}")
+            log.info("%s: protocol %s: delta-rs leaves the table to Spark", location, table.protocol())
+            return Commit.LEFT_TO_SPARK
         done = table.transaction_version(txn_app)
         if done is not None and done >= txn_version:
             log.info("%s: %s (version %d) is committed already", location, txn_app, done)
-            return False
-        lock.check()  # fence: the commit lock is still ours right before the commit
+            return Commit.ALREADY_COMMITTED
+        fence.check()
         commit(table, CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(txn_app, txn_version)]))
-        return True
+        return Commit.COMMITTED
 
-    with table_commit_lock(location, s3) as lock:
-        retrying = Retrying(stop=stop_after_attempt(REPLACE_ATTEMPTS), reraise=True,
-                            wait=wait_random_exponential(multiplier=0.5, max=20.0),
-                            retry=retry_if_exception_type(CommitFailedError))
-        return bool(retrying(attempt))
+    return committed_write(location, s3, attempt, what=f"delta-rs commit to {location}",
+                           retryable=lambda exc: isinstance(exc, CommitFailedError), attempts=REPLACE_ATTEMPTS)

@@ -60,7 +60,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
@@ -667,6 +667,13 @@ class TableCommitLocks:
             lock.release()
 
 
+class CommitFence(Protocol):
+    """What a writer under a table's commit lock consults right before its commit."""
+
+    def check(self) -> None:
+        """LockLostError when the lock may be someone else's by now."""
+
+
 class NoLock:
     """What :func:`table_commit_lock` yields where no lock is needed (local tables): never lost."""
 
@@ -681,7 +688,7 @@ def _no_lock() -> Iterator[NoLock]:
     yield NoLock()
 
 
-def table_commit_lock(table_uri: str, s3: S3Settings | None) -> contextlib.AbstractContextManager[Any]:
+def table_commit_lock(table_uri: str, s3: S3Settings | None) -> contextlib.AbstractContextManager[CommitFence]:
     """The commit lock for a Delta write to the table at ``table_uri``: a real lock on S3, a no-op
     locally. It yields an object whose ``check()`` raises LockLostError when the lock was lost:
     call it right before the commit.
@@ -694,3 +701,37 @@ def table_commit_lock(table_uri: str, s3: S3Settings | None) -> contextlib.Abstr
     bucket, key = split_s3_uri(table_uri)
     backend = S3LeaseBackend(f"s3://{bucket}/_binlake/locks/", s3)
     return TableCommitLocks(backend).hold(key.strip("/"))
+
+
+T = TypeVar("T")
+#: attempts of :func:`committed_write` in all, and the longest wait between two of them (seconds)
+COMMIT_ATTEMPTS = 6
+COMMIT_MAX_WAIT_SECONDS = 20.0
+
+
+def committed_write(table_uri: str, s3: S3Settings | None, write: Callable[[CommitFence], T], *, what: str,
+                    retryable: Callable[[BaseException], bool], attempts: int = COMMIT_ATTEMPTS,
+                    max_wait: float = COMMIT_MAX_WAIT_SECONDS) -> T:
+    """Run ``write(fence)``, one Delta commit to the table at ``table_uri``, under the table's commit
+    lock (:func:`table_commit_lock`), re-run on a commit conflict ``retryable`` accepts: at most
+    ``attempts`` times in all, waiting 0.5 s .. ``max_wait`` (exponential, full jitter) in between;
+    the last conflict, and any other error, is raised. ``write`` calls ``fence.check()`` right
+    before its commit (after its reads), so a lock lost meanwhile stops it before anything lands.
+
+    Why one function: every job write (Spark's and delta-rs's) must take the lock, fence and retry
+    the same way; written out at each site, they drifted. Re-running is safe because every binlake
+    write is a deterministic replacement tied to its run (a ``txn`` action Delta skips when it
+    landed). The jitter keeps two writers that collided from colliding again in lock step; tenacity
+    does the waiting.
+    """
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+    def before_sleep(state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        log.warning("%s: Delta commit conflict (attempt %d of %d), retrying: %s", what, state.attempt_number,
+                    attempts, str(exc).split("\n", 1)[0][:300])
+
+    with table_commit_lock(table_uri, s3) as fence:
+        retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_random_exponential(multiplier=0.5, max=max_wait),
+                            retry=retry_if_exception(retryable), before_sleep=before_sleep, reraise=True)
+        return retrying(write, fence)

@@ -223,18 +223,17 @@ def _write(cfg: BinlakeConfig, name: str, table_now: DeltaTable, rows: Sequence[
     own schema (TIMESTAMP: UTC microseconds)."""
     import pyarrow as pa
 
-    from binlake.lake.delta_tables import DeltaRsCannotWrite, replace_rows
+    from binlake.lake.delta_tables import Commit, replace_rows
 
     schema = pa.schema(table_now.schema().to_arrow())
     data = pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema=schema)
-    try:
-        replace_rows(table_location(cfg.warehouse, name), cfg.s3, data, sources_predicate(sources, DELTA_RS),
-                     partition_by=table(name).partition_by, txn_app=txn_app,
-                     user_metadata=json.dumps({"job": "reconcile", "run_id": run_id}, sort_keys=True))
-    except DeltaRsCannotWrite as exc:
-        raise ReconcileTableError(f"{table_location(cfg.warehouse, name)}: table {name} has Delta protocol features "
-                                  f"this binlake does not write ({exc}); recreate it (reconcile rewrites it whole)"
-                                  ) from None
+    location = table_location(cfg.warehouse, name)
+    done = replace_rows(location, cfg.s3, data, sources_predicate(sources, DELTA_RS),
+                        partition_by=table(name).partition_by, txn_app=txn_app,
+                        user_metadata=json.dumps({"job": "reconcile", "run_id": run_id}, sort_keys=True))
+    if done is Commit.LEFT_TO_SPARK:
+        raise ReconcileTableError(f"{location}: table {name} has Delta protocol features this binlake does not "
+                                  f"write (protocol {table_now.protocol()}); recreate it (reconcile rewrites it whole)")
 
 
 def run_reconcile(cfg: BinlakeConfig, run_id: str | None = None, *,

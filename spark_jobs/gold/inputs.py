@@ -25,7 +25,7 @@ from binlake.gold.plan import TableInputs, fingerprint
 from binlake.gold.schema_history import Coordinates
 from binlake.lake.tables import table_location
 from spark_jobs.gold.tables import read_silver, stream_coordinates
-from spark_jobs.ingest import table_path
+from spark_jobs.lake import table_path
 
 TableKey = tuple[str, str]
 

@@ -81,7 +81,7 @@ from spark_jobs.gold.tables import (
     stream_item,
     table_version,
 )
-from spark_jobs.ingest import ensure_table, replace_few_rows, table_path, write_replace
+from spark_jobs.lake import committed_write, ensure_table, replace_few_rows, table_path, write_replace
 from spark_jobs.schemas import spec
 
 __all__ = ["HISTORY_SUFFIX", "GoldResult", "GoldTableResult", "GoldUnionError", "gold_location", "gold_schema_ddl",
@@ -560,8 +560,7 @@ def write_status(spark: Any, cfg: Any, source: str, results: list[GoldTableResul
 def _ensure_columns(spark: Any, cfg: Any, full_name: str) -> None:
     """Add the registry's columns a table written by an older binlake lacks (appended at the end,
     as the registry appends new columns), so the replace below finds the schema it writes."""
-    from binlake.lake.leases import table_commit_lock
-    from spark_jobs.delta_retry import with_conflict_retry
+    from binlake.lake.leases import CommitFence
 
     path = ensure_table(spark, cfg, full_name)
     wanted = spec(full_name)
@@ -571,15 +570,14 @@ def _ensure_columns(spark: Any, cfg: Any, full_name: str) -> None:
         return
     columns = ", ".join(f"{sql_identifier(c.name)} {c.type} COMMENT {sql_string(c.comment)}" for c in missing)
 
-    def alter() -> None:
+    def alter(fence: CommitFence) -> None:
         now_held = set(spark.read.format("delta").load(path).columns)
         if all(c.name in now_held for c in missing):
             return  # another source's gold task added them meanwhile
-        lock.check()  # fence: the commit lock is still ours right before the commit
+        fence.check()
         spark.sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
 
-    with table_commit_lock(path, cfg.s3) as lock:
-        with_conflict_retry(alter, f"add columns to {full_name}")
+    committed_write(path, cfg.s3, alter, f"add columns to {full_name}")
 
 
 # ------------------------------------------------------------------ union tables (a fleet of shards)
@@ -603,7 +601,7 @@ def replace_union_rows(spark: Any, cfg: Any, union: str, source: str, df: Any, r
     Why a partition replace and not a MERGE: each source's gold task writes only its own
     partition, so tasks of a fleet's sources running at once never conflict on data (Delta's
     conflict check prunes by partition); on S3 the write holds the table's commit lock like every
-    job write, a first-time creation race is retried (:mod:`spark_jobs.delta_retry`), and a
+    job write, a first-time creation race is retried (:func:`spark_jobs.lake.committed_write`), and a
     retried task whose commit landed is skipped by Delta (``txnAppId``).
     """
     path = gold_location(cfg, union)
@@ -624,17 +622,15 @@ def _merge_union_rows(spark: Any, cfg: Any, union: str, source: str, table: Gold
     union (the part equalled the gold table before the run: same fingerprint); one commit under the
     table's commit lock, retried on a Delta conflict like every union write (a MERGE of absolute
     rows is idempotent)."""
-    from binlake.lake.leases import table_commit_lock
-    from spark_jobs.delta_retry import with_conflict_retry
+    from binlake.lake.leases import CommitFence
 
     path = gold_location(cfg, union)
 
-    def write() -> None:
-        lock.check()  # fence: the commit lock is still ours right before the commit
+    def write(fence: CommitFence) -> None:
+        fence.check()
         merge_union_part(spark, path, table.location, source, table.touched, run_id)
 
-    with table_commit_lock(path, cfg.s3) as lock:
-        with_conflict_retry(write, f"gold union merge into {path}")
+    committed_write(path, cfg.s3, write, f"gold union merge into {path}")
 
 
 def _union_part(spark: Any, cfg: Any, source: str, union: str, table: GoldTableResult, before: Any,

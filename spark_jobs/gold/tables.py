@@ -13,7 +13,7 @@ from binlake.gold.state import COPIES_COLUMN, HISTORY_COLUMNS, Segment, StreamIt
 from binlake.gold.types import spark_type
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table
-from spark_jobs.ingest import table_path
+from spark_jobs.lake import table_path
 
 META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
             "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
