@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
+from binlake.gold.errors import ConversionError
 from binlake.gold.types import (
-    ConversionError,
     MySQLColumn,
     Rendering,
     column_from_table_map,

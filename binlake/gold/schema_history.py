@@ -36,7 +36,7 @@ from typing import NamedTuple
 import sqlglot
 from sqlglot import exp
 
-from binlake.errors import BinlakeError
+from binlake.gold.errors import DdlError
 from binlake.gold.types import MySQLColumn
 
 TableKey = tuple[str, str]  # (db, table)
@@ -96,10 +96,6 @@ class SchemaVersion:
     renamed_from: TableKey | None = None
     #: the statement removed every row and kept the schema (TRUNCATE TABLE)
     truncated: bool = False
-
-
-class DdlError(BinlakeError, ValueError):
-    """A DDL statement that affects a table but could not be understood."""
 
 
 _GAP = r"(?:\s|/\*(?!!|M!).*?\*/|/\*M?!\d*|\*/|--[^\n]*\n|\#[^\n]*\n)"  # blanks, comments, versioned-comment marks
@@ -342,12 +338,6 @@ class _ColumnFacts:
     column: MySQLColumn
     primary_key: bool
     computed_default: bool  # DEFAULT is an expression (or AUTO_INCREMENT / generated): old rows unknown
-
-
-def column_from_def(coldef: exp.ColumnDef, table_charset: str | None) -> tuple[MySQLColumn, bool]:
-    """A sqlglot column definition as a :class:`MySQLColumn`, and whether it is a PRIMARY KEY."""
-    facts = _column_facts(coldef, table_charset)
-    return facts.column, facts.primary_key
 
 
 def _column_facts(coldef: exp.ColumnDef, table_charset: str | None,

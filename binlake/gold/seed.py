@@ -32,15 +32,12 @@ from typing import Any
 import sqlglot
 from sqlglot import expressions as exp
 
+from binlake.gold.errors import SnapshotError
 from binlog_parser.gtid import GtidSet, MariaGtidList
 
 _MARIA_POSITION = re.compile(r"gtid_slave_pos\s*=\s*'([^']*)'", re.IGNORECASE)
 _TABLE_LOCKS = re.compile(r"^\s*(?:UN)?LOCK TABLES[^;]*;", re.IGNORECASE | re.MULTILINE)  # no data, no parse
 _MYSQL_PURGED = re.compile(r"GTID_PURGED\s*=\s*(?:/\*!80000\s*'\+'\s*\*/\s*)?'([^']*)'", re.IGNORECASE)
-
-
-class SnapshotError(ValueError):
-    """The dump cannot seed gold (no GTID position, a statement that does not parse)."""
 
 
 @dataclass(frozen=True)

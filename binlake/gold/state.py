@@ -21,11 +21,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.gold.errors import ConversionError
 from binlake.gold.schema_history import Coordinates, SchemaVersion, TableKey, TableSchema
 from binlake.gold.seed import SeedTable, SnapshotPosition, silver_form
 from binlake.gold.types import (
-    ConversionError,
-    MySQLColumn,
     PartialJsonUpdate,
     Rendering,
     column_from_table_map,
@@ -119,11 +118,6 @@ class TableReplayer:
         """The current schema's primary key; all its columns when it has none (full-row identity)."""
         schema = self._schema or self.final
         return schema.primary_key or tuple(c.name for c in schema.columns)
-
-    @property
-    def output_columns(self) -> tuple[str, ...]:
-        extra = () if self.final.primary_key else (COPIES_COLUMN,)
-        return tuple(c.name for c in self.final.columns) + META_COLUMNS + extra
 
     def feed_all(self, items: Iterable[StreamItem]) -> None:
         for item in items:
@@ -422,10 +416,6 @@ def final_schema(versions: Sequence[SchemaVersion], last_table_map: dict[str, An
     return None
 
 
-def columns_of(schema: TableSchema) -> list[MySQLColumn]:
-    return list(schema.columns)
-
-
 # -- lineage: which source tables' row changes feed a gold table --------------------------------
 
 @dataclass(frozen=True)
@@ -441,12 +431,6 @@ class Segment:
     @property
     def key(self) -> TableKey:
         return self.db, self.table
-
-    def holds(self, key: TableKey, at: Coordinates) -> bool:
-        """Whether a row change of table ``key`` at ``at`` feeds the gold table through this segment
-        (what ``spark_jobs.gold.tables.lineage_stream`` selects, in Spark)."""
-        return (key == self.key and (self.after is None or at > self.after)
-                and (self.before is None or at < self.before))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from binlake.errors import BinlakeError
+from binlake.gold.errors import ConversionError
 from binlog_parser.rows.charsets import make_text_decoder
 from binlog_parser.rows.json_binary import MySQLJson, json_to_text
 from binlog_parser.rows.json_diff import JsonDiff, JsonDiffError, apply_json_diffs
@@ -40,12 +40,6 @@ BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob
                           "bit", "geometry", "point", "linestring", "polygon", "multipoint",
                           "multilinestring", "multipolygon", "geometrycollection"})
 STRING_TYPES = frozenset({"time", "enum", "set", "json"})
-KNOWN_TYPES = (frozenset(INTEGER_BITS) | TEXT_TYPES | BINARY_TYPES | STRING_TYPES
-               | {"decimal", "float", "double", "year", "date", "datetime", "timestamp", "vector"})
-
-
-class ConversionError(BinlakeError, ValueError):
-    """A silver value that does not fit its column's type (a schema that does not match)."""
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.gold.errors import ConversionError
 from binlake.gold.plan import stream_order
 from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
 from binlake.gold.seed import SnapshotPosition
 from binlake.gold.state import META_COLUMNS, StreamItem, TableReplayer
-from binlake.gold.types import ConversionError, spark_type
+from binlake.gold.types import spark_type
 from binlake.lake.sql_text import sql_identifier, sql_string
 from spark_jobs.gold.tables import (
     HISTORY_START,
