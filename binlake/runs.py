@@ -47,8 +47,6 @@ from binlake.step_results import (
 
 log = logging.getLogger("binlake.pipeline")
 
-#: the per-source steps in order (Spark steps after ``discover``)
-SPARK_STEPS = ("decode", "reconcile", "gold", "data_checks")
 #: the run-folder document each step writes
 STEP_DOCS = {"discover": "plan", "decode": "decode", "reconcile": "reconcile", "gold": "gold",
              "data_checks": "checks"}

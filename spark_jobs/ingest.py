@@ -168,8 +168,8 @@ def read_bytes(uri: str, start: int, end: int, s3: Mapping[str, Any] | None = No
                etag: str | None = None) -> bytes:
     """Bytes ``[start, end)`` of an object (local path or s3:// URI), in one read of the store: a
     local file is read straight into the result, and an S3 body cut mid-way is resumed by the
-    store itself. Gathered in 8 MiB reads, every byte was copied twice more: 0.111 CPU-s against
-    0.037 for a 75 MB file. ``etag``: the version the run's plan names (discovery's); another
+    store itself (gathered in 8 MiB reads, every byte was copied twice more; bench/HISTORY.md).
+    ``etag``: the version the run's plan names (discovery's); another
     version is a :class:`binlake.lake.storage.ObjectChangedError`, never its bytes."""
     store, name = _store_and_name(uri, s3)
     return store.read_range(name, start, end, etag=etag)
@@ -297,16 +297,16 @@ def young_objects_collected_rarely() -> Iterator[None]:
 
     A task makes container objects as it goes (most freed at once by refcounting); each 700 not
     yet freed start a collection of the young ones, every tenth of those the middle generation
-    too, and now and then all of them, every module Spark, Arrow and the decoder loaded. On the
-    5.9 MB bench file a fresh process's first two tasks spent 0.077 CPU-s in 180 collections;
-    with this, 0.025 in 3, and later tasks none. Freezing takes what exists before the task out
+    too, and now and then all of them, every module Spark, Arrow and the decoder loaded: a
+    fresh process's first tasks spent most of their collector time there (bench/HISTORY.md).
+    Freezing takes what exists before the task out
     of the collector's sight; the higher threshold still collects the task's own cycles (rare)
     every 50,000 new objects, so what they hold stays bounded. The threshold is put back after
     the task, even when it raises.
 
     What was frozen stays frozen: Spark's Python worker collects everything after each task
-    (``pyspark.daemon``), and a full collection over some 97,000 objects of the modules took
-    0.03-0.05 CPU-s per task; frozen, only the task's leftovers are looked at. That collection
+    (``pyspark.daemon``), a full collection over every object of the modules each time;
+    frozen, only the task's leftovers are looked at. That collection
     runs just before the next task starts, so the next task freezes what is still alive, bar what
     Spark made in between to read that task."""
     thresholds = gc.get_threshold()
@@ -330,12 +330,9 @@ def freed_memory_kept() -> bool:
 
     A task's column buffers (the extension's Rust vectors, MBs each) are freed once their
     batch is written. With glibc's defaults each is a fresh ``mmap``, given back at once, so the
-    next batch faults on every page it touches again. Warm 64 MiB ranges of the bench file, 8
-    rounds of 4 tasks each way, interleaved: 33,600-38,800 faults and 0.13-0.28 CPU-s of kernel
-    time (mean 0.19) per task with the defaults; 6,600-11,600 and 0.06-0.17 (mean 0.10) with
-    this; task CPU 2.95 against 2.85 s (mean of the rounds' medians; -3%, a noisy machine).
-    The cost: a worker's resident memory stays near its peak between tasks (about 500 MB for
-    64 MiB ranges).
+    next batch faults on every page it touches again; kept, most of those faults and their
+    kernel time go (figures: bench/HISTORY.md, docs/architecture.md). The cost: a worker's
+    resident memory stays near its peak between tasks.
     Set with ``mallopt`` in the worker, not as ``MALLOC_*`` variables of the executor, so that
     the executor's JVM is left as it is.
     """

@@ -16,7 +16,11 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import StatusTracker
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("binlake.progress")
 
@@ -59,7 +63,7 @@ class StepProgress:
 class StageCounter:
     """Tasks of every stage seen since the step began (a finished stage keeps its last count)."""
 
-    def __init__(self, tracker: Any, ignore: set[int] | None = None) -> None:
+    def __init__(self, tracker: StatusTracker, ignore: set[int] | None = None) -> None:
         self.tracker = tracker
         self.ignore = set(ignore or ())
         self.stages: dict[int, tuple[int, int]] = {}  # stage id -> (tasks, done)
@@ -101,7 +105,7 @@ class StageCounter:
 
 
 @contextlib.contextmanager
-def spark_progress(spark: Any, step: str, source: str, *, files: int = 0, total_bytes: int = 0,
+def spark_progress(spark: SparkSession, step: str, source: str, *, files: int = 0, total_bytes: int = 0,
                    interval: float = DEFAULT_INTERVAL) -> Iterator[None]:
     """Log the step's progress every ``interval`` seconds while the block runs, and once when it
     ends (so a step shorter than one interval still says what it did)."""

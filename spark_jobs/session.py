@@ -68,8 +68,8 @@ def jars_conf(cfg: BinlakeConfig, *, submit: bool = False) -> dict[str, str]:
     * a cluster whose workers have the jars dir at the same path (``spark.jars_on_workers``, as in
       docker-compose.yml and the loopback test cluster): on the driver's and the executors'
       ``extraClassPath``. Why not ``spark.jars`` with ``local:`` URLs: Spark 4 still copies each of
-      them into every executor's work dir (about 690 MB per executor per application, most of it
-      the AWS SDK bundle), which made a small step cost minutes.
+      them into every executor's work dir (per application; most of it the AWS SDK bundle),
+      which made a small step cost minutes.
     * otherwise ``spark.jars``: Spark ships them from the driver to each executor.
     """
     paths = jar_paths(cfg.jars_dir)
@@ -193,12 +193,3 @@ def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:
     if shipped:
         kwargs["jars"] = shipped
     return kwargs
-
-
-def spark_submit_cli_args(cfg: BinlakeConfig) -> list[str]:
-    """The same settings as a ``spark-submit`` argument list (``--jars`` + ``--conf k=v`` ...)."""
-    kw = spark_submit_kwargs(cfg)
-    args = ["--jars", str(kw["jars"])] if "jars" in kw else []
-    for key, value in dict(kw["conf"]).items():  # type: ignore[call-overload]
-        args += ["--conf", f"{key}={value}"]
-    return args

@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from binlake.config import BinlakeConfig, to_spark_uri
 from binlake.lake.sql_text import sql_string
@@ -36,6 +36,11 @@ from binlake.sql.fast import (
     show_statement,
 )
 from binlake.sql.guard import analyse
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+    from binlake.lake.leases import CommitFence
 
 _MISSING_TABLE = re.compile(r"TABLE_OR_VIEW_NOT_FOUND.*?`([^`]+)`(?:\.`([^`]+)`)?", re.DOTALL)
 
@@ -57,7 +62,7 @@ def stderr_to_file(path: Path) -> Iterator[None]:
         os.close(target)
 
 
-def delta_table_exists(spark: Any, location: str) -> bool:
+def delta_table_exists(spark: SparkSession, location: str) -> bool:
     """True when ``location`` holds a Delta table (False on a missing folder or bucket)."""
     from delta.tables import DeltaTable
 
@@ -67,7 +72,7 @@ def delta_table_exists(spark: Any, location: str) -> bool:
         return False
 
 
-def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
+def register_tables(spark: SparkSession, cfg: BinlakeConfig) -> list[str]:
     """Register every existing binlake table by name; returns the names registered.
 
     Tables not written yet are skipped (their database is still created). Re-registering is
@@ -86,7 +91,7 @@ def register_tables(spark: Any, cfg: BinlakeConfig) -> list[str]:
     return registered
 
 
-def _register(spark: Any, cfg: BinlakeConfig, spec: TableSpec) -> bool:
+def _register(spark: SparkSession, cfg: BinlakeConfig, spec: TableSpec) -> bool:
     """Register one table by name if it exists under the warehouse (re-pointing a stale name)."""
     location = to_spark_uri(spec.location(cfg.warehouse))
     if not delta_table_exists(spark, location):
@@ -106,7 +111,7 @@ def quiet_pyspark_sql_errors() -> None:
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 
-def run_query(spark: Any, statement: str, max_rows: int = 0) -> QueryResult:
+def run_query(spark: SparkSession, statement: str, max_rows: int = 0) -> QueryResult:
     """Run one statement on ``spark``: at most ``max_rows`` rows (0: all), as canonical values."""
     from binlake.sql.values import arrow_rows
 
@@ -121,11 +126,11 @@ def run_query(spark: Any, statement: str, max_rows: int = 0) -> QueryResult:
 
 
 @contextlib.contextmanager
-def no_sql_on_files(spark: Any) -> Iterator[None]:
+def no_sql_on_files(spark: SparkSession) -> Iterator[None]:
     """Spark's path tables (``delta.`/any/path```) off while a statement runs, then as they were
     (the session may be shared: in-process Airflow tasks, tests)."""
     key = "spark.sql.runSQLOnFiles"
-    before = spark.conf.get(key, "true")
+    before = spark.conf.get(key, "true") or "true"
     spark.conf.set(key, "false")
     try:
         yield
@@ -138,7 +143,7 @@ class CommitLocks(contextlib.ExitStack):
 
     def __init__(self) -> None:
         super().__init__()
-        self.held: list[Any] = []
+        self.held: list[CommitFence] = []
 
     def check(self) -> None:
         """LockLostError when any lock was lost (a stalled heartbeat): call right before the commit."""
@@ -177,12 +182,12 @@ class SparkSqlEngine:
         self.cfg = cfg
         self.allow_writes = allow_writes
         self._stack = contextlib.ExitStack()
-        self._spark: Any = None
+        self._spark: SparkSession | None = None
         self.registered: list[str] = []
         self.log_path = Path(cfg.state_dir) / "logs" / "binlake-sql-spark.log"
 
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSession:
         if self._spark is None:
             from spark_jobs.session import spark_session
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.runs import (
@@ -47,6 +47,9 @@ from binlake.step_results import (
     RunPlan,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
 log = logging.getLogger("binlake.pipeline")
 
 
@@ -72,7 +75,7 @@ def decode_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> Decode
     return result
 
 
-def step_decode(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult:
+def step_decode(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult:
     """Ingest the planned files (``run_ingest``); fails when a file could not be decoded."""
     from spark_jobs.ingest import run_ingest
 
@@ -105,7 +108,7 @@ def stop_successors(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, s
             if f.closing_event == "STOP" and f.next_file and f.next_file in present}
 
 
-def fill_stop_successors(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> list[str]:
+def fill_stop_successors(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str) -> list[str]:
     """Set ``meta.binlog_files.next_file`` of STOP-closed files to the successor discovery names.
 
     Why here and not in the decoder: a STOP event names no next file (the server stopped); the
@@ -314,7 +317,7 @@ def gold_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> GoldStep
     return result
 
 
-def step_gold(spark: Any, cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult:
+def step_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult:
     """Bring the source's gold tables up to date (only tables whose inputs changed are replayed)."""
     import json
 
@@ -433,7 +436,7 @@ def run_data_checks(source: str, run_id: str, cfg: BinlakeConfig | None = None) 
 
 StepResult = DecodeResult | ReconcileResult | GoldStepResult
 #: the steps that need Spark when they have work (``python -m spark_jobs`` runs these and ``reconcile``)
-STEPS: dict[str, Callable[[Any, BinlakeConfig, str, str], StepResult]] = {
+STEPS: dict[str, Callable[[SparkSession, BinlakeConfig, str, str], StepResult]] = {
     "decode": step_decode,
     "gold": step_gold,
 }
@@ -474,7 +477,7 @@ def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | Non
         return STEPS[step](spark, cfg, source, run_id)
 
 
-def _ensure_pyspark_temp_dir(spark: Any) -> None:
+def _ensure_pyspark_temp_dir(spark: SparkSession) -> None:
     """Recreate PySpark's driver temp dir if it vanished under a long-lived session.
 
     Seen on a shared, busy host where /tmp/spark-* of a live JVM disappeared between two tasks

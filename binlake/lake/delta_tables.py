@@ -21,7 +21,8 @@ from binlake.config import S3Settings, is_s3_uri
 from binlake.lake.delta_files import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from deltalake import DeltaTable
+    import pyarrow as pa
+    from deltalake import CommitProperties, DeltaTable
 
 log = logging.getLogger("binlake.lake.delta_tables")
 
@@ -133,7 +134,7 @@ def delta_rs_writes(table: DeltaTable) -> bool:
     return protocol.min_writer_version == 7 and set(protocol.writer_features or ()) <= DELTA_RS_WRITER_FEATURES
 
 
-def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str, *, partition_by: Sequence[str],
+def replace_rows(location: str, s3: S3Settings | None, data: pa.Table, predicate: str, *, partition_by: Sequence[str],
                  txn_app: str, txn_version: int = 0, user_metadata: str | None = None) -> Commit:
     """Replace the rows matching ``predicate`` (a :data:`binlake.lake.sql_text.DELTA_RS` predicate) with
     ``data`` (Arrow) in one delta-rs commit of the existing table at ``location``;
@@ -151,7 +152,7 @@ def replace_rows(location: str, s3: S3Settings | None, data: Any, predicate: str
     """
     from deltalake import write_deltalake
 
-    def commit(table: DeltaTable, properties: Any) -> None:
+    def commit(table: DeltaTable, properties: CommitProperties) -> None:
         write_deltalake(table, data, mode="overwrite", predicate=predicate, partition_by=list(partition_by) or None,
                         commit_properties=properties)
 
@@ -175,7 +176,7 @@ def append_files(location: str, s3: S3Settings | None, files: Sequence[DataFile]
     actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, dict(f.partition_values), now, True, f.stats) for f in files]
 
-    def commit(table: DeltaTable, properties: Any) -> None:
+    def commit(table: DeltaTable, properties: CommitProperties) -> None:
         _check_not_null(location, table, files)
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                        partition_by=list(partition_by) or None, commit_properties=properties)
@@ -193,7 +194,7 @@ def _check_not_null(location: str, table: DeltaTable, files: Sequence[DataFile])
             raise ValueError(f"{location}: {f.path} has NULLs in NOT NULL column(s) {', '.join(bad)}")
 
 
-def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTable, Any], None], *,
+def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTable, CommitProperties], None], *,
                  txn_app: str, txn_version: int, user_metadata: str | None) -> Commit:
     """Run ``commit(table, commit_properties)`` once per ``(txn_app, txn_version)``: a
     :func:`binlake.lake.leases.committed_write` (commit lock, fence, retried on a commit conflict),

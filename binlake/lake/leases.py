@@ -724,9 +724,9 @@ def committed_write(table_uri: str, s3: S3Settings | None, write: Callable[[Comm
     landed). The jitter keeps two writers that collided from colliding again in lock step; tenacity
     does the waiting.
     """
-    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+    from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-    def before_sleep(state: Any) -> None:
+    def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         log.warning("%s: Delta commit conflict (attempt %d of %d), retrying: %s", what, state.attempt_number,
                     attempts, str(exc).split("\n", 1)[0][:300])
