@@ -71,6 +71,9 @@ class CampaignResult:
     refused_puts: int = 0
     writer_retries: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    #: from the start until every writer was ready (JVMs up), and the commits after the go
+    ready_seconds: float = 0.0
+    commit_seconds: float = 0.0
 
     @property
     def exact(self) -> bool:
@@ -138,7 +141,10 @@ def _spark_writer(args: argparse.Namespace) -> None:
 
     extra = {"spark.databricks.delta.delta.log.cacheSize": "4", "spark.sql.ui.retainedExecutions": "1",
              # commits are small: S3A buffers them in memory, not in /tmp (which a shared machine may clean)
-             "spark.hadoop.fs.s3a.fast.upload.buffer": "array"}
+             "spark.hadoop.fs.s3a.fast.upload.buffer": "array",
+             # a short-lived driver: the C1 compiler and the serial collector about halve its CPU
+             # (docs/operations.md); the commit protocol does not depend on either
+             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
     if args.spark_log_store == "stock":
         extra.update({f"spark.delta.logStore.{s}.impl": STOCK_LOG_STORE for s in ("s3a", "s3", "s3n")})
     cfg = config_from_dict({
@@ -283,6 +289,7 @@ def run_campaign(*, spark_writers: int, delta_rs_writers: int, commits: int, row
                                    commits=commits, rows=rows, faults=faults, spark_log_store=spark_log_store)
             try:
                 _await_ready(procs, ready_timeout, Path(tmp))
+                ready = time.monotonic()
                 go.touch()
                 errors = {}
                 for name, proc in procs.items():
@@ -290,6 +297,7 @@ def run_campaign(*, spark_writers: int, delta_rs_writers: int, commits: int, row
                     if proc.returncode != 0:
                         errors[name] = (Path(tmp) / f"{name}.stderr").read_text()[-2000:]
                 retries = {name: (Path(tmp) / f"{name}.stderr").read_text().count("retry ") for name in procs}
+                committed = time.monotonic()
             finally:
                 for proc in procs.values():
                     if proc.poll() is None:
@@ -301,7 +309,8 @@ def run_campaign(*, spark_writers: int, delta_rs_writers: int, commits: int, row
                           data_commits=data_commits, expected_commits=len(engines) * commits, lost=lost,
                           duplicated=duplicated, rows_equal_serial=equal, writer_errors=errors, faults=fault_counts,
                           conditional_puts=conditional, refused_puts=refused, writer_retries=retries,
-                          wall_seconds=round(time.monotonic() - began, 1))
+                          wall_seconds=round(time.monotonic() - began, 1), ready_seconds=round(ready - began, 1),
+                          commit_seconds=round(committed - ready, 1))
 
 
 def _parser() -> argparse.ArgumentParser:
