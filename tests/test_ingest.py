@@ -426,6 +426,28 @@ def test_may_hold_rows_of_reads_source_and_file_statistics(tmp_path: Path) -> No
     assert may_hold_rows_of(DeltaTable(path), [("c", "y")])  # a cut statistic cannot exclude
 
 
+
+def test_data_files_of_a_table_whose_protocol_changed_are_refused_under_the_error_root(tmp_path: Path) -> None:
+    """A direct table whose protocol gained a feature delta-rs does not write (after the run chose
+    it): its data files stay uncommitted and the run fails with a SparkJobError naming the table
+    and what to do, not an exception outside the error root."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from binlake.lake.delta_files import DataFile
+    from spark_jobs.errors import DirectWriteRefused, SparkJobError
+
+    cfg = make_test_config(tmp_path, "http://127.0.0.1:9")
+    ts = spec("bronze.quarantine")
+    path = table_path(cfg, ts.name)
+    write_deltalake(path, pa.table({"source": ["a"], "file": ["binlog.000001"]}), partition_by=["source"],
+                    configuration={"delta.enableDeletionVectors": "true"})
+    files = [DataFile("source=a/part-0.parquet", 100, {"source": "a"}, "{}")]
+    with pytest.raises(DirectWriteRefused, match=r"bronze\.quarantine .*1 data file\(s\) stay uncommitted") as err:
+        ingest_mod._append_files(cfg, path, ts, files, txn_app="binlake-ingest:r1", run_id="r1", n_files=1)
+    assert isinstance(err.value, SparkJobError) and path in str(err.value)
+    assert DeltaTable(path).version() == 0
+
 _FAULTS_OF_A_SECOND_BUFFER = """
 import resource, sys
 from spark_jobs.ingest import freed_memory_kept

@@ -140,3 +140,21 @@ def test_commit_times_are_utc_instants(ingested: BinlakeConfig, tmp_path_factory
     (row,) = [dict(zip(names, r, strict=True)) for r in rows if r[0] == "clean"]
     local = dt.datetime(2026, 11, 22, 5, 28, 4).astimezone(dt.UTC)  # as Spark read the naive time
     assert (row["first_commit_time"], row["last_commit_time"]) == (local, local)
+
+
+def test_an_output_table_with_features_delta_rs_leaves_to_spark_is_named(tmp_path: Path) -> None:
+    """delta-rs's refusal is a returned outcome; reconcile (no Spark to fall back on) turns it into
+    its own error naming the table, its protocol and the fix, and writes nothing."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from binlake.reconcile.job import ReconcileTableError, _write
+
+    cfg = make_test_config(tmp_path, "http://127.0.0.1:9")
+    location = table("meta.gtid_coverage").location(cfg.warehouse)
+    write_deltalake(location, pa.table({"source": ["a"], "n": [1]}), partition_by=["source"],
+                    configuration={"delta.enableDeletionVectors": "true"})
+    with pytest.raises(ReconcileTableError, match=r"meta\.gtid_coverage has Delta protocol features .*deletionVectors"):
+        _write(cfg, "meta.gtid_coverage", DeltaTable(location), [{"source": "a", "n": 2}], ["a"], run_id="r1",
+               txn_app="binlake-reconcile:r1")
+    assert DeltaTable(location).version() == 0
