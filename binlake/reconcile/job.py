@@ -104,12 +104,14 @@ def ensure_output_table(cfg: BinlakeConfig, name: str) -> DeltaTable:
     given the columns a newer binlake added (e.g. meta.gtid_coverage's commit times); race-safe.
 
     A table an older binlake wrote unpartitioned is rewritten once, partitioned, rows kept (a few
-    rows per file). Every change holds the table's commit lock on S3.
+    rows per file). Every change is a :func:`binlake.lake.leases.committed_write` (the table's commit
+    lock on S3, fenced, a commit conflict retried: each change is a no-op once done).
     """
     from deltalake import DeltaTable, Schema, write_deltalake
+    from deltalake.exceptions import CommitFailedError
 
     from binlake.lake.delta_tables import delta_uri, locked_storage_options
-    from binlake.lake.leases import table_commit_lock
+    from binlake.lake.leases import CommitFence, committed_write
 
     spec = table(name)
     location = table_location(cfg.warehouse, name)
@@ -117,7 +119,9 @@ def ensure_output_table(cfg: BinlakeConfig, name: str) -> DeltaTable:
     if current is not None and _layout_ok(current, spec):
         return current
     options = locked_storage_options(location, cfg.s3)
-    with table_commit_lock(location, cfg.s3):
+
+    def bring_up_to_date(fence: CommitFence) -> DeltaTable:
+        fence.check()
         current = _open(cfg, name)
         if current is None:
             try:
@@ -142,7 +146,10 @@ def ensure_output_table(cfg: BinlakeConfig, name: str) -> DeltaTable:
         props = {k: v for k, v in spec.properties.items() if current.metadata().configuration.get(k) != v}
         if props:
             current.alter.set_table_properties(props, raise_if_not_exists=False)
-    return _must_open(cfg, name)
+        return _must_open(cfg, name)
+
+    return committed_write(location, cfg.s3, bring_up_to_date, what=f"create or update {name}",
+                           retryable=lambda exc: isinstance(exc, CommitFailedError))
 
 
 def _layout_ok(current: DeltaTable, spec: TableSpec) -> bool:
