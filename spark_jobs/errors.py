@@ -21,3 +21,7 @@ class MissingJarsError(SparkJobError, RuntimeError):
 class DirectWriteRefused(SparkJobError):
     """The data files the executors wrote into a table's folder cannot be committed by delta-rs: the
     table's protocol changed since the run checked it (the files stay uncommitted, read by no one)."""
+
+
+class GoldUnionError(SparkJobError):
+    """A source's gold table cannot join its union table (a column's type differs)."""

@@ -236,8 +236,10 @@ def run_reconcile_step(source: str, run_id: str, cfg: BinlakeConfig | None = Non
 
 #: what the gold step reads: unchanged versions (and config) mean unchanged gold tables
 GOLD_CODE = ("spark_jobs.gold.job", "spark_jobs.gold.incremental", "spark_jobs.gold.inputs", "spark_jobs.gold.tables",
+             "spark_jobs.gold.replay", "spark_jobs.gold.results", "spark_jobs.gold.schema_history",
+             "spark_jobs.gold.status", "spark_jobs.gold.unions",
              "binlake.gold.types", "binlake.gold.state", "binlake.gold.plan", "binlake.gold.schema_history",
-             "binlake.gold.seed")
+             "binlake.gold.seed", "binlake.gold.errors")
 GOLD_INPUTS = ("silver.statements", "silver.row_changes", "silver.schema_history", "meta.gtid_reconciliation",
                "meta.gtid_coverage", "meta.gold_status")
 

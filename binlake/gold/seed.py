@@ -18,8 +18,8 @@ Accepted form (docs/gold.md, "Seeding from a snapshot"): the text of
 a text file). ``INSERT`` statements with or without a column list (``--complete-insert``) are
 read; ``CREATE TABLE`` statements become the tables' seed schema. Parsed with sqlglot's MySQL
 dialect (the project's SQL parser: MySQL string escapes, hex / bit literals, charset
-introducers); about 5 000 rows a second, so very large tables are better seeded another way
-(not built yet: Parquet/CSV exports with their GTID set).
+introducers); every value goes through the SQL parser on the driver, so very large tables are
+better seeded another way (not built yet: Parquet/CSV exports with their GTID set).
 """
 
 from __future__ import annotations

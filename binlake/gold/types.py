@@ -1,6 +1,6 @@
 """MySQL column types -> gold's Spark SQL types, and silver's typed-JSON values -> those types.
 
-Pure (no Spark): the Spark job (``spark_jobs/gold/job.py``) turns :func:`spark_type` strings into
+Pure (no Spark): the Spark side (``spark_jobs/gold/tables.py``) turns :func:`spark_type` strings into
 schemas and calls :func:`convert_value` per cell. Why a module of its own: the mapping is the
 contract users query against (documented in ``docs/gold.md``), and it must be testable without
 a JVM.

@@ -1,4 +1,6 @@
-"""Gold, the Spark side: typed current-state tables per source table, incremental MERGE, inputs.
+"""Gold, the Spark side: typed current-state tables per source table, incremental MERGE, unions, status.
 
-The map of stages: docs/architecture.md.
+A run (``job.run_gold``) goes: ``schema_history`` -> ``status`` (read) + ``inputs`` -> ``replay`` /
+``incremental`` -> ``unions`` -> ``status`` (write); ``tables`` and ``results`` are shared by all.
+The pure rules are in ``binlake.gold``; the map of stages: docs/architecture.md.
 """

@@ -24,9 +24,9 @@ import datetime as _dt
 import itertools
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.gold.errors import ConversionError
 from binlake.gold.plan import stream_order
@@ -46,6 +46,14 @@ from spark_jobs.gold.tables import (
     table_stream,
     table_version,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from delta.tables import DeltaTable
+    from pyspark import RDD
+    from pyspark.broadcast import Broadcast
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+
+    from binlake.config import BinlakeConfig
 
 #: the MERGE source's flag column: the touched key is no longer held (delete it)
 GONE = "_binlake_gone"
@@ -77,10 +85,11 @@ class Outcome:
     last: tuple[Any, ...] | None  # META_COLUMNS of the latest change applied (None: none applied)
     through: Coordinates
     fetched: int  # gold rows read back: the rows the new changes touch
-    keys: Any = field(default=None, repr=False)  # the touched keys (a cached DataFrame), for the union MERGEs
+    keys: DataFrame | None = field(default=None, repr=False)  # the touched keys (a cached DataFrame), for the union MERGEs
 
 
-def new_stream(spark: Any, cfg: Any, source: str, db: str, table: str, through: Coordinates) -> Any:
+def new_stream(spark: SparkSession, cfg: BinlakeConfig, source: str, db: str, table: str, through: Coordinates
+               ) -> DataFrame:
     """The table's TABLE_MAPs and row changes after ``through``, and the last TABLE_MAP at or before
     it (a row change's TABLE_MAP is in its transaction, so in ``through``'s file), sorted on one
     partition. ``file_seq >= through's`` lets Delta skip older files' data by their statistics."""
@@ -94,7 +103,7 @@ def new_stream(spark: Any, cfg: Any, source: str, db: str, table: str, through: 
     return sorted_stream(context.unionByName(maps.where(recent & after)).unionByName(rows.where(recent & after)))
 
 
-def _resumed(job: TableJob, rows: Iterable[Any], held: Sequence[Sequence[Any]]) -> tuple[TableReplayer, Iterator[StreamItem]]:
+def _resumed(job: TableJob, rows: Iterable[Row], held: Sequence[Sequence[Any]]) -> tuple[TableReplayer, Iterator[StreamItem]]:
     """A replayer resumed from ``held`` (the stream's leading TABLE_MAP at or before W is its
     context) and the stream's items after W."""
     items = (stream_item(r) for r in rows)
@@ -112,9 +121,9 @@ def _resumed(job: TableJob, rows: Iterable[Any], held: Sequence[Sequence[Any]]) 
     return replayer, itertools.chain(first, items)
 
 
-def _keys_partition(job: TableJob) -> Any:
+def _keys_partition(job: TableJob) -> Callable[[Iterable[Row]], Iterator[tuple[str, Any]]]:
     """Pass 1: ``("key", key)`` for every key the new changes may touch, or ``("abort", why)``."""
-    def run(rows: Iterator[Any]) -> Iterator[tuple[str, Any]]:
+    def run(rows: Iterable[Row]) -> Iterator[tuple[str, Any]]:
         try:
             replayer, items = _resumed(job, rows, ())
         except ConversionError as exc:
@@ -132,10 +141,11 @@ def _keys_partition(job: TableJob) -> Any:
     return run
 
 
-def _merge_partition(job: TableJob, held: Any) -> Any:
+def _merge_partition(job: TableJob, held: Broadcast[list[tuple[Any, ...]]]
+                     ) -> Callable[[Iterable[Row]], Iterator[tuple[str, Any]]]:
     """Pass 2: the resumed replay of the new changes; ``("row", …)`` for every row it holds,
     ``("gone", key)`` for touched keys it no longer holds, its history versions and side facts."""
-    def run(rows: Iterator[Any]) -> Iterator[tuple[str, Any]]:
+    def run(rows: Iterable[Row]) -> Iterator[tuple[str, Any]]:
         replayer, items = _resumed(job, rows, held.value)
         replayer.touched = set()
         fed, through = 0, job.through
@@ -168,7 +178,7 @@ def _null_safe_on(keys: Sequence[str], left: str, right: str) -> str:
 _RANGE_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL", "STRING", "DATE")
 
 
-def key_range(keys: Any, alias: str) -> str:
+def key_range(keys: DataFrame, alias: str) -> str:
     """A predicate on the first key column of the target (``alias``): between the touched
     ``keys``' least and greatest values. Not needed for correctness (every key the MERGE source
     holds is among ``keys``) — it lets Delta skip, by their column statistics, the files that hold
@@ -181,14 +191,17 @@ def key_range(keys: Any, alias: str) -> str:
     if not kind.startswith(_RANGE_TYPES):
         return "true"
     name = sql_identifier(first.name)
-    low, high, nulls = keys.agg(F.min(name), F.max(name), F.sum(F.col(name).isNull().cast("int"))).first()
+    bounds = keys.agg(F.min(name), F.max(name), F.sum(F.col(name).isNull().cast("int"))).first()
+    assert bounds is not None  # an aggregate without grouping is one row
+    low, high, nulls = bounds
     if low is None or nulls:
         return "true"
     return (f"{alias}.{name} >= CAST({sql_string(str(low))} AS {kind}) AND "
             f"{alias}.{name} <= CAST({sql_string(str(high))} AS {kind})")
 
 
-def fetch_rows(spark: Any, path: str, final: TableSchema, keys: Any, within: str = "true") -> list[tuple[Any, ...]]:
+def fetch_rows(spark: SparkSession, path: str, final: TableSchema, keys: DataFrame, within: str = "true"
+               ) -> list[tuple[Any, ...]]:
     """The gold table's rows of ``keys`` (``within``: :func:`key_range` on alias ``t``, for file
     skipping) in the replayer's own values: TIMESTAMP read as
     microseconds since the epoch and made aware UTC (PySpark would give naive local time, ambiguous
@@ -212,7 +225,7 @@ def fetch_rows(spark: Any, path: str, final: TableSchema, keys: Any, within: str
     return out
 
 
-def _merge_source(spark: Any, out: Any, final: TableSchema, source: str) -> Any:
+def _merge_source(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, source: str) -> DataFrame:
     """The MERGE source: held rows (``GONE`` false) and touched keys no longer held (``GONE`` true,
     their other columns NULL)."""
     names = [c.name for c in final.columns]
@@ -234,13 +247,13 @@ def _merge_source(spark: Any, out: Any, final: TableSchema, source: str) -> Any:
     return spark.createDataFrame(data, gold_schema_ddl(final) + f", {GONE} BOOLEAN")
 
 
-def merge_rows(spark: Any, target: Any, src: Any, on: str, columns: Sequence[str], *,
+def merge_rows(spark: SparkSession, target: DeltaTable, src: DataFrame, on: str, columns: Sequence[str], *,
                gone: bool, run_id: str, job: str) -> None:
     """One Delta MERGE of ``src`` into ``target`` on ``on``: rows whose values differ updated, new
     ones inserted, and (``gone``) the rows flagged ``GONE`` deleted. Never deletes unmatched target
     rows: the source holds only the touched keys."""
     changed = "NOT (" + " AND ".join(f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in columns) + ")"
-    assignments = {sql_identifier(c): f"s.{sql_identifier(c)}" for c in columns}
+    assignments: dict[str, str | Column] = {sql_identifier(c): f"s.{sql_identifier(c)}" for c in columns}
     keep = f"NOT s.{GONE}" if gone else "true"
     builder = target.alias("t").merge(src.alias("s"), on)
     if gone:
@@ -254,7 +267,8 @@ def merge_rows(spark: Any, target: Any, src: Any, on: str, columns: Sequence[str
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
 
 
-def _merge_history(spark: Any, out: Any, final: TableSchema, within: str, path: str, run_id: str) -> None:
+def _merge_history(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, within: str, path: str,
+                   run_id: str) -> None:
     """The touched rows' versions into ``__history``: keyed by (primary key, where the version
     starts); versions are never deleted, an ended one is updated (its ``_valid_to*``)."""
     from delta.tables import DeltaTable
@@ -266,7 +280,7 @@ def _merge_history(spark: Any, out: Any, final: TableSchema, within: str, path: 
                job="gold-history")
 
 
-def touched_keys(spark: Any, stream: Any, job: TableJob) -> Any:
+def touched_keys(spark: SparkSession, stream: DataFrame, job: TableJob) -> DataFrame | str:
     """Pass 1 as a cached DataFrame of keys (typed as the gold table's key columns), or the reason
     the table cannot be resumed (a string)."""
     out = stream.rdd.mapPartitions(_keys_partition(job)).cache()
@@ -280,7 +294,7 @@ def touched_keys(spark: Any, stream: Any, job: TableJob) -> Any:
     return keys
 
 
-def replay_new(spark: Any, cfg: Any, job: TableJob, names: tuple[str, str, str], paths: tuple[str, str | None],
+def replay_new(spark: SparkSession, cfg: BinlakeConfig, job: TableJob, names: tuple[str, str, str], paths: tuple[str, str | None],
                run_id: str) -> Outcome | str:
     """Bring one gold table (and its ``__history`` table, ``paths[1]``) up to date with the changes
     after ``job.through``: see the module doc. ``names`` = (source, db, table). A string result
@@ -318,7 +332,8 @@ def replay_new(spark: Any, cfg: Any, job: TableJob, names: tuple[str, str, str],
     return Outcome(changes, fed, counts, last, through, len(held), keys)
 
 
-def merge_union_part(spark: Any, union_path: str, gold_path: str, source: str, keys: Any, run_id: str) -> None:
+def merge_union_part(spark: SparkSession, union_path: str, gold_path: str, source: str, keys: DataFrame,
+                     run_id: str) -> None:
     """The source's rows of a union table brought to its gold table for the touched ``keys`` only
     (the rest of its part equals the gold table already): the gold rows of those keys upserted, the
     keys the gold table no longer holds deleted; the condition names the source's ``_source``
@@ -336,6 +351,6 @@ def merge_union_part(spark: Any, union_path: str, gold_path: str, source: str, k
                job="gold-union")
 
 
-def versions_after(cfg: Any, path: str, history_path: str | None) -> tuple[int | None, int | None]:
+def versions_after(cfg: BinlakeConfig, path: str, history_path: str | None) -> tuple[int | None, int | None]:
     """The gold and ``__history`` tables' Delta versions after a write (recorded in the status)."""
     return table_version(cfg, path), None if history_path is None else table_version(cfg, history_path)

@@ -10,7 +10,7 @@ computing them must not cost a scan of the whole archive every night. The hash s
   files added since: each table's fingerprint is its status row's plus an aggregate over **the added
   files only** (a night's rows, read as the Parquet files they are when the table needs no Delta
   reader feature); an added row at or before a table's W is a backfill (the old part changed);
-* otherwise one aggregate over the source's whole partition, as before incremental gold.
+* otherwise one aggregate over the source's whole partition.
 """
 
 from __future__ import annotations
@@ -19,13 +19,19 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import TableInputs, fingerprint
 from binlake.gold.schema_history import Coordinates
 from binlake.lake.tables import table_location
 from spark_jobs.gold.tables import read_silver, stream_coordinates
 from spark_jobs.lake import table_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deltalake import DeltaTable
+    from pyspark.sql import DataFrame, SparkSession
+
+    from binlake.config import BinlakeConfig
 
 TableKey = tuple[str, str]
 
@@ -55,7 +61,7 @@ class Base:
     marks: dict[TableKey, Coordinates]
 
 
-def aggregate(spark: Any, df: Any, marks: dict[TableKey, Coordinates]) -> dict[TableKey, Counts]:
+def aggregate(spark: SparkSession, df: DataFrame, marks: dict[TableKey, Coordinates]) -> dict[TableKey, Counts]:
     """Per table of ``df`` (row changes): count and hash sum, and split at its mark W."""
     from pyspark.sql import functions as F
 
@@ -81,7 +87,7 @@ def aggregate(spark: Any, df: Any, marks: dict[TableKey, Coordinates]) -> dict[T
     return out
 
 
-def added_files(cfg: Any, source: str, since: int | None) -> tuple[int | None, list[str] | None]:
+def added_files(cfg: BinlakeConfig, source: str, since: int | None) -> tuple[int | None, list[str] | None]:
     """``silver.row_changes``' version now, and the data files of the source's partition added since
     version ``since`` (Spark paths). None instead of the files when the rows at ``since`` may not all
     be there any more (a file of the partition removed: a re-ingested file, a compaction), ``since``
@@ -99,7 +105,7 @@ def added_files(cfg: Any, source: str, since: int | None) -> tuple[int | None, l
     if since is None or since > now or table.protocol().min_reader_version > 1:
         return now, None
 
-    def mine(t: Any) -> set[str]:
+    def mine(t: DeltaTable) -> set[str]:
         actions = add_actions(t)
         return {p for p, s in zip(actions["path"], actions.get("partition.source", [])) if s == source}
 
@@ -143,8 +149,8 @@ def previous_base(previous: dict[str, dict[str, Any]], gold_names: dict[str, Tab
     return None if version is None else Base(int(version), counts, marks)
 
 
-def input_fingerprints(spark: Any, cfg: Any, source: str, schema_of: Callable[[TableKey], str], base: Base | None,
-                       marks: dict[TableKey, Coordinates], seed: str | None = None
+def input_fingerprints(spark: SparkSession, cfg: BinlakeConfig, source: str, schema_of: Callable[[TableKey], str],
+                       base: Base | None, marks: dict[TableKey, Coordinates], seed: str | None = None
                        ) -> tuple[int | None, dict[TableKey, TableInputs], str]:
     """(silver's version, per table its :class:`TableInputs`, how they were computed: ``added files``
     or ``full scan``). ``schema_of``: a table's schema history digest; ``marks``: per table its W."""

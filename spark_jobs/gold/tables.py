@@ -1,19 +1,27 @@
 """Where gold's tables live, their Spark schemas, and the per-table stream gold reads from silver.
 
-Shared by the full replay (``spark_jobs.gold.job``) and the incremental one (``spark_jobs.gold.incremental``),
-which is why it is a module of its own: both import it, neither imports the other's internals.
+Shared by every step of the stage (schema history, inputs, the full and the incremental replay,
+unions, status), which is why it is a module of its own: they import it, none imports another's
+internals for these.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
 from binlake.gold.schema_history import Coordinates, TableSchema
 from binlake.gold.state import COPIES_COLUMN, HISTORY_COLUMNS, Segment, StreamItem
 from binlake.gold.types import spark_type
-from binlake.lake.sql_text import sql_identifier
+from binlake.lake.sql_text import source_predicate, sql_identifier
 from binlake.lake.tables import gold_table
-from spark_jobs.lake import table_path
+from spark_jobs.lake import ensure_table, replace_few_rows, table_path
+from spark_jobs.schemas import spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+
+    from binlake.config import BinlakeConfig
 
 META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
             "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
@@ -25,12 +33,12 @@ HISTORY_SUFFIX = "__history"
 HISTORY_START = ("_valid_from_file", "_valid_from_pos", "_valid_from_payload_index", "_valid_from_row_index")
 
 
-def gold_location(cfg: Any, name: str) -> str:
+def gold_location(cfg: BinlakeConfig, name: str) -> str:
     """Location (as Spark spells it) of the gold table ``gold.<name>``."""
     return table_path(cfg, gold_table(name).full_name)
 
 
-def table_version(cfg: Any, path: str) -> int | None:
+def table_version(cfg: BinlakeConfig, path: str) -> int | None:
     """The Delta table's latest version through delta-rs (no Spark job), None if absent."""
     from binlake.lake.delta_tables import open_delta_table
 
@@ -38,25 +46,38 @@ def table_version(cfg: Any, path: str) -> int | None:
     return None if table is None else int(table.version())
 
 
-def read_silver(spark: Any, cfg: Any, full_name: str) -> Any:
+def replace_source_rows(spark: SparkSession, cfg: BinlakeConfig, full_name: str, rows: list[tuple[Any, ...]],
+                        source: str, run_id: str) -> None:
+    """Replace the source's rows of a gold side table (``silver.schema_history``, ``meta.gold_status``),
+    once per (run, source): a retried task whose commit did land is skipped by Delta (``txnAppId``),
+    like every job write."""
+    job = full_name.split(".", 1)[1]
+    ensure_table(spark, cfg, full_name)  # partitioned by source (an older, unpartitioned one once re-partitioned)
+    names = spec(full_name).column_names
+    replace_few_rows(spark, cfg, full_name, [dict(zip(names, r, strict=True)) for r in rows],
+                     functools.partial(source_predicate, source), run_id=run_id, job=job,
+                     txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})
+
+
+def read_silver(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> DataFrame:
     return spark.read.format("delta").load(table_path(cfg, full_name))
 
 
-def is_delta(spark: Any, path: str) -> bool:
+def is_delta(spark: SparkSession, path: str) -> bool:
     from delta.tables import DeltaTable
 
     return bool(DeltaTable.isDeltaTable(spark, path))
 
 
-def coordinates(row: Any, row_index: int = -1) -> Coordinates:
+def coordinates(row: Row, row_index: int = -1) -> Coordinates:
     payload = row["payload_index"]
     return Coordinates(row["file_seq"] or 0, row["pos"], -1 if payload is None else payload,
                        row_index, row["file"])
 
 
-def stream_item(row: Any) -> StreamItem:
+def stream_item(row: Row) -> StreamItem:
     """One row of :func:`table_stream` as the replayer's :class:`StreamItem`. Unpacked by position:
-    a PySpark ``Row`` looks names up one by one, a third of the replay's time on a busy table."""
+    a PySpark ``Row`` looks each name up in turn, once per value of every row replayed."""
     file, file_seq, pos, payload_index, row_index, kind, fields, operation, before, after, gtid, commit_time = row
     at = Coordinates(file_seq or 0, pos, -1 if payload_index is None else payload_index, row_index, file)
     return StreamItem(at, kind, fields, operation, before, after, gtid, commit_time)
@@ -75,7 +96,7 @@ def history_schema_ddl(final: TableSchema) -> str:
     return ", ".join([*cols, *(f"{n} {t}" for n, t in zip(HISTORY_COLUMNS, HISTORY_TYPES))])
 
 
-def stream_coordinates() -> Any:
+def stream_coordinates() -> Column:
     """The binlog order of the stream's rows as one comparable struct (Spark orders structs field by field)."""
     from pyspark.sql import functions as F
 
@@ -85,7 +106,7 @@ def stream_coordinates() -> Any:
                     F.col("row_index").cast("int").alias("r"))
 
 
-def event_coordinates() -> Any:
+def event_coordinates() -> Column:
     """:func:`stream_coordinates` of a ``bronze.events`` row (a TABLE_MAP: row index -1, as in the stream)."""
     from pyspark.sql import functions as F
 
@@ -94,7 +115,7 @@ def event_coordinates() -> Any:
                     F.coalesce("payload_index", F.lit(-1)).cast("int").alias("i"), F.lit(-1).cast("int").alias("r"))
 
 
-def coordinates_literal(at: Coordinates) -> Any:
+def coordinates_literal(at: Coordinates) -> Column:
     """``at`` as a struct literal comparable with :func:`stream_coordinates`."""
     from pyspark.sql import functions as F
 
@@ -103,12 +124,12 @@ def coordinates_literal(at: Coordinates) -> Any:
                     F.lit(at.row_index).cast("int").alias("r"))
 
 
-def table_stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> tuple[Any, Any]:
+def table_stream(spark: SparkSession, cfg: BinlakeConfig, source: str, db: str, table: str) -> tuple[DataFrame, DataFrame]:
     """The table's TABLE_MAPs (``bronze.events``) and row changes (``silver.row_changes``) as two
     DataFrames of one shape (``kind`` 'table_map' / 'row'), for :func:`sorted_stream`."""
     from pyspark.sql import functions as F
 
-    def same_table(df: Any) -> Any:
+    def same_table(df: DataFrame) -> DataFrame:
         return df.where((F.col("source") == source) & (F.col("db") == db) & (F.col("table_name") == table))
 
     maps = (same_table(read_silver(spark, cfg, "bronze.events")).where(F.col("event_type") == "TABLE_MAP")
@@ -124,11 +145,11 @@ def table_stream(spark: Any, cfg: Any, source: str, db: str, table: str) -> tupl
     return maps, rows
 
 
-def lineage_stream(spark: Any, cfg: Any, source: str, segments: tuple[Segment, ...]) -> Any:
+def lineage_stream(spark: SparkSession, cfg: BinlakeConfig, source: str, segments: tuple[Segment, ...]) -> DataFrame:
     """The stream of a gold table fed by ``segments`` (``binlake.gold.state.lineage``): each source
     table's TABLE_MAPs and row changes within its segment's coordinates, as one DataFrame for
     :func:`sorted_stream`. One unbounded segment is :func:`table_stream` as it is."""
-    out = None
+    out: DataFrame | None = None
     for seg in segments:
         maps, rows = table_stream(spark, cfg, source, seg.db, seg.table)
         part = maps.unionByName(rows)
@@ -137,13 +158,14 @@ def lineage_stream(spark: Any, cfg: Any, source: str, segments: tuple[Segment, .
         if seg.before is not None:
             part = part.where(stream_coordinates() < coordinates_literal(seg.before))
         out = part if out is None else out.unionByName(part)
+    assert out is not None, "a gold table is fed by at least one segment (binlake.gold.state.lineage)"
     return out
 
 
-def sorted_stream(df: Any) -> Any:
+def sorted_stream(df: DataFrame) -> DataFrame:
     """``df`` (stream rows) on one partition, in binlog order: one replay per table."""
     from pyspark.sql import functions as F
 
-    order = [F.coalesce("file_seq", F.lit(0)), "file", "pos", F.coalesce("payload_index", F.lit(-1)),
+    order: list[Column | str] = [F.coalesce("file_seq", F.lit(0)), "file", "pos", F.coalesce("payload_index", F.lit(-1)),
              "row_index"]
     return df.repartition(1).sortWithinPartitions(*order)

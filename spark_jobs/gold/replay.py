@@ -1,0 +1,313 @@
+"""One gold table brought up to date: the full replay, or the incremental one when
+``binlake.gold.plan`` proves it exact (:func:`build_table`).
+
+The full replay reads the table's TABLE_MAPs and row changes in binlog order on one executor
+(``binlake.gold.state.TableReplayer``), and writes the result: a MERGE on the primary key when the
+schema is unchanged, else an overwrite with the new schema; the ``__history`` table (when kept) is
+rewritten from the same replay. The incremental path lives in :mod:`spark_jobs.gold.incremental`.
+A table without DDL takes its columns from its best-informed TABLE_MAP; when its schema cannot be
+known, the result says why (:func:`schema_problem`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from binlake.gold.plan import (
+    FULL,
+    INCREMENTAL,
+    ReplayState,
+    TableInputs,
+    Versions,
+    old_part_unchanged,
+    replay_reason,
+    schema_digest,
+)
+from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
+from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
+from binlake.gold.state import Segment, TableReplayer, best_table_map, final_schema
+from binlake.lake.sql_text import sql_identifier
+from binlake.lake.tables import gold_table_name
+from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
+from spark_jobs.gold.results import GoldTableResult
+from spark_jobs.gold.tables import (
+    HISTORY_SUFFIX,
+    coordinates_literal,
+    event_coordinates,
+    gold_location,
+    gold_schema_ddl,
+    history_schema_ddl,
+    is_delta,
+    lineage_stream,
+    read_silver,
+    sorted_stream,
+    stream_item,
+    table_version,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import RDD
+    from pyspark.sql import DataFrame, Row, SparkSession
+
+    from binlake.config import BinlakeConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableTask:
+    """One table of a gold run: what its replay needs, and what decides full vs incremental."""
+
+    source: str
+    db: str
+    table: str
+    versions: tuple[SchemaVersion, ...]
+    run_id: str
+    fingerprint: str | None = None
+    history: bool = False
+    snapshot: Snapshot | None = None
+    state: ReplayState | None = None  # what its status row says the gold table holds
+    inputs: TableInputs | None = None  # its silver changes, split at the state's W
+    force: bool = False
+    table_map: str | None = None  # a table without DDL: its best-informed TABLE_MAP and where (JSON)
+    #: the source tables (and coordinate ranges) whose row changes feed the gold table: more than
+    #: one when rows were renamed into it (``binlake.gold.state.lineage``)
+    segments: tuple[Segment, ...] = ()
+
+
+def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
+                      history: bool = False, seed: SeedTable | None = None,
+                      position: SnapshotPosition | None = None) -> Callable[[Iterable[Row]], Iterator[tuple[str, Any]]]:
+    def run(rows: Iterable[Row]) -> Iterator[tuple[str, Any]]:
+        replayer = TableReplayer(source, versions, final, history, position)
+        if seed is not None:
+            replayer.seed(seed)
+        fed, through = 0, None
+        for r in rows:
+            item = stream_item(r)
+            fed += item.kind == "row"
+            through = item.at
+            replayer.feed(item)
+        replayer.feed_all(())
+        for out in replayer.rows():
+            yield "row", out
+        for version in replayer.history_rows():
+            yield "history", version
+        yield "changes", replayer.report.changes
+        if replayer.report.in_snapshot:
+            yield "warning", ("row changes already in the seed snapshot (skipped)", replayer.report.in_snapshot)
+        yield "last", replayer.report.last
+        yield "fed", fed
+        yield "through", through
+        for text, count in replayer.report.warnings.items():
+            yield "warning", (text, count)
+    return run
+
+
+def _write_history(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, path: str, run_id: str) -> int:
+    """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
+    replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
+    df = spark.createDataFrame(out.filter(lambda kv: kv[0] == "history").map(lambda kv: kv[1]),
+                               history_schema_ddl(final))
+    (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+       .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
+    return int(spark.read.format("delta").load(path).count())
+
+
+def _table_maps(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, after: Coordinates | None = None
+                ) -> list[tuple[Coordinates, dict[str, Any]]]:
+    """The table's distinct TABLE_MAPs (each where last seen) from bronze.events; only those after
+    ``after`` when given (Delta skips the older files' data by ``file_seq``)."""
+    from pyspark.sql import functions as F
+
+    mine = F.lit(False)
+    for seg in task.segments or (Segment(task.db, task.table),):  # rows renamed in: their TABLE_MAPs too
+        cond = (F.col("db") == seg.db) & (F.col("table_name") == seg.table)
+        if seg.after is not None:
+            cond = cond & (event_coordinates() > coordinates_literal(seg.after))
+        if seg.before is not None:
+            cond = cond & (event_coordinates() < coordinates_literal(seg.before))
+        mine = mine | cond
+    maps = (read_silver(spark, cfg, "bronze.events")
+            .where((F.col("source") == task.source) & mine & (F.col("event_type") == "TABLE_MAP")))
+    if after is not None:
+        maps = maps.where(((F.col("file_seq") >= after.file_seq) | F.col("file_seq").isNull())
+                          & (event_coordinates() > coordinates_literal(after)))
+    seen = (maps.groupBy("fields")
+            .agg(F.max(F.struct(F.coalesce("file_seq", F.lit(0)).alias("s"), "file", "pos")).alias("at")).collect())
+    return [(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]), json.loads(r["fields"])) for r in seen]
+
+
+def _best_table_map(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> tuple[dict[str, Any] | None, str | None]:
+    """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) and, as JSON for its
+    status row, where it was seen. Why not always a scan of all its TABLE_MAPs: when the status row
+    holds the previous best and the changes up to W are unchanged, the best of all is the best of
+    that one and the TABLE_MAPs after W (``best_table_map`` compares maps of the latest one's width,
+    and a new width changes the schema anyway), so a night reads only its own TABLE_MAPs."""
+    state = task.state
+    prev = None if state is None or not state.table_map else json.loads(state.table_map)
+    if prev is not None and state is not None and state.through is not None and old_part_unchanged(state, task.inputs):
+        at = Coordinates(prev["at"][0], prev["at"][1], file=prev["at"][2])
+        candidates = [(at, prev["fields"]), *_table_maps(spark, cfg, task, state.through)]
+        widths = {len(fields.get("columns") or []) for _, fields in candidates}
+        if len(widths) == 1:
+            return _best_with_place(candidates)
+    return _best_with_place(_table_maps(spark, cfg, task))
+
+
+def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tuple[dict[str, Any] | None, str | None]:
+    best = best_table_map(candidates)
+    if best is None:
+        return None, None
+    at = max(c for c, fields in candidates if fields == best)
+    return best, json.dumps({"at": [at.file_seq, at.pos, at.file], "fields": best}, sort_keys=True)
+
+
+def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchema, run_id: str) -> str:
+    """MERGE when the schema is unchanged (and the table has a key), else overwrite."""
+    from delta.tables import DeltaTable
+
+    meta = json.dumps({"job": "gold", "run_id": run_id})
+    if final.primary_key and is_delta(spark, path):
+        target = DeltaTable.forPath(spark, path)
+        if target.toDF().schema.simpleString() == df.schema.simpleString():
+            on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
+            # every column, not just the last change's coordinates: a backfill of older files
+            # changes a row's values while its last change stays the same
+            changed = "NOT (" + " AND ".join(
+                f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
+            spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", meta)
+            try:
+                (target.alias("t").merge(df.alias("s"), on)
+                 .whenMatchedUpdateAll(condition=changed).whenNotMatchedInsertAll()
+                 .whenNotMatchedBySourceDelete().execute())
+            finally:
+                spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+            return "merge"
+    (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+       .option("userMetadata", meta).save(path))
+    return "overwrite"
+
+
+def _side_facts(side: list[tuple[str, Any]]) -> tuple[int, int, Any, Coordinates | None, Counter[str]]:
+    """(changes, row changes fed, last change, last item's coordinates, warnings) of a full replay."""
+    warnings: Counter[str] = Counter()
+    changes, fed, last, through = 0, 0, None, None
+    for kind, value in side:
+        if kind == "changes":
+            changes += value
+        elif kind == "fed":
+            fed += value
+        elif kind == "through":
+            through = value
+        elif kind == "last":
+            last = None if value is None else (value[4], value[5], value[2], value[3])
+        else:
+            warnings[value[0]] += value[1]
+    return changes, fed, last, through, warnings
+
+
+def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
+                 reason: str) -> GoldTableResult:
+    """Replay the table's whole history from silver and write its gold (and ``__history``) table."""
+    path, history_path = paths
+    snapshot = task.snapshot
+    segments = task.segments or (Segment(task.db, task.table),)
+    first = segments[0]  # a seed snapshot's rows are the first table's, before any archived change
+    seed = snapshot.rows_of(first.db, first.table) if snapshot and first.after is None else None
+    out = sorted_stream(lineage_stream(spark, cfg, task.source, segments)).rdd.mapPartitions(
+        _replay_partition(task.source, task.versions, final, task.history, seed,
+                          snapshot.position if snapshot else None)).cache()
+    history_rows = None
+    try:
+        data = out.filter(lambda kv: kv[0] == "row").map(lambda kv: kv[1])
+        df = spark.createDataFrame(data, gold_schema_ddl(final))
+        mode = _write_gold(spark, df, path, final, task.run_id)
+        if history_path is not None:
+            history_rows = _write_history(spark, out, final, history_path, task.run_id)
+        side = out.filter(lambda kv: kv[0] not in ("row", "history")).collect()
+    finally:
+        out.unpersist()
+    changes, fed, last, through, warnings = _side_facts(side)
+    rows = spark.read.format("delta").load(path).count()
+    gold_version, history_version = versions_after(cfg, path, history_path)
+    return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows, changes,
+                           mode, tuple(sorted(warnings.items())), last, task.fingerprint, history_rows, FULL, reason,
+                           fed, through, gold_version, history_version, schema_digest(final), table_map=task.table_map,
+                           schema_status=schema_problem(task, final))
+
+
+def _incremental_result(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
+                        final: TableSchema, outcome: Outcome) -> GoldTableResult:
+    """The table's result after an incremental replay: counts are the earlier run's plus the new ones."""
+    path, history_path = paths
+    state = task.state
+    assert state is not None
+    warnings: Counter[str] = Counter(state.warnings or {})
+    warnings.update(outcome.warnings)
+    last = state.last if outcome.last is None else (outcome.last[4], outcome.last[5], outcome.last[2], outcome.last[3])
+    rows = spark.read.format("delta").load(path).count()
+    history_rows = None if history_path is None else int(spark.read.format("delta").load(history_path).count())
+    gold_version, history_version = versions_after(cfg, path, history_path)
+    return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows,
+                           state.changes + outcome.changes, "merge", tuple(sorted(warnings.items())), last,
+                           task.fingerprint, history_rows, INCREMENTAL, None, outcome.replayed, outcome.through,
+                           gold_version, history_version, schema_digest(final), state.fingerprint, task.table_map,
+                           outcome.keys, schema_problem(task, final))
+
+
+def schema_problem(task: TableTask, final: TableSchema | None) -> str | None:
+    """Why the table's schema cannot be known (None: it is, from DDL, a seed or FULL row metadata):
+    the text of ``meta.gold_status.schema_status``, naming the table and the statement."""
+    if final is not None and task.table_map is None:
+        return None  # the schema comes from DDL or a seed
+    if final is not None and json.loads(task.table_map or "{}").get("fields", {}).get("has_full_metadata"):
+        return None
+    last = task.versions[-1] if task.versions else None
+    if final is None and (last is None or last.warning is None):
+        return None  # dropped
+    why = (f"{last.warning} at `{' '.join(last.statement.split())[:300]}`" if last is not None and last.warning
+           else "no CREATE TABLE for it in the archive and no seed")
+    tail = ("its columns are the TABLE_MAPs' @1..@N and no primary key is known (binlog_row_metadata is not FULL)"
+            if final is not None else "no TABLE_MAP tells its columns either")
+    return f"schema of {task.db}.{task.table} unknown: {why}; {tail}"
+
+
+def build_table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> GoldTableResult:
+    """Bring one gold table (and its ``__history`` table when kept) up to date: incrementally when
+    ``binlake.gold.plan`` proves it exact, else by the full replay (the result says which, and why)."""
+    name = gold_table_name(task.source, task.db, task.table)
+    path = gold_location(cfg, name)
+    final, table_map = final_schema(task.versions, None), None
+    if final is None:
+        best, table_map = _best_table_map(spark, cfg, task)
+        final = final_schema(task.versions, best)
+    task = replace(task, table_map=table_map)
+    problem = schema_problem(task, final)
+    if final is None:
+        return GoldTableResult(name, task.db, task.table, path, 0, 0, "dropped",
+                               (("table dropped or unknown", 1),), None, task.fingerprint, schema_status=problem)
+    history_path = gold_location(cfg, name + HISTORY_SUFFIX) if task.history else None
+    paths = (path, history_path)
+    reason: str | None = "no earlier replay of the table in meta.gold_status"
+    if task.inputs is not None:
+        now = Versions(table_version(cfg, path), None if history_path is None else table_version(cfg, history_path))
+        reason = replay_reason(task.state, task.inputs, task.versions, final, now, keep_history=task.history,
+                               force=task.force)
+    if reason is None and task.state is not None and task.state.through is not None:
+        snapshot = task.snapshot
+        job = TableJob(task.source, task.versions, final, task.state.through, task.history,
+                       snapshot.position if snapshot else None)
+        outcome = replay_new(spark, cfg, job, (task.source, task.db, task.table), paths, task.run_id)
+        if isinstance(outcome, Outcome):
+            log.info("gold.%s: incremental, %d new row change(s) replayed on %d row(s) read back", name,
+                     outcome.replayed, outcome.fetched)
+            return _incremental_result(spark, cfg, task, paths, final, outcome)
+        reason = outcome
+    log.info("gold.%s: full replay (%s)", name, reason)
+    return _full_replay(spark, cfg, task, paths, final, reason or "forced")

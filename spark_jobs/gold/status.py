@@ -1,0 +1,153 @@
+"""``meta.gold_status``: what the previous run says of each gold table (read at the start of a
+run: skip, resume or replay in full), and the source's rows written at its end.
+
+One row per gold table, ``__history`` table and union part. Written after every table: the
+recorded ``table_version`` then proves the next run that nothing wrote the table since
+(``binlake.gold.plan``), and a table written after its status row falls back to the full replay.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import TYPE_CHECKING, Any
+
+from binlake.gold.plan import NONE, ReplayState, coordinates_of, coordinates_text
+from binlake.gold.schema_history import Coordinates, SchemaVersion
+from binlake.lake.leases import CommitFence
+from binlake.lake.sql_text import sql_identifier, sql_string
+from binlake.lake.tables import gold_table_name
+from spark_jobs.gold.results import GoldTableResult, GoldUnionResult
+from spark_jobs.gold.tables import HISTORY_SUFFIX, gold_location, is_delta, replace_source_rows
+from spark_jobs.lake import committed_write, ensure_table, table_path
+from spark_jobs.schemas import spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+    from binlake.config import BinlakeConfig
+
+
+def previous_status(spark: SparkSession, cfg: BinlakeConfig, source: str) -> dict[str, dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    path = table_path(cfg, "meta.gold_status")
+    if not is_delta(spark, path):
+        return {}
+    df = spark.read.format("delta").load(path)
+    if "input_fingerprint" not in df.columns:
+        return {}
+    return {r["gold_table"]: r.asDict() for r in df.where(F.col("source") == source).collect()}
+
+
+def unchanged_result(previous: dict[str, Any], history: dict[str, Any] | None) -> GoldTableResult:
+    """A table whose inputs are those of its last run: its status row carried over, nothing replayed."""
+    warnings = tuple(sorted(json.loads(previous["warnings"]).items())) if previous["warnings"] else ()
+    last = (previous["last_file"], previous["last_pos"], previous["last_gtid"],
+            previous["last_commit_time"])
+    state = ReplayState.from_status(previous, history)
+    return GoldTableResult(previous["gold_table"], previous["db"], previous["table_name"],
+                           previous["location"], previous["rows"], previous["changes"], "unchanged",
+                           warnings, last, previous["input_fingerprint"],
+                           None if history is None else history["rows"], NONE, None, 0, state.through,
+                           state.table_version, state.history_version, state.schema_digest, table_map=state.table_map,
+                           schema_status=previous.get("schema_status"))
+
+
+def gold_names(source: str, previous: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The previous status rows of the source's own gold tables (not __history, not unions): name -> key."""
+    return {name: (row["db"], row["table_name"]) for name, row in previous.items()
+            if name == gold_table_name(source, row["db"], row["table_name"])}
+
+
+def replay_marks(previous: dict[str, dict[str, Any]]) -> dict[tuple[str, str], Coordinates]:
+    """Per table: the W its status row says its gold table includes (``replayed_through``)."""
+    out = {}
+    for name, row in previous.items():
+        at = coordinates_of(row.get("replayed_through"))
+        if at is not None and not name.endswith(HISTORY_SUFFIX) and "__" in name:
+            out[(row["db"], row["table_name"])] = at
+    return out
+
+
+def _gap_since(spark: SparkSession, cfg: BinlakeConfig, source: str) -> tuple[bool | None, str | None]:
+    """(complete, first GAP file) from meta.gtid_reconciliation; (None, None) if not reconciled."""
+    from pyspark.sql import functions as F
+
+    path = table_path(cfg, "meta.gtid_reconciliation")
+    if not is_delta(spark, path):
+        return None, None
+    gaps = (spark.read.format("delta").load(path)
+            .where((F.col("source") == source) & F.col("status").isin("GAP", "CHAIN_BREAK"))
+            .orderBy("chain_index").select("file").first())
+    return (gaps is None), (None if gaps is None else gaps["file"])
+
+
+def _archive_gtids(spark: SparkSession, cfg: BinlakeConfig, source: str) -> str | None:
+    from pyspark.sql import functions as F
+
+    path = table_path(cfg, "meta.gtid_coverage")
+    if not is_delta(spark, path):
+        return None
+    sets = [r["gtid_set"] for r in spark.read.format("delta").load(path)
+            .where(F.col("source") == source).orderBy("sid", "tag", "gno_start").collect()]
+    return ",".join(sets) or None
+
+
+def _replay_columns(r: GoldTableResult, version: int | None, silver: int | None) -> tuple[Any, ...]:
+    """The status row's replay columns (``replay`` … ``schema_status``) for table ``r`` at ``version``."""
+    return (r.replay, r.replay_reason, r.replayed, coordinates_text(r.through), version, r.schema_digest, silver,
+            r.table_map, r.schema_status)
+
+
+def write_status(spark: SparkSession, cfg: BinlakeConfig, source: str, results: list[GoldTableResult],
+                 history: list[SchemaVersion], seeded: bool, run_id: str,
+                 unions: tuple[GoldUnionResult, ...] = (), silver_version: int | None = None) -> None:
+    """Replace the source's rows of meta.gold_status: one per gold table, history table and union
+    part (a union table has one row per source: its rows there, and what they were copied at).
+    Written after every table: the recorded ``table_version`` then proves the next run that
+    nothing wrote the table since (``binlake.gold.plan``)."""
+    complete, since = _gap_since(spark, cfg, source)
+    gtids = _archive_gtids(spark, cfg, source)
+    now = _dt.datetime.now(_dt.UTC)
+    rows = []
+    for r in results:
+        last = r.last_change or (None, None, None, None)
+        versions = [v.version for v in history if (v.db, v.table) == (r.db, r.table)]
+        shared = (max(versions) if versions else None, *last, gtids, complete, since, seeded)
+        warnings = json.dumps(dict(r.warnings)) if r.warnings else None
+        tail = (r.write_mode, warnings, r.fingerprint, run_id, now)
+        rows.append((source, r.name, r.db, r.table, r.location, r.rows, r.changes, *shared, *tail,
+                     *_replay_columns(r, r.table_version, silver_version)))
+        if r.history_rows is not None:  # the status row is the history table's catalog entry too
+            name = r.name + HISTORY_SUFFIX
+            rows.append((source, name, r.db, r.table, gold_location(cfg, name), r.history_rows, r.changes,
+                         *shared, *tail, *_replay_columns(r, r.history_version, silver_version)))
+        for u in unions:
+            if (u.db, u.table) == (r.db, r.table):
+                rows.append((source, u.name, u.db, u.table, u.location, u.rows, r.changes, *shared,
+                             u.write_mode, u.error and json.dumps({u.error: 1}), u.fingerprint, run_id, now,
+                             *_replay_columns(r, None, silver_version)))
+    _ensure_columns(spark, cfg, "meta.gold_status")
+    replace_source_rows(spark, cfg, "meta.gold_status", rows, source, run_id)
+
+
+def _ensure_columns(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> None:
+    """Add the registry's columns a table written by an older binlake lacks (appended at the end,
+    as the registry appends new columns), so the replace below finds the schema it writes."""
+    path = ensure_table(spark, cfg, full_name)
+    wanted = spec(full_name)
+    held = set(spark.read.format("delta").load(path).columns)
+    missing = [c for c in wanted.table.columns if c.name not in held]
+    if not missing:
+        return
+    columns = ", ".join(f"{sql_identifier(c.name)} {c.type} COMMENT {sql_string(c.comment)}" for c in missing)
+
+    def alter(fence: CommitFence) -> None:
+        now_held = set(spark.read.format("delta").load(path).columns)
+        if all(c.name in now_held for c in missing):
+            return  # another source's gold task added them meanwhile
+        fence.check()
+        spark.sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
+
+    committed_write(path, cfg.s3, alter, f"add columns to {full_name}")
