@@ -133,7 +133,7 @@ class AirflowServices:
                 self.get("/api/v2/monitor/health")
                 return
             except (OSError, AirflowServiceError):
-                time.sleep(1.0)
+                time.sleep(0.5)
         raise AirflowServiceError(f"airflow api-server not healthy after {timeout:.0f}s: "
                                   f"{self.service_log('api-server')[-3000:]}")
 
@@ -210,7 +210,7 @@ class AirflowServices:
                 self.get(f"/api/v2/dags/{dag_id}")
                 return
             except AirflowServiceError:
-                time.sleep(2.0)
+                time.sleep(0.5)
         raise AirflowServiceError(f"DAG {dag_id} not parsed after {timeout:.0f}s: "
                                   f"{self.service_log('dag-processor')[-3000:]}")
 
@@ -227,7 +227,7 @@ class AirflowServices:
             state = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"]
             if state in TERMINAL_RUN_STATES:
                 return str(state)
-            time.sleep(3.0)
+            time.sleep(1.0)  # one small REST call: a run's end is seen within a second
         raise AirflowServiceError(f"run {dag_id}/{run_id} not finished after {timeout:.0f}s")
 
     def task_instances(self, dag_id: str, run_id: str) -> list[TaskInstanceInfo]:

@@ -126,7 +126,7 @@ class SparkStandaloneCluster:
                     return
             except (OSError, ValueError):  # not listening yet, or (starting) an empty answer
                 pass
-            time.sleep(1.0)
+            time.sleep(0.25)
         raise SparkClusterError(f"{n} spark worker(s) not registered after {timeout:.0f}s: "
                                 f"{self.log('worker0')[-2000:]}")
 
@@ -164,7 +164,7 @@ class SparkStandaloneCluster:
         while time.monotonic() < deadline:
             if any(a.get("id") == app_id for a in self.state().get("completedapps", [])):
                 return
-            time.sleep(1.0)
+            time.sleep(0.5)
         raise SparkClusterError(f"application {app_id} still running after {timeout:.0f}s")
 
     def workers_running(self, app_id: str) -> list[int]:

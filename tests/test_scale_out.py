@@ -29,6 +29,7 @@ import datetime as dt
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
 from binlake_testing.airflow_services import AirflowServices, TaskInstanceInfo
-from binlake_testing.s3server import S3Server
+from binlake_testing.s3server import S3Server, free_port
 from binlake_testing.spark_cluster import SparkStandaloneCluster, package_zip
 from binlake_testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
 from spark_jobs.schemas import ALL_TABLES
@@ -133,7 +134,20 @@ def stack(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iter
             if not (source == "gappy" and name == GAPPY_MISSING):
                 client.put_object(Bucket=BUCKET, Key=f"archive/{source}/{name}", Body=read_fixture(name))
     tmp = tmp_path_factory.mktemp("scale-out")
-    cluster = SparkStandaloneCluster(tmp / "cluster", workers=2, cores=1, memory="1g").start()
+    # the cluster's JVMs start while Airflow migrates its database and starts its services (each
+    # waits on its own processes): the master's port is chosen first, Airflow's config names it
+    cluster = SparkStandaloneCluster(tmp / "cluster", workers=2, cores=1, memory="1g", master_port=free_port(),
+                                     extra_env={"SPARK_DAEMON_JAVA_OPTS": SHORT_JOB_JVM_OPTIONS})
+    started: list[BaseException | None] = []
+
+    def start_cluster() -> None:
+        try:
+            cluster.start()
+            started.append(None)
+        except BaseException as exc:  # noqa: BLE001 - raised in the fixture's thread below
+            started.append(exc)
+    starter = threading.Thread(target=start_cluster, name="spark-cluster-start")
+    starter.start()
     try:
         cfg = _write_config(tmp / "binlake.toml", endpoint=s3_server.endpoint_url, master=cluster.master_url,
                             py_files=package_zip(REPO_ROOT, tmp / "binlake-py.zip"))
@@ -142,6 +156,9 @@ def stack(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "BINLAKE_CONFIG": str(cfg.config_path), "PYTHONPATH": str(REPO_ROOT), "SPARK_LOCAL_IP": "127.0.0.1",
             "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),  # spark-submit of the pip pyspark
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+            # the DAG files do not change during the module: parsed once (and again every 10 min,
+            # not every 30 s as by default, each parse a process importing the DAGs)
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
             "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({
                 "conn_type": "spark", "host": "spark://127.0.0.1", "port": cluster.master_port,
                 "extra": {"deploy-mode": "client"}}),
@@ -149,8 +166,15 @@ def stack(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iter
         airflow = AirflowServices(home=tmp / "airflow", dags_folder=REPO_ROOT / "dags", extra_env=env, parallelism=2)
         airflow.start()
     except BaseException:
+        starter.join()
         cluster.stop()
         raise
+    starter.join()
+    failed = started[0] if started else RuntimeError("the Spark cluster's start did not finish")
+    if failed is not None:
+        airflow.stop()
+        cluster.stop()
+        raise failed
     stack = Stack(cfg, cluster, airflow)
     try:
         airflow.wait_for_dag("binlake_nightly")
@@ -160,14 +184,14 @@ def stack(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iter
         stack.stop()
 
 
-@pytest.fixture(scope="module")
-def serial_digests(stack: Stack, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, TableDigest]:
-    """The same archive through the same steps, one after the other, in-process (local mode)."""
+def _serial_digests(cfg: BinlakeConfig, folder: Path) -> dict[str, TableDigest]:
+    """The same archive through the same steps, one after the other, in-process (local mode, the
+    worker's session), into a warehouse and a state folder of its own."""
     from binlake.runs import ChainBrokenError, discover
     from spark_jobs.steps import run_data_checks, run_spark_step
 
-    local = dataclasses.replace(stack.cfg, warehouse=str(tmp_path_factory.mktemp("serial") / "warehouse"),
-                                spark=dataclasses.replace(stack.cfg.spark, mode="local", master="local[2]"))
+    local = dataclasses.replace(cfg, warehouse=str(folder / "warehouse"), state_dir=str(folder / "state"),
+                                spark=dataclasses.replace(cfg.spark, mode="local", master="local[2]"))
     for source in SOURCES:
         discover(source, "serial", cfg=local)
         for step in ("decode", "reconcile", "gold"):
@@ -180,17 +204,50 @@ def serial_digests(stack: Stack, spark: Any, tmp_path_factory: pytest.TempPathFa
         if source == "gappy":
             continue  # the DAG never checks a source whose reconcile failed (upstream_failed)
         run_data_checks(source, "serial", local)
-    digests = _digests(local)
+    return _digests(local)
+
+
+class _Serial(threading.Thread):
+    """:func:`_serial_digests` in a thread: it runs while the cluster runs the nightly, whose tasks
+    leave the two cores idle for seconds at a time (Airflow starting task processes, polling)."""
+
+    def __init__(self, cfg: BinlakeConfig, folder: Path) -> None:
+        super().__init__(name="serial-local-run", daemon=True)
+        self.cfg, self.folder = cfg, folder
+        self.digests: dict[str, TableDigest] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.digests = _serial_digests(self.cfg, self.folder)
+        except BaseException as exc:  # noqa: BLE001 - raised by result() in the fixture's thread
+            self.error = exc
+
+    def result(self) -> dict[str, TableDigest]:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.digests is not None
+        return self.digests
+
+
+@pytest.fixture(scope="module")
+def serial_digests(nightly: dict[str, Any]) -> dict[str, TableDigest]:
+    """The serial local-mode run's tables (run while the nightly ran, see :func:`nightly`)."""
+    digests: dict[str, TableDigest] = nightly["serial"].result()
     assert digests["meta.ingested_files"].rows == 7  # 4 + 3 files
     assert any(name.startswith("gold.alpha__") for name in digests)
     return digests
 
 
 @pytest.fixture(scope="module")
-def nightly(stack: Stack) -> dict[str, Any]:
-    """The nightly run, with the worker running a task of the first decode application SIGKILLed."""
+def nightly(stack: Stack, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The nightly run, with the worker running a task of the first decode application SIGKILLed;
+    meanwhile this process runs the serial local-mode reference (``spark``: the worker's session)."""
     t0 = time.monotonic()
     run_id = stack.airflow.trigger("binlake_nightly")
+    serial = _Serial(stack.cfg, tmp_path_factory.mktemp("serial"))
+    serial.start()
     killed_during, victim = stack.cluster.wait_for_running_task("binlake-decode", timeout=RUN_TIMEOUT)
     stack.remember_processes()
     stack.cluster.kill_worker(victim)
@@ -202,7 +259,7 @@ def nightly(stack: Stack) -> dict[str, Any]:
     tis = stack.airflow.task_instances("binlake_nightly", run_id)
     print(f"\nnightly run on the cluster: {state} in {time.monotonic() - t0:.0f}s; worker {victim} killed during "
           f"{killed_during}; decode attempts: {[t.try_number for t in tis if t.task_id.endswith('decode')]}")
-    return {"run_id": run_id, "state": state, "tis": tis, "killed_during": killed_during}
+    return {"run_id": run_id, "state": state, "tis": tis, "killed_during": killed_during, "serial": serial}
 
 
 def _states(tis: list[TaskInstanceInfo], sources: tuple[str, ...]) -> dict[tuple[str, str], str | None]:
