@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from binlake.gold.types import spark_type
 from binlake.lake.sql_text import sql_identifier, sql_string
 from spark_jobs.gold.tables import (
     HISTORY_START,
+    commit_metadata,
     coordinates_literal,
     gold_schema_ddl,
     history_schema_ddl,
@@ -260,11 +260,8 @@ def merge_rows(spark: SparkSession, target: DeltaTable, src: DataFrame, on: str,
         builder = builder.whenMatchedDelete(condition=f"s.{GONE}")
     builder = (builder.whenMatchedUpdate(condition=f"{keep} AND {changed}", set=assignments)
                .whenNotMatchedInsert(condition=keep, values=assignments))
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps({"job": job, "run_id": run_id}))
-    try:
+    with commit_metadata(spark, job, run_id):
         builder.execute()
-    finally:
-        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
 
 
 def _merge_history(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, within: str, path: str,

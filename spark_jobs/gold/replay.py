@@ -34,9 +34,10 @@ from binlake.gold.state import Segment, TableReplayer, best_table_map, final_sch
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
 from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
-from spark_jobs.gold.results import GoldTableResult
+from spark_jobs.gold.results import GoldTableResult, last_change
 from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
+    commit_metadata,
     coordinates_literal,
     event_coordinates,
     gold_location,
@@ -181,13 +182,10 @@ def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchem
             # changes a row's values while its last change stays the same
             changed = "NOT (" + " AND ".join(
                 f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
-            spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", meta)
-            try:
+            with commit_metadata(spark, "gold", run_id):
                 (target.alias("t").merge(df.alias("s"), on)
                  .whenMatchedUpdateAll(condition=changed).whenNotMatchedInsertAll()
                  .whenNotMatchedBySourceDelete().execute())
-            finally:
-                spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
             return "merge"
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", meta).save(path))
@@ -206,7 +204,7 @@ def _side_facts(side: list[tuple[str, Any]]) -> tuple[int, int, Any, Coordinates
         elif kind == "through":
             through = value
         elif kind == "last":
-            last = None if value is None else (value[4], value[5], value[2], value[3])
+            last = None if value is None else last_change(value)
         else:
             warnings[value[0]] += value[1]
     return changes, fed, last, through, warnings
@@ -250,7 +248,7 @@ def _incremental_result(spark: SparkSession, cfg: BinlakeConfig, task: TableTask
     assert state is not None
     warnings: Counter[str] = Counter(state.warnings or {})
     warnings.update(outcome.warnings)
-    last = state.last if outcome.last is None else (outcome.last[4], outcome.last[5], outcome.last[2], outcome.last[3])
+    last = state.last if outcome.last is None else last_change(outcome.last)
     rows = spark.read.format("delta").load(path).count()
     history_rows = None if history_path is None else int(spark.read.format("delta").load(history_path).count())
     gold_version, history_version = versions_after(cfg, path, history_path)

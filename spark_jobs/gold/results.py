@@ -23,6 +23,12 @@ WRITTEN_MODES = frozenset({"merge", "overwrite"})
 UNION_WRITTEN_MODES = frozenset({"union", "merge", "removed"})
 
 
+def last_change(meta: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A replayed change's ``META_COLUMNS`` (``binlake.gold.state``) as a result's ``last_change``:
+    (file, pos, gtid, commit_time), the order of ``meta.gold_status``' ``last_*`` columns."""
+    return meta[4], meta[5], meta[2], meta[3]
+
+
 @dataclass(frozen=True)
 class GoldTableResult:
     """One gold table written by a run."""

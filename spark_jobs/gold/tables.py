@@ -7,7 +7,10 @@ internals for these.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.schema_history import Coordinates, TableSchema
@@ -57,6 +60,18 @@ def replace_source_rows(spark: SparkSession, cfg: BinlakeConfig, full_name: str,
     replace_few_rows(spark, cfg, full_name, [dict(zip(names, r, strict=True)) for r in rows],
                      functools.partial(source_predicate, source), run_id=run_id, job=job,
                      txn_app=f"binlake-{job}:{source}:{run_id}", extra_meta={"source": source})
+
+
+@contextlib.contextmanager
+def commit_metadata(spark: SparkSession, job: str, run_id: str) -> Iterator[None]:
+    """Tag the Delta commits made inside (a MERGE: its builder takes no ``userMetadata`` option)
+    with the job and run, as every binlake write is tagged."""
+    key = "spark.databricks.delta.commitInfo.userMetadata"
+    spark.conf.set(key, json.dumps({"job": job, "run_id": run_id}))
+    try:
+        yield
+    finally:
+        spark.conf.unset(key)
 
 
 def read_silver(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> DataFrame:
