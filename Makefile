@@ -4,6 +4,7 @@
 #                system packages (mariadb, docker-compose) via apt when missing.
 #   make demo    end-to-end run of the nightly DAG on the bundled sample binlogs.
 #   make lint    ruff + mypy (config in pyproject.toml); fails on any finding.
+#   make test-fast  the `unit` tests only, no setup: the two-minute loop.
 #   make test    lint, the extension's cargo tests (when it is built), then pytest over tests/ on 2 xdist
 #                workers, incl. the scale-out test (exit 5 "no tests collected" fails).
 #   make lock    re-resolve requirements.in into requirements.lock (needs network).
@@ -26,10 +27,10 @@ PYTEST_DIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dis
 BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
-.PHONY: help setup setup-python setup-jars setup-logstore setup-system setup-native demo lint test test-cluster cluster-demo lock clean
+.PHONY: help setup setup-python setup-jars setup-logstore setup-system setup-native demo lint test test-fast test-cluster cluster-demo lock clean
 
 help:
-	@echo "make setup | make demo | make lint | make test | make test-cluster | make cluster-demo | make lock | make clean"
+	@echo "make setup | make demo | make lint | make test | make test-fast | make test-cluster | make cluster-demo | make lock | make clean"
 
 setup: setup-system setup-python setup-jars setup-logstore
 	@$(MAKE) --no-print-directory setup-native
@@ -144,6 +145,11 @@ test: setup lint
 	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc
+
+# The fast loop: the tests marked `unit` (no JVM, no server, no subprocess; tests/conftest.py marks
+# every test by cost), no setup or lint first. A `unit` test that starts Spark fails here.
+test-fast:
+	BINLAKE_UNIT_ONLY=1 $(VENV)/bin/pytest -q -m unit --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests
 
 # Only the scale-out test (a Spark standalone cluster + Airflow's services on loopback).
 test-cluster: setup
