@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
