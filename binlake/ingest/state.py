@@ -20,10 +20,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.discovery.discover import DiscoveredFile, KnownFile, SourceDiscovery, select_range
 from binlake.lake.tables import table
+
+if TYPE_CHECKING:
+    from binlake.config import BinlakeConfig
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ BINLOG_FILES = "meta.binlog_files"
 MODES = ("nightly", "missing", "reprocess")
 
 
-def read_table_rows(cfg: Any, full_name: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]] | None:
+def read_table_rows(cfg: BinlakeConfig, full_name: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]] | None:
     """Rows of a warehouse Delta table without Spark (delta-rs); ``[]`` when absent, ``None`` when
     delta-rs cannot read it (discovery then reads every object, the ingest asks Spark)."""
     from binlake.lake.delta_tables import open_delta_table
@@ -76,7 +79,7 @@ _FACT_COLS = ("source", "file", "etag", "closing_event", "next_file", "server_id
               "previous_gtids_raw")
 
 
-def load_known_files(cfg: Any, source: str) -> dict[str, KnownFile] | None:
+def load_known_files(cfg: BinlakeConfig, source: str) -> dict[str, KnownFile] | None:
     """``file -> KnownFile`` for ``source`` read without Spark (None when the table can't be read)."""
     try:
         ingested = read_table_rows(cfg, INGESTED_FILES, _INGESTED_COLS)
