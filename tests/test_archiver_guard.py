@@ -36,12 +36,14 @@ def test_s3_lease_one_holder_then_a_conditional_take_over_and_the_stalled_holder
         s3_server: Any, s3_bucket: str) -> None:
     dest = f"s3://{s3_bucket}/binlogs/src/"
     backend = meta_backend(dest, client=s3_server.client())
-    first = DestinationLease(backend, dest, ttl=0.3)
+    # a lease life long enough that a loaded CI worker reaches the second acquire inside it (0.3 s
+    # was not: the second archiver took over instead of being refused)
+    first = DestinationLease(backend, dest, ttl=2.0)
     first.acquire()
-    second = DestinationLease(backend, dest, ttl=0.3)
+    second = DestinationLease(backend, dest, ttl=2.0)
     with pytest.raises(ArchiverLeaseHeld, match="is being written by another archiver"):
         second.acquire()
-    time.sleep(1.6)  # the first holder stalls past its lease's life (the store's clock: whole seconds)
+    time.sleep(3.3)  # the first holder stalls past its lease's life (the store's clock: whole seconds)
     second.acquire()  # taken over with If-Match on the expired lease's ETag
     with pytest.raises(ArchiverGuardError, match="taken over by another archiver"):
         first.renew(force=True)  # its late renewal does not overwrite the new holder's lease
