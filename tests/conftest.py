@@ -22,6 +22,13 @@ import pytest
 from binlake.config import REPO_ROOT, BinlakeConfig, config_from_dict
 from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
+
+def _ci() -> bool:
+    """Whether this is a CI run (``CI`` set, as in ``CI=true``): the hypothesis profile and the
+    failing skips both follow it."""
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
 # --- hypothesis profiles (hostile-input / fuzz tests) -----------------------------------------
 # "ci" (loaded when CI is set, as in CI=true): derandomized, so every run draws the same examples
 # and a failure reproduces; no example database, no deadline (2 shared cores). "dev" (default):
@@ -38,9 +45,7 @@ else:
         suppress_health_check=[_HealthCheck.too_slow])
     _hyp_settings.register_profile(
         "dev", deadline=None, max_examples=100, suppress_health_check=[_HealthCheck.too_slow])
-    _hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
-                               or ("ci" if os.environ.get("CI", "").lower() not in ("", "0", "false")
-                                   else "dev"))
+    _hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _ci() else "dev"))
 # --- end hypothesis profiles --------------------------------------------------------------------
 
 
@@ -184,10 +189,6 @@ LONGEST_FIRST = (
 #: other skip means a required part is missing (the extension, MariaDB, mariadb-binlog, chromium,
 #: openssl, ...) and fails a CI run (``CI=true``), so a green CI run ran everything it claims.
 OPTIONAL_SKIPS = ("BINLAKE_CAMPAIGN_STOCK", "peer not built")
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false")
 
 
 def _fail_required_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
