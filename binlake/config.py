@@ -257,6 +257,10 @@ class GoldSettings:
     seed_dumps: Mapping[StrictStr, StrictStr] = dataclasses.field(default_factory=dict)
     union: Mapping[StrictStr, Annotated[GoldUnion, BeforeValidator(_union_entry)]] = dataclasses.field(
         default_factory=dict)
+    #: gold tables keep Delta's change data feed (``table_changes`` / ``readChangeFeed``: a night's net changes)
+    change_data_feed: StrictBool = True
+    #: gold MERGEs mark deleted and updated rows in deletion vectors instead of rewriting whole files
+    deletion_vectors: StrictBool = True
 
     @field_validator("union")
     @classmethod
@@ -276,6 +280,23 @@ class GoldSettings:
         wanted = f"{db}.{table}".casefold()
         return tuple(sorted(name for name, u in self.union.items()
                             if u.table.casefold() == wanted and (u.sources is None or source in u.sources)))
+
+
+@dataclass(frozen=True, config=_SCHEMA)
+class MaintenanceSettings:
+    """``[maintenance]``: the ``binlake_maintenance`` DAG (docs/maintenance.md). ``cron``: its own
+    schedule; a table is compacted when one of its partitions holds at least ``min_files`` data
+    files smaller than ``target_file_mb``; ``vacuum_retention_hours``: how long removed files stay
+    readable, refused when shorter than ``max_run_hours`` (the longest a pipeline run may read
+    one table version) or the run lease's life; a checkpoint is written after
+    ``checkpoint_every`` commits without one."""
+
+    cron: StrictStr = "0 5 * * 0"
+    min_files: StrictInt = Field(default=16, ge=2)
+    target_file_mb: StrictInt = Field(default=128, ge=1)
+    vacuum_retention_hours: StrictInt = Field(default=168, ge=0)
+    max_run_hours: StrictFloat = Field(default=24.0, gt=0)
+    checkpoint_every: StrictInt = Field(default=10, ge=1)
 
 
 @dataclass(frozen=True, config=_SCHEMA)
@@ -311,6 +332,7 @@ class BinlakeConfig:
     config_path: StrictStr | None = None
     archive: ArchiveConfig | None = None
     gold: GoldSettings = GoldSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
 
     @field_validator("sources")
     @classmethod
@@ -367,7 +389,7 @@ class BinlakeConfig:
 _PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object")
 #: file key -> field name, per section
 _FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
-_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold")
+_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold", "maintenance")
 _UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
@@ -380,7 +402,7 @@ def _file_keys(section: str) -> list[str]:
     if section == "gold.union":
         return [f.name for f in dataclasses.fields(GoldUnion)]
     model = {"sources": SourceConfig, "s3": S3Settings, "spark": SparkSettings, "archive": ArchiveSettings,
-             "gold": GoldSettings}[section]
+             "gold": GoldSettings, "maintenance": MaintenanceSettings}[section]
     back = {v: k for k, v in _FILE_RENAMES.get(section, {}).items()}
     return [back.get(f.name, f.name) for f in dataclasses.fields(model)]
 

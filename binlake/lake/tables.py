@@ -435,12 +435,36 @@ META_GOLD_STATUS = TableSpec(
     key=("source", "gold_table"),
 )
 
+META_MAINTENANCE_RUNS = TableSpec(
+    "meta", "maintenance_runs",
+    "Per maintenance run and table: what binlake_maintenance did (compaction, VACUUM, checkpoint) and its effect.",
+    columns=(
+        Column("source", STRING, False, "'*': maintenance works on whole tables (every source's partition)"),
+        Column("run_id", STRING, False, "maintenance run"),
+        Column("table_name", STRING, False, "table (bronze.events, gold.<name> ...)"),
+        Column("engine", STRING, False, "'delta-rs' or 'spark' (a protocol delta-rs does not write)"),
+        Column("actions", STRING_ARRAY, False, "what was done: zorder / cluster / compact, checkpoint, vacuum"),
+        Column("cluster_by", STRING_ARRAY, False, "the columns files were clustered by"),
+        Column("files_before", BIGINT, False, "live data files before"),
+        Column("files_after", BIGINT, False, "live data files after"),
+        Column("bytes_before", BIGINT, False, "bytes of the live data files before"),
+        Column("bytes_after", BIGINT, False, "bytes of the live data files after"),
+        Column("log_entries_before", BIGINT, False, "commit files in _delta_log before"),
+        Column("log_entries_after", BIGINT, False, "commit files in _delta_log after"),
+        Column("files_vacuumed", BIGINT, False, "files VACUUM deleted"),
+        Column("retention_hours", BIGINT, False, "the VACUUM retention"),
+        Column("millis", BIGINT, False, "wall time spent on the table (milliseconds)"),
+        Column("started_at", TIMESTAMP, False, "when the table's maintenance started"),
+    ),
+    key=("source", "run_id", "table_name"),
+)
+
 GOLD_DATABASE = "gold"
 
 TABLES: tuple[TableSpec, ...] = (
     BRONZE_EVENTS, BRONZE_QUARANTINE, SILVER_TRANSACTIONS, SILVER_ROW_CHANGES, SILVER_STATEMENTS,
     META_BINLOG_FILES, META_INGESTED_FILES, META_GTID_COVERAGE, META_GTID_RECONCILIATION,
-    SILVER_SCHEMA_HISTORY, META_GOLD_STATUS,
+    SILVER_SCHEMA_HISTORY, META_GOLD_STATUS, META_MAINTENANCE_RUNS,
 )
 
 DATABASES: tuple[str, ...] = (*dict.fromkeys(t.database for t in TABLES), GOLD_DATABASE)
