@@ -263,7 +263,7 @@ STAGES: dict[str, tuple[str, ...]] = {
              "spark_jobs", "spark_jobs.errors", "spark_jobs.session", "spark_jobs.progress",
              "spark_jobs.spark_logs"),
     "runner": ("binlake.runs", "spark_jobs.steps", "spark_jobs.__main__"),
-    "lake": ("binlake.lake", "spark_jobs.lake", "spark_jobs.schemas", "spark_jobs.delta_retry"),
+    "lake": ("binlake.lake", "spark_jobs.lake", "spark_jobs.schemas", "spark_jobs.delta_retry", "spark_jobs.catalog"),
     "discovery": ("binlake.discovery",),
     "ingest": ("binlake.ingest", "spark_jobs.ingest", "spark_jobs.ingest_state", "spark_jobs.records",
                "spark_jobs.columns", "spark_jobs.staging_writer"),
@@ -271,6 +271,8 @@ STAGES: dict[str, tuple[str, ...]] = {
     "gold": ("binlake.gold", "spark_jobs.gold"),
     "sql": ("binlake.sql", "spark_jobs.sql_engine"),
     "archive": ("binlake.archive",),
+    "history": ("binlake.history", "spark_jobs.history"),
+    "maintenance": ("binlake.lake.maintenance", "spark_jobs.maintenance"),
 }
 #: Which other stages a stage may import. The lake (table registry, storage, Delta helpers, leases)
 #: is under every stage; ``core`` reads the registry (config checks table names against it); gold
@@ -285,6 +287,8 @@ STAGE_IMPORTS: dict[str, set[str]] = {
     "gold": {"core", "lake"},
     "sql": {"core", "lake"},
     "archive": {"core", "lake", "discovery"},
+    "history": {"core", "lake", "gold", "reconcile", "sql"},
+    "maintenance": {"core", "lake"},
     "runner": set(STAGES),
 }
 #: A module whose name (any part below the package) starts with one of these words belongs to that
@@ -292,6 +296,7 @@ STAGE_IMPORTS: dict[str, set[str]] = {
 STAGE_WORDS: dict[str, str] = {
     "gold": "gold", "sql": "sql", "reconcil": "reconcile", "coverage": "reconcile", "archiv": "archive",
     "discover": "discovery", "ingest": "ingest", "delta": "lake", "lease": "lake", "storage": "lake",
+    "maintenance": "maintenance",
 }
 #: Names that carry a stage word for another reason, with the reason.
 STAGE_WORD_EXCEPTIONS: dict[str, str] = {

@@ -82,7 +82,6 @@ class TablePlan:
     name: str
     compact_partitions: tuple[tuple[str | None, ...], ...]
     cluster_by: tuple[str, ...]
-    liquid: bool  # cluster with Delta liquid clustering (unpartitioned table), else Z-order
     checkpoint: bool
     vacuum: bool
 
@@ -94,7 +93,7 @@ class TablePlan:
     def actions(self) -> tuple[str, ...]:
         out = []
         if self.compact_partitions:
-            out.append(("cluster" if self.liquid else "zorder") if self.cluster_by else "compact")
+            out.append("zorder" if self.cluster_by else "compact")
         if self.checkpoint:
             out.append("checkpoint")
         if self.vacuum:
@@ -119,7 +118,7 @@ def plan_table(facts: TableFacts, settings: MaintenanceSettings, cluster_by: tup
     """What ``facts``' table needs (see module doc); ``removed_files``: its log holds ``remove``
     actions (files VACUUM may delete once older than the retention)."""
     compact = tuple(p for p, n in facts.small_files if n >= settings.min_files)
-    return TablePlan(facts.name, compact, cluster_by, liquid=not facts.partition_columns and bool(cluster_by),
+    return TablePlan(facts.name, compact, cluster_by,
                      checkpoint=facts.commits_since_checkpoint >= settings.checkpoint_every or bool(compact),
                      vacuum=bool(compact) or removed_files)
 

@@ -2,7 +2,8 @@
 
 Why one registry: table names (``bronze.events``), their folders under the warehouse, their
 columns, keys and partitioning must not drift between the writers (the Spark jobs, which derive
-their ``StructType`` s from here in :mod:`spark_jobs.schemas`), the readers (``binlake sql``, the
+their ``StructType`` s from here in :mod:`spark_jobs.schemas`; the ingest's executors and delta-rs,
+which write the Arrow schemas of :attr:`TableSpec.arrow_schema`), the readers (``binlake sql``, the
 demo summary, the table digests) and docs/tables.md. Add a table here and every one of them knows it.
 
 Column types are Spark SQL type names (``BIGINT``, ``ARRAY<STRING>`` ...); this module stays free
@@ -15,8 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from binlake.errors import BinlakeError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 STRING, BIGINT, INT, BOOLEAN = "STRING", "BIGINT", "INT", "BOOLEAN"
 TIMESTAMP, DATE, BINARY = "TIMESTAMP", "DATE", "BINARY"
@@ -24,6 +30,21 @@ STRING_ARRAY = "ARRAY<STRING>"  # elements never NULL
 STRING_MAP = "MAP<STRING,STRING>"  # values may be NULL (SQL NULL in a row image)
 #: the Delta table property naming the columns with data-skipping statistics
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+
+
+def arrow_type(type_name: str) -> pa.DataType:
+    """The Arrow type of a registry type name: what rows written without Spark hold (TIMESTAMP is
+    UTC microseconds, as Spark's Arrow conversion has it)."""
+    import pyarrow as pa
+
+    if type_name == STRING_ARRAY:
+        return pa.list_(pa.field("element", pa.string(), nullable=False))
+    if type_name == STRING_MAP:
+        return pa.map_(pa.string(), pa.string())
+    return {
+        STRING: pa.string(), BIGINT: pa.int64(), INT: pa.int32(), BOOLEAN: pa.bool_(),
+        TIMESTAMP: pa.timestamp("us", tz="UTC"), DATE: pa.date32(), BINARY: pa.binary(),
+    }[type_name]
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,14 @@ class TableSpec:
     def ddl(self) -> str:
         """The columns as Spark DDL text (``source STRING NOT NULL, ...``)."""
         return ", ".join(c.ddl() for c in self.columns)
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The columns as a pyarrow schema, every field nullable: rows written without Spark are
+        checked against NOT NULL by Delta when they are committed, as Spark-built rows are."""
+        import pyarrow as pa
+
+        return pa.schema([pa.field(c.name, arrow_type(c.type)) for c in self.columns])
 
     def location(self, warehouse: str) -> str:
         """Absolute location of the table under ``warehouse`` (local folder or object-store URI)."""
