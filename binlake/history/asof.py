@@ -1,0 +1,124 @@
+"""A source table's rows as they were at a moment (``binlake asof``), typed like its gold table.
+
+How: the moment becomes a cut (:func:`binlake.history.moments.resolve`: the last transaction it
+includes); the coverage check refuses when reconciliation found a GAP or a broken chain at or before
+the cut's file; the schema history is gold's (``binlake.gold.schema_history.build_history`` over the
+same DDL), cut at the same place, so the table has the columns it had then and its lineage (rows
+renamed into it) is the one it had then; then gold's own replayer (``binlake.gold.state``) replays
+the table's TABLE_MAPs and row changes up to the cut. Same code, same values as gold: a moment at the
+archive's end gives exactly the gold table's rows.
+
+Refusals (each names what and where): the moment is outside the archive or no point of it
+(:class:`MomentError`); a GAP / CHAIN_BREAK in ``meta.gtid_reconciliation`` up to the cut, or the file
+not reconciled (:class:`CoverageGapError`); DDL binlake cannot follow up to the cut — a statement
+whose effect on the columns is unknown (:class:`SchemaChangeError`); the table did not exist then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from binlake.config import BinlakeConfig
+from binlake.gold.schema_history import SchemaVersion, TableSchema, build_history
+from binlake.gold.state import StreamItem, TableReplayer, best_table_map, final_schema, lineage
+from binlake.history.errors import CoverageGapError, HistoryError, SchemaChangeError
+from binlake.history.moments import Moment, Transaction, resolve
+from binlake.history.reads import load_ddl, load_reconciliation, load_stream, load_transactions
+
+#: reconciliation findings that mean transactions before a file are missing from the archive
+BLOCKING = ("GAP", "CHAIN_BREAK")
+
+
+@dataclass
+class AsOf:
+    """The answer: the table's columns and rows (copies of identical rows repeated, as SELECT shows
+    them) at ``cut``, the schema they have, how they were computed, and what the replay warned."""
+
+    source: str
+    db: str
+    table: str
+    moment: Moment
+    cut: Transaction
+    schema: TableSchema
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    method: str
+    changes: int = 0
+    warnings: dict[str, int] = field(default_factory=dict)
+
+
+def check_coverage(reconciliation: Sequence[dict[str, Any]] | None, last_file: str, source: str) -> None:
+    """Refuse when ``meta.gtid_reconciliation`` found transactions missing at or before ``last_file``
+    (a GAP or CHAIN_BREAK there), or never checked that file."""
+    if reconciliation is None:
+        raise CoverageGapError(f"meta.gtid_reconciliation does not exist: the coverage of source {source} was never "
+                               "checked (run the nightly's reconcile step first)")
+    mine = {r["file"]: r for r in reconciliation}
+    if last_file not in mine:
+        raise CoverageGapError(f"meta.gtid_reconciliation has not checked file {last_file} of source {source} "
+                               "(run the reconcile step after the ingest)")
+    limit = mine[last_file]["chain_index"]
+    for row in sorted(reconciliation, key=lambda r: r["chain_index"]):
+        if row["chain_index"] <= limit and row["status"] in BLOCKING:
+            missing = row.get("missing_gtids") or ", ".join(row.get("missing_files") or ()) or row.get("detail")
+            raise CoverageGapError(f"the archive of source {source} has a {row['status']} before file {row['file']} "
+                                   f"(missing: {missing}): changes up to {last_file} are not all archived")
+
+
+def _check_followable(versions: Sequence[SchemaVersion], db: str, table: str) -> None:
+    for version in versions:
+        if version.schema is None and version.warning:
+            raise SchemaChangeError(
+                f"{db}.{table}: DDL binlake cannot follow at {version.at.file}:{version.at.pos} "
+                f"({version.warning}): `{' '.join(version.statement.split())[:200]}`")
+
+
+def schema_at(versions: Sequence[SchemaVersion], items: Sequence[StreamItem], db: str, table: str) -> TableSchema:
+    """The table's schema at the cut: its last DDL version, else its best TABLE_MAP (a table created
+    before the archive); :class:`HistoryError` when it did not exist then."""
+    final = final_schema(versions, None)
+    if final is None and versions and versions[-1].schema is None and versions[-1].warning is None:
+        gone = versions[-1]
+        raise HistoryError(f"{db}.{table} did not exist at that moment: dropped (or renamed away) at "
+                           f"{gone.at.file}:{gone.at.pos} by `{' '.join(gone.statement.split())[:200]}`")
+    if final is None:
+        maps = [(i.at, json.loads(i.fields or "{}")) for i in items if i.kind == "table_map"]
+        final = final_schema(versions, best_table_map(maps))
+    if final is None:
+        raise HistoryError(f"{db}.{table} is unknown at that moment: no CREATE TABLE and no row change of it "
+                           "in the archive up to there")
+    return final
+
+
+def replay_to(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
+              items: Sequence[StreamItem]) -> tuple[list[tuple[Any, ...]], TableReplayer]:
+    """Gold's replay of ``items`` (the table's stream up to the cut): the rows, copies repeated."""
+    replayer = TableReplayer(source, versions, final)
+    replayer.feed_all(items)
+    width = len(final.columns)
+    rows: list[tuple[Any, ...]] = []
+    for row in replayer.rows():
+        copies = 1 if final.primary_key else int(row[-1])
+        rows.extend([tuple(row[:width])] * copies)
+    return rows, replayer
+
+
+def table_as_of(cfg: BinlakeConfig, source: str, db: str, table: str, moment: Moment, *,
+                coverage_check: bool = True) -> AsOf:
+    """``db.table`` of ``source`` at ``moment`` (see the module doc for how and the refusals)."""
+    cut = resolve(moment, load_transactions(cfg, source), source)
+    if coverage_check:
+        check_coverage(load_reconciliation(cfg, source), cut.file, source)
+    history = [v for v in build_history(load_ddl(cfg, source)) if v.at < cut.end]
+    line = lineage(history, (db, table))
+    _check_followable(line.versions, db, table)
+    items = load_stream(cfg, source, line.segments, until=cut.end)
+    final = schema_at(line.versions, items, db, table)
+    rows, replayer = replay_to(source, line.versions, final, items)
+    rows.sort(key=repr)
+    method = f"replayed {replayer.report.changes} row change(s) from the archive's start"
+    return AsOf(source, db, table, moment, cut, final, [c.name for c in final.columns], rows, method,
+                replayer.report.changes, dict(replayer.report.warnings))

@@ -1,0 +1,109 @@
+"""What ``asof`` / ``flashback`` read from the warehouse, through delta-rs (no JVM): one source's
+transactions, table DDL, reconciliation rows, and one table's TABLE_MAPs and row changes.
+
+Why delta-rs and not Spark: every read is one source's partition, filtered further by table and
+binlog coordinates (Parquet statistics skip the rest), and the answer is replayed in this process
+anyway (one table's rows in binlog order: what gold's executor does for the same table). A JVM would
+cost more to start than these reads take up to millions of row changes; past that, gold's
+``__history`` table or a Spark job is the tool (docs/history.md says where the line is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from binlake.config import BinlakeConfig
+from binlake.gold.schema_history import Coordinates, DdlStatement, is_table_ddl
+from binlake.gold.state import Segment, StreamItem
+from binlake.history.errors import HistoryError
+from binlake.history.moments import Transaction
+from binlake.lake.delta_tables import open_delta_table
+from binlake.lake.tables import table_location
+from binlake.sql.values import canonical
+
+
+def read_rows(cfg: BinlakeConfig, full_name: str, where: Any, columns: Sequence[str]) -> list[dict[str, Any]] | None:
+    """The rows of ``full_name`` matching the pyarrow expression ``where`` (None: the table does not
+    exist yet), values canonical (naive UTC timestamps, bytes)."""
+    table = open_delta_table(table_location(cfg.warehouse, full_name), cfg.s3)
+    if table is None:
+        return None
+    data = table.to_pyarrow_dataset().to_table(columns=list(columns), filter=where)
+    names = data.column_names
+    lists = [[canonical(v, c.type) for v in c.to_pylist()] for c in data.columns]
+    return [dict(zip(names, values)) for values in zip(*lists)] if lists else []
+
+
+def _must(rows: list[dict[str, Any]] | None, full_name: str, cfg: BinlakeConfig) -> list[dict[str, Any]]:
+    if rows is None:
+        raise HistoryError(f"{full_name} does not exist under warehouse {cfg.warehouse}: nothing ingested yet")
+    return rows
+
+
+def load_transactions(cfg: BinlakeConfig, source: str) -> list[Transaction]:
+    """The source's complete transactions (``silver.transactions``), in no particular order."""
+    import pyarrow.dataset as ds
+
+    rows = _must(read_rows(cfg, "silver.transactions", (ds.field("source") == source) & ds.field("complete"),
+                           ("file", "file_seq", "start_pos", "end_pos", "gtid", "commit_time")),
+                 "silver.transactions", cfg)
+    return [Transaction(r["file"], r["file_seq"] or 0, r["start_pos"], r["end_pos"] or r["start_pos"], r["gtid"],
+                        r["commit_time"]) for r in rows]
+
+
+def load_ddl(cfg: BinlakeConfig, source: str) -> list[DdlStatement]:
+    """The source's table DDL (``silver.statements``), as gold's schema history reads it."""
+    import pyarrow.dataset as ds
+
+    where = (ds.field("source") == source) & (ds.field("kind") == "DDL")
+    rows = _must(read_rows(cfg, "silver.statements", where,
+                           ("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid", "error_code")),
+                 "silver.statements", cfg)
+    return [DdlStatement(_at(r), r["db"], r["sql"], r["gtid"]) for r in rows
+            if (r["error_code"] or 0) == 0 and r["sql"] and is_table_ddl(r["sql"])]
+
+
+def load_reconciliation(cfg: BinlakeConfig, source: str) -> list[dict[str, Any]] | None:
+    """The source's ``meta.gtid_reconciliation`` rows (None: reconciliation never ran)."""
+    import pyarrow.dataset as ds
+
+    return read_rows(cfg, "meta.gtid_reconciliation", ds.field("source") == source,
+                     ("file", "seq", "chain_index", "status", "missing_gtids", "missing_files", "detail"))
+
+
+def _at(row: dict[str, Any], row_index: int = -1) -> Coordinates:
+    payload = row.get("payload_index")
+    return Coordinates(row.get("file_seq") or 0, row["pos"], -1 if payload is None else payload, row_index, row["file"])
+
+
+def _within(at: Coordinates, seg: Segment, after: Coordinates | None, until: Coordinates | None) -> bool:
+    return ((seg.after is None or at > seg.after) and (seg.before is None or at < seg.before)
+            and (after is None or at > after) and (until is None or at < until))
+
+
+def load_stream(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], *,
+                after: Coordinates | None = None, until: Coordinates | None = None) -> list[StreamItem]:
+    """The TABLE_MAPs and row changes feeding a table made of ``segments`` (gold's lineage), strictly
+    after ``after`` and strictly before ``until`` (None: unbounded), in binlog order."""
+    import pyarrow.dataset as ds
+
+    items: list[StreamItem] = []
+    for seg in segments:
+        mine = (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
+        maps = _must(read_rows(cfg, "bronze.events", mine & (ds.field("event_type") == "TABLE_MAP"),
+                               ("file", "file_seq", "pos", "payload_index", "fields", "gtid")), "bronze.events", cfg)
+        for r in maps:
+            at = _at(r)
+            if _within(at, seg, after, until):
+                items.append(StreamItem(at, "table_map", r["fields"], gtid=r["gtid"]))
+        rows = _must(read_rows(cfg, "silver.row_changes", mine,
+                               ("file", "file_seq", "pos", "payload_index", "row_index", "operation", "before_json",
+                                "after_json", "gtid", "commit_time")), "silver.row_changes", cfg)
+        for r in rows:
+            at = _at(r, r["row_index"])
+            if _within(at, seg, after, until):
+                items.append(StreamItem(at, "row", None, r["operation"], r["before_json"], r["after_json"],
+                                        r["gtid"], r["commit_time"]))
+    items.sort(key=lambda item: item.at)
+    return items

@@ -1,0 +1,195 @@
+"""``asof`` and ``flashback`` against a real MariaDB (issue 40).
+
+One server runs a workload in ten checkpoints (inserts, updates incl. a primary-key change, deletes,
+a multi-statement transaction, an ALTER TABLE ADD COLUMN ... DEFAULT, a table without a primary key,
+text in utf8mb4 and latin1, binary, JSON, DECIMAL, BIGINT UNSIGNED, temporal fractions, BIT, ENUM);
+each checkpoint's commit times are set with ``SET timestamp`` (10 s apart, no sleeping), and at each
+one the test records ``SELECT *`` of every table, ``@@gtid_binlog_pos``, ``NOW(6)`` and the binlog
+file:position. The closed binlogs are ingested once (Spark) and reconciled once (delta-rs); then
+``asof`` at every checkpoint, by GTID, by time and by file:position, must equal the recorded rows
+cell for cell (gold's comparison, ``test_gold_mariadb.expected_cell``). Flashback SQL for ranges at the
+end of the workload is applied to the server inside a transaction (rolled back after): the tables must
+equal the checkpoint before the range.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+from conftest import make_test_config
+from test_gold_mariadb import expected_cell, gold_cell
+from test_mariadb_server import running_mariadb
+
+from binlake.history.asof import table_as_of
+from binlake.history.errors import CoverageGapError, HistoryError, MomentError
+from binlake.history.moments import Moment
+
+SOURCE = "maria-history"
+BASE = 1_700_000_000  # commit times: BASE + 10 * checkpoint (+ 5 for the recorded moment)
+TABLES = ("items", "log")
+
+SETUP = [
+    "CREATE DATABASE shop CHARACTER SET utf8mb4",
+    """CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2),
+       qty INT UNSIGNED, big BIGINT UNSIGNED, data VARBINARY(8), j JSON, at6 DATETIME(6), t3 TIME(3),
+       d DATE, lat VARCHAR(20) CHARACTER SET latin1, f DOUBLE, b BIT(3), e ENUM('a','b'),
+       ts TIMESTAMP(2) NULL) DEFAULT CHARSET=utf8mb4""",
+    "CREATE TABLE shop.log (a INT, b VARCHAR(10) CHARACTER SET latin1)",
+]
+#: one list of transactions per checkpoint (a string: one autocommit statement; a list: one transaction)
+WORKLOAD: list[list[Any]] = [
+    [],  # checkpoint 0: the tables exist, empty
+    ["INSERT INTO shop.items VALUES (1, 'ann', 10.50, 3, 18446744073709551615, x'00ff', '{\"k\": [1, 2.5]}', "
+     "'2024-02-29 12:00:00.123456', '-01:02:03.456', '2024-01-01', 'café', 1.5, b'101', 'a', "
+     "'2030-01-01 00:00:00.25')",
+     "INSERT INTO shop.items VALUES (2, 'bob', 20.00, 0, 0, x'', '[]', NULL, '00:00:00', NULL, NULL, -0.25, "
+     "b'0', 'b', NULL), (3, 'héllo 😀', 0.01, 7, 5, NULL, NULL, '1999-12-31 23:59:59', NULL, '1999-12-31', "
+     "'Ñandú', NULL, NULL, NULL, NULL)",
+     "INSERT INTO shop.log VALUES (1, 'x'), (1, 'x'), (2, 'çà')"],
+    ["UPDATE shop.items SET price = price * 2", "DELETE FROM shop.items WHERE id = 2",
+     "INSERT INTO shop.log VALUES (3, NULL)"],
+    ["UPDATE shop.items SET id = 30 WHERE id = 3", "UPDATE shop.items SET lat = 'über', name = 'it''s' WHERE id = 1",
+     "FLUSH BINARY LOGS"],
+    ["ALTER TABLE shop.items ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT 'new' AFTER name",
+     "INSERT INTO shop.items VALUES (5, 'eve', 'fifth', 5.55, 1, 1, x'0a', '{}', NULL, NULL, NULL, NULL, NULL, "
+     "NULL, NULL, NULL)"],
+    [["UPDATE shop.items SET qty = qty + 10 WHERE id = 1", "INSERT INTO shop.items (id, name) VALUES (6, 'six')",
+      "DELETE FROM shop.log WHERE a = 1 LIMIT 1"]],
+    ["UPDATE shop.items SET j = '{\"k\": \"é\\\\n\"}', data = x'5c27', note = 'back\\\\slash' WHERE id = 5",
+     "DELETE FROM shop.items WHERE id = 6", "FLUSH BINARY LOGS"],
+    ["INSERT INTO shop.items (id, name, price) VALUES (7, 'seven', 7.77)", "UPDATE shop.items SET note = 'one' WHERE id = 1"],
+    ["UPDATE shop.items SET name = 'O''Brien \\\\ \\n x', at6 = '2000-01-01 00:00:00.000001' WHERE id = 7",
+     "INSERT INTO shop.log VALUES (9, 'ü')"],
+    [["UPDATE shop.items SET qty = qty + 1", "DELETE FROM shop.log WHERE a = 2"]],
+]
+
+
+def _connect(sock: Path) -> Any:
+    return pymysql.connect(unix_socket=str(sock), user="root", charset="utf8mb4",
+                           init_command="SET time_zone = '+00:00'", autocommit=True)
+
+
+def _select(cur: Any, table: str) -> tuple[list[str], list[tuple[Any, ...]], dict[str, tuple[str, str]]]:
+    cur.execute(f"SELECT * FROM shop.{table}")
+    names = [d[0] for d in cur.description]
+    rows = list(cur.fetchall())
+    cur.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = 'shop' AND TABLE_NAME = %s", (table,))
+    return names, rows, {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+
+
+def _checkpoint(cur: Any, k: int) -> dict[str, Any]:
+    cur.execute(f"SET timestamp = {BASE + 10 * k + 5}")
+    cur.execute("SELECT @@gtid_binlog_pos, NOW(6)")
+    gtid, now = cur.fetchone()
+    cur.execute("SHOW MASTER STATUS")
+    status = cur.fetchone()
+    return {"gtid": gtid, "time": now, "position": f"{status[0]}:{status[1]}",
+            "selects": {t: _select(cur, t) for t in TABLES}}
+
+
+def _run_phase(cur: Any, k: int, phase: list[Any]) -> None:
+    for step in phase:
+        cur.execute(f"SET timestamp = {BASE + 10 * k}")
+        if isinstance(step, list):
+            cur.execute("BEGIN")
+            for sql in step:
+                cur.execute(sql)
+            cur.execute("COMMIT")
+        else:
+            cur.execute(step)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The workload run, its checkpoints, and the closed binlogs copied to an archive folder; the
+    server keeps running (flashback SQL is tried on it)."""
+    with running_mariadb("binlake-history-") as db:
+        conn = _connect(db.sock)
+        checkpoints = []
+        with conn.cursor() as cur:
+            cur.execute(f"SET timestamp = {BASE - 10}")
+            for sql in SETUP:
+                cur.execute(sql)
+            for k, phase in enumerate(WORKLOAD):
+                _run_phase(cur, k, phase)
+                checkpoints.append(_checkpoint(cur, k))
+            cur.execute("FLUSH BINARY LOGS")
+        archive = tmp_path_factory.mktemp("history-archive")
+        files = []
+        for path in db.binlog_files()[:-1]:  # the last one is the server's open file
+            files.append(Path(shutil.copyfile(path, archive / path.name)))
+        yield {"db": db, "conn": conn, "checkpoints": checkpoints, "files": files}
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def lake(spark: Any, server: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> Any:
+    """One ingest (Spark) and one reconciliation (delta-rs) of the archived files."""
+    from binlake.reconcile.job import run_reconcile
+    from spark_jobs.ingest import BinlogObject, run_ingest
+
+    cfg = make_test_config(tmp_path_factory.mktemp("history-wh"), s3_server.endpoint_url)
+    objects = [BinlogObject(source=SOURCE, file=p.name, uri=str(p), size=p.stat().st_size,
+                            etag=str(p.stat().st_size)) for p in server["files"]]
+    run_ingest(spark, cfg, objects, "history-ingest")
+    run_reconcile(cfg, "history-reconcile", sources=[SOURCE])
+    return cfg
+
+
+def assert_rows_equal(table: str, got_columns: list[str], got_rows: list[tuple[Any, ...]],
+                      select: tuple[list[str], list[tuple[Any, ...]], dict[str, tuple[str, str]]]) -> int:
+    """``asof``'s rows == the server's SELECT, cell for cell with gold's types; the cells compared."""
+    names, rows, types = select
+    assert got_columns == names, f"{table}: columns {got_columns} != server's {names}"
+    expected = sorted((tuple(expected_cell(v, *types[n]) for v, n in zip(r, names)) for r in rows), key=repr)
+    got = sorted((tuple(gold_cell(v, types[n][0]) for v, n in zip(r, names)) for r in got_rows), key=repr)
+    assert len(got) == len(expected), f"{table}: asof has {len(got)} rows, the server had {len(expected)}"
+    for e, g in zip(expected, got):
+        for n, ev, gv in zip(names, e, g):
+            assert (ev is None and gv is None) or (ev == gv and type(ev) is type(gv)), (
+                f"{table}.{n}: server {ev!r} ({type(ev).__name__}) != asof {gv!r} ({type(gv).__name__})")
+    return len(expected) * len(names)
+
+
+@pytest.mark.parametrize("kind", ["gtid", "time", "position"])
+def test_asof_equals_every_checkpoint(lake: Any, server: dict[str, Any], kind: str) -> None:
+    cells = 0
+    for k, cp in enumerate(server["checkpoints"]):
+        text = cp[kind].isoformat(sep=" ") if kind == "time" else cp[kind]
+        for table in TABLES:
+            got = table_as_of(lake, SOURCE, "shop", table, Moment(kind, text))
+            cells += assert_rows_equal(f"{table} at checkpoint {k} ({kind} {text})", got.columns, got.rows,
+                                       cp["selects"][table])
+    assert cells > 300
+
+
+def test_asof_refuses_moments_outside_the_archive(lake: Any, server: dict[str, Any]) -> None:
+    first = server["checkpoints"][0]
+    with pytest.raises(MomentError, match="precedes the archive"):
+        table_as_of(lake, SOURCE, "shop", "items", Moment("time", "2000-01-01 00:00:00"))
+    domain, server_id, seq = first["gtid"].split("-")
+    with pytest.raises(MomentError, match="not in the archive"):
+        table_as_of(lake, SOURCE, "shop", "items", Moment("gtid", f"{domain}-{server_id}-{int(seq) + 999}"))
+    with pytest.raises(MomentError, match="not a binlog position"):
+        table_as_of(lake, SOURCE, "shop", "items", Moment("position", "nonsense"))
+    with pytest.raises(HistoryError, match="unknown at that moment"):
+        table_as_of(lake, SOURCE, "shop", "nothere", Moment("gtid", server["checkpoints"][-1]["gtid"]))
+
+
+def test_asof_refuses_a_gap_before_the_moment(lake: Any, server: dict[str, Any]) -> None:
+    from binlake.history.asof import check_coverage
+
+    rows = [{"file": "binlog.000001", "chain_index": 0, "status": "OK"},
+            {"file": "binlog.000002", "chain_index": 1, "status": "GAP", "missing_gtids": "0:5-9"},
+            {"file": "binlog.000003", "chain_index": 2, "status": "OK"}]
+    check_coverage(rows, "binlog.000001", SOURCE)  # before the GAP: answered
+    with pytest.raises(CoverageGapError, match=r"GAP before file binlog.000002 \(missing: 0:5-9\)"):
+        check_coverage(rows, "binlog.000003", SOURCE)
+    with pytest.raises(CoverageGapError, match="never checked"):
+        check_coverage(None, "binlog.000001", SOURCE)
