@@ -167,3 +167,62 @@ def test_decode_reads_resume_after_dropped_bodies(s3_server: S3Server, s3_bucket
     assert [(r.range, r.cut) for r in proxy.requests] == [
         (f"bytes=0-{len(data) - 1}", True), (f"bytes=20000-{len(data) - 1}", True),
         (f"bytes=40000-{len(data) - 1}", False)]
+
+
+def _conditional_writes(store: ObjectStore) -> None:
+    """put_if_absent / put_if_match / delete_if_match: each refused (None / False) once the object
+    is not what the writer expects, and the refused write leaves the object as it was."""
+    first = store.put_if_absent("locks/x", b"one")
+    assert first == store.head("locks/x").etag
+    assert store.put_if_absent("locks/x", b"two") is None
+    assert store.read_all("locks/x") == b"one"
+    second = store.put_if_match("locks/x", b"second", first)
+    assert second and second != first and store.read_all("locks/x") == b"second"
+    assert store.put_if_match("locks/x", b"lagging", first) is None  # a writer holding the old version
+    assert store.read_all("locks/x") == b"second"
+    assert store.put_if_match("gone", b"z", second) is None  # no object: refused, nothing created
+    with pytest.raises(ObjectNotFound):
+        store.head("gone")
+    assert store.delete_if_match("locks/x", first) is False
+    assert store.read_all("locks/x") == b"second"
+    assert store.delete_if_match("locks/x", second) is True
+    with pytest.raises(ObjectNotFound):
+        store.head("locks/x")
+    assert store.delete_if_match("locks/x", second) is False
+    assert store.put_if_absent("locks/x", b"again") is not None  # free again once deleted
+
+
+def _one_creator_wins(store: ObjectStore) -> None:
+    import threading
+
+    barrier, won = threading.Barrier(6), []
+
+    def create(i: int) -> None:
+        barrier.wait()
+        if store.put_if_absent("race", f"writer {i}".encode()) is not None:
+            won.append(i)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and store.read_all("race") == f"writer {won[0]}".encode()
+
+
+def test_local_store_conditional_writes(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path / "arch")
+    _conditional_writes(store)
+    _one_creator_wins(store)
+    assert sorted(p.name for p in (tmp_path / "arch").rglob("*")) == ["locks", "race", "x"]  # no temp files left
+
+
+def test_s3_store_conditional_writes(s3_server: S3Server, s3_bucket: str, s3_client: Any) -> None:
+    settings = S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True)
+    store = S3ObjectStore(f"s3://{s3_bucket}/cond/", settings)
+    sent: list[dict[str, Any]] = []
+    store.client.meta.events.register("before-call.s3.PutObject", lambda params, **_: sent.append(params["headers"]))
+    _conditional_writes(store)
+    assert sent[0].get("If-None-Match") == "*" and sent[2].get("If-Match", "").startswith('"')
+    _one_creator_wins(store)
+    assert s3_client.get_object(Bucket=s3_bucket, Key="cond/locks/x")["Body"].read() == b"again"

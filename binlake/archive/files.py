@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from botocore.exceptions import ClientError
+
 from binlake.discovery.series import series_sort_key
 from binlake.errors import BinlakeError
-from binlake.lake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore, conditional_write_refused
+from binlake.lake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser.constants import BINLOG_MAGIC, LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlog_parser.replication import (
     EVENT_HEADER_LEN,
@@ -274,29 +276,19 @@ def conditional_put(store: ObjectStore, name: str, data: bytes, expected_etag: s
     absent when that is None (``If-None-Match: *``); the new ETag. ArchiveConflictError otherwise.
 
     Why: a second archiver of the same destination (a lagging standby, a restarted twin) must never
-    replace a longer, verified object with the shorter prefix it holds. A local folder has no
-    conditional write; there the spool lock and the destination lease keep writers apart.
+    replace a longer, verified object with the shorter prefix it holds.
     """
-    client = getattr(store, "client", None)
-    if isinstance(store, LocalObjectStore) or client is None:
-        return store.put(name, data).etag
-    from botocore.exceptions import ClientError
-
-    condition = {"IfMatch": f'"{expected_etag}"'} if expected_etag else {"IfNoneMatch": "*"}
-    try:
-        resp = client.put_object(Bucket=store.bucket, Key=store.prefix + name, Body=data,  # type: ignore[attr-defined]
-                                 **condition)
-    except ClientError as exc:
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        code = exc.response.get("Error", {}).get("Code")
-        if conditional_write_refused(exc, missing_too=True):
-            raise ArchiveConflictError(
-                f"{store.root_uri}{name}: not written, the object is not the one this archiver last wrote "
-                f"(expected {'ETag ' + expected_etag if expected_etag else 'no object: a new file'}, S3 said "
-                f"{code or status}): another archiver writes this destination, or the file was archived "
-                "before (a different server or series)") from None
-        raise
-    return str(resp.get("ETag", "")).strip('"')
+    if expected_etag:
+        etag = store.put_if_match(name, data, expected_etag)
+    else:
+        etag = store.put_if_absent(name, data)
+    if etag is None:
+        raise ArchiveConflictError(
+            f"{store.root_uri}{name}: not written, the object is not the one this archiver last wrote "
+            f"(expected {'ETag ' + expected_etag if expected_etag else 'no object: a new file'}, the store "
+            "refused the conditional write): another archiver writes this destination, or the file was "
+            "archived before (a different server or series)")
+    return etag
 
 
 def upload_verified(store: ObjectStore, name: str, data: bytes, expected_etag: str | None = None,
@@ -480,15 +472,14 @@ class ArchiveFiles:
             self.detach()
         (self.work_dir / name).unlink(missing_ok=True)
         etag = self.etags.pop(name, None)
-        client = getattr(self.store, "client", None)
-        if etag and client is not None and not self.in_place:
-            from botocore.exceptions import ClientError
-
+        if etag and not self.in_place:
             try:
-                client.delete_object(Bucket=self.store.bucket, Key=self.store.prefix + name,  # type: ignore[attr-defined]
-                                     IfMatch=f'"{etag}"')
+                deleted = self.store.delete_if_match(name, etag)
             except ClientError as exc:
                 log.warning("%s: left in the archive (%s)", name, exc)
+                return
+            if not deleted:
+                log.warning("%s: left in the archive (no longer the version this archiver wrote)", name)
 
     # --- streaming ------------------------------------------------------------------------------
 

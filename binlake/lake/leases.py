@@ -193,18 +193,11 @@ class LocalLeaseBackend:
         return tmp
 
     def create_tagged(self, name: str, data: bytes) -> str | None:
-        # Written to a private file first, then hard-linked into place: link() fails if the name
-        # exists (atomic, like O_EXCL) and a reader never sees a half-written lease.
-        path = self.root / name
-        tmp = self._tmp(path, data)
-        try:
-            with self._mutex():
-                os.link(tmp, path)
-        except FileExistsError:
-            return None
-        finally:
-            tmp.unlink(missing_ok=True)
-        return _digest(data)
+        from binlake.lake.storage import LocalObjectStore
+
+        with self._mutex():
+            created = LocalObjectStore(self.root).put_if_absent(name, data)
+        return None if created is None else _digest(data)
 
     def create(self, name: str, data: bytes) -> bool:
         return self.create_tagged(name, data) is not None
@@ -266,24 +259,17 @@ class S3LeaseBackend:
     2025-09; moto honours both)."""
 
     def __init__(self, uri: str, settings: S3Settings | None = None, client: Any = None) -> None:
-        from binlake.lake.storage import make_s3_client
+        from binlake.lake.storage import S3ObjectStore
 
-        self.bucket, prefix = split_s3_uri(uri)
-        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
-        self.client = client or make_s3_client(settings or S3Settings())
+        self.store = S3ObjectStore(uri, settings, client=client)
+        self.bucket, self.prefix = self.store.bucket, self.store.prefix
+
+    @property
+    def client(self) -> Any:
+        return self.store.client
 
     def create_tagged(self, name: str, data: bytes) -> str | None:
-        from botocore.exceptions import ClientError
-
-        from binlake.lake.storage import conditional_write_refused
-
-        try:
-            resp = self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data, IfNoneMatch="*")
-        except ClientError as exc:
-            if conditional_write_refused(exc, missing_too=False):
-                return None
-            raise
-        return str(resp["ETag"])
+        return self.store.put_if_absent(name, data)
 
     def create(self, name: str, data: bytes) -> bool:
         return self.create_tagged(name, data) is not None
@@ -303,37 +289,17 @@ class S3LeaseBackend:
         if date and resp.get("LastModified") is not None:
             with contextlib.suppress(TypeError, ValueError):
                 age = (email.utils.parsedate_to_datetime(date) - resp["LastModified"]).total_seconds()
-        return Stored(data, str(resp["ETag"]), age)
+        return Stored(data, str(resp["ETag"]).strip('"'), age)
 
     def read(self, name: str) -> bytes | None:
         stored = self.read_tagged(name)
         return stored.data if stored else None
 
     def replace(self, name: str, data: bytes, tag: str) -> str | None:
-        from botocore.exceptions import ClientError
-
-        from binlake.lake.storage import conditional_write_refused
-
-        try:
-            resp = self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data, IfMatch=tag)
-        except ClientError as exc:
-            if conditional_write_refused(exc, missing_too=True):
-                return None
-            raise
-        return str(resp["ETag"])
+        return self.store.put_if_match(name, data, tag)
 
     def delete_if(self, name: str, tag: str) -> bool:
-        from botocore.exceptions import ClientError
-
-        from binlake.lake.storage import conditional_write_refused
-
-        try:
-            self.client.delete_object(Bucket=self.bucket, Key=self.prefix + name, IfMatch=tag)
-        except ClientError as exc:
-            if conditional_write_refused(exc, missing_too=True):
-                return False
-            raise
-        return True
+        return self.store.delete_if_match(name, tag)
 
     def overwrite(self, name: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self.prefix + name, Body=data)

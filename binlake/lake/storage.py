@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fcntl
 import hashlib
 import http.client
 import logging
@@ -177,6 +178,23 @@ class ObjectStore(Protocol):
         """Remove an object (ObjectNotFound if missing on a local folder; S3 deletes are idempotent)."""
         ...
 
+    def put_if_absent(self, name: str, data: bytes) -> str | None:
+        """Create an object only when none of that name exists; its ETag, or None when one exists.
+
+        Why on the store: two writers of one name (two archivers of a destination, two drivers
+        taking a lock) must not both believe they created it; S3 decides with ``If-None-Match: *``,
+        a local folder with a link that fails when the name exists (``O_EXCL``'s rule)."""
+        ...
+
+    def put_if_match(self, name: str, data: bytes, etag: str) -> str | None:
+        """Replace an object only while it is still version ``etag`` (S3 ``If-Match``); the new
+        ETag, or None when it changed or is gone (a lagging writer never overwrites a newer one)."""
+        ...
+
+    def delete_if_match(self, name: str, etag: str) -> bool:
+        """Delete an object only while it is still version ``etag``; False when it changed or is gone."""
+        ...
+
 
 class _ByteCounter:
     """Thread-safe count of bytes read, shared by both backends."""
@@ -299,6 +317,63 @@ class LocalObjectStore(_ByteCounter):
             self._path(name).unlink()
         except FileNotFoundError:
             raise ObjectNotFound(f"{self.root_uri}{name}") from None
+
+    def _private_copy(self, path: Path, data: bytes) -> Path:
+        """``data`` in a new file beside ``path``, under a name no other writer uses."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.tmp-binlake-{os.getpid()}-{threading.get_ident()}")
+        tmp.write_bytes(data)
+        return tmp
+
+    def put_if_absent(self, name: str, data: bytes) -> str | None:
+        """Written to a private file, then hard-linked into place: ``link()`` fails when the name
+        exists (``O_EXCL``'s rule, atomically) and a reader never sees a half-written file."""
+        path = self._path(name)
+        tmp = self._private_copy(path, data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return self._info(path).etag
+
+    @contextlib.contextmanager
+    def _locked_version(self, name: str, etag: str) -> Iterator[Path | None]:
+        """The path of ``name`` under an exclusive ``flock`` of its file while it is version
+        ``etag`` (the file the name points at once locked); None when it changed or is gone."""
+        path = self._path(name)
+        try:
+            fh = path.open("rb")
+        except FileNotFoundError:
+            yield None
+            return
+        with fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                st = os.fstat(fh.fileno())
+                try:
+                    same_file = os.stat(path).st_ino == st.st_ino
+                except FileNotFoundError:
+                    same_file = False
+                yield path if same_file and local_etag(st) == etag.strip('"') else None
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def put_if_match(self, name: str, data: bytes, etag: str) -> str | None:
+        """Its version is the file's identity (size, mtime), as fine as the filesystem's clock."""
+        with self._locked_version(name, etag) as path:
+            if path is None:
+                return None
+            self._private_copy(path, data).replace(path)
+            return self._info(path).etag
+
+    def delete_if_match(self, name: str, etag: str) -> bool:
+        with self._locked_version(name, etag) as path:
+            if path is None:
+                return False
+            path.unlink()
+            return True
 
 
 def make_s3_client(settings: S3Settings) -> Any:
@@ -490,6 +565,30 @@ class S3ObjectStore(_ByteCounter):
 
     def delete(self, name: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
+
+    def _conditional(self, request: Callable[..., Any], name: str, condition: dict[str, str], *,
+                     missing_too: bool, **kwargs: Any) -> dict[str, Any] | None:
+        """One conditional request; None when the store refused its condition
+        (:func:`conditional_write_refused`), any other failure raised as it is."""
+        try:
+            return dict(request(Bucket=self.bucket, Key=self._key(name), **condition, **kwargs))
+        except ClientError as exc:
+            if conditional_write_refused(exc, missing_too=missing_too):
+                return None
+            raise
+
+    def put_if_absent(self, name: str, data: bytes) -> str | None:
+        resp = self._conditional(self.client.put_object, name, {"IfNoneMatch": "*"}, missing_too=False, Body=data)
+        return None if resp is None else str(resp.get("ETag", "")).strip('"')
+
+    def put_if_match(self, name: str, data: bytes, etag: str) -> str | None:
+        resp = self._conditional(self.client.put_object, name, {"IfMatch": quoted_etag(etag)}, missing_too=True,
+                                 Body=data)
+        return None if resp is None else str(resp.get("ETag", "")).strip('"')
+
+    def delete_if_match(self, name: str, etag: str) -> bool:
+        return self._conditional(self.client.delete_object, name, {"IfMatch": quoted_etag(etag)},
+                                 missing_too=True) is not None
 
 
 def open_object_store(uri: str, settings: S3Settings | None = None) -> ObjectStore:
