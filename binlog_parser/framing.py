@@ -4,7 +4,7 @@
 :meth:`EventFramer.receive_data` (and :meth:`EventFramer.receive_eof` at the end) and asks
 for :meth:`EventFramer.next_event`, which returns an :class:`~binlog_parser.events.Event`,
 a :class:`NeedData` (which bytes are missing, and where) or :data:`END`. The path/stream
-reader (``binlog_parser.reader``), discovery's head/tail reads and the replication stream all
+reader (``binlog_parser.reader``), the head/tail probe (``binlog_parser.probe``) and the replication stream all
 drive this one core, so framing rules (magic, binlog version, common header, sizes,
 checksums, FORMAT_DESCRIPTION bookkeeping, dispatch to body decoders) exist once. A caller that
 would only pass each request on to a :class:`~binlog_parser.feeding.StreamFeeder` (the path and
@@ -71,6 +71,23 @@ _PAYLOAD = int(EventType.TRANSACTION_PAYLOAD)
 _NO_LIMIT = 1 << 63  # max_event_size as the compiled loop takes it (u64)
 #: type code -> is it an event type some server writes (the resync scan's first filter)
 _KNOWN_TYPES = bytes(1 if code and code in {int(t) for t in EventType} else 0 for code in range(256))
+
+
+
+def event_size_at(data: bytes | bytearray | memoryview, pos: int) -> int | None:
+    """The ``event_size`` field of the common header starting at ``pos`` (None when the bytes
+    end before it): how far the event reaches, without decoding anything else."""
+    if pos + 13 > len(data):
+        return None
+    return int(_U32.unpack_from(data, pos + 9)[0])
+
+
+def crc32_trailer_ok(raw: bytes | bytearray | memoryview) -> bool:
+    """Whether an event's last 4 bytes are the CRC32 of the bytes before them (a checksummed
+    event other than a FORMAT_DESCRIPTION, whose in-use flag the CRC does not cover)."""
+    end = len(raw) - 4
+    return end >= 0 and zlib.crc32(raw[:end]) == _U32.unpack_from(raw, end)[0]
+
 
 # Post-header lengths of binlog versions 1 and 3 (MySQL's Format_description_log_event
 # constructor for binlog_ver 1/3): index = type_code - 1, for types 1..14.
@@ -502,7 +519,7 @@ class EventFramer:
                 raise self._err(CorruptEventError, f"event size {size} leaves no room for its checksum",
                                 pos, type_code)
             if verify:
-                checksum_ok = zlib.crc32(raw[:end]) == _U32.unpack_from(raw, end)[0]
+                checksum_ok = crc32_trailer_ok(raw[:size])
         else:
             end = size
         if checksum_ok is False and not self.lenient:
@@ -632,7 +649,7 @@ class EventFramer:
             return log_pos == at + size or (ctx.binlog_version == 3 and log_pos == at)
         yield from self._fetch_contiguous(at, size)
         raw = self._held(at, size)
-        return len(raw) == size and zlib.crc32(raw[:size - 4]) == _U32.unpack_from(raw, size - 4)[0]
+        return len(raw) == size and crc32_trailer_ok(raw)
 
     def _expand_guarded(self, event: Event, pos: int, next_pos: int) -> Iterator[Event | SkippedBytes]:
         """:meth:`_expand`; in resync mode an error inside the payload skips the rest of it."""

@@ -16,7 +16,6 @@ from binlake.discovery.discover import (
     KnownFile,
     ReplacedObjectError,
     discover_source,
-    find_closing_event,
     next_in_series,
     plain_file_name_problem,
     select_range,
@@ -173,17 +172,6 @@ def test_select_range(tmp_path: Path) -> None:
     sel = select_range(r.files, from_file="binlog.000002", to_file="binlog.000003")
     assert [f.file for f in sel] == ["binlog.000002", "binlog.000003"]
     assert [f.file for f in select_range(r.files, from_file="binlog.000004")] == ["binlog.000004"]
-
-
-def test_closing_event_needs_exact_end(tmp_path: Path) -> None:
-    from binlog_parser import read_format_description
-
-    data = read_fixture("binlog.000001")
-    ctx = read_format_description(data[:4096])
-    tail = data[-TAIL_BYTES:]
-    assert find_closing_event(tail, len(data) - len(tail), len(data), ctx, "x") == ("ROTATE", "binlog.000002",
-                                                                                     len(data) - 44)
-    assert find_closing_event(tail[:-1], len(data) - len(tail), len(data) - 1, ctx, "x") is None
 
 
 def _sparse_chain(folder: Path, n: int, size: int) -> int:
