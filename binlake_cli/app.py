@@ -1,4 +1,5 @@
-"""The ``binlake`` console script: ``sql``, ``coverage``, ``run``, ``config``, ``demo``, ``generate``, ``archive``.
+"""The ``binlake`` console script: ``sql``, ``catalog``, ``spark-conf``, ``serve``, ``coverage``, ``run``,
+``config``, ``demo``, ``generate``, ``archive``.
 
 Why typer: sub-commands, ``--help`` pages, option parsing and shell completion come from one
 declarative place instead of a hand-written dispatcher. Commands import their modules lazily so
@@ -73,6 +74,60 @@ def sql(
     _done(run_sql(SqlOptions(query=query, config=str(config) if config else None,
                              output_format=output_format.value, engine=engine.value, max_rows=max_rows,
                              allow_writes=allow_writes)))
+
+
+catalog_app = typer.Typer(help="The catalog: every binlake table by name in a persistent metastore.",
+                          no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(catalog_app, name="catalog")
+
+
+@catalog_app.command(name="sync", help="Register every table of the warehouse (bronze, silver, meta, gold with "
+                                       "its histories and unions) in the metastore (default: embedded Derby "
+                                       "under state_dir).")
+def catalog_sync(config: ConfigOption = None) -> None:
+    from binlake.config import load_config
+    from binlake_cli.catalog import sync_catalog
+
+    sync_catalog(load_config(config))
+
+
+class ConfFormat(StrEnum):
+    """How ``binlake spark-conf`` prints the settings."""
+
+    both = "both"
+    conf = "conf"
+    defaults = "defaults"
+
+
+@app.command(name="spark-conf", help="Print the Spark settings (as --conf lines and/or a spark-defaults.conf "
+                                     "block) with which a plain pyspark / spark-sql session finds the binlake "
+                                     "tables by name and reads them.")
+def spark_conf_command(
+    config: ConfigOption = None,
+    output_format: Annotated[ConfFormat, typer.Option("--format", "-f", help="conf | defaults | both")]
+    = ConfFormat.both,
+) -> None:
+    from binlake_cli.catalog import print_spark_conf
+
+    _done(print_spark_conf(str(config) if config else None, output_format.value))
+
+
+@app.command(help="Serve the tables by name: the Spark Thrift JDBC/ODBC server (HiveServer2 protocol) and/or "
+                  "Spark Connect, over the synced catalog, on loopback unless authentication is configured.")
+def serve(
+    config: ConfigOption = None,
+    host: Annotated[str, typer.Option(help="address to listen on (non-loopback needs authentication)")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="the Thrift (JDBC) server's port")] = 10000,
+    thrift: Annotated[bool, typer.Option("--thrift/--no-thrift", help="serve JDBC/ODBC")] = True,
+    connect: Annotated[bool, typer.Option("--connect/--no-connect", help="serve Spark Connect too")] = False,
+    connect_port: Annotated[int, typer.Option(help="Spark Connect's port")] = 15002,
+) -> None:
+    from binlake_cli.serve import ServeOptions
+    from binlake_cli.serve import serve as serve_tables
+
+    _done(serve_tables(ServeOptions(host=host, port=port, thrift=thrift, connect=connect,
+                                    connect_port=connect_port, config=str(config) if config else None)))
 
 
 @app.command(help="Timeline of what the archive holds for SOURCE (gaps, duplicates, chain breaks in red), "

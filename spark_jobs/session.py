@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binlake.config import BinlakeConfig
+from binlake.lake.catalog import metastore_conf
 from spark_jobs.errors import MissingJarsError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,8 +102,14 @@ def s3a_conf(cfg: BinlakeConfig) -> dict[str, str]:
     return conf
 
 
-def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None = None) -> dict[str, str]:
-    """The full Spark conf map for binlake: jars, Delta, S3A, sizing, plus ``[spark.conf]`` extras."""
+def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None = None,
+               catalog: bool = False) -> dict[str, str]:
+    """The full Spark conf map for binlake: jars, Delta, S3A, sizing, plus ``[spark.conf]`` extras.
+
+    ``catalog``: on binlake's persistent metastore (:func:`binlake.lake.catalog.metastore_conf`:
+    ``binlake spark-conf``, ``binlake serve``, ``binlake catalog sync``) instead of the jobs'
+    in-memory catalog.
+    """
     sp = cfg.spark
     conf: dict[str, str] = {
         "spark.sql.extensions": DELTA_EXTENSION,
@@ -130,16 +137,21 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
     if include_jars:
         conf.update(jars_conf(cfg))
     conf.update(s3a_conf(cfg))
+    if catalog:
+        conf.update(metastore_conf(cfg))
     conf.update(sp.extra_conf)
     return conf
 
 
 def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bool | None = None,
-                        master: str | None = None) -> SparkSession:
+                        master: str | None = None, catalog: bool = False,
+                        extra: dict[str, str] | None = None) -> SparkSession:
     """A SparkSession with Delta + S3A configured (or the already-running one in this process).
 
     Static settings (jars, S3A endpoint) only take effect when this call starts the JVM; a second
     call in the same process returns the existing session, as ``getOrCreate`` does.
+    ``catalog``: on the persistent metastore (see :func:`spark_conf`); ``extra``: settings on top
+    (``binlake serve``'s Thrift port, the Spark Connect plugin).
     """
     from pyspark.sql import SparkSession
 
@@ -153,7 +165,7 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
         # In-process runs stay on loopback (no hostname lookups, nothing exposed).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in spark_conf(cfg, ui=ui).items():
+    for key, value in {**spark_conf(cfg, ui=ui, catalog=catalog), **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.spark.log_level)

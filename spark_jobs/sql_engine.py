@@ -2,7 +2,8 @@
 
 Why it exists next to the JVM-free fast path (binlake.sql.fast): statements that change tables or use
 Spark-only syntax need Spark and Delta's own writer. The tables live in folders or buckets, not in
-a metastore, so every existing table of :mod:`binlake.lake.tables` is registered by name first.
+a metastore, so every existing table of :mod:`binlake.lake.tables` is registered by name first
+(:func:`spark_jobs.catalog.register_tables`, in the session's in-memory catalog).
 
 Every statement is checked first (:mod:`binlake.sql.guard`): names outside the warehouse are refused,
 and Spark's ``<format>.`<path>``` tables are off (``spark.sql.runSQLOnFiles``) while a statement runs.
@@ -24,11 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from binlake.config import BinlakeConfig, to_spark_uri
-from binlake.lake.sql_text import sql_string
-from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table, table
+from binlake.config import BinlakeConfig
+from binlake.lake.tables import TableSpec, table
 from binlake.sql.fast import (
-    GOLD_NAME,
     QueryResult,
     TableNotFoundError,
     missing_table_hint,
@@ -36,6 +35,9 @@ from binlake.sql.fast import (
     show_statement,
 )
 from binlake.sql.guard import analyse
+from spark_jobs.catalog import delta_table_exists, register_tables
+
+__all__ = ["SparkSqlEngine", "delta_table_exists", "register_tables", "run_query"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -60,48 +62,6 @@ def stderr_to_file(path: Path) -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(target)
-
-
-def delta_table_exists(spark: SparkSession, location: str) -> bool:
-    """True when ``location`` holds a Delta table (False on a missing folder or bucket)."""
-    from delta.tables import DeltaTable
-
-    try:
-        return bool(DeltaTable.isDeltaTable(spark, location))
-    except Exception:  # noqa: BLE001 - e.g. the bucket does not exist
-        return False
-
-
-def register_tables(spark: SparkSession, cfg: BinlakeConfig) -> list[str]:
-    """Register every existing binlake table by name; returns the names registered.
-
-    Tables not written yet are skipped (their database is still created). Re-registering is
-    harmless (IF NOT EXISTS); a name pointing at another warehouse in the same session is re-pointed.
-    """
-    for db in DATABASES:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    registered = [spec.full_name for spec in TABLES if _register(spark, cfg, spec)]
-    if META_GOLD_STATUS.full_name in registered:
-        # meta.gold_status is the catalog of the gold tables: one row per gold table
-        names = spark.sql(f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name} "
-                          "WHERE write_mode <> 'dropped' ORDER BY gold_table").collect()
-        registered += [spec.full_name for spec in (gold_table(str(row[0])) for row in names
-                                                   if GOLD_NAME.fullmatch(str(row[0])))
-                       if _register(spark, cfg, spec)]
-    return registered
-
-
-def _register(spark: SparkSession, cfg: BinlakeConfig, spec: TableSpec) -> bool:
-    """Register one table by name if it exists under the warehouse (re-pointing a stale name)."""
-    location = to_spark_uri(spec.location(cfg.warehouse))
-    if not delta_table_exists(spark, location):
-        return False
-    if spark.catalog.tableExists(spec.full_name):
-        current = str(spark.sql(f"DESCRIBE DETAIL {spec.full_name}").collect()[0]["location"])
-        if current.rstrip("/") != location.rstrip("/") and not current.endswith(location.split("://")[-1]):
-            spark.sql(f"DROP TABLE {spec.full_name}")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {spec.full_name} USING delta LOCATION {sql_string(location)}")
-    return True
 
 
 def quiet_pyspark_sql_errors() -> None:

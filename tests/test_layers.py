@@ -272,7 +272,6 @@ STAGES: dict[str, tuple[str, ...]] = {
     "sql": ("binlake.sql", "spark_jobs.sql_engine"),
     "archive": ("binlake.archive",),
     "history": ("binlake.history", "spark_jobs.history"),
-    "history": ("binlake.history", "spark_jobs.history"),
     "maintenance": ("binlake.lake.maintenance", "spark_jobs.maintenance"),
 }
 #: Which other stages a stage may import. The lake (table registry, storage, Delta helpers, leases)
@@ -288,7 +287,6 @@ STAGE_IMPORTS: dict[str, set[str]] = {
     "gold": {"core", "lake"},
     "sql": {"core", "lake"},
     "archive": {"core", "lake", "discovery"},
-    "history": {"core", "lake", "gold", "reconcile", "sql"},
     "history": {"core", "lake", "gold", "reconcile", "sql"},
     "maintenance": {"core", "lake"},
     "runner": set(STAGES),

@@ -23,8 +23,9 @@ from typing import Any
 
 from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
+from binlake.lake.catalog import GOLD_NAME, GOLD_TABLES_SQL, gold_specs
 from binlake.lake.delta_tables import open_delta_table, storage_options
-from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec, gold_table
+from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec
 from binlake.lake.tables import table as registered_table
 from binlake.sql.guard import analyse, checked_name
 
@@ -115,10 +116,7 @@ class FastWarehouse:
         """The gold tables ``meta.gold_status`` lists (it is their catalog: one row per gold table)."""
         if not self.open_table(META_GOLD_STATUS):
             return []
-        rows = self.connection.execute(
-            f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name} "
-            "WHERE write_mode <> 'dropped' ORDER BY gold_table").fetchall()
-        return [gold_table(str(name)) for (name,) in rows if GOLD_NAME.fullmatch(str(name))]
+        return gold_specs(str(name) for (name,) in self.connection.execute(GOLD_TABLES_SQL).fetchall())
 
     def run(self, statement: str, max_rows: int = 0) -> QueryResult:
         """Run one read-only statement (Spark SQL dialect). NeedsSparkError when it is not one."""
@@ -162,10 +160,6 @@ class FastWarehouse:
 
     def close(self) -> None:
         self.connection.close()
-
-
-#: a gold table's name as binlake makes them (``gold_table_name``, a ``[gold] union`` name)
-GOLD_NAME = re.compile(r"[a-z0-9_]+")
 
 
 def _binlake_table(name: str) -> TableSpec | None:

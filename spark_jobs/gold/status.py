@@ -17,6 +17,7 @@ from binlake.gold.schema_history import Coordinates, SchemaVersion
 from binlake.lake.leases import CommitFence
 from binlake.lake.sql_text import sql_identifier, sql_string
 from binlake.lake.tables import gold_table_name
+from spark_jobs.catalog import register_gold_tables
 from spark_jobs.gold.results import GoldTableResult, GoldUnionResult
 from spark_jobs.gold.tables import HISTORY_SUFFIX, gold_location, is_delta, replace_source_rows
 from spark_jobs.lake import committed_write, ensure_table, table_path
@@ -130,6 +131,8 @@ def write_status(spark: SparkSession, cfg: BinlakeConfig, source: str, results: 
                              *_replay_columns(r, None, silver_version)))
     _ensure_columns(spark, cfg, "meta.gold_status")
     replace_source_rows(spark, cfg, "meta.gold_status", rows, source, run_id)
+    mode = spec("meta.gold_status").column_names.index("write_mode")  # the status rows are the catalog's too
+    register_gold_tables(spark, cfg, (row[1] for row in rows if row[mode] != "dropped"))
 
 
 def _ensure_columns(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> None:
