@@ -287,16 +287,17 @@ def decode_split(path: Path, work: Path) -> DecodeSplit:
     run twice and the second run measured: a Python worker runs many tasks, so imports and
     per-layout caches are paid once per worker, not per file (measured cold, they made the
     estimate larger than the whole ingest's CPU)."""
+    from binlake.ingest.layout import KIND_TO_TABLE
+    from binlake.ingest.parquet_parts import DirectTable
+    from binlake.lake.tables import table
     from binlog_parser import BinlogReader
     from spark_jobs.ingest import TaskSettings, decode_task
-    from spark_jobs.schemas import KIND_TO_TABLE, spec
-    from spark_jobs.staging_writer import DirectTable
 
     size = path.stat().st_size
     piece = {"source": "bench", "file": path.name, "uri": str(path), "size": size, "etag": None,
              "start": 0, "end": size, "range_index": 0, "n_ranges": 1}
     staging = work / "split-staging"
-    direct = {kind: DirectTable(str(staging / kind), spec(name).partition_by, spec(name).table.stats_columns)
+    direct = {kind: DirectTable(str(staging / kind), table(name).partition_by, table(name).stats_columns)
               for kind, name in KIND_TO_TABLE.items()}
     decode = whole = 0.0
     for _ in range(2):

@@ -42,7 +42,7 @@ class DecodeContext:
     rows_as_bytes: bool = field(default=False, compare=False)
     # with the compiled extension: an ``EventSink`` (``_native.event_sink``) the compiled framing
     # loop hands the top-level events of plain transactions it can take to, instead of yielding
-    # them (the ingest: ``spark_jobs.records.RangeDecoder``, which built the sink and its buffers)
+    # them (the ingest: ``binlake.ingest.records.RangeDecoder``, which built the sink and its buffers)
     event_sink: Any = field(default=None, compare=False, repr=False)
 
     @property

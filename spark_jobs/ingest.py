@@ -15,8 +15,8 @@ per-range facts, then commits each row table once:
 
 Executors: open the object store from plain settings (never a driver-side client), read their
 byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
-``spark_jobs.records`` into Arrow batches of about ``batch_rows`` rows per table, and write them
-as Parquet, into the table's folder or the run's staging folder (``spark_jobs.staging_writer``).
+``binlake.ingest.records`` into Arrow batches of about ``batch_rows`` rows per table, and write them
+as Parquet, into the table's folder or the run's staging folder (``binlake.ingest.parquet_parts``).
 
 Large files (> ``split_threshold`` bytes) are first scanned header-only on an executor and
 cut at transaction starts into ranges of about ``split_target`` bytes; small files are packed
@@ -52,14 +52,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
+from binlake.ingest import records
+from binlake.ingest.layout import INGEST_TABLES, KIND_TO_TABLE
+from binlake.ingest.parquet_parts import DirectTable
 from binlake.lake.delta_files import STATS_STRING_PREFIX, DataFile
 from binlake.lake.sql_text import files_predicate
 from binlake.run_ids import new_run_id
-from spark_jobs import records
 from spark_jobs.errors import DirectWriteRefused, SparkJobError
 from spark_jobs.lake import delta_log, ensure_table, replace_few_rows, table_path, table_version, write_replace
-from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, TableSpec, spec
-from spark_jobs.staging_writer import DirectTable
+from spark_jobs.schemas import TableSpec, spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
@@ -225,9 +226,9 @@ def _failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -
     An object that is no longer the planned version gets no row at all (none of its rows may be
     written), only facts carrying the change (``changed``: the error's fields), which the driver
     turns into the run's error (:func:`refuse_changed_objects`)."""
+    from binlake.ingest.columns import TableColumns
     from binlake.lake.storage import ObjectChangedError
     from binlake.reconcile.coverage import split_series
-    from spark_jobs.columns import TableColumns
 
     file_seq = split_series(piece["file"])[1]
     changed = exc.fields if isinstance(exc, ObjectChangedError) else None
@@ -351,7 +352,7 @@ def decode_task(task: tuple[int, list[dict[str, Any]]], settings: TaskSettings) 
     "parts": {kind: [names]}, "files": {kind: [DataFile]}}``. Each piece's facts row carries
     the piece's row count per kind in ``row_counts``: the driver gets the per-file counts with the
     facts, never by scanning the staged rows again."""
-    from spark_jobs.staging_writer import TaskStaging, staging_store
+    from binlake.ingest.parquet_parts import TaskStaging, staging_store
 
     task_id, pieces = task
     freed_memory_kept()

@@ -1,4 +1,4 @@
-"""spark_jobs.columns: per-column buffers -> one Arrow batch in a table's schema."""
+"""binlake.ingest.columns: per-column buffers -> one Arrow batch in a table's schema."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from binlake.ingest.columns import TableColumns, array_from_parts, image_arrays, utc_dates
+from binlake.ingest.layout import batch_schema
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
-from spark_jobs.columns import TableColumns, array_from_parts, image_arrays, utc_dates
-from spark_jobs.schemas import spec
 from tests._native_util import native_extension
 
 UTC = dt.UTC
@@ -46,7 +46,7 @@ def test_a_batch_has_the_tables_schema_constants_and_dates(native: bool) -> None
     _statement(cols, 300, None, "DROP TABLE t")
     assert len(cols) == 2
     batch = cols.take_batch()
-    assert batch.schema == spec("silver.statements").batch_schema
+    assert batch.schema == batch_schema("silver.statements")
     assert batch.to_pylist() == [
         {"source": "s", "file": "binlog.000002", "file_seq": 2, "pos": 120, "payload_index": None, "gtid": "u:1",
          "trx_pos": 4, "event_time": dt.datetime(1970, 1, 2, 0, 0, 0, 5, tzinfo=UTC), "server_id": 7,
@@ -66,7 +66,7 @@ def test_a_batch_has_the_tables_schema_constants_and_dates(native: bool) -> None
 def test_a_null_in_a_not_null_column_is_refused_by_name(native: bool) -> None:
     """A NOT NULL column is not nullable in a batch (a required Parquet column): a NULL there,
     which only a fault of the ingest could put, is named before any batch is made."""
-    from spark_jobs.columns import NotNullError
+    from binlake.ingest.columns import NotNullError
 
     cols = TableColumns("silver.statements", {"source": "s", "file": "binlog.000002", "file_seq": 2})
     _statement(cols, 120, 0, "CREATE TABLE t (a INT)")
@@ -341,7 +341,7 @@ def test_image_arrays_of_both_sinks_are_the_same_arrow_arrays() -> None:
     python, native = arrays
     assert all(p.equals(n) for p, n in zip(python, native, strict=True))
     # as the ingest's batches hold them: the maps' keys as dictionaries, the same values
-    words = [spec("silver.row_changes").batch_schema.field(c).type for c in ("before", "after", "before_json", "after_json")]
+    words = [batch_schema("silver.row_changes").field(c).type for c in ("before", "after", "before_json", "after_json")]
     assert pa.types.is_dictionary(words[0].key_type) and pa.types.is_dictionary(words[1].key_type)
     coded = []
     for sink in _image_sinks():
@@ -368,7 +368,7 @@ def test_the_extensions_key_dictionary_is_kept_between_batches_and_started_again
     sink = _native.image_columns()
     if sink is None:
         pytest.skip("compiled extension not built")
-    words = [spec("silver.row_changes").batch_schema.field(c).type for c in ("before", "after", "before_json", "after_json")]
+    words = [batch_schema("silver.row_changes").field(c).type for c in ("before", "after", "before_json", "after_json")]
 
     def batch(*afters: dict[str, str | None]) -> Any:
         for after in afters:
@@ -414,7 +414,7 @@ def test_bool_columns_hold_values_and_nulls_apart() -> None:
                 with pytest.raises(TypeError, match="silver.transactions.kind"):
                     cols.row(*(dict(values, kind=1).get(c) for c in cols.row_columns))
 
-    from spark_jobs.columns import NotNullError
+    from binlake.ingest.columns import NotNullError
 
     if not _native.use_native(None):
         pytest.skip("compiled extension not built")

@@ -22,12 +22,13 @@ import pytest
 from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
 from conftest import make_test_config
 
+from binlake.ingest.layout import INGEST_TABLES, KIND_TO_TABLE
+from binlake.ingest.records import decode_file
 from binlake_testing.table_digest import warehouse_digests
 from spark_jobs import ingest as ingest_mod
 from spark_jobs.ingest import BinlogObject, run_ingest
 from spark_jobs.lake import table_path, table_version
-from spark_jobs.records import decode_file
-from spark_jobs.schemas import INGEST_TABLES, KIND_TO_TABLE, spec
+from spark_jobs.schemas import spec
 
 pytestmark = pytest.mark.spark
 

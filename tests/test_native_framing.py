@@ -152,7 +152,7 @@ def test_fixture_files_scan_identically(path: Path, mode: str) -> None:
     assert all(isinstance(x, (EventHeader, tuple)) for x in items)  # headers, or skips
 
 
-#: the types whose headers the ingest's split point scan reads (``spark_jobs.records.SPLIT_POINT_TYPES``)
+#: the types whose headers the ingest's split point scan reads (``binlake.ingest.records.SPLIT_POINT_TYPES``)
 TRX_TYPES = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID,
                        EventType.XID})
 

@@ -259,7 +259,7 @@ def test_a_column_name_that_is_not_utf8_is_stored_escaped() -> None:
     """A column name with a lone surrogate (a TABLE_MAP's names are decoded with
     surrogateescape) cannot be an Arrow string: the extension's columns hold it as
     ``backslashreplace`` writes it, the text ``\\udcff``, as the Python path's conversion does
-    (``spark_jobs.columns.arrow_array``); the JSON keeps the raw character (its escape)."""
+    (``binlake.ingest.columns.arrow_array``); the JSON keeps the raw character (its escape)."""
     cols = {"a": EDGE_COLUMNS["i"], "\udcff": EDGE_COLUMNS["s"]}
     changes = (RowChange(None, {"a": 2}), RowChange(None, {"a": 3, "\udcff": "x"}))
     columns = _native.image_columns()

@@ -298,7 +298,7 @@ def _gen_file(name: str, prev: str, gnos: list[int], *, uuid: str = A, last: boo
 
 
 def _facts(source: str, files: dict[str, bytes]) -> list[FileFacts]:
-    from spark_jobs.records import decode_file, merge_file_facts
+    from binlake.ingest.records import decode_file, merge_file_facts
 
     out = []
     for name, data in files.items():

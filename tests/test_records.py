@@ -1,4 +1,4 @@
-"""spark_jobs.records: one binlog (or byte range) -> table rows, pure Python (no Spark)."""
+"""binlake.ingest.records: one binlog (or byte range) -> table rows, pure Python (no Spark)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 from _binlog_util import CRC32_SAMPLE, corrupt_middle_query
 
-from binlake.reconcile.coverage import FileFacts, reconcile
-from binlog_parser.reader import HeaderScan, scan_headers
-from spark_jobs.records import (
+from binlake.ingest.layout import KIND_TO_TABLE, batch_schema
+from binlake.ingest.records import (
     SPLIT_POINT_TYPES,
     context_from_head,
     decode_file,
@@ -19,7 +18,9 @@ from spark_jobs.records import (
     split_points,
     statement_kind,
 )
-from spark_jobs.schemas import KIND_TO_TABLE, META_BINLOG_FILES, spec
+from binlake.lake import tables
+from binlake.reconcile.coverage import FileFacts, reconcile
+from binlog_parser.reader import HeaderScan, scan_headers
 
 ROOT = Path(__file__).resolve().parent / "fixtures"
 MARIA = ROOT / "mariadb-10.11"
@@ -43,10 +44,10 @@ def test_rows_have_exactly_the_table_columns():
         for kind, rows in out.items():
             if kind == "file_facts":
                 merged = merge_file_facts(rows, size=path.stat().st_size, etag="e")
-                assert list(merged) == META_BINLOG_FILES.column_names
+                assert list(merged) == tables.META_BINLOG_FILES.column_names
                 continue
             seen.add(kind)
-            cols = spec(KIND_TO_TABLE[kind]).column_names
+            cols = tables.table(KIND_TO_TABLE[kind]).column_names
             for row in rows:
                 assert list(row) == cols, kind
     assert {"events", "transactions", "statements", "quarantine"} <= seen
@@ -323,7 +324,7 @@ def test_batches_are_cut_at_batch_rows_in_each_tables_schema():
     for its commit time (never cut before it, unless max_buffered_rows)."""
     import pyarrow as pa
 
-    from spark_jobs.records import RangeDecoder, rows_of
+    from binlake.ingest.records import RangeDecoder, rows_of
 
     data = (BB / "test-data__binlogs__transaction_compression.000001").read_bytes()
     whole = collect(decode_file(data, source="s", file="binlog.000001"))
@@ -331,7 +332,7 @@ def test_batches_are_cut_at_batch_rows_in_each_tables_schema():
     assert batches[-1][0] == "file_facts"
     sizes = collections.defaultdict(list)
     for kind, b in batches[:-1]:
-        assert isinstance(b, pa.RecordBatch) and b.schema == spec(KIND_TO_TABLE[kind]).batch_schema
+        assert isinstance(b, pa.RecordBatch) and b.schema == batch_schema(KIND_TO_TABLE[kind])
         sizes[kind].append(b.num_rows)
     assert len(sizes["events"]) > 2 and all(n == 3 for n in sizes["events"][:-1])
     assert collect(rows_of(batches)) == whole
@@ -461,7 +462,7 @@ def _batches_and_python_events(data: bytes, monkeypatch, *, sink: bool, from_byt
     Python loop (``_on_event``) handled; ``sink``: False, the extension's ``EventSink`` is not
     made (the extension decodes as ever); ``from_bytes`` gets how many events the sink took from
     their bytes."""
-    from spark_jobs import records
+    from binlake.ingest import records
 
     handled = 0
     on_event = records.RangeDecoder._on_event

@@ -6,7 +6,7 @@
 - compiled row-image readers (``rows_event._compile_image_reader``) == the generic loop, NULLs,
   short images and all;
 - ``render_row_json_text`` / ``ImageRenderer`` == (``render_row`` JSON-encoded, ``render_row_text``);
-- ``fields_head`` + ``ImageRenderer.render_changes`` == ``spark_jobs.records.row_images`` over
+- ``fields_head`` + ``ImageRenderer.render_changes`` == ``binlake.ingest.records.row_images`` over
   ``event.fields()`` (head, text maps, typed JSON).
 """
 
@@ -243,8 +243,8 @@ def test_render_row_json_text_values():
 
 @pytest.mark.parametrize("path", _fixture_files())
 def test_rendered_rows_event_parts_equal_the_records_generic_path(path):
+    from binlake.ingest.records import row_images
     from binlog_parser.rows.render import ImageRenderer, compact_json
-    from spark_jobs.records import row_images
 
     for ev in _rows_events(path):
         fields = ev.fields()

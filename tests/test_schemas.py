@@ -1,4 +1,4 @@
-"""spark_jobs.schemas: the Spark and Arrow views of the registry's tables agree."""
+"""spark_jobs.schemas and the Arrow views (binlake.lake.tables, binlake.ingest.layout) of the registry's tables agree."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from binlake.ingest.layout import DICTIONARY_COLUMNS, INGEST_TABLES, KIND_TO_TABLE, WORD_COLUMNS, batch_schema
 from binlake.lake import tables
-from spark_jobs.schemas import ALL_TABLES, GOLD_TABLES, INGEST_TABLES, KIND_TO_TABLE, spec
+from spark_jobs.schemas import ALL_TABLES, GOLD_TABLES, spec
 
 
 @pytest.mark.parametrize("name", INGEST_TABLES)
@@ -29,30 +30,30 @@ def test_the_batch_schema_is_the_arrow_schema_with_dictionaries_for_the_constant
     (names, kinds, GTIDs) and every map's keys as dictionaries of strings; every other field is
     the table's, and decoding each dictionary gives the table's type back. The table's NOT NULL
     columns, and only they, are not nullable."""
-    from spark_jobs.schemas import DICTIONARY_COLUMNS, WORD_COLUMNS
-
     ts = spec(name)
+    batch = batch_schema(name)
     words = pa.dictionary(pa.int32(), pa.string())
     coded = DICTIONARY_COLUMNS | WORD_COLUMNS.get(name, frozenset())
-    assert ts.batch_schema.names == ts.arrow_schema.names
-    for batch, table in zip(ts.batch_schema, ts.arrow_schema):
-        if batch.name in coded:
-            assert batch.type == words and table.type == pa.string(), batch.name
+    assert batch.names == ts.arrow_schema.names
+    for field, table in zip(batch, ts.arrow_schema):
+        if field.name in coded:
+            assert field.type == words and table.type == pa.string(), field.name
         elif pa.types.is_map(table.type):
-            assert batch.type.key_type == words and batch.type.item_type == table.type.item_type, batch.name
-            assert batch.type.key_field.name == table.type.key_field.name and not batch.type.key_field.nullable
+            assert field.type.key_type == words and field.type.item_type == table.type.item_type, field.name
+            assert field.type.key_field.name == table.type.key_field.name and not field.type.key_field.nullable
         else:
-            assert batch == table.with_nullable(batch.nullable), batch.name
+            assert field == table.with_nullable(field.nullable), field.name
     # a NOT NULL column is not nullable in a batch (a required Parquet column), the others are
-    assert {f.name for f in ts.batch_schema if not f.nullable} == {c.name for c in ts.table.columns if not c.nullable}
-    dictionaries = {f.name for f in ts.batch_schema if pa.types.is_dictionary(f.type)}
+    assert {f.name for f in batch if not f.nullable} == {c.name for c in ts.table.columns if not c.nullable}
+    dictionaries = {f.name for f in batch if pa.types.is_dictionary(f.type)}
     assert {"source", "file"} <= dictionaries
     assert {"silver.row_changes": {"gtid", "db", "table_name", "operation", "event_type"},
             "bronze.events": {"gtid", "db", "table_name", "event_type", "checksum"}}.get(name, set()) <= dictionaries
 
 
 def test_every_registry_type_has_a_spark_and_an_arrow_type() -> None:
-    from spark_jobs.schemas import SPARK_TYPES, arrow_type
+    from binlake.lake.tables import arrow_type
+    from spark_jobs.schemas import SPARK_TYPES
 
     names = {c.type for t in (*ALL_TABLES.values(), *GOLD_TABLES.values()) for c in t.table.columns}
     assert names <= set(SPARK_TYPES)

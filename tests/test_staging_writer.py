@@ -1,4 +1,4 @@
-"""spark_jobs.staging_writer: a task's batches as Parquet parts, deterministic names, put whole."""
+"""binlake.ingest.parquet_parts: a task's batches as Parquet parts, deterministic names, put whole."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlake.config import S3Settings
+from binlake.ingest.parquet_parts import DirectTable, PartWriter, TaskStaging, split_by_partition, staging_store
 from binlake.lake.storage import LocalObjectStore, S3ObjectStore
-from spark_jobs.staging_writer import DirectTable, PartWriter, TaskStaging, split_by_partition, staging_store
 
 SCHEMA = pa.schema([pa.field("pos", pa.int64()), pa.field("sql", pa.string())])
 

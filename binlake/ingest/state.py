@@ -9,7 +9,6 @@ same run that writes the file's rows (replaced, never appended twice): uri, size
   It works **without Spark** (the discover task runs in the Airflow worker): delta-rs reads the
   tables (:mod:`binlake.lake.delta_tables`). A table it cannot read makes it return ``None`` and
   discovery simply reads every object.
-* ``spark_jobs.ingest_state.known_files_spark`` - the same through Spark (tests cross-check it).
 * :func:`plan_ingest` - which discovered files a run ingests: nightly (new / changed / failed
   before), backfill ``missing`` (the same, limited to a range) or ``reprocess`` (every closed file
   of the range, forced) - so reruns and backfills are idempotent, and a new etag is noticed.

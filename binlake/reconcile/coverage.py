@@ -1,6 +1,6 @@
 """GTID coverage and chain reconciliation over per-file facts. Pure Python, no Spark.
 
-Ingestion (``spark_jobs.records``) leaves one small summary per archived binlog object in
+Ingestion (``binlake.ingest.records``) leaves one small summary per archived binlog object in
 ``meta.binlog_files`` (a :class:`FileFacts`): what the file says precedes it (MySQL
 PREVIOUS_GTIDS or MariaDB GTID_LIST), which GTIDs it contains, how it ends (ROTATE to which
 name, STOP, or nothing because it is truncated / still active). This module turns those

@@ -135,7 +135,7 @@ def image_columns() -> Any:
 
 def row_columns(kinds: list[str], names: list[str]) -> Any:
     """A new ``RowColumns`` of the extension (a table's columns as Arrow buffers, appended a row
-    at a time; ``kinds``: ``spark_jobs.columns.row_kind`` of each, ``names``: their names, for
+    at a time; ``kinds``: ``binlake.ingest.columns.row_kind`` of each, ``names``: their names, for
     errors), or None without it."""
     module = extension()
     return None if module is None else module.RowColumns(kinds, names)

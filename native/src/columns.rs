@@ -7,7 +7,7 @@
 //! leaves a Python list for `pa.array` to walk per batch: `take` hands the buffers over in
 //! Arrow's own layout (validity bitmap, values or i32 offsets and data; the values, offsets
 //! and data as the very `Vec`s filled, in an `ArrowBuffer`), and
-//! `spark_jobs.columns` wraps them as Arrow arrays without another pass over the values.
+//! `binlake.ingest.columns` wraps them as Arrow arrays without another pass over the values.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! `EventSink`: the ingest's rows of plain transactions appended inside the compiled framing
 //! loop (`framing.rs`), so their events never reach the Python loop of
-//! `spark_jobs.records.RangeDecoder` (issue 13: that loop's per-event Python was the largest
+//! `binlake.ingest.records.RangeDecoder` (issue 13: that loop's per-event Python was the largest
 //! share of the ingest's CPU). A plain transaction is what an OLTP server writes for most of its
 //! commits: GTID (ANONYMOUS_GTID, MariaDB's GTID), BEGIN (not after a MariaDB GTID), the
 //! statement's annotation (ROWS_QUERY, MariaDB's ANNOTATE_ROWS), TABLE_MAP and rows events, XID.

@@ -4,7 +4,7 @@ Why: the executors' decoder used to build one dict per output row and have ``pa.
 dicts into one wide staging batch whose five struct columns were four-fifths NULL; that cost ten
 times the decoding itself (issue 13). Here the decoder appends each value to its column, and the
 columns become Arrow arrays once per batch, in the table's batch schema
-(:meth:`spark_jobs.schemas.TableSpec.batch_schema`: its columns, some as dictionaries). With the
+(:func:`binlake.ingest.layout.batch_schema`: its columns, some as dictionaries). With the
 compiled extension the columns are Arrow buffers filled in Rust (``RowColumns``,
 ``ImageColumns``: ``native/src/columns.rs``), which are wrapped as they are; without it, one
 Python list per column and ``pa.array`` (a C loop).
@@ -20,9 +20,9 @@ What keeps the per-row work small:
   escaped (:func:`arrow_array`) rather than failing the batch;
 * columns equal for every row a decoder makes (``source``, ``file``, ...) are given once as
   ``constants``: a one-word dictionary and a zero index per row for the string ones
-  (:data:`spark_jobs.schemas.DICTIONARY_COLUMNS`), repeated by Arrow for the others;
+  (:data:`binlake.ingest.layout.DICTIONARY_COLUMNS`), repeated by Arrow for the others;
 * string columns of few distinct values (names, kinds, a transaction's GTID:
-  :data:`spark_jobs.schemas.WORD_COLUMNS`) are dictionaries too, their words found as the rows
+  :data:`binlake.ingest.layout.WORD_COLUMNS`) are dictionaries too, their words found as the rows
   are appended (kind ``words``), so the rows of a rows event repeat an index, not a string;
 * the row image columns (two ``map<string,string>``, two JSON strings) are one sink the
   renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the extension, Arrow
@@ -36,9 +36,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from binlake.errors import BinlakeError
+from binlake.ingest.layout import DICTIONARY_COLUMNS, batch_schema
+from binlake.lake import tables
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
-from spark_jobs.schemas import DICTIONARY_COLUMNS, spec
 
 #: date column -> the timestamp columns it is the UTC date of (the first non-NULL one)
 DATE_SOURCES: dict[str, tuple[str, ...]] = {
@@ -184,7 +185,7 @@ class NotNullError(BinlakeError, ValueError):
     """A NULL in a column its table declares NOT NULL: a fault of the ingest, never of the
     binlog (what the binlog may lack is nullable). Refused here, named, before it reaches a data
     file: Spark would refuse it at its write, and the Parquet writer at the ``required``
-    column (:meth:`spark_jobs.schemas.TableSpec.batch_schema`)."""
+    column (:func:`binlake.ingest.layout.batch_schema`)."""
 
 
 class _RowLists:
@@ -264,9 +265,9 @@ class TableColumns:
     def __init__(self, table: str, constants: Mapping[str, Any] | None = None, images: Any = None,
                  image_columns: Sequence[str] = (), row_columns: Sequence[str] | None = None,
                  late_columns: Sequence[str] = (), sequence_columns: Iterable[str] = ()) -> None:
-        ts = spec(table)
+        ts = tables.table(table)
         self.table = table
-        self.schema = ts.batch_schema
+        self.schema = batch_schema(table)
         self.constants = dict(constants or {})
         self.dates = {c: DATE_SOURCES[f"{table}.{c}"] for c in ts.column_names if f"{table}.{c}" in DATE_SOURCES}
         #: the row image sink (:func:`image_arrays`) and the four columns it holds, in its order

@@ -4,9 +4,9 @@ This runs on the executors. Input: the bytes of one range of one file (plus, for
 that does not start at offset 0, the file's :class:`~binlog_parser.context.DecodeContext`
 from its FORMAT_DESCRIPTION). Output (:meth:`RangeDecoder.batches`): ``(kind, batch)`` pairs
 where ``kind`` is one of :data:`KINDS` and ``batch`` a ``pyarrow.RecordBatch`` in the schema of
-the matching table in ``spark_jobs.schemas``, then one ``("file_facts", dict)``: the partial
+the matching table (:func:`binlake.ingest.layout.batch_schema`), then one ``("file_facts", dict)``: the partial
 per-range facts that :func:`merge_file_facts` folds into one ``meta.binlog_files`` row on the
-driver. Values go straight into per-table column buffers (:mod:`spark_jobs.columns`), never
+driver. Values go straight into per-table column buffers (:mod:`binlake.ingest.columns`), never
 through a dict per row: that is what ingest spends its CPU on (issue 13). :func:`decode_range`
 and :func:`decode_file` give the same rows as dicts, for tests and tools.
 
@@ -39,6 +39,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from binlake.ingest.columns import ColumnRangeError, TableColumns
 from binlake.reconcile.coverage import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
@@ -63,7 +64,6 @@ from binlog_parser.rows.render import (
     new_image_sink,
     render_row_text,
 )
-from spark_jobs.columns import ColumnRangeError, TableColumns
 
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 #: where the row images of a rows event are (``bronze.events.fields`` points there)
@@ -131,7 +131,7 @@ def statement_kind(sql: str | None) -> str:
     return "OTHER"
 
 
-# Timestamps travel as integer microseconds since the epoch (spark_jobs.columns): no datetime
+# Timestamps travel as integer microseconds since the epoch (binlake.ingest.columns): no datetime
 # object per event.
 
 def _us(seconds: int | None) -> int | None:
