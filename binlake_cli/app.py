@@ -220,6 +220,47 @@ def archive(ctx: typer.Context) -> None:
     _done(int(archive_command(list(ctx.args))))
 
 
+@app.command(help="SOURCE's table db.t as it was at a moment: --gtid (MariaDB d-s-n[,...], a MySQL GTID or GTID "
+                  "set: everything up to it), --time (commit time, UTC) or --position FILE:POS; typed like gold. "
+                  "Refuses across a GAP, DDL it cannot follow, or a moment outside the archive (docs/history.md).")
+def asof(
+    source: Annotated[str, typer.Option("--source", "-s", help="source name from [[sources]]")],
+    table: Annotated[str, typer.Option("--table", "-t", help="db.table")],
+    gtid: Annotated[str | None, typer.Option(help="GTID / GTID set: everything up to here")] = None,
+    time: Annotated[str | None, typer.Option(help="commit time (YYYY-MM-DD HH:MM:SS[.ffffff], UTC)")] = None,
+    position: Annotated[str | None, typer.Option(help="binlog FILE:POS (transactions ending at or before it)")] = None,
+    config: ConfigOption = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="output format")] = OutputFormat.table,
+    to_delta: Annotated[str | None, typer.Option("--to-delta", help="write a Delta table here instead")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --to-delta table")] = False,
+    coverage_check: Annotated[bool, typer.Option(help="refuse when reconciliation found a GAP")] = True,
+) -> None:
+    from binlake_cli.history import AsofOptions, run_asof
+
+    _done(run_asof(AsofOptions(source, table, gtid, time, position, str(config) if config else None,
+                               output_format.value, to_delta, overwrite, coverage_check)))
+
+
+@app.command(help="Print the SQL that undoes what some transactions did to SOURCE's table db.t (reverse binlog "
+                  "order, keyed by the primary key); refuses across DDL, TRUNCATE or a GAP; warns about later "
+                  "changes to the same rows (docs/history.md).")
+def flashback(
+    source: Annotated[str, typer.Option("--source", "-s", help="source name from [[sources]]")],
+    table: Annotated[str, typer.Option("--table", "-t", help="db.table")],
+    gtid_range: Annotated[str | None, typer.Option(help="A..B (0-1-5..0-1-9, uuid:5..uuid:9) or uuid:5-9")] = None,
+    from_time: Annotated[str | None, typer.Option(help="first commit time (UTC) of the window")] = None,
+    to_time: Annotated[str | None, typer.Option(help="last commit time (UTC) of the window")] = None,
+    transaction: Annotated[list[str] | None, typer.Option(help="one GTID to undo (repeat the option)")] = None,
+    single_transaction: Annotated[bool, typer.Option(help="wrap the undo in START TRANSACTION ... COMMIT")] = False,
+    config: ConfigOption = None,
+    coverage_check: Annotated[bool, typer.Option(help="refuse when reconciliation found a GAP")] = True,
+) -> None:
+    from binlake_cli.history import FlashbackOptions, run_flashback
+
+    _done(run_flashback(FlashbackOptions(source, table, gtid_range, from_time, to_time, list(transaction or []),
+                                         single_transaction, str(config) if config else None, coverage_check)))
+
+
 def _done(code: int) -> None:
     """End a command with ``code`` (typer ignores a command's return value)."""
     if code:

@@ -275,3 +275,36 @@ def test_flashback_names_later_transactions_on_the_same_rows(lake: Any, server: 
     assert {c.gtid for c in undo.conflicts} == {f"{prefix}{cp7 + 1}", f"{prefix}{cp9}"}
     assert all(c.key in {(7,), (1,)} for c in undo.conflicts)
     assert [s.split()[0] for s in undo.statements] == ["UPDATE", "DELETE"]  # reverse binlog order
+
+
+# ------------------------------------------------------------------ the command lines
+
+def test_cli_asof_csv_delta_and_flashback(lake: Any, server: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    import io
+
+    import binlake.config
+    from binlake_cli.app import main
+    from binlake_cli.history import AsofOptions, FlashbackOptions, run_asof, run_flashback
+
+    monkeypatch.setattr(binlake.config, "load_config", lambda path=None: lake)
+    cp = server["checkpoints"][2]
+    out, err = io.StringIO(), io.StringIO()
+    assert run_asof(AsofOptions(SOURCE, "shop.items", gtid=cp["gtid"], output_format="csv"), out, err) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].split(",")[:4] == ["id", "name", "price", "qty"] and len(lines) == 1 + 2
+    assert f"through {cp['gtid']}" in err.getvalue() and "replayed" in err.getvalue()
+    target = tmp_path / "items_at_2"
+    run_asof(AsofOptions(SOURCE, "`shop`.`items`", time=cp["time"].isoformat(), to_delta=str(target)), out, err)
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    written = pa.table(DeltaTable(str(target)).to_pyarrow_table())
+    assert str(written.schema.field("big").type) == "decimal128(20, 0)"
+    assert str(written.schema.field("at6").type) == "timestamp[us]" and written.num_rows == 2
+    assert sorted(written.column("id").to_pylist()) == sorted(r[0] for r in cp["selects"]["items"][1])
+    out, err = io.StringIO(), io.StringIO()
+    run_flashback(FlashbackOptions(SOURCE, "shop.items", gtid_range=_range(server, 6, 7), single_transaction=True),
+                  out, err)
+    assert out.getvalue().count("START TRANSACTION;") == 1 and "UPDATE `shop`.`items` SET" in out.getvalue()
+    assert err.getvalue().count("warning: after the range") == 2
+    assert main(["asof", "-s", SOURCE, "-t", "shop.items", "--gtid", cp["gtid"], "--time", "2020-01-01"]) == 1
