@@ -39,6 +39,7 @@ from binlog_parser.context import DecodeContext, Decoder
 from binlog_parser.decoders.payload import open_payload
 from binlog_parser.errors import (
     BinlogError,
+    BinlogValueError,
     ChecksumMismatchError,
     CorruptEventError,
     NotABinlogError,
@@ -416,11 +417,11 @@ class EventFramer:
             else:
                 try:
                     event = decoder(header, raw[header_len:end], ctx)
-                except BinlogError as exc:
-                    raise self._located(exc, pos, type_code)  # noqa: B904 - the decoder's own error, completed
                 except Exception as exc:  # any decoder failure is a typed error (cause kept)
-                    raise self._err(CorruptEventError, f"cannot decode {event_type_name(type_code)} "
-                                    f"event: {exc}", pos, type_code) from exc
+                    err = self._decoder_failed(exc, pos, type_code)
+                    if err is exc:
+                        raise
+                    raise err from exc
             if is_fde:
                 self._apply_fde(event, pos)
             del raw
@@ -527,6 +528,15 @@ class EventFramer:
                             f"CRC32 mismatch in {event_type_name(type_code)} event of {size} bytes",
                             pos, type_code)
         return end, checksum_ok
+
+    def _decoder_failed(self, exc: Exception, pos: int, type_code: int) -> BinlogError:
+        """What a body decoder's failure is reported as: its own framing-level BinlogError
+        completed with the file and offset, anything else (a bad field or value inside the body,
+        a decoder bug) a CorruptEventError naming the event."""
+        if isinstance(exc, BinlogError) and not isinstance(exc, BinlogValueError):
+            return self._located(exc, pos, type_code)
+        return self._err(CorruptEventError, f"cannot decode {event_type_name(type_code)} event: {exc}",
+                         pos, type_code)
 
     def _located(self, exc: BinlogError, pos: int, type_code: int) -> BinlogError:
         """A decoder's error completed with the file, offset and event type it lacks."""

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from binlog_parser.errors import BinlogError
+from binlog_parser.errors import GtidParseError
 from binlog_parser.intervals import Interval
 from binlog_parser.intervals import contains as _contains
 from binlog_parser.intervals import difference as _difference
@@ -33,10 +33,6 @@ _Q2 = struct.Struct("<QQ")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 Key = tuple[str, str]  # (uuid, tag) ; tag "" = untagged
-
-
-class GtidParseError(BinlogError, ValueError):
-    """A GTID or GTID set text (or binary encoding) is not valid."""
 
 
 # ---------------------------------------------------------------------------

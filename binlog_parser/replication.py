@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from binlog_parser.constants import LOG_EVENT_ARTIFICIAL_F, EventType
-from binlog_parser.errors import BinlogError
+from binlog_parser.errors import ReplicationProtocolError
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -49,10 +49,6 @@ EVENT_HEADER_LEN = 19
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 
 _HEARTBEATS = (int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2))
-
-
-class ReplicationProtocolError(BinlogError, ValueError):
-    """The dump stream broke the protocol (bad sequence id, truncated event, unknown packet)."""
 
 
 # --- command packets --------------------------------------------------------------------------

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import struct
 
+from binlog_parser.errors import ShortBufferError
+
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
-
-
-class ShortBufferError(ValueError):
-    """A field runs past the end of the buffer it is read from."""
 
 
 def uint(buf: bytes | memoryview, offset: int, size: int) -> int:

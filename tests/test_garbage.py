@@ -115,3 +115,64 @@ def test_huge_claimed_sizes_do_not_allocate() -> None:
         except BinlogError:
             pass
         assert time.monotonic() - t0 < 2
+
+
+def test_every_parser_error_is_a_binlog_error_and_value_errors_stay_value_errors() -> None:
+    """One root: the value-level errors (a field, a JSON document, a value to write) are BinlogErrors
+    too, and keep ValueError as a second base for the callers that catch them as one."""
+    from binlog_parser.errors import (
+        EncodeError,
+        ImpossibleTemporalValue,
+        JsonDecodeError,
+        JsonDiffError,
+        ShortBufferError,
+        UnsupportedColumnType,
+        ValueEncodeError,
+    )
+    from binlog_parser.rows.json_binary import parse_json_binary
+    from binlog_parser.wire import uint
+
+    for cls in (EncodeError, ImpossibleTemporalValue, JsonDecodeError, JsonDiffError, ShortBufferError,
+                UnsupportedColumnType, ValueEncodeError):
+        assert issubclass(cls, BinlogError) and issubclass(cls, ValueError), cls
+    try:
+        uint(b"\x01\x02", 0, 4)
+    except BinlogError as exc:
+        assert isinstance(exc, ShortBufferError) and str(exc) == "need 4 bytes at 0, have 2"
+    else:
+        raise AssertionError("no error")
+    try:
+        parse_json_binary(b"\x02\xff\xff\xff\xff")
+    except BinlogError as exc:
+        assert isinstance(exc, JsonDecodeError), exc
+    else:
+        raise AssertionError("no error")
+
+
+def test_a_short_field_inside_an_event_is_reported_as_that_event_corrupt() -> None:
+    """A ShortBufferError leaving a body decoder is the event's CorruptEventError, with the file,
+    the event's byte offset and its type, as before it joined the BinlogError tree."""
+    import struct
+    import zlib
+
+    from binlog_parser import CorruptEventError
+
+    seed = (BINLOGS / "blackbeam__rust_mysql_common" / "test-data__binlogs__binlog-invisible-columns.000001").read_bytes()
+    fde_size = struct.unpack_from("<I", seed, 4 + 9)[0]
+    head = seed[:4 + fde_size]
+    gtid = 4 + fde_size
+    while seed[gtid + 4] != 33:  # the first GTID event
+        gtid += struct.unpack_from("<I", seed, gtid + 9)[0]
+    size = struct.unpack_from("<I", seed, gtid + 9)[0]
+    body = seed[gtid + 19:gtid + size - 4 - 5]  # its last 5 body bytes cut off (a field runs past the end)
+    pos = len(head)
+    raw = seed[gtid:gtid + 9] + struct.pack("<II", 19 + len(body) + 4, pos + 19 + len(body) + 4) \
+        + seed[gtid + 17:gtid + 19] + body
+    raw += struct.pack("<I", zlib.crc32(raw))
+    try:
+        list(read_events(io.BytesIO(head + raw), file_name="short.bin"))
+    except CorruptEventError as exc:
+        assert (exc.file, exc.offset, exc.type_code) == ("short.bin", pos, 33), exc
+        assert str(exc) == f"short.bin:{pos}: cannot decode GTID event: need 2 bytes at 50, have 1"
+    else:
+        raise AssertionError("no error")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from binlog_parser.errors import JsonDecodeError
 from binlog_parser.limits import JSON_MAX_DEPTH
 from binlog_parser.rows.decimal import decimal_text, make_decimal_decoder
 from binlog_parser.rows.numbers import format_double
@@ -45,10 +46,6 @@ _T_TIME = 11
 _T_DATETIME = 12
 _T_TIMESTAMP = 7
 _T_VAR_STRING = 253
-
-
-class JsonDecodeError(ValueError):
-    """The bytes are not a valid binary JSON document."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,14 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from binlog_parser.errors import JsonDiffError
 from binlog_parser.rows.json_binary import MySQLJson, json_sort_key, json_to_text, parse_json_binary
 from binlog_parser.wire import packed_int
 
 OPERATIONS = ("REPLACE", "INSERT", "REMOVE")
-
-
-class JsonDiffError(ValueError):
-    """A diff cannot be read or cannot be applied to the before document."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from binlog_parser._fast import slots_constructor
 from binlog_parser.context import DecodeContext
-from binlog_parser.errors import CorruptEventError
+from binlog_parser.errors import CorruptEventError, JsonDiffError, RowsLayoutError
 from binlog_parser.events import Event
 from binlog_parser.header import EventHeader
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE, bounded_zlib_decompress, effective_max_event_size
@@ -34,7 +34,7 @@ from binlog_parser.rows import _native
 from binlog_parser.rows.column_types import INTEGER_SIZES
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.json_binary import MySQLJson
-from binlog_parser.rows.json_diff import JsonDiffError, PartialJson, apply_json_diffs, parse_json_diffs
+from binlog_parser.rows.json_diff import PartialJson, apply_json_diffs, parse_json_diffs
 from binlog_parser.rows.table_map import TableMapEvent
 from binlog_parser.rows.temporal import _DATETIMEF_INT_OFS
 from binlog_parser.wire import packed_int
@@ -197,17 +197,13 @@ def _extra_info(extra: bytes, kind: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- decoding
 
-class _RowsError(Exception):
-    pass
-
-
 _PLAN_CACHE_MAX = 256
 
 
-def _no_progress(kind: str) -> _RowsError:
+def _no_progress(kind: str) -> RowsLayoutError:
     # a row whose images hold no column (an all-zero columns bitmap) consumes no bytes:
     # "decoding" it again and again would never reach the end of the event
-    return _RowsError(f"{kind} row image selects no column and consumes no bytes; "
+    return RowsLayoutError(f"{kind} row image selects no column and consumes no bytes; "
                       "the rows cannot be delimited")
 
 
@@ -223,7 +219,7 @@ def _plan(tm: TableMapEvent, bitmap: bytes, partial: bool):
         if i // 8 < len(bitmap) and bitmap[i // 8] >> (i % 8) & 1:
             dec = tm.decoders[i]
             if dec is None:
-                raise _RowsError(f"column {i + 1} ({c.name}) has type {c.binlog_type} which cannot be decoded")
+                raise RowsLayoutError(f"column {i + 1} ({c.name}) has type {c.binlog_type} which cannot be decoded")
             present.append((c.name, dec, c))
     plan = _Plan(present)
     if len(tm.plan_cache) >= _PLAN_CACHE_MAX:  # one entry per distinct bitmap: keep it bounded
@@ -315,7 +311,7 @@ def _compile_image_reader(plan: _Plan):
     variables of the generated function, never written into its source."""
     n = len(plan)
     nb = (n + 7) >> 3
-    ns: dict[str, Any] = {"_RowsError": _RowsError, "_from_bytes": int.from_bytes, "_len": len,
+    ns: dict[str, Any] = {"RowsLayoutError": RowsLayoutError, "_from_bytes": int.from_bytes, "_len": len,
                           "_DT_OFS": _DATETIMEF_INT_OFS}
     fast: list[str] = []
     slow: list[str] = []
@@ -330,7 +326,7 @@ def _compile_image_reader(plan: _Plan):
         "def read(buf, pos):",
         f"    end = pos + {nb}",
         "    if end > _len(buf):",
-        "        raise _RowsError('row image runs past the end of the event')",
+        "        raise RowsLayoutError('row image runs past the end of the event')",
         "    nulls = buf[pos]" if nb == 1 else "    nulls = _from_bytes(buf[pos:end], 'little')",
         "    pos = end",
         "    blen = _len(buf)",
@@ -340,7 +336,7 @@ def _compile_image_reader(plan: _Plan):
         "        row = {}",
         *slow,
         "    if pos > blen:",
-        "        raise _RowsError('row image runs past the end of the event')",
+        "        raise RowsLayoutError('row image runs past the end of the event')",
         "    return row, pos",
     ])
     return _compiled_reader(src, n, ns)
@@ -370,7 +366,7 @@ def _read_image_pre_ga(buf: bytes, pos: int, plan):
     n_nullable = sum(1 for _n, _d, c in plan if c.nullable)
     nb = (n_nullable + 1 + 7) >> 3
     if pos + nb > len(buf):
-        raise _RowsError("row image runs past the end of the event")
+        raise RowsLayoutError("row image runs past the end of the event")
     nulls = int.from_bytes(buf[pos:pos + nb], "little")
     pos += nb
     row: dict[str, Any] = {}
@@ -384,7 +380,7 @@ def _read_image_pre_ga(buf: bytes, pos: int, plan):
                 continue
         row[name], pos = dec(buf, pos)
     if pos > len(buf):
-        raise _RowsError("row image runs past the end of the event")
+        raise RowsLayoutError("row image runs past the end of the event")
     return row, pos
 
 
@@ -396,7 +392,7 @@ def _read_image(buf: bytes, pos: int, plan, partial_cols: set[int] | None = None
     n = len(plan)
     nb = (n + 7) >> 3
     if pos + nb > len(buf):
-        raise _RowsError("row image runs past the end of the event")
+        raise RowsLayoutError("row image runs past the end of the event")
     nulls = int.from_bytes(buf[pos:pos + nb], "little")
     pos += nb
     row: dict[str, Any] = {}
@@ -416,24 +412,24 @@ def _read_image(buf: bytes, pos: int, plan, partial_cols: set[int] | None = None
                 start = pos + ln
                 pos = start + size
                 if pos > len(buf):
-                    raise _RowsError("JSON diff runs past the end of the event")
+                    raise RowsLayoutError("JSON diff runs past the end of the event")
                 row[name] = PartialJson(parse_json_diffs(buf[start:pos]))
             else:
                 row[name], pos = dec(buf, pos)
     if pos > len(buf):
-        raise _RowsError("row image runs past the end of the event")
+        raise RowsLayoutError("row image runs past the end of the event")
     return row, pos
 
 
 def _uncompress(data: bytes, pos: int, limit: int = DEFAULT_MAX_EVENT_SIZE) -> bytes:
     b = data[pos]
     if not b & 0x80 or (b >> 4) & 7 != 0:
-        raise _RowsError(f"unknown compressed rows header 0x{b:02x}")
+        raise RowsLayoutError(f"unknown compressed rows header 0x{b:02x}")
     lenlen = b & 7
     if not 1 <= lenlen <= 4:
-        raise _RowsError(f"bad compressed length size {lenlen}")
+        raise RowsLayoutError(f"bad compressed length size {lenlen}")
     if pos + 1 + lenlen > len(data):
-        raise _RowsError("compressed rows header runs past the end of the event")
+        raise RowsLayoutError("compressed rows header runs past the end of the event")
     size = int.from_bytes(data[pos + 1:pos + 1 + lenlen], "big")
     # the claim is checked against the limit and deflate's reach before inflating, and the
     # output is capped at the claim: a zlib bomb cannot allocate more than it declares
@@ -448,7 +444,7 @@ def _rows_head(data: bytes, t: int, phl: int) -> tuple[int, int, bytes, int]:
     """Post-header and extra data: ``(table_id, flags, extra, pos)``, every length checked."""
     id_len = 4 if phl == 6 else 6
     if len(data) < id_len + 2:
-        raise _RowsError(f"post-header needs {id_len + 2} bytes, the event body has {len(data)}")
+        raise RowsLayoutError(f"post-header needs {id_len + 2} bytes, the event body has {len(data)}")
     table_id = int.from_bytes(data[0:id_len], "little")
     flags = int.from_bytes(data[id_len:id_len + 2], "little")
     pos = id_len + 2
@@ -456,11 +452,11 @@ def _rows_head(data: bytes, t: int, phl: int) -> tuple[int, int, bytes, int]:
     has_extra = phl == 10 if phl else _VERSION[t] == 2
     if has_extra:
         if pos + 2 > len(data):
-            raise _RowsError(f"extra-data length at byte {pos} runs past the end of the event body "
+            raise RowsLayoutError(f"extra-data length at byte {pos} runs past the end of the event body "
                              f"({len(data)} bytes)")
         elen = int.from_bytes(data[pos:pos + 2], "little")
         if elen < 2 or pos + elen > len(data):
-            raise _RowsError(f"extra-data length {elen} at byte {pos} is outside 2..{len(data) - pos} "
+            raise RowsLayoutError(f"extra-data length {elen} at byte {pos} is outside 2..{len(data) - pos} "
                              f"(the bytes left in the event body)")
         extra = data[pos + 2:pos + elen]
         pos += elen
@@ -484,12 +480,12 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
                 f"rows event for table_id {table_id} without a preceding TABLE_MAP",
                 file=ctx.file, offset=header.pos, type_code=t)
         if pos >= len(data):
-            raise _RowsError(f"column count expected at byte {pos}, but the event body ends at byte {len(data)}")
+            raise RowsLayoutError(f"column count expected at byte {pos}, but the event body ends at byte {len(data)}")
         width, pos = packed_int(data, pos)
         if width is None:
-            raise _RowsError(f"column count at byte {pos - 1} is the NULL marker 0xfb")
+            raise RowsLayoutError(f"column count at byte {pos - 1} is the NULL marker 0xfb")
         if width != tm.column_count:
-            raise _RowsError(f"rows event has {width} columns, TABLE_MAP has {tm.column_count}")
+            raise RowsLayoutError(f"rows event has {width} columns, TABLE_MAP has {tm.column_count}")
         nb = (width + 7) // 8
         bm_before = data[pos:pos + nb]
         pos += nb
@@ -501,21 +497,21 @@ def decode_rows_event(header: EventHeader, body: memoryview, ctx: DecodeContext)
         elif kind == UPDATE:
             bm_after = bm_before  # pre-GA update: one bitmap for both images
         if len(bm_before) != nb or (bm_after is not None and len(bm_after) != nb):
-            raise _RowsError(f"columns bitmap of {nb} bytes runs past the end of the event body "
+            raise RowsLayoutError(f"columns bitmap of {nb} bytes runs past the end of the event body "
                              f"({len(data)} bytes)")
         if 166 <= t <= 171:
             if pos >= len(data):
-                raise _RowsError(f"compressed rows header expected at byte {pos}, but the event body ends")
+                raise RowsLayoutError(f"compressed rows header expected at byte {pos}, but the event body ends")
             data = data[:pos] + _uncompress(data, pos, effective_max_event_size(ctx))
         try:
             rows = _decode_rows(data, pos, tm, kind, t, bm_before, bm_after)
-        except (_RowsError, *_VALUE_ERRORS) as exc:
+        except (RowsLayoutError, *_VALUE_ERRORS) as exc:
             if isinstance(exc, JsonDiffError):
                 raise
-            raise _RowsError(_locate_bad_value(data, pos, tm, kind, t, bm_before, bm_after, exc)) from None
+            raise RowsLayoutError(_locate_bad_value(data, pos, tm, kind, t, bm_before, bm_after, exc)) from None
     except CorruptEventError:
         raise
-    except (_RowsError, ValueError, IndexError, OverflowError, struct.error, zlib.error,
+    except (RowsLayoutError, ValueError, IndexError, OverflowError, struct.error, zlib.error,
             JsonDiffError) as exc:
         raise CorruptEventError(f"bad rows event: {exc}{_hires_hint(tm, ctx)}", file=ctx.file,
                                 offset=header.pos, type_code=t) from None
@@ -543,13 +539,13 @@ def _checked_decoder(dec: Any, col: Any) -> Any:
     def run(buf: bytes, pos: int) -> tuple[Any, int]:
         where = f"column {col.index + 1} ({col.name}, {col.type_name}) at byte {pos} of the rows data"
         if size is not None and pos + size > len(buf):
-            raise _RowsError(f"{where}: the value needs {size} bytes, {len(buf) - pos} are left in the event")
+            raise RowsLayoutError(f"{where}: the value needs {size} bytes, {len(buf) - pos} are left in the event")
         try:
             value, end = dec(buf, pos)
         except _VALUE_ERRORS as exc:
-            raise _RowsError(f"{where}: {_why(exc, len(buf) - pos)}") from None
+            raise RowsLayoutError(f"{where}: {_why(exc, len(buf) - pos)}") from None
         if end > len(buf):
-            raise _RowsError(f"{where}: the value needs {end - pos} bytes, {len(buf) - pos} are left")
+            raise RowsLayoutError(f"{where}: the value needs {end - pos} bytes, {len(buf) - pos} are left")
         return value, end
     return run
 
@@ -576,11 +572,11 @@ def _locate_bad_value(data: bytes, pos: int, tm: TableMapEvent, kind: str, t: in
     checked = _CheckedTable(tm.columns, tuple(_checked_decoder(d, c) for d, c in zip(tm.decoders, tm.columns)), {})
     try:
         _decode_rows(data, pos, checked, kind, t, bm_before, bm_after)
-    except _RowsError as exc:
+    except RowsLayoutError as exc:
         return str(exc)
     except _VALUE_ERRORS as exc:
         return f"row data does not match the TABLE_MAP's columns: {_why(exc, len(data) - pos)}"
-    if isinstance(first, _RowsError):
+    if isinstance(first, RowsLayoutError):
         return str(first)
     return f"row data does not match the TABLE_MAP's columns: {_why(first, len(data) - pos)}"
 

@@ -17,6 +17,7 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from binlog_parser._fast import slots_constructor
+from binlog_parser.errors import ImpossibleTemporalValue
 
 _UTC = _dt.UTC
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
@@ -186,11 +187,6 @@ def make_date_decoder():
         v = buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)
         return _new_date(v >> 9, (v >> 5) & 15, v & 31), pos + 3
     return dec
-
-
-class ImpossibleTemporalValue(ValueError):
-    """An old-format TIME/DATETIME whose digits no server writes: the bytes are not that type
-    (typically a MariaDB 5.3-format TIME/DATETIME(n) decoded without its fsp)."""
 
 
 def make_time_decoder():

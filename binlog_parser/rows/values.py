@@ -16,16 +16,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from binlog_parser.errors import UnsupportedColumnType
 from binlog_parser.rows import temporal
 from binlog_parser.rows.charsets import make_text_decoder
 from binlog_parser.rows.column_types import INTEGER_SIZES
 from binlog_parser.rows.column_types import ColumnType as T
 from binlog_parser.rows.decimal import make_decimal_decoder
 from binlog_parser.rows.json_binary import decode_json_column
-
-
-class UnsupportedColumnType(ValueError):
-    """A column type whose value size cannot be known: decoding must stop, never guess."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ See ``docs/writer.md``.
 
 from __future__ import annotations
 
+from binlog_parser.errors import EncodeError, ValueEncodeError
 from binlog_parser.writer.decimal import encode_decimal
-from binlog_parser.writer.errors import EncodeError, ValueEncodeError
 from binlog_parser.writer.events import (
     encode_body,
     encode_event,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from typing import Any
 
+from binlog_parser.errors import ValueEncodeError
 from binlog_parser.rows.decimal import DIG2BYTES
-from binlog_parser.writer.errors import ValueEncodeError
 
 
 def encode_decimal(value: Any, precision: int, scale: int) -> bytes:

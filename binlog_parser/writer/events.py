@@ -23,6 +23,7 @@ from binlog_parser.constants import (
     LOG_EVENT_BINLOG_IN_USE_F,
     EventType,
 )
+from binlog_parser.errors import EncodeError
 from binlog_parser.events import (
     Event,
     FormatDescriptionEvent,
@@ -44,7 +45,6 @@ from binlog_parser.rows import RowsEvent, TableMapEvent
 from binlog_parser.serialization import write_varlen_signed, write_varlen_unsigned
 from binlog_parser.server_version import server_version_split
 from binlog_parser.wire import encode_packed_int
-from binlog_parser.writer.errors import EncodeError
 from binlog_parser.writer.payload import transaction_payload_body
 from binlog_parser.writer.rows import rows_body_from_event, table_map_body_from_event
 

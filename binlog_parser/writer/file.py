@@ -27,10 +27,10 @@ from binlog_parser.constants import (
     EventType,
 )
 from binlog_parser.context import DecodeContext
+from binlog_parser.errors import EncodeError
 from binlog_parser.gtid import Gtid, GtidSet
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.table_map import decode_table_map
-from binlog_parser.writer.errors import EncodeError
 from binlog_parser.writer.events import (
     HEADER_LEN,
     format_description_body,

@@ -13,6 +13,7 @@ import struct
 from decimal import Decimal
 from typing import Any
 
+from binlog_parser.errors import JsonSmallFormatOverflow
 from binlog_parser.rows.json_binary import (
     DOUBLE,
     INT16,
@@ -38,10 +39,6 @@ _I32 = struct.Struct("<i").pack
 _I64 = struct.Struct("<q").pack
 _U64 = struct.Struct("<Q").pack
 _F64 = struct.Struct("<d").pack
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _varlen(n: int) -> bytes:
@@ -151,13 +148,13 @@ def _container(v: Any, large: bool) -> bytes:
                 entries.append(bytes((t,)) + body + b"\x00" * (osz - len(body)))
                 continue
         if offset > limit:
-            raise _TooLarge
+            raise JsonSmallFormatOverflow(f"offset {offset} past {limit}")
         entries.append(bytes((t,)) + pack_off(offset))
         payload.append(body)
         offset += len(body)
     size = offset
     if size > limit:
-        raise _TooLarge
+        raise JsonSmallFormatOverflow(f"size {size} past {limit}")
     out = [pack_off(count), pack_off(size)]
     if is_obj:
         koff = header_size
@@ -178,7 +175,7 @@ def encode_json(tree: Any) -> bytes:
         try:
             body = _container(tree, False)
             large = False
-        except _TooLarge:
+        except JsonSmallFormatOverflow:
             body = _container(tree, True)
             large = True
         if isinstance(tree, dict):

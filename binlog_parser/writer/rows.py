@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from binlog_parser.errors import EncodeError
 from binlog_parser.rows import table_map as tm
 from binlog_parser.rows.column_types import (
     ENUM_SET_TYPES,
@@ -29,7 +30,6 @@ from binlog_parser.rows.column_types import (
     ColumnType as T,
 )
 from binlog_parser.wire import encode_packed_int as pint
-from binlog_parser.writer.errors import EncodeError
 from binlog_parser.writer.values import make_encoder
 
 # charset name -> (default collation id, bytes per character)

@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from binlog_parser.errors import ValueEncodeError
 from binlog_parser.rows.charsets import CHARSET_CODEC
 from binlog_parser.rows.column_types import INTEGER_SIZES
 from binlog_parser.rows.column_types import ColumnType as T
@@ -28,7 +29,6 @@ from binlog_parser.rows.temporal import (
 )
 from binlog_parser.rows.values import Geometry, Vector
 from binlog_parser.writer.decimal import encode_decimal
-from binlog_parser.writer.errors import ValueEncodeError
 from binlog_parser.writer.json_binary import encode_json
 
 Encoder = Callable[[Any], bytes]
