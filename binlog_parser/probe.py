@@ -96,7 +96,7 @@ def parse_head(data: bytes, size: int, name: str) -> tuple[DecodeContext, HeadFa
         _head_needs_more(data, size, name, pos, fde is not None)  # raises unless the head is complete
     if fde is None:
         raise NotABinlogError("no FORMAT_DESCRIPTION at the head", file=name, offset=4)
-    return _head_context(framer.context), _head_facts(fde, framer.context, previous_gtids)
+    return head_context(framer.context), _head_facts(fde, framer.context, previous_gtids)
 
 
 def _head_needs_more(data: bytes, size: int, name: str, pos: int, fde_seen: bool) -> HeadNeedsMore | None:
@@ -112,8 +112,10 @@ def _head_needs_more(data: bytes, size: int, name: str, pos: int, fde_seen: bool
     return HeadNeedsMore(max(needed, len(data) + 1))
 
 
-def _head_context(ctx: DecodeContext) -> DecodeContext:
-    """The file's decoding context as :func:`binlog_parser.read_format_description` gives it."""
+def head_context(ctx: DecodeContext) -> DecodeContext:
+    """A file's decoding context after its head, fresh of TABLE_MAPs (as :func:`parse_head` and
+    :func:`binlog_parser.read_format_description` give it): a split of the file must start at a
+    transaction boundary, which brings its own."""
     ctx.table_maps = {}
     ctx.table_map_cache = {}
     return ctx

@@ -27,6 +27,7 @@ from binlog_parser.files import open_binlog_file
 from binlog_parser.framing import ON_ERROR_RAISE, ON_ERROR_RESYNC, EventFramer, SkippedBytes
 from binlog_parser.header import EventHeader
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE
+from binlog_parser.probe import head_context
 from binlog_parser.server_version import fde_has_checksum_alg, server_version_split
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
@@ -295,10 +296,7 @@ def read_format_description(head: Source, *, file_name: str | None = None,
     if reader.context.binlog_version == 4 and not reader.format_descriptions:
         raise NotABinlogError("no FORMAT_DESCRIPTION event at the head of the file",
                               file=reader.file_name, offset=4)
-    ctx = reader.context
-    ctx.table_maps = {}
-    ctx.table_map_cache = {}
-    return ctx
+    return head_context(reader.context)
 
 
 class HeaderScan:

@@ -8,7 +8,7 @@ zig-zag encoded (sign in the lowest bit).
 
 from __future__ import annotations
 
-from binlog_parser.wire import ShortBufferError
+from binlog_parser.errors import ShortBufferError
 
 
 def read_varlen_unsigned(buf: bytes | memoryview, off: int) -> tuple[int, int]:

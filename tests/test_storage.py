@@ -193,20 +193,18 @@ def _conditional_writes(store: ObjectStore) -> None:
 
 
 def _one_creator_wins(store: ObjectStore) -> None:
+    import concurrent.futures
     import threading
 
-    barrier, won = threading.Barrier(6), []
+    barrier = threading.Barrier(6)
 
-    def create(i: int) -> None:
-        barrier.wait()
-        if store.put_if_absent("race", f"writer {i}".encode()) is not None:
-            won.append(i)
+    def create(i: int) -> str | None:
+        barrier.wait()  # all six at once
+        return store.put_if_absent("race", f"writer {i}".encode())
 
-    threads = [threading.Thread(target=create, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        created = list(pool.map(create, range(6)))
+    won = [i for i, etag in enumerate(created) if etag is not None]
     assert len(won) == 1 and store.read_all("race") == f"writer {won[0]}".encode()
 
 

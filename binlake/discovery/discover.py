@@ -492,6 +492,15 @@ class _Chain:
     def report(self, kind: str, severity: str, file: str | None, detail: str) -> None:
         self.issues.append(Issue(self.source, kind, severity, file, detail))
 
+    def first_after(self, name: str, skip: str | None = None) -> str | None:
+        """The first binlog of ``name``'s series after it (``skip`` aside), noted as a chain start
+        the issue about ``name`` explains (no ``chain_restart`` of its own); None at the tip."""
+        after = [n for n in self.later_files(name) if n != skip]
+        if not after:
+            return None
+        self.explained_roots.add(after[0])
+        return after[0]
+
     def later_files(self, name: str) -> list[str]:
         """Binlogs of the same series after ``name`` (by number)."""
         this = parse_series_name(name)
@@ -549,15 +558,12 @@ def _report_missing_successors(chain: _Chain, succ: dict[str, str]) -> None:
             chain.report("invalid_successor", SEVERITY_ERROR, p,
                          f"successor {s} ({how}) is in storage but not a usable binlog: {by_name[s].state} "
                          f"({by_name[s].detail})")
-            nxt = chain.later_files(p)
-            if nxt:
-                chain.explained_roots.add(nxt[0])
+            chain.first_after(p)
             continue
-        after = [n for n in chain.later_files(p) if n != s]
-        if after:
+        nxt = chain.first_after(p, skip=s)
+        if nxt:
             chain.report("missing_successor", SEVERITY_ERROR, p,
-                         f"GAP: {s} is missing from storage (named by {how} in {p}; {after[0]} follows)")
-            chain.explained_roots.add(after[0])
+                         f"GAP: {s} is missing from storage (named by {how} in {p}; {nxt} follows)")
         else:
             chain.report("awaiting_successor", SEVERITY_INFO, p, f"{s} ({how}) not archived yet")
 
@@ -568,18 +574,15 @@ def _report_unclosed_files(chain: _Chain) -> None:
         f = chain.binlogs[n]
         if f.state != "open":
             continue
-        after = chain.later_files(n)
-        if after:
+        nxt = chain.first_after(n)
+        if nxt:
             chain.report("unclosed_file", SEVERITY_ERROR, n,
-                         f"{f.detail}; but later files exist ({after[0]}...): crash or truncated upload; not ingested")
-            chain.explained_roots.add(after[0])
+                         f"{f.detail}; but later files exist ({nxt}...): crash or truncated upload; not ingested")
         else:
             chain.report("open_file", SEVERITY_INFO, n, f"{f.detail}; left for the next run")
     for n in chain.ordered:
         if chain.binlogs[n].state == "rejected":
-            after = chain.later_files(n)
-            if after:
-                chain.explained_roots.add(after[0])
+            chain.first_after(n)
 
 
 def _walk_segments(chain: _Chain, succ: dict[str, str], preds: dict[str, list[str]]) -> None:

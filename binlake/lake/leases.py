@@ -167,6 +167,14 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _is_version(path: Path, tag: str) -> bool:
+    """Whether the lease file at ``path`` is still version ``tag`` (False when it is gone)."""
+    try:
+        return _digest(path.read_bytes()) == tag
+    except FileNotFoundError:
+        return False
+
+
 class LocalLeaseBackend:
     """Lease files in a local folder. ``link()`` (fails if the name exists) makes creation atomic;
     a conditional replace / delete compares the file's digest and swaps it under an exclusive
@@ -221,10 +229,7 @@ class LocalLeaseBackend:
         tmp = self._tmp(path, data)
         try:
             with self._mutex():
-                try:
-                    if _digest(path.read_bytes()) != tag:
-                        return None
-                except FileNotFoundError:
+                if not _is_version(path, tag):
                     return None
                 tmp.replace(path)
         finally:
@@ -234,10 +239,7 @@ class LocalLeaseBackend:
     def delete_if(self, name: str, tag: str) -> bool:
         path = self.root / name
         with self._mutex():
-            try:
-                if _digest(path.read_bytes()) != tag:
-                    return False
-            except FileNotFoundError:
+            if not _is_version(path, tag):
                 return False
             path.unlink()
         return True

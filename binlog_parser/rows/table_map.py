@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from binlog_parser._fast import slots_constructor
 from binlog_parser.context import DecodeContext
-from binlog_parser.errors import CorruptEventError
+from binlog_parser.errors import CorruptEventError, ShortBufferError
 from binlog_parser.events import Event, to_json_value
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.charsets import BINARY_COLLATION, charset_of
@@ -33,7 +34,7 @@ from binlog_parser.rows.column_types import (
 from binlog_parser.rows.column_types import (
     ColumnType as T,
 )
-from binlog_parser.wire import ShortBufferError, packed_int
+from binlog_parser.wire import packed_int
 
 # Optional metadata field types
 SIGNEDNESS = 1
@@ -340,49 +341,52 @@ _TM_FIELDS = tuple(f.name for f in dataclasses.fields(TableMapEvent) if f.name !
 _new_table_map = slots_constructor(TableMapEvent)  # TableMapEvent(header, *every field)
 
 
+def _column_names(v: bytes) -> tuple[str, ...]:
+    names = []
+    pos = 0
+    while pos < len(v):
+        n, pos = packed_int(v, pos)
+        if n is None or pos + n > len(v):
+            raise ShortBufferError("column name past end")
+        names.append(v[pos:pos + n].decode("utf-8", errors="surrogateescape"))
+        pos += n
+    return tuple(names)
+
+
+def _primary_key_with_prefix(v: bytes) -> tuple[tuple[int, int], ...]:
+    vals = _packed_list(v, "primary key with prefix")
+    return tuple((vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2))
+
+
+#: optional metadata type -> (field, how its bytes read); the two default-charset types fill two
+#: fields each (see :func:`_optional_fields`)
+_OPTIONAL_FIELDS: dict[int, tuple[str, Callable[[bytes], Any]]] = {
+    SIGNEDNESS: ("signedness", lambda v: tuple(_bits_msb(v))),
+    COLUMN_CHARSET: ("column_charsets", lambda v: tuple(_packed_list(v, "column charsets"))),
+    COLUMN_NAME: ("column_names", _column_names),
+    SET_STR_VALUE: ("set_str_values", lambda v: _str_lists(v)),
+    ENUM_STR_VALUE: ("enum_str_values", lambda v: _str_lists(v)),
+    GEOMETRY_TYPE: ("geometry_types", lambda v: tuple(_packed_list(v, "geometry types"))),
+    SIMPLE_PRIMARY_KEY: ("primary_key", lambda v: tuple((i, 0) for i in _packed_list(v, "primary key"))),
+    PRIMARY_KEY_WITH_PREFIX: ("primary_key", _primary_key_with_prefix),
+    ENUM_AND_SET_COLUMN_CHARSET: ("enum_set_column_charsets",
+                                  lambda v: tuple(_packed_list(v, "ENUM/SET column charsets"))),
+    COLUMN_VISIBILITY: ("column_visibility", lambda v: tuple(_bits_msb(v))),
+    VECTOR_DIMENSIONALITY: ("vector_dimensions", lambda v: tuple(_packed_list(v, "vector dimensions"))),
+}
+_DEFAULT_CHARSET_FIELDS = {DEFAULT_CHARSET: "", ENUM_AND_SET_DEFAULT_CHARSET: "enum_set_"}
+
+
 def _optional_fields(optional: dict[int, bytes]) -> dict[str, Any]:
     kw: dict[str, Any] = {}
     unknown = []
     for t, v in optional.items():
-        if t == SIGNEDNESS:
-            kw["signedness"] = tuple(_bits_msb(v))
-        elif t == DEFAULT_CHARSET:
-            d, pairs = _default_charset(v)
-            kw["default_charset"] = d
-            kw["_charset_pairs"] = pairs
-        elif t == COLUMN_CHARSET:
-            kw["column_charsets"] = tuple(_packed_list(v, "column charsets"))
-        elif t == COLUMN_NAME:
-            names = []
-            pos = 0
-            while pos < len(v):
-                n, pos = packed_int(v, pos)
-                if n is None or pos + n > len(v):
-                    raise ShortBufferError("column name past end")
-                names.append(v[pos:pos + n].decode("utf-8", errors="surrogateescape"))
-                pos += n
-            kw["column_names"] = tuple(names)
-        elif t == SET_STR_VALUE:
-            kw["set_str_values"] = _str_lists(v)
-        elif t == ENUM_STR_VALUE:
-            kw["enum_str_values"] = _str_lists(v)
-        elif t == GEOMETRY_TYPE:
-            kw["geometry_types"] = tuple(_packed_list(v, "geometry types"))
-        elif t == SIMPLE_PRIMARY_KEY:
-            kw["primary_key"] = tuple((i, 0) for i in _packed_list(v, "primary key"))
-        elif t == PRIMARY_KEY_WITH_PREFIX:
-            vals = _packed_list(v, "primary key with prefix")
-            kw["primary_key"] = tuple((vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2))
-        elif t == ENUM_AND_SET_DEFAULT_CHARSET:
-            d, pairs = _default_charset(v)
-            kw["enum_set_default_charset"] = d
-            kw["_enum_set_charset_pairs"] = pairs
-        elif t == ENUM_AND_SET_COLUMN_CHARSET:
-            kw["enum_set_column_charsets"] = tuple(_packed_list(v, "ENUM/SET column charsets"))
-        elif t == COLUMN_VISIBILITY:
-            kw["column_visibility"] = tuple(_bits_msb(v))
-        elif t == VECTOR_DIMENSIONALITY:
-            kw["vector_dimensions"] = tuple(_packed_list(v, "vector dimensions"))
+        known = _OPTIONAL_FIELDS.get(t)
+        if known is not None:
+            kw[known[0]] = known[1](v)
+        elif t in _DEFAULT_CHARSET_FIELDS:
+            prefix = _DEFAULT_CHARSET_FIELDS[t]
+            kw[f"{prefix}default_charset"], kw[f"_{prefix}charset_pairs"] = _default_charset(v)
         else:
             unknown.append((t, v))
     if unknown:
