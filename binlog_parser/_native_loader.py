@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 #: the extension interface this tree speaks (``_native_ext.ABI``, native/src/lib.rs)
-ABI = 12
+ABI = 13
 _UNSET: Any = object()
 
 
@@ -31,12 +31,12 @@ def load_extension(*, ignore_environment: bool = False) -> ModuleType | None:
     if native_disabled() and not ignore_environment:
         return None
     try:
-        from binlog_parser import _native_ext  # type: ignore[attr-defined,unused-ignore]
+        from binlog_parser import _native_ext
     except ImportError:
         return None
     if getattr(_native_ext, "ABI", None) != ABI:
         return None
-    return _native_ext  # type: ignore[no-any-return,unused-ignore]
+    return _native_ext
 
 
 class _Active:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from binlog_parser._native_ext import EventSink
     from binlog_parser.events import Event
     from binlog_parser.header import EventHeader
 
@@ -40,10 +41,12 @@ class DecodeContext:
     # read (``RowsEvent.rows`` is then the extension's ``RowImages`` sequence), for a caller that
     # renders them without reading their values (the ingest: ``ImageRenderer.render_changes_into``)
     rows_as_bytes: bool = field(default=False, compare=False)
-    # with the compiled extension: an ``EventSink`` (``_native.event_sink``) the compiled framing
-    # loop hands the top-level events of plain transactions it can take to, instead of yielding
-    # them (the ingest: ``binlake.ingest.records.RangeDecoder``, which built the sink and its buffers)
-    event_sink: Any = field(default=None, compare=False, repr=False)
+    # with the compiled extension: a hook for a caller that wants the top-level events of plain
+    # transactions as rows in its own buffers rather than as event objects: an ``EventSink``
+    # (``binlog_parser.rows._native.event_sink``) the compiled framing loop offers those events to,
+    # yielding only the ones it declines. The parser never looks inside it; the buffers' columns
+    # are the caller's (the extension's ``SINK_LAYOUT``)
+    event_sink: EventSink | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_mariadb(self) -> bool:

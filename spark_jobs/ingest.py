@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
 from binlake.ingest import records
-from binlake.ingest.layout import INGEST_TABLES, KIND_TO_TABLE
+from binlake.ingest.layout import INGEST_TABLES, KIND_TO_TABLE, QUARANTINE_COLUMNS
 from binlake.ingest.parquet_parts import DirectTable
 from binlake.lake.delta_files import STATS_STRING_PREFIX, DataFile
 from binlake.lake.sql_text import files_predicate
@@ -234,7 +234,7 @@ def _failure(piece: Mapping[str, Any], exc: BaseException, run_id: str | None) -
     changed = exc.fields if isinstance(exc, ObjectChangedError) else None
     quarantine = TableColumns("bronze.quarantine", {"source": piece["source"], "file": piece["file"],
                                                     "file_seq": file_seq, "run_id": run_id},
-                              row_columns=records.QUARANTINE_COLUMNS)
+                              row_columns=QUARANTINE_COLUMNS)
     quarantine.row(piece["start"], "file" if piece["start"] == 0 else "range", None, None, type(exc).__name__,
                    str(exc) or repr(exc), piece["start"], piece["end"] if piece["end"] < piece["size"] else None,
                    None)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from binlake.errors import BinlakeError
-from binlake.ingest.layout import DICTIONARY_COLUMNS, batch_schema
+from binlake.ingest.layout import DICTIONARY_COLUMNS, batch_schema, row_kinds
 from binlake.lake import tables
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
@@ -133,25 +133,6 @@ def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
                                  children=[entries])
 
 
-def row_kind(arrow_type: Any) -> str:
-    """How a ``RowColumns`` (``native/src/columns.rs``) holds a column of ``arrow_type``."""
-    import pyarrow as pa
-
-    if pa.types.is_int64(arrow_type) or pa.types.is_timestamp(arrow_type):
-        return "int64"  # a timestamp's values are appended as integer microseconds
-    if pa.types.is_int32(arrow_type):
-        return "int32"
-    if pa.types.is_dictionary(arrow_type):
-        return "words"  # a string column of few distinct values (WORD_COLUMNS)
-    if pa.types.is_boolean(arrow_type):
-        return "bool"
-    if pa.types.is_string(arrow_type):
-        return "utf8"
-    if pa.types.is_binary(arrow_type):
-        return "binary"
-    return "object"
-
-
 def array_from_parts(parts: Any, arrow_type: Any) -> Any:
     """One ``RowColumns.take`` column as an Arrow array: its buffers wrapped as they are, or
     (kind ``object``) its Python values converted."""
@@ -239,10 +220,9 @@ class _RowLists:
         return out
 
 
-def _row_buffers(table: str, schema: Any, columns: Sequence[str], sequences: Iterable[str] = ()) -> Any:
+def _row_buffers(table: str, columns: Sequence[str], sequences: Iterable[str] = ()) -> Any:
     """A ``RowColumns`` of the extension for ``columns`` (Arrow buffers), or :class:`_RowLists`."""
-    counting = frozenset(sequences)
-    kinds = [row_kind(schema.field(c).type) + ("_sequence" if c in counting else "") for c in columns]
+    kinds = row_kinds(table, tuple(columns), tuple(sequences))
     names = [f"{table}.{c}" for c in columns]
     native = _native.row_columns(kinds, names)
     return native if native is not None else _RowLists(kinds, names)
@@ -282,8 +262,8 @@ class TableColumns:
         coded = [c for c in self.row_columns if c in DICTIONARY_COLUMNS]
         if coded:  # a batch holds them as one word each: not given by row
             raise ValueError(f"{table}: {', '.join(coded)} must be given as constants")
-        self._rows = _row_buffers(table, self.schema, self.row_columns, sequence_columns)
-        self._late = _row_buffers(table, self.schema, self.late_columns) if self.late_columns else None
+        self._rows = _row_buffers(table, self.row_columns, sequence_columns)
+        self._late = _row_buffers(table, self.late_columns) if self.late_columns else None
         self.row: Callable[..., list[str] | None] = self._rows.append
         self.repeated: Callable[..., list[str] | None] = self._rows.append_repeated
         self.late: Callable[..., list[str] | None] = (self._late.append_repeated if self._late is not None

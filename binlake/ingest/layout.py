@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from binlake.lake import tables
 
@@ -72,3 +72,72 @@ def batch_schema(name: str) -> pa.Schema:
             f = f.with_type(words)
         fields.append(f.with_nullable(f.name not in required))
     return pa.schema(fields)
+
+
+# The columns of the tables a decoder appends a row at a time, in the order the row calls give
+# their values: :mod:`binlake.ingest.records` (``TableColumns`` checks each against the registry
+# when it is built) and, for four of its buffers, the extension's ``EventSink``
+# (:func:`sink_layout`).
+EVENT_COLUMNS = ("pos", "payload_index", "payload_offset", "next_pos", "type_code", "event_type",
+                 "event_time", "server_id", "event_size", "log_pos", "flags", "checksum", "gtid",
+                 "trx_pos", "db", "table_name", "fields", "raw")
+QUARANTINE_COLUMNS = ("pos", "scope", "type_code", "event_type", "error_class", "error_message",
+                      "range_start", "range_end", "raw_head")
+TRX_COLUMNS = ("start_pos", "end_pos", "gtid", "gtid_kind", "uuid", "tag", "gno", "mariadb_domain_id",
+               "mariadb_server_id", "mariadb_seq_no", "last_committed", "sequence_number", "begin_time",
+               "commit_time", "original_commit_time", "immediate_commit_time", "original_server_version",
+               "immediate_server_version", "transaction_length", "server_id", "xid", "events",
+               "row_changes", "statements", "tables", "kind", "end_event", "complete")
+#: silver.row_changes' columns appended once per rows event (``row_index`` counts its rows up
+#: from 0: :data:`ROW_CHANGE_SEQUENCES`; ``commit_time`` is appended when the transaction ends:
+#: :data:`ROW_CHANGE_LATE`)
+ROW_CHANGE_COLUMNS = ("pos", "payload_index", "row_index", "gtid", "trx_pos", "event_time", "server_id", "db",
+                      "table_name", "operation", "event_type")
+ROW_CHANGE_SEQUENCES = ("row_index",)
+ROW_CHANGE_LATE = ("commit_time",)
+#: silver.row_changes' row image columns, in the order the image sink holds them
+ROW_CHANGE_IMAGES = ("before", "after", "before_json", "after_json")
+STATEMENT_COLUMNS = ("pos", "payload_index", "gtid", "trx_pos", "event_time", "server_id", "db", "sql", "kind",
+                     "thread_id", "exec_time", "error_code", "status_vars", "event_type")
+
+#: The extension's ``EventSink`` buffers, as ``(role, table, columns, sequence columns)``, in the
+#: order ``EventSink`` takes them.
+SINK_BUFFERS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("events", "bronze.events", EVENT_COLUMNS, ()),
+    ("row_changes", "silver.row_changes", ROW_CHANGE_COLUMNS, ROW_CHANGE_SEQUENCES),
+    ("commit_times", "silver.row_changes", ROW_CHANGE_LATE, ()),
+    ("transactions", "silver.transactions", TRX_COLUMNS, ()),
+)
+
+
+def row_kind(arrow_type: Any) -> str:
+    """How a ``RowColumns`` (``native/src/columns.rs``) holds a column of ``arrow_type``."""
+    import pyarrow as pa
+
+    if pa.types.is_int64(arrow_type) or pa.types.is_timestamp(arrow_type):
+        return "int64"  # a timestamp's values are appended as integer microseconds
+    if pa.types.is_int32(arrow_type):
+        return "int32"
+    if pa.types.is_dictionary(arrow_type):
+        return "words"  # a string column of few distinct values (WORD_COLUMNS)
+    if pa.types.is_boolean(arrow_type):
+        return "bool"
+    if pa.types.is_string(arrow_type):
+        return "utf8"
+    if pa.types.is_binary(arrow_type):
+        return "binary"
+    return "object"
+
+
+def row_kinds(table: str, columns: tuple[str, ...], sequences: tuple[str, ...] = ()) -> list[str]:
+    """The ``RowColumns`` kind of each of ``columns`` of ``table``, from its batch schema; a
+    sequence column's (counting up in ``append_repeated``) with ``_sequence``."""
+    schema = batch_schema(table)
+    return [row_kind(schema.field(c).type) + ("_sequence" if c in sequences else "") for c in columns]
+
+
+def sink_layout() -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """``(role, table, ((column, kind), ...))`` of each ``EventSink`` buffer, derived from the
+    registry: what the extension's ``SINK_LAYOUT`` (``native/src/sink.rs``) must say."""
+    return [(role, table, tuple(zip(columns, row_kinds(table, columns, sequences))))
+            for role, table, columns, sequences in SINK_BUFFERS]

@@ -40,6 +40,16 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from binlake.ingest.columns import ColumnRangeError, TableColumns
+from binlake.ingest.layout import (
+    EVENT_COLUMNS,
+    QUARANTINE_COLUMNS,
+    ROW_CHANGE_COLUMNS,
+    ROW_CHANGE_IMAGES,
+    ROW_CHANGE_LATE,
+    ROW_CHANGE_SEQUENCES,
+    STATEMENT_COLUMNS,
+    TRX_COLUMNS,
+)
 from binlake.reconcile.coverage import MARIADB, MYSQL, GtidIntervals, GtidIntervalsBuilder, split_series
 from binlog_parser.constants import EventType, event_type_name
 from binlog_parser.context import DecodeContext
@@ -302,25 +312,6 @@ class _EventPlace(NamedTuple):
 #: ``_EventPlace(...)`` without the generated Python ``__new__`` (one per rows event)
 _new_place = tuple.__new__
 
-# The columns of the tables appended a row at a time, in the order the row calls give their
-# values (TableColumns checks it against the schema when it is built).
-EVENT_COLUMNS = ("pos", "payload_index", "payload_offset", "next_pos", "type_code", "event_type",
-                  "event_time", "server_id", "event_size", "log_pos", "flags", "checksum", "gtid",
-                  "trx_pos", "db", "table_name", "fields", "raw")
-QUARANTINE_COLUMNS = ("pos", "scope", "type_code", "event_type", "error_class", "error_message",
-                       "range_start", "range_end", "raw_head")
-TRX_COLUMNS = ("start_pos", "end_pos", "gtid", "gtid_kind", "uuid", "tag", "gno", "mariadb_domain_id",
-                "mariadb_server_id", "mariadb_seq_no", "last_committed", "sequence_number", "begin_time",
-                "commit_time", "original_commit_time", "immediate_commit_time", "original_server_version",
-                "immediate_server_version", "transaction_length", "server_id", "xid", "events",
-                "row_changes", "statements", "tables", "kind", "end_event", "complete")
-#: silver.row_changes' columns appended once per rows event (``row_index`` counts its rows up
-#: from 0; ``commit_time`` is appended when the transaction ends)
-ROW_CHANGE_COLUMNS = ("pos", "payload_index", "row_index", "gtid", "trx_pos", "event_time", "server_id", "db",
-                      "table_name", "operation", "event_type")
-STATEMENT_COLUMNS = ("pos", "payload_index", "gtid", "trx_pos", "event_time", "server_id", "db", "sql", "kind",
-                      "thread_id", "exec_time", "error_code", "status_vars", "event_type")
-
 # How _on_event handles a type code: one dict lookup per event instead of a chain of set tests.
 _ON_OTHER, _ON_ROWS, _ON_TABLE_MAP, _ON_QUERY, _ON_ANNOTATION, _ON_XID, _ON_XA_PREPARE, _ON_TRX_START = range(8)
 _HANDLING: dict[int, int] = {
@@ -434,9 +425,8 @@ class RangeDecoder:
                                        row_columns=QUARANTINE_COLUMNS),
             "transactions": TableColumns("silver.transactions", same, row_columns=TRX_COLUMNS),
             "row_changes": TableColumns(
-                "silver.row_changes", same, images=self._images,
-                image_columns=("before", "after", "before_json", "after_json"), row_columns=ROW_CHANGE_COLUMNS,
-                late_columns=("commit_time",), sequence_columns=("row_index",)),
+                "silver.row_changes", same, images=self._images, image_columns=ROW_CHANGE_IMAGES,
+                row_columns=ROW_CHANGE_COLUMNS, late_columns=ROW_CHANGE_LATE, sequence_columns=ROW_CHANGE_SEQUENCES),
             "statements": TableColumns("silver.statements", same, row_columns=STATEMENT_COLUMNS),
         }
         t = self.tables

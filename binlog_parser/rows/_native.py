@@ -23,14 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlog_parser._native_loader import switch
 from binlog_parser.rows.charsets import make_text_decoder
 from binlog_parser.rows.column_types import INTEGER_SIZES
 from binlog_parser.rows.column_types import ColumnType as T
 
-# column kinds and text conversions: keep in step with native/src/lib.rs
+if TYPE_CHECKING:
+    from binlog_parser import _native_ext as ext
+
+# column kinds and text conversions: native/src/lib.rs's, which the built module exports as
+# VALUE_KINDS (tests/test_native_sink_layout.py holds the three equal)
 K_PY, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_YEAR, K_DATE = 0, 1, 2, 3, 4, 5, 6
 K_TIME_OLD, K_DATETIME_OLD, K_TIMESTAMP_OLD, K_TIMESTAMP2, K_DATETIME2, K_TIME2 = 7, 8, 9, 10, 11, 12
 K_NULL, K_BIT, K_ENUM, K_SET, K_STR = 13, 14, 15, 16, 17
@@ -113,7 +117,8 @@ def decode_rows(data: bytes, pos: int, kind: str, plan_first: Any, plan_second: 
     return module.decode_rows(data, pos, _KIND_CODE[kind], first, _image_reader(module, value_types, plan_second))
 
 
-def render_changes_into(changes: Any, before: Any, after: Any, sink: Any) -> int | None:
+def render_changes_into(changes: Any, before: ext.ImageLayout | None, after: ext.ImageLayout | None,
+                        sink: ext.ImageColumns) -> int | None:
     """The images of a rows event's changes appended to ``sink`` (the extension's
     ``ImageColumns``): the number of changes, or None with the sink untouched: no extension,
     or let Python do it."""
@@ -126,29 +131,30 @@ def render_changes_into(changes: Any, before: Any, after: Any, sink: Any) -> int
     return result
 
 
-def image_columns() -> Any:
+def image_columns() -> ext.ImageColumns | None:
     """A new ``ImageColumns`` of the extension (the row image columns as Arrow buffers), or
     None without it."""
     module = extension()
     return None if module is None else module.ImageColumns()
 
 
-def row_columns(kinds: list[str], names: list[str]) -> Any:
+def row_columns(kinds: list[str], names: list[str]) -> ext.RowColumns | None:
     """A new ``RowColumns`` of the extension (a table's columns as Arrow buffers, appended a row
-    at a time; ``kinds``: ``binlake.ingest.columns.row_kind`` of each, ``names``: their names, for
-    errors), or None without it."""
+    at a time; ``kinds``: how each column is held, ``names``: their names, for errors), or None
+    without it."""
     module = extension()
     return None if module is None else module.RowColumns(kinds, names)
 
 
-def event_sink(tables: tuple[Any, Any, Any, Any], images: Any, fields: dict[int, Any], names: dict[int, str],
-               operations: dict[int, str], batch_rows: int, max_pending: int) -> Any:
+def event_sink(tables: tuple[ext.RowColumns, ext.RowColumns, ext.RowColumns, ext.RowColumns],
+               images: ext.ImageColumns, fields: dict[int, ext.FieldsLayout], names: dict[int, str],
+               operations: dict[int, str], batch_rows: int, max_pending: int) -> ext.EventSink | None:
     """A new ``EventSink`` of the extension, or None without it. Given to a decoder context
     (``DecodeContext.event_sink``), it appends the rows of the top-level events of plain
     transactions (GTID, BEGIN, annotations, TABLE_MAP, rows events, XID) inside the compiled
-    framing loop: to ``tables``, the ``RowColumns`` of ``bronze.events``,
-    ``silver.row_changes``, its commit times and ``silver.transactions``, and to ``images``
-    (``ImageColumns``). ``fields``: ``FieldsLayout`` by type code of the GTIDs, QUERY, XID and
+    framing loop: to ``tables``, four ``RowColumns`` whose columns are the extension's
+    ``SINK_LAYOUT`` (it refuses others with a ValueError: the caller declares the same layout
+    from its tables), and to ``images`` (``ImageColumns``). ``fields``: ``FieldsLayout`` by type code of the GTIDs, QUERY, XID and
     annotations; ``names``: ``event.name`` by type code; ``operations``:
     ``silver.row_changes.operation`` by rows type code; ``batch_rows`` and ``max_pending``: it
     leaves to the caller any event after which a buffer would hold ``batch_rows`` rows, or the
@@ -160,7 +166,7 @@ def event_sink(tables: tuple[Any, Any, Any, Any], images: Any, fields: dict[int,
 
 
 def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: Callable[..., Any],
-                 row_change_type: type) -> Any:
+                 row_change_type: type) -> ext.ImageLayout | None:
     """The extension's ``ImageLayout`` of one image's columns (``render.ImageRenderer``), or
     None without the extension. ``specs``: ``(name, name as JSON with its colon, YEAR, DECIMAL
     scale or -1, bytes as hex, column)`` per column, in image order."""
@@ -170,7 +176,7 @@ def image_layout(specs: list[tuple[str, str, bool, int, bool, Any]], pair_any: C
     return module.ImageLayout(_value_types(module, row_change_type), specs, pair_any)
 
 
-def fields_layout(cls: type, keys_json: list[str], fallback: Callable[[Any], str]) -> Any:
+def fields_layout(cls: type, keys_json: list[str], fallback: Callable[[Any], str]) -> ext.FieldsLayout | None:
     """The extension's ``FieldsLayout`` of an event class whose ``fields()`` is the default
     dataclass walk (``binlog_parser.render.event_fields_json``), or None without the extension
     or for a class it cannot walk. ``keys_json``: each field after the header as the JSON
@@ -184,7 +190,7 @@ def fields_layout(cls: type, keys_json: list[str], fallback: Callable[[Any], str
         return None
 
 
-def fields_json(event: Any, layout: Any) -> str | None:
+def fields_json(event: Any, layout: ext.FieldsLayout) -> str | None:
     """``compact_json(event.fields())`` written by the extension, or None: let Python do it."""
     module = _State.module
     if module is _UNLOADED:

@@ -888,6 +888,8 @@ pub struct RowColumns {
     cols: Vec<RowColumn>,
     /// the columns' names, for errors
     names: Vec<String>,
+    /// the columns' kinds as `new` took them (`EventSink::new` checks them against its layout)
+    kinds: Vec<String>,
     rows: usize,
 }
 
@@ -920,7 +922,7 @@ impl RowColumns {
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(RowColumns { cols, names, rows: 0 })
+        Ok(RowColumns { cols, names, kinds, rows: 0 })
     }
 
     pub(crate) fn __len__(&self) -> usize {
@@ -973,6 +975,11 @@ impl RowColumns {
 }
 
 impl RowColumns {
+    /// `(name, kind)` of each column, in order, as `new` took them.
+    pub(crate) fn layout(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.names.iter().map(String::as_str).zip(self.kinds.iter().map(String::as_str))
+    }
+
     /// One row of cells the extension made, a cell per column (`EventSink`: no Python object
     /// per integer or text it writes). Ok(false): an integer out of its column's range; on that
     /// or an error nothing of the row is kept.

@@ -147,7 +147,7 @@ impl EventTypes {
         if !data.is_c_contiguous() {
             return None;
         }
-        // the ingest's sink (`DecodeContext.event_sink`): top-level events only, and events
+        // the caller's sink (`DecodeContext.event_sink`): top-level events only, and events
         // handed out, not headers
         let sink = match ctx.getattr_opt(pyo3::intern!(py, "event_sink")).ok()? {
             Some(s) if !headers && payload_pos.is_none(py) && !s.is_none() => Some(s.cast_into::<EventSink>().ok()?.unbind()),

@@ -19,9 +19,10 @@ use std::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{IntoPyDict, PyBytes, PyList, PyString, PyTuple, PyType};
 
-// column kinds: keep in step with binlog_parser/rows/_native.py
+// column kinds, exported as `VALUE_KINDS` (binlog_parser/rows/_native.py takes its codes from
+// there when the extension is loaded; tests/test_native_sink_layout.py holds them equal)
 const K_PY: u32 = 0;
 const K_INT: u32 = 1;
 const K_FLOAT: u32 = 2;
@@ -58,8 +59,9 @@ const C_PAD: u32 = 2;
 /// event they were worked out from; 9: `frames` takes the framer's `header_types`, the header
 /// scan's filter; 10: and its `header_from`, the offset before which no header is wanted; 11:
 /// `ImageColumns.take` hands each map's keys over as dictionary indices and names, `MapKeys`;
-/// 12: `RowColumns` takes the kind `words`, a string column as a dictionary, `Words`).
-const ABI: u32 = 12;
+/// 12: `RowColumns` takes the kind `words`, a string column as a dictionary, `Words`; 13: the
+/// module's `VALUE_KINDS` and `SINK_LAYOUT`, and `EventSink` refuses buffers of another layout).
+const ABI: u32 = 13;
 
 mod columns;
 mod digits;
@@ -1215,6 +1217,13 @@ pub(crate) fn rows_event_inner<'py>(
 #[pymodule]
 fn _native_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ABI", ABI)?;
+    let kinds = [("K_PY", K_PY), ("K_INT", K_INT), ("K_FLOAT", K_FLOAT), ("K_DOUBLE", K_DOUBLE), ("K_DECIMAL", K_DECIMAL),
+                 ("K_YEAR", K_YEAR), ("K_DATE", K_DATE), ("K_TIME_OLD", K_TIME_OLD), ("K_DATETIME_OLD", K_DATETIME_OLD),
+                 ("K_TIMESTAMP_OLD", K_TIMESTAMP_OLD), ("K_TIMESTAMP2", K_TIMESTAMP2), ("K_DATETIME2", K_DATETIME2),
+                 ("K_TIME2", K_TIME2), ("K_NULL", K_NULL), ("K_BIT", K_BIT), ("K_ENUM", K_ENUM), ("K_SET", K_SET),
+                 ("K_STR", K_STR), ("C_RAW", C_RAW), ("C_UTF8", C_UTF8), ("C_PAD", C_PAD)];
+    m.add("VALUE_KINDS", kinds.into_py_dict(m.py())?)?;
+    m.add("SINK_LAYOUT", sink::SINK_LAYOUT.to_vec())?;
     m.add_class::<ValueTypes>()?;
     m.add_class::<ImageReader>()?;
     m.add_class::<RowImages>()?;

@@ -56,6 +56,52 @@ const MARIA_GTID: u8 = 162;
 const MAX_TS: u64 = 253_402_300_799;
 const MAX_US: u64 = MAX_TS * 1_000_000;
 
+/// The `RowColumns` the sink appends to, as `(role, table, columns)`: each buffer's columns in
+/// the order of the sink's cells, with the kind each must have. The ingest declares the same
+/// from the table registry (`binlake.ingest.layout.sink_layout`); `EventSink::new` refuses
+/// buffers of any other layout, and `tests/test_native_sink_layout.py` holds the two equal, so
+/// a change of the silver or bronze columns fails there instead of filling the wrong column.
+pub(crate) type Layout = [(&'static str, &'static str, &'static [(&'static str, &'static str)]); 4];
+pub(crate) const SINK_LAYOUT: Layout = [
+    ("events", "bronze.events", &[
+        ("pos", "int64"), ("payload_index", "int32"), ("payload_offset", "int64"), ("next_pos", "int64"),
+        ("type_code", "int32"), ("event_type", "words"), ("event_time", "int64"), ("server_id", "int64"),
+        ("event_size", "int64"), ("log_pos", "int64"), ("flags", "int32"), ("checksum", "words"), ("gtid", "words"),
+        ("trx_pos", "int64"), ("db", "words"), ("table_name", "words"), ("fields", "utf8"), ("raw", "binary"),
+    ]),
+    ("row_changes", "silver.row_changes", &[
+        ("pos", "int64"), ("payload_index", "int32"), ("row_index", "int32_sequence"), ("gtid", "words"),
+        ("trx_pos", "int64"), ("event_time", "int64"), ("server_id", "int64"), ("db", "words"), ("table_name", "words"),
+        ("operation", "words"), ("event_type", "words"),
+    ]),
+    ("commit_times", "silver.row_changes", &[("commit_time", "int64")]),
+    ("transactions", "silver.transactions", &[
+        ("start_pos", "int64"), ("end_pos", "int64"), ("gtid", "utf8"), ("gtid_kind", "utf8"), ("uuid", "utf8"),
+        ("tag", "utf8"), ("gno", "int64"), ("mariadb_domain_id", "int64"), ("mariadb_server_id", "int64"),
+        ("mariadb_seq_no", "int64"), ("last_committed", "int64"), ("sequence_number", "int64"), ("begin_time", "int64"),
+        ("commit_time", "int64"), ("original_commit_time", "int64"), ("immediate_commit_time", "int64"),
+        ("original_server_version", "int64"), ("immediate_server_version", "int64"), ("transaction_length", "int64"),
+        ("server_id", "int64"), ("xid", "int64"), ("events", "int32"), ("row_changes", "int64"),
+        ("statements", "object"), ("tables", "object"), ("kind", "utf8"), ("end_event", "utf8"), ("complete", "bool"),
+    ]),
+];
+
+/// Why `buffer` is not the sink's `(role, table, columns)` (None: it is).
+fn layout_mismatch(py: Python<'_>, buffer: &Py<RowColumns>, (role, table, columns): (&str, &str, &[(&str, &str)]))
+                   -> Option<String> {
+    let given = buffer.bind(py).borrow();
+    let given: Vec<(String, String)> = given.layout().map(|(n, k)| (n.to_string(), k.to_string())).collect();
+    let wanted: Vec<(String, String)> = columns.iter().map(|(n, k)| (format!("{table}.{n}"), k.to_string())).collect();
+    if given == wanted {
+        return None;
+    }
+    let at = given.iter().zip(&wanted).position(|(g, w)| g != w).unwrap_or(given.len().min(wanted.len()));
+    let show = |v: &[(String, String)]| v.get(at).map_or("nothing".to_string(), |(n, k)| format!("{n} ({k})"));
+    Some(format!("the {role} buffer's column {at} is {}, the event sink appends {} there ({} columns given, {} \
+                  expected): rebuild the extension (make setup-native) or change native/src/sink.rs with the registry",
+                 show(&given), show(&wanted), given.len(), wanted.len()))
+}
+
 /// What `bronze.events` holds of a TABLE_MAP, as the Python loop rendered it.
 struct TableMapRow {
     /// the event's decoded columns: a repeat of the same TABLE_MAP shares them
@@ -264,18 +310,24 @@ impl EventSink {
     /// `silver.transactions`; `fields`: type code -> `FieldsLayout` of the GTIDs, QUERY, XID
     /// and annotations (`binlog_parser.render.fields_layout`); `names`: `event.name` by type
     /// code; `operations`: `silver.row_changes.operation` by rows type code.
+    /// Buffers whose columns are not `SINK_LAYOUT`'s are refused (ValueError).
     #[new]
     #[allow(clippy::too_many_arguments)]
     fn new(py: Python<'_>, tables: (Py<RowColumns>, Py<RowColumns>, Py<RowColumns>, Py<RowColumns>), images: Py<ImageColumns>,
            fields: rustc_hash::FxHashMap<u8, Py<FieldsLayout>>, names: Py<PyDict>, operations: Py<PyDict>, batch_rows: usize,
-           max_pending: usize) -> Self {
+           max_pending: usize) -> PyResult<Self> {
         let (events, row_changes, commit_times, transactions) = tables;
+        for (buffer, layout) in [&events, &row_changes, &commit_times, &transactions].into_iter().zip(SINK_LAYOUT) {
+            if let Some(why) = layout_mismatch(py, buffer, layout) {
+                return Err(pyo3::exceptions::PyValueError::new_err(why));
+            }
+        }
         let by_code = |d: Py<PyDict>| -> Vec<Option<Py<PyString>>> {
             (0..=255u8).map(|tc| d.bind(py).get_item(tc).ok().flatten().and_then(|v| v.cast_into::<PyString>().ok())
                 .map(Bound::unbind)).collect()
         };
         let (names, operations) = (by_code(names), by_code(operations));
-        EventSink {
+        Ok(EventSink {
             events, row_changes, commit_times, transactions, images, fields, names, operations, batch_rows, max_pending,
             table_maps: HashMap::default(),
             handed_out_table_map: None,
@@ -295,7 +347,7 @@ impl EventSink {
             next_pos: 0,
             first_us: None,
             last_us: None,
-        }
+        })
     }
 
     /// The Python loop opened a transaction: its `gtid` and `trx_pos` columns.
