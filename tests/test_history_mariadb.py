@@ -131,8 +131,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def lake(spark: Any, server: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> Any:
-    """One ingest (Spark) and one reconciliation (delta-rs) of the archived files."""
+    """One ingest (Spark), one reconciliation (delta-rs) and one gold run (Spark) of the archived files."""
     from binlake.reconcile.job import run_reconcile
+    from spark_jobs.gold.job import run_gold
     from spark_jobs.ingest import BinlogObject, run_ingest
 
     cfg = make_test_config(tmp_path_factory.mktemp("history-wh"), s3_server.endpoint_url)
@@ -140,6 +141,7 @@ def lake(spark: Any, server: dict[str, Any], tmp_path_factory: pytest.TempPathFa
                             etag=str(p.stat().st_size)) for p in server["files"]]
     run_ingest(spark, cfg, objects, "history-ingest")
     run_reconcile(cfg, "history-reconcile", sources=[SOURCE])
+    run_gold(spark, cfg, SOURCE, "history-gold")
     return cfg
 
 
@@ -168,6 +170,36 @@ def test_asof_equals_every_checkpoint(lake: Any, server: dict[str, Any], kind: s
             cells += assert_rows_equal(f"{table} at checkpoint {k} ({kind} {text})", got.columns, got.rows,
                                        cp["selects"][table])
     assert cells > 300
+
+
+@pytest.mark.parametrize("start", ["replay", "gold"])
+def test_asof_from_either_state_equals_every_checkpoint(lake: Any, server: dict[str, Any], start: str) -> None:
+    """Forced to replay from the archive's start, or to take gold's state back: the same rows. Gold's
+    state cannot serve before the ALTER TABLE of checkpoint 4 (the rows have another shape now)."""
+    from binlake.history.unapply import Unusable
+
+    cells = 0
+    for k, cp in enumerate(server["checkpoints"]):
+        for table in TABLES:
+            if start == "gold" and table == "items" and k < 4:
+                with pytest.raises(Unusable, match="DDL after the moment .*ALTER TABLE shop.items"):
+                    table_as_of(lake, SOURCE, "shop", table, Moment("gtid", cp["gtid"]), start=start)
+                continue
+            got = table_as_of(lake, SOURCE, "shop", table, Moment("gtid", cp["gtid"]), start=start)
+            assert got.method.startswith("took back" if start == "gold" else "asked for a replay"), got.method
+            cells += assert_rows_equal(f"{table} at checkpoint {k} from {start}", got.columns, got.rows,
+                                       cp["selects"][table])
+    assert cells > 150
+
+
+def test_asof_starts_from_the_nearer_state(lake: Any, server: dict[str, Any]) -> None:
+    last, early = server["checkpoints"][-1], server["checkpoints"][1]
+    at_end = table_as_of(lake, SOURCE, "shop", "items", Moment("gtid", last["gtid"]))
+    assert at_end.method.startswith("took back 0 later row change(s) from gold.maria_history__shop__items")
+    before_alter = table_as_of(lake, SOURCE, "shop", "items", Moment("gtid", early["gtid"]))
+    assert before_alter.method.startswith("gold's state cannot serve: DDL after the moment")
+    log = table_as_of(lake, SOURCE, "shop", "log", Moment("gtid", early["gtid"]))
+    assert log.method.startswith("a replay from the start works through 3 row change(s)"), log.method
 
 
 def test_asof_refuses_moments_outside_the_archive(lake: Any, server: dict[str, Any]) -> None:

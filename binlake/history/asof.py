@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.config import BinlakeConfig
-from binlake.gold.schema_history import SchemaVersion, TableSchema, build_history
+from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema, build_history
 from binlake.gold.state import StreamItem, TableReplayer, best_table_map, final_schema, lineage
 from binlake.history.errors import CoverageGapError, HistoryError, SchemaChangeError
 from binlake.history.moments import Moment, Transaction, resolve
@@ -106,19 +106,84 @@ def replay_to(source: str, versions: Sequence[SchemaVersion], final: TableSchema
     return rows, replayer
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Where the answer starts: gold's state (``gold`` set) or the archive's start, and why."""
+
+    why: str
+    gold: Any = None  # binlake.history.unapply.GoldState
+
+
+def _plan(cfg: BinlakeConfig, source: str, key: tuple[str, str], cut: Transaction, versions_then: Sequence[SchemaVersion],
+          history: Sequence[SchemaVersion], start: str) -> _Plan:
+    """Replay from the start or take gold's state back: the one that works through fewer row changes
+    (gold's rows count as changes: each is read and keyed). ``start`` forces one (``replay`` /
+    ``gold``; ``gold`` raises :class:`~binlake.history.unapply.Unusable` when it cannot serve)."""
+    from binlake.history.reads import count_changes
+    from binlake.history.unapply import Unusable, ddl_between, gold_state
+
+    if start == "replay":
+        return _Plan("asked for a replay from the start")
+    try:
+        now = lineage(history, key)
+        if now.segments != lineage(versions_then, key).segments:
+            raise Unusable("the table was renamed or re-created after the moment")
+        ddl = ddl_between(now.versions, cut.end, Coordinates(1 << 62, 0))
+        if ddl is not None:
+            raise Unusable(f"DDL after the moment at {ddl.at.file}:{ddl.at.pos}: "
+                           f"`{' '.join(ddl.statement.split())[:120]}`")
+        if final_schema(versions_then, None) is None:
+            raise Unusable("the table's schema comes from TABLE_MAPs only")
+        state = gold_state(cfg, source, *key)
+        before, after, missing = count_changes(cfg, source, now.segments, cut.end, state.through)
+        if missing:
+            raise Unusable(f"gold.{state.name} is behind the moment: {missing} row change(s) after its last run's "
+                           f"{state.through.file}:{state.through.pos}")
+    except Unusable as exc:
+        if start == "gold":
+            raise
+        return _Plan(f"gold's state cannot serve: {exc}")
+    if start == "gold" or state.rows + after < before:
+        return _Plan(f"took back {after} later row change(s) from gold.{state.name} ({state.rows} row(s)); a replay "
+                     f"from the start would work through {before}", state)
+    return _Plan(f"a replay from the start works through {before} row change(s); gold.{state.name} has "
+                 f"{state.rows} row(s) and {after} later change(s) to take back")
+
+
+def _from_gold(cfg: BinlakeConfig, source: str, plan: _Plan, cut: Transaction, versions: Sequence[SchemaVersion],
+               segments: Sequence[Any], key: tuple[str, str]) -> tuple[TableSchema, list[tuple[Any, ...]], int]:
+    from binlake.history.unapply import read_gold, take_back
+
+    state = plan.gold
+    final = schema_at(versions, (), *key)
+    after = Coordinates(cut.file_seq, cut.end_pos - 1, file="")
+    through = state.through
+    until = Coordinates(through.file_seq, through.pos, through.payload_index, through.row_index + 1, through.file)
+    items = load_stream(cfg, source, segments, after=after, until=until)
+    rows = take_back(final, read_gold(cfg, state, final), items)
+    return final, rows, sum(1 for i in items if i.kind == "row")
+
+
 def table_as_of(cfg: BinlakeConfig, source: str, db: str, table: str, moment: Moment, *,
-                coverage_check: bool = True) -> AsOf:
-    """``db.table`` of ``source`` at ``moment`` (see the module doc for how and the refusals)."""
+                coverage_check: bool = True, start: str = "nearest") -> AsOf:
+    """``db.table`` of ``source`` at ``moment`` (see the module doc for how and the refusals);
+    ``start``: ``nearest`` (the closer of gold's state and the archive's start), ``replay`` or ``gold``."""
     cut = resolve(moment, load_transactions(cfg, source), source)
     if coverage_check:
         check_coverage(load_reconciliation(cfg, source), cut.file, source)
-    history = [v for v in build_history(load_ddl(cfg, source)) if v.at < cut.end]
+    everything = build_history(load_ddl(cfg, source))
+    history = [v for v in everything if v.at < cut.end]
     line = lineage(history, (db, table))
     _check_followable(line.versions, db, table)
-    items = load_stream(cfg, source, line.segments, until=cut.end)
-    final = schema_at(line.versions, items, db, table)
-    rows, replayer = replay_to(source, line.versions, final, items)
+    plan = _plan(cfg, source, (db, table), cut, history, everything, start)
+    if plan.gold is not None:
+        final, rows, changes = _from_gold(cfg, source, plan, cut, line.versions, line.segments, (db, table))
+        warnings: dict[str, int] = {}
+    else:
+        items = load_stream(cfg, source, line.segments, until=cut.end)
+        final = schema_at(line.versions, items, db, table)
+        rows, replayer = replay_to(source, line.versions, final, items)
+        changes, warnings = replayer.report.changes, dict(replayer.report.warnings)
     rows.sort(key=repr)
-    method = f"replayed {replayer.report.changes} row change(s) from the archive's start"
-    return AsOf(source, db, table, moment, cut, final, [c.name for c in final.columns], rows, method,
-                replayer.report.changes, dict(replayer.report.warnings))
+    how = plan.why if plan.gold is not None else f"{plan.why}; replayed {changes} row change(s) from the archive's start"
+    return AsOf(source, db, table, moment, cut, final, [c.name for c in final.columns], rows, how, changes, warnings)

@@ -82,6 +82,43 @@ def _within(at: Coordinates, seg: Segment, after: Coordinates | None, until: Coo
             and (after is None or at > after) and (until is None or at < until))
 
 
+def _table_filter(source: str, seg: Segment) -> Any:
+    import pyarrow.dataset as ds
+
+    return (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
+
+
+def _files_between(where: Any, after: Coordinates | None, until: Coordinates | None) -> Any:
+    """``where`` narrowed to the numbered files between ``after`` and ``until`` (Parquet statistics
+    then skip the data files of other files); files without a number are always read."""
+    import pyarrow.dataset as ds
+
+    seq = ds.field("file_seq")
+    if after is not None:
+        where = where & ((seq >= after.file_seq) | seq.is_null())
+    if until is not None:
+        where = where & ((seq <= until.file_seq) | seq.is_null())
+    return where
+
+
+def count_changes(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], split: Coordinates,
+                  end: Coordinates) -> tuple[int, int, int]:
+    """The table's row changes before ``split``, from it through ``end``, and after ``end`` but
+    before ``split``: what a replay from the start and a take-back from gold (state at ``end``) would
+    each work through, and what gold lacks before ``split`` (coordinates only are read)."""
+    before = after = missing = 0
+    for seg in segments:
+        rows = _must(read_rows(cfg, "silver.row_changes", _table_filter(source, seg),
+                               ("file", "file_seq", "pos", "payload_index", "row_index")), "silver.row_changes", cfg)
+        for r in rows:
+            at = _at(r, r["row_index"])
+            if _within(at, seg, None, None):
+                before += at < split
+                after += split <= at <= end
+                missing += end < at < split
+    return before, after, missing
+
+
 def load_stream(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], *,
                 after: Coordinates | None = None, until: Coordinates | None = None) -> list[StreamItem]:
     """The TABLE_MAPs and row changes feeding a table made of ``segments`` (gold's lineage), strictly
@@ -90,7 +127,7 @@ def load_stream(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], *,
 
     items: list[StreamItem] = []
     for seg in segments:
-        mine = (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
+        mine = _files_between(_table_filter(source, seg), after, until)
         maps = _must(read_rows(cfg, "bronze.events", mine & (ds.field("event_type") == "TABLE_MAP"),
                                ("file", "file_seq", "pos", "payload_index", "fields", "gtid")), "bronze.events", cfg)
         for r in maps:
