@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from binlake.archive.archiver import Archiver, ArchiverError, ArchiverSettings, exit_code_of, load_settings
+from binlake.archive.archiver import Archiver, ArchiverSettings, exit_code_of, load_settings
+from binlake.archive.errors import ArchiverError
 from binlake.errors import BinlakeError
 
 

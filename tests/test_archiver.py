@@ -24,12 +24,8 @@ from typing import Any
 
 import pytest
 
-from binlake.archive.archiver import (
-    ArchiverError,
-    ArchiverSettings,
-    BinlogPurgedError,
-    load_settings,
-)
+from binlake.archive.archiver import ArchiverSettings, load_settings
+from binlake.archive.errors import ArchiverError, BinlogPurgedError
 from binlake.archive.files import BINLOG_NAME, scan_binlog_bytes
 from binlake.errors import BinlakeError
 from binlake.lake.storage import S3ObjectStore

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from binlake.archive.errors import ArchiveFileError
 from binlake.archive.files import (
-    ArchiveFileError,
     ArchiveFiles,
     BinlogFileWriter,
     next_binlog_name,

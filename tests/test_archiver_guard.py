@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
+from binlake.archive.errors import ArchiverGuardError, ArchiverLeaseHeld
 from binlake.archive.guard import (
     LEASE_NAME,
-    ArchiverGuardError,
-    ArchiverLeaseHeld,
     DestinationLease,
     ServerIdentity,
     SpoolLock,

@@ -40,9 +40,15 @@ import pymysql
 from pydantic import StrictBool, StrictStr, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from binlake.archive.errors import (
+    ArchiveFileError,
+    ArchiverError,
+    ArchiverFatalError,
+    BinlogPurgedError,
+    DifferentServerError,
+)
 from binlake.archive.files import (
     SAFE_BINLOG_NAME,
-    ArchiveFileError,
     ArchiveFiles,
     ResumePoint,
     binlog_sort_key,
@@ -66,23 +72,6 @@ from binlog_parser import replication as rpl
 from binlog_parser.constants import EventType
 
 log = logging.getLogger("binlake.archive.archiver")
-
-
-class ArchiverError(BinlakeError):
-    """The archiver cannot go on (bad settings, the server refused the replica)."""
-
-
-class ArchiverFatalError(ArchiverError):
-    """Retrying cannot help, an operator must act (a different server, an unsafe file name, a broken
-    spool): the status says failed and the command exits 2 (see :func:`exit_code_of`)."""
-
-
-class BinlogPurgedError(ArchiverFatalError):
-    """The server no longer has the binlog (or GTIDs) the archive needs next: the archive has a gap."""
-
-
-class DifferentServerError(ArchiverFatalError):
-    """The server is not the one the archived series came from (failover, RESET MASTER, rebuilt host)."""
 
 
 #: exit status of an error that needs an operator (systemd: ``RestartPreventExitStatus=2``)

@@ -31,8 +31,8 @@ from typing import BinaryIO
 
 from botocore.exceptions import ClientError
 
+from binlake.archive.errors import ArchiveConflictError, ArchiveFileError, UnsafeBinlogNameError
 from binlake.discovery.series import series_sort_key
-from binlake.errors import BinlakeError
 from binlake.lake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser.constants import BINLOG_MAGIC, LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlog_parser.replication import (
@@ -56,20 +56,6 @@ SAFE_BINLOG_NAME = re.compile(r"^(?P<base>[A-Za-z0-9_][A-Za-z0-9_.-]*)\.(?P<num>
 MAX_BINLOG_NAME_LEN = 200
 _GTID_TYPES = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID})
 _FDE_FLAGS_OFFSET = 4 + 17  # magic + (timestamp 4, type 1, server id 4, size 4, log_pos 4)
-
-
-class ArchiveFileError(BinlakeError):
-    """The stream does not continue the archived file (a gap or overlap at a named byte offset)."""
-
-
-class UnsafeBinlogNameError(ArchiveFileError):
-    """The server named a binlog file that is not a plain ``basename.NNNNNN`` (a path, a control
-    character, an impossible length): nothing is written under it."""
-
-
-class ArchiveConflictError(ArchiveFileError):
-    """The destination's object is not the one this archiver last wrote (another archiver writes
-    it), or a new file would overwrite a closed archived one."""
 
 
 def check_binlog_name(name: str, where: str = "the server's ROTATE event") -> str:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from binlake.archive.errors import ArchiverGuardError, ArchiverLeaseHeld
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
 from binlake.lake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend, Stored, parse_lease
@@ -46,14 +47,6 @@ LEASE_NAME = "archiver-lease.json"
 SERIES_NAME = "series.json"
 #: the destination lease's life without renewal; the archiver renews it every third of it
 LEASE_TTL_SECONDS = 60.0
-
-
-class ArchiverGuardError(BinlakeError):
-    """Another archiver holds the spool or the destination, or the lease was lost."""
-
-
-class ArchiverLeaseHeld(ArchiverGuardError):
-    """Another live archiver holds the destination's lease (retrying later is the way forward)."""
 
 
 def archive_meta_uri(dest: str) -> str:
