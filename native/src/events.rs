@@ -76,6 +76,18 @@ fn uuid_text(raw: &[u8]) -> String {
     s
 }
 
+/// An immediate value of `width` bytes at `off` whose `flag` bit says the original value follows
+/// it (else the original is the immediate one): the commit timestamps and the server versions of
+/// a GTID event. `(immediate, original, offset after)`, or None when the bytes end first.
+fn immediate_and_original(body: &[u8], off: usize, width: usize, flag: u64) -> Option<(u64, u64, usize)> {
+    let immediate = field(body, off, width)?;
+    if immediate & flag != 0 {
+        Some((immediate & !flag, field(body, off + width, width)?, off + 2 * width))
+    } else {
+        Some((immediate, immediate, off + width))
+    }
+}
+
 /// The optional tail of a GTID event after the GNO: logical clock, commit timestamps,
 /// transaction length, server versions, commit group ticket (each None when not written),
 /// or None where the Python decoder raises.
@@ -97,32 +109,16 @@ fn gtid_tail(body: &[u8]) -> Option<[Option<u64>; 8]> {
     if off + 7 > n {
         return Some(v);
     }
-    let mut imm_ts = field(body, off, 7)?;
-    off += 7;
-    if imm_ts & TS_FLAG != 0 {
-        imm_ts &= !TS_FLAG;
-        v[3] = Some(field(body, off, 7)?);
-        off += 7;
-    } else {
-        v[3] = Some(imm_ts);
-    }
-    v[2] = Some(imm_ts);
+    let (immediate, original, next) = immediate_and_original(body, off, 7, TS_FLAG)?;
+    (v[2], v[3], off) = (Some(immediate), Some(original), next);
     if off + 1 <= n {
         let (trx_len, next) = packed_int(body, off)?;
         v[4] = trx_len;
         off = next;
     }
     if off + 4 <= n {
-        let mut imm_ver = field(body, off, 4)?;
-        off += 4;
-        if imm_ver & VER_FLAG != 0 {
-            imm_ver &= !VER_FLAG;
-            v[6] = Some(field(body, off, 4)?);
-            off += 4;
-        } else {
-            v[6] = Some(imm_ver);
-        }
-        v[5] = Some(imm_ver);
+        let (immediate, original, next) = immediate_and_original(body, off, 4, VER_FLAG)?;
+        (v[5], v[6], off) = (Some(immediate), Some(original), next);
         if off + 8 <= n {
             v[7] = field(body, off, 8);
         }

@@ -499,18 +499,7 @@ fn table_map_hit<'py>(
 impl SlotLayout {
     /// `cls(first, *rest)` built slot by slot (`rest` holds every other field, in order).
     fn make_with<'py>(&self, py: Python<'py>, first: &Bound<'py, PyAny>, rest: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-        let values = std::iter::once(first.clone()).chain(rest.iter());
-        // SAFETY: as `SlotLayout::make`: a fresh object whose slots are all NULL; each slot
-        // takes a new reference; the caller checked there is one value per slot
-        unsafe {
-            let tp = self.cls.as_ptr() as *mut ffi::PyTypeObject;
-            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
-            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
-            let base = obj.as_ptr() as *mut u8;
-            for (off, v) in self.offsets.iter().zip(values) {
-                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.into_ptr();
-            }
-            Ok(obj)
-        }
+        // the caller checked there is one value per slot
+        self.fill(py, std::iter::once(first.clone()).chain(rest.iter()))
     }
 }

@@ -143,13 +143,23 @@ impl SlotLayout {
     #[inline]
     fn make<'py, const N: usize>(&self, py: Python<'py>, values: [Bound<'py, PyAny>; N]) -> PyResult<Bound<'py, PyAny>> {
         debug_assert_eq!(N, self.offsets.len());
+        self.fill(py, values)
+    }
+
+    /// A new object of the class, its slots taken from `values` in order: the one place that
+    /// writes slots (`make`, `make_with`, `SlotsConstructor`). The caller gives one value per
+    /// slot (a missing one stays NULL: an unset attribute, never a dangling pointer).
+    #[inline]
+    pub(crate) fn fill<'py>(&self, py: Python<'py>, values: impl IntoIterator<Item = Bound<'py, PyAny>>)
+                            -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: `cls` is the class whose member offsets `new` read; a fresh object from its
+        // `tp_alloc` has every slot NULL, and each slot takes a new reference
         unsafe {
             let tp = self.cls.as_ptr() as *mut ffi::PyTypeObject;
             let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
             let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
             let base = obj.as_ptr() as *mut u8;
             for (off, v) in self.offsets.iter().zip(values) {
-                // a fresh object: every slot is NULL; the slot takes the reference
                 *(base.offset(*off) as *mut *mut ffi::PyObject) = v.into_ptr();
             }
             Ok(obj)
@@ -180,16 +190,7 @@ impl SlotsConstructor {
                 "{} takes {} positional arguments ({} given)",
                 self.layout.cls.bind(py).name()?, offsets.len(), args.len())));
         }
-        unsafe {
-            let tp = self.layout.cls.as_ptr() as *mut ffi::PyTypeObject;
-            let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
-            let obj = Bound::from_owned_ptr_or_err(py, alloc(tp, 0))?;
-            let base = obj.as_ptr() as *mut u8;
-            for (off, v) in offsets.iter().zip(args.iter_borrowed()) {
-                *(base.offset(*off) as *mut *mut ffi::PyObject) = v.to_owned().into_ptr();
-            }
-            Ok(obj)
-        }
+        self.layout.fill(py, args.iter())
     }
 }
 
