@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from binlake_testing.processes import wait_or_kill
+
 SBIN = ("/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/usr/local/mysql/bin")
 REPL_USER = "binlake_repl"
 REPL_PASSWORD = "repl-secret-pw"  # a loopback test server's password, not a secret
@@ -168,10 +170,6 @@ class MariaDBServer:
         if self.proc.poll() is None:
             subprocess.run([str(self.admin), "--no-defaults", f"--socket={self.sock}", "-uroot", "shutdown"],
                            capture_output=True, timeout=60, check=False)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            wait_or_kill(self.proc, 60)
         self.proc = None
         self.log.close()

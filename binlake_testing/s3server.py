@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from binlake.errors import BinlakeError
+from binlake_testing.processes import wait_or_kill
 
 # Dummy credentials: moto accepts anything, and setting them keeps boto3/S3A from looking for
 # real ones (and from ever sending real ones to the loopback server).
@@ -109,11 +110,7 @@ class S3Server:
             self._thread_server = None
         if self._proc is not None:
             self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            wait_or_kill(self._proc, 10)
             self._proc = None
 
     def reset(self) -> None:
