@@ -33,13 +33,18 @@ What keeps the per-row work small:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.errors import BinlakeError
 from binlake.ingest.layout import DICTIONARY_COLUMNS, batch_schema, row_kinds
 from binlake.lake import tables
 from binlog_parser.rows import _native
 from binlog_parser.rows.render import ImageSink
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from binlog_parser._native_ext import ImageColumns, RowColumns
 
 #: date column -> the timestamp columns it is the UTC date of (the first non-NULL one)
 DATE_SOURCES: dict[str, tuple[str, ...]] = {
@@ -50,7 +55,7 @@ DATE_SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 
-def arrow_array(values: list[Any], arrow_type: Any) -> Any:
+def arrow_array(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
     """``pa.array(values, arrow_type)``; a ``str`` with lone surrogates (a name decoded with
     ``surrogateescape`` from bytes that are not UTF-8) stored as ``s.encode("utf-8",
     "backslashreplace")`` writes it (``\\udcff``), as the extension's buffers store it: no Arrow
@@ -71,7 +76,7 @@ def _escaped(value: Any) -> Any:
     return value
 
 
-def image_arrays(sink: Any, types: Sequence[Any]) -> list[Any]:
+def image_arrays(sink: ImageColumns | ImageSink, types: Sequence[pa.DataType]) -> list[pa.Array]:
     """The Arrow arrays of a row image sink's columns (before map, after map, before JSON, after
     JSON; ``types``: their Arrow types), and the sink emptied. An extension ``ImageColumns``
     hands over Arrow buffers, wrapped without a pass over the values; an ``ImageSink`` lists."""
@@ -87,7 +92,7 @@ def image_arrays(sink: Any, types: Sequence[Any]) -> list[Any]:
 
 
 def _map_from_lists(keys: list[str], values: list[str | None], offsets: list[int], nulls: list[bool],
-                    arrow_type: Any) -> Any:
+                    arrow_type: pa.DataType) -> pa.Array:
     import pyarrow as pa
 
     mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
@@ -98,7 +103,7 @@ def _map_from_lists(keys: list[str], values: list[str | None], offsets: list[int
                                    arrow_array(values, pa.string()), type=arrow_type, mask=mask)
 
 
-def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
+def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: pa.DataType) -> pa.Array:
     """``(rows, nulls, validity bitmap or None, i32 offsets, UTF-8 data)`` as a string array."""
     import pyarrow as pa
 
@@ -107,14 +112,14 @@ def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
                                  null_count=nulls)
 
 
-def _validity(bitmap: bytes | None) -> Any:
+def _validity(bitmap: bytes | None) -> pa.Buffer | None:
     """A validity bitmap as an Arrow buffer (None: every value valid)."""
     import pyarrow as pa
 
     return None if bitmap is None else pa.py_buffer(bitmap)
 
 
-def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
+def _map_from_buffers(parts: tuple[Any, ...], arrow_type: pa.DataType) -> pa.Array:
     """``(rows, nulls, validity or None, i32 offsets, keys, values)`` as a map array; ``keys``:
     ``(entries, i32 indices, names)``, the names as a string column's buffers: a dictionary, or
     plain strings when ``arrow_type``'s keys are."""
@@ -133,7 +138,7 @@ def _map_from_buffers(parts: tuple[Any, ...], arrow_type: Any) -> Any:
                                  children=[entries])
 
 
-def array_from_parts(parts: Any, arrow_type: Any) -> Any:
+def array_from_parts(parts: Any, arrow_type: pa.DataType) -> pa.Array:
     """One ``RowColumns.take`` column as an Arrow array: its buffers wrapped as they are, or
     (kind ``object``) its Python values converted."""
     import pyarrow as pa
@@ -220,7 +225,7 @@ class _RowLists:
         return out
 
 
-def _row_buffers(table: str, columns: Sequence[str], sequences: Iterable[str] = ()) -> Any:
+def _row_buffers(table: str, columns: Sequence[str], sequences: Iterable[str] = ()) -> RowColumns | _RowLists:
     """A ``RowColumns`` of the extension for ``columns`` (Arrow buffers), or :class:`_RowLists`."""
     kinds = row_kinds(table, tuple(columns), tuple(sequences))
     names = [f"{table}.{c}" for c in columns]
@@ -242,7 +247,8 @@ class TableColumns:
     one ``pyarrow.RecordBatch`` and empties them (the bound methods stay valid).
     """
 
-    def __init__(self, table: str, constants: Mapping[str, Any] | None = None, images: Any = None,
+    def __init__(self, table: str, constants: Mapping[str, Any] | None = None,
+                 images: ImageColumns | ImageSink | None = None,
                  image_columns: Sequence[str] = (), row_columns: Sequence[str] | None = None,
                  late_columns: Sequence[str] = (), sequence_columns: Iterable[str] = ()) -> None:
         ts = tables.table(table)
@@ -270,9 +276,9 @@ class TableColumns:
                                                       else self._no_late)
         self._scalars: dict[str, Any] | None = None
         #: what holds one value per row: its length is the rows appended since the last batch
-        self.row_buffer: Any = self._rows
+        self.row_buffer: RowColumns | _RowLists = self._rows
         #: what holds the late columns (None: the table has none)
-        self.late_buffer: Any = self._late
+        self.late_buffer: RowColumns | _RowLists | None = self._late
 
     def __len__(self) -> int:
         """Rows appended since the last batch."""
@@ -281,7 +287,7 @@ class TableColumns:
     def _no_late(self, n: int, *values: Any) -> list[str] | None:
         raise TypeError(f"{self.table} has no late columns")
 
-    def take_batch(self) -> Any:
+    def take_batch(self) -> pa.RecordBatch:
         """The buffered rows as one RecordBatch in the table's schema; the buffers are emptied."""
         import pyarrow as pa
 
@@ -293,7 +299,7 @@ class TableColumns:
             lengths["row images"] = len(self.images)
         if set(lengths.values()) != {n}:
             raise ValueError(f"{self.table}: columns of unequal length {lengths}")
-        arrays: dict[str, Any] = {}
+        arrays: dict[str, pa.Array] = {}
         if self.images is not None:
             types = [self.schema.field(c).type for c in self.image_columns]
             arrays.update(zip(self.image_columns, image_arrays(self.images, types), strict=True))
@@ -335,7 +341,7 @@ class TableColumns:
         return self._scalars
 
 
-def _repeated(scalar: Any, n: int) -> Any:
+def _repeated(scalar: pa.Scalar | pa.Array, n: int) -> pa.Array:
     """A constant column of ``n`` rows: a scalar repeated, or a dictionary column whose one word
     (``scalar``: a one-value array) every row points at; its indices are zeros, made without a
     pass over them."""
@@ -352,7 +358,7 @@ def _repeated(scalar: Any, n: int) -> Any:
 _DAY_US = 86_400_000_000
 
 
-def utc_dates(timestamps: Any) -> Any:
+def utc_dates(timestamps: pa.Array) -> pa.Array:
     """The UTC date of each ``timestamp[us, UTC]`` (NULL stays NULL), as ``date32``.
 
     The day is the microseconds floor-divided by a day's, over the array's own value buffer,

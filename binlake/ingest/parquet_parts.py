@@ -26,11 +26,15 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.ingest.staging import part_name
 from binlake.lake.delta_files import DataFile, FileStats, partition_folder, partition_text
 from binlake.lake.storage import ObjectStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 #: a part is closed (and put) once its Parquet bytes reach this size
 PART_BYTES = 32 << 20
@@ -42,21 +46,20 @@ GROUP_ROWS = 64 * 1024
 OPEN_FILES_PARTS = 2
 
 #: rows the Parquet writer encodes at a time (Arrow's default: 1024). Its levels, dictionary and
-#: page checks go batch by batch: 8192 wrote the bench file's tables in 5% less CPU, to the same
-#: bytes (pages are still cut at their size and 20,000 rows).
+#: page checks go batch by batch, so larger batches cost less CPU for the same bytes (pages are
+#: still cut at their size and row count; bench/HISTORY.md).
 WRITE_BATCH_ROWS = 8192
 
 _S3_CLIENTS: dict[str, Any] = {}
 
 #: the string columns that hold free text (JSON, SQL, messages): no Parquet dictionary for
 #: them, nor for the values of the row image maps or any non-string column. A dictionary pays off
-#: for short repeated strings (names, kinds, GTIDs, the maps' keys); tried on every value, it was
-#: a sixth of a task's Parquet writing for 2% smaller files (bench file, 5.9 MB: 0.125 -> 0.105
-#: CPU-s, 5.5 -> 5.6 MB).
+#: for short repeated strings (names, kinds, GTIDs, the maps' keys); tried on every value, it
+#: cost a sixth of a task's Parquet writing for files barely smaller (bench/HISTORY.md).
 FREE_TEXT_COLUMNS = frozenset({"fields", "sql", "status_vars", "error_message", "before_json", "after_json"})
 
 
-def dictionary_columns(schema: Any) -> list[str]:
+def dictionary_columns(schema: pa.Schema) -> list[str]:
     """The Parquet column paths of ``schema`` written with a dictionary: plain string columns
     but :data:`FREE_TEXT_COLUMNS`, Arrow dictionary columns, and the keys of map columns."""
     import pyarrow as pa
@@ -91,18 +94,18 @@ class PartWriter:
     """One table's parts of one task: batches gathered into row groups, a part put whole when it
     reaches ``part_bytes``."""
 
-    def __init__(self, store: ObjectStore, kind: str, task: int, schema: Any, *,
+    def __init__(self, store: ObjectStore, kind: str, task: int, schema: pa.Schema, *,
                  part_bytes: int = PART_BYTES, group_rows: int = GROUP_ROWS) -> None:
         self.store, self.kind, self.task, self.schema = store, kind, task, schema
         self.part_bytes, self.group_rows = part_bytes, group_rows
         self.names: list[str] = []
         self.rows = 0
-        self._pending: list[Any] = []
+        self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
-        self._sink: Any = None
-        self._writer: Any = None
+        #: the part being written: its buffer and the Parquet writer into it (None: none open)
+        self._open: tuple[pa.BufferOutputStream, pq.ParquetWriter] | None = None
 
-    def write(self, batch: Any) -> None:
+    def write(self, batch: pa.RecordBatch) -> None:
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         self.rows += batch.num_rows
@@ -112,52 +115,55 @@ class PartWriter:
     @property
     def buffered_bytes(self) -> int:
         """Parquet bytes of the part being written, not yet put."""
-        return self._sink.tell() if self._sink is not None else 0
+        return self._open[0].tell() if self._open is not None else 0
 
     def put_now(self) -> None:
         """Put the part being written now (a smaller part), pending rows included."""
         if self._pending_rows:
             self._write_group()
-        if self._writer is not None:
-            self._put_part()
+        self._put_part()
 
     def close(self) -> list[str]:
         """Write what is left; the names of the parts written (relative to the staging folder)."""
         if self._pending_rows:
             self._write_group()
-        if self._writer is not None:
-            self._put_part()
+        self._put_part()
         return self.names
 
     def _write_group(self) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if self._writer is None:
-            self._sink = pa.BufferOutputStream()
+        if self._open is None:
+            sink = pa.BufferOutputStream()
             # store_schema=False: no Arrow schema in the footer, as in the files Spark writes.
             # It would name the batches' dictionary types, which Arrow-based readers (delta-rs,
             # pyarrow) then give back instead of the plain strings the Parquet schema holds.
-            self._writer = pq.ParquetWriter(self._sink, self.schema, write_statistics=self._statistics(),
-                                            use_dictionary=dictionary_columns(self.schema),
-                                            write_batch_size=WRITE_BATCH_ROWS, store_schema=False)
+            self._open = (sink, pq.ParquetWriter(sink, self.schema, write_statistics=self._statistics(),
+                                                 use_dictionary=dictionary_columns(self.schema),
+                                                 write_batch_size=WRITE_BATCH_ROWS, store_schema=False))
+        sink, writer = self._open
         # one dictionary per column of a row group: Parquet writes a column chunk whose pieces
         # have different dictionaries as plain values, larger
         group = pa.Table.from_batches(self._pending, schema=self.schema).unify_dictionaries()
-        self._writer.write_table(group)
+        writer.write_table(group)
         self._wrote(group)
         self._pending, self._pending_rows = [], 0
-        if self._sink.tell() >= self.part_bytes:
+        if sink.tell() >= self.part_bytes:
             self._put_part()
 
     def _put_part(self) -> None:
-        self._writer.close()
+        """Put the open part whole (none open: nothing)."""
+        if self._open is None:
+            return
+        sink, writer = self._open
+        writer.close()
         name = self._name(len(self.names))
-        data = self._sink.getvalue().to_pybytes()
+        data = sink.getvalue().to_pybytes()
         self.store.put(name, data)
         self.names.append(name)
-        self._put(name, data, self._writer.writer.metadata)
-        self._writer = self._sink = None
+        self._put(name, data, writer.writer.metadata)
+        self._open = None
 
     def _name(self, n: int) -> str:
         return part_name(self.kind, self.task, n)
@@ -167,10 +173,10 @@ class PartWriter:
         reads whole once (computing them is a tenth of a part's write)."""
         return False
 
-    def _wrote(self, group: Any) -> None:
+    def _wrote(self, group: pa.Table) -> None:
         """Hook: a row group was written."""
 
-    def _put(self, name: str, data: bytes, metadata: Any) -> None:
+    def _put(self, name: str, data: bytes, metadata: pq.FileMetaData) -> None:
         """Hook: a part was put (its Parquet footer ``metadata``)."""
 
 
@@ -178,7 +184,7 @@ class DataFileWriter(PartWriter):
     """One partition's rows of one table and task, written as Delta data files into the table's
     folder (``store``): the partition columns left out, stats gathered for the ``add`` action."""
 
-    def __init__(self, store: ObjectStore, kind: str, task: int, schema: Any, *, folder: str,
+    def __init__(self, store: ObjectStore, kind: str, task: int, schema: pa.Schema, *, folder: str,
                  partition_values: Mapping[str, str | None], token: str,
                  stats_columns: Sequence[str] | None = None, **part_options: int) -> None:
         super().__init__(store, kind, task, schema, **part_options)
@@ -197,17 +203,17 @@ class DataFileWriter(PartWriter):
         uses and which cost most of the statistics' CPU."""
         import pyarrow as pa
 
-        def text_or_nested(t: Any) -> bool:  # a dictionary of strings is text too
+        def text_or_nested(t: pa.DataType) -> bool:  # a dictionary of strings is text too
             t = t.value_type if pa.types.is_dictionary(t) else t
             return pa.types.is_nested(t) or pa.types.is_string(t) or pa.types.is_binary(t)
 
         wanted = set(self._stats.columns)
         return [f.name for f in self.schema if f.name in wanted or not text_or_nested(f.type)]
 
-    def _wrote(self, group: Any) -> None:
+    def _wrote(self, group: pa.Table) -> None:
         self._stats.note(group)
 
-    def _put(self, name: str, data: bytes, metadata: Any) -> None:
+    def _put(self, name: str, data: bytes, metadata: pq.FileMetaData) -> None:
         self.files.append(DataFile(name, len(data), self.partition_values, self._stats.to_json(metadata)))
         self._stats = FileStats(self.schema, self.stats_columns)
 
@@ -226,10 +232,10 @@ class DirectTable:
 _VARIES = object()
 
 
-def _constant(column: Any) -> Any:
+def _constant(column: pa.Array) -> Any:
     """The one value of ``column`` (None for NULLs only), or :data:`_VARIES`. A scan for the
     least and greatest value (of a dictionary's indices) where ``pc.unique`` would hash every
-    value: 12 against 75 microseconds for a batch of 16,384 dates."""
+    value (several times slower per batch: bench/HISTORY.md)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -244,7 +250,7 @@ def _constant(column: Any) -> Any:
     return column.dictionary[low.as_py()].as_py() if coded else low.as_py()
 
 
-def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[dict[str, str | None], Any]]:
+def split_by_partition(batch: pa.RecordBatch, partition_by: Sequence[str]) -> list[tuple[dict[str, str | None], pa.RecordBatch]]:
     """``batch`` cut into one batch per distinct value of the partition columns, in row order
     within each, without the partition columns; with each one's ``partitionValues``. A
     dictionary column is compared by its words, so that two entries spelling one word are one
@@ -281,7 +287,7 @@ def split_by_partition(batch: Any, partition_by: Sequence[str]) -> list[tuple[di
     return out
 
 
-def _decoded(column: Any) -> Any:
+def _decoded(column: pa.Array) -> pa.Array:
     """``column`` with a dictionary's indices replaced by the words they point at."""
     import pyarrow as pa
 
@@ -302,7 +308,7 @@ class TaskStaging:
         self.file_writers: dict[tuple[str, tuple[str | None, ...]], DataFileWriter] = {}
         self._table_stores: dict[str, ObjectStore] = {}
 
-    def write(self, kind: str, batch: Any) -> None:
+    def write(self, kind: str, batch: pa.RecordBatch) -> None:
         target = self.direct.get(kind)
         if target is not None:
             self._write_files(kind, target, batch)
@@ -313,7 +319,7 @@ class TaskStaging:
                                                      **self.part_options)
         writer.write(batch)
 
-    def _write_files(self, kind: str, target: DirectTable, batch: Any) -> None:
+    def _write_files(self, kind: str, target: DirectTable, batch: pa.RecordBatch) -> None:
         for values, rows in split_by_partition(batch, target.partition_by):
             key = (kind, tuple(values.values()))
             writer = self.file_writers.get(key)

@@ -37,7 +37,7 @@ import datetime as _dt
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from binlake.ingest.columns import ColumnRangeError, TableColumns
 from binlake.ingest.layout import (
@@ -75,14 +75,16 @@ from binlog_parser.rows.render import (
     render_row_text,
 )
 
+if TYPE_CHECKING:
+    from binlog_parser._native_ext import ImageColumns, RowColumns
+
 KINDS = ("events", "quarantine", "transactions", "row_changes", "statements", "file_facts")
 #: where the row images of a rows event are (``bronze.events.fields`` points there)
 ROW_IMAGES_TABLE = "silver.row_changes"
 #: rows a table's buffers gather before they are taken as one Arrow batch. Each batch costs a
 #: round of Python work (its arrays wrapped, its dates, its split by partition, one write to the
-#: Parquet writer); 16384 rows decoded and wrote a 16 MiB range of the bench file in 2.5% fewer
-#: instructions than 4096 (callgrind: 3.466 G against 3.556 G; 8192: 3.484 G, 32768: 3.478 G),
-#: and a worker decoding 64 MiB ranges peaked at 544 MB instead of 499 MB.
+#: Parquet writer), so fewer, larger batches cost fewer instructions, at the price of a little
+#: more peak memory per worker; 16384 was the best of the sizes measured (bench/HISTORY.md).
 DEFAULT_BATCH_ROWS = 16384
 
 _T = EventType
@@ -437,10 +439,14 @@ class RangeDecoder:
         self._rc, self._rc_commit_time = t["row_changes"].repeated, t["row_changes"].late
         self._ev_rows, self._rc_rows = t["events"].row_buffer, t["row_changes"].row_buffer
         # with the extension, the compiled framing loop appends the rows of the events of plain
-        # transactions (``_native.event_sink``; what the sink took is counted in by _take_sunk)
+        # transactions (``_native.event_sink``; what the sink took is counted in by _take_sunk).
+        # The buffers are the extension's RowColumns / ImageColumns whenever it is loaded, the
+        # only case in which a sink is made (SINK_BUFFERS: the layout it checks them against)
+        buffers = cast("tuple[RowColumns, RowColumns, RowColumns, RowColumns]",
+                       (self._ev_rows, self._rc_rows, t["row_changes"].late_buffer, t["transactions"].row_buffer))
         self._sink = None if self.keep_raw else _native.event_sink(
-            (self._ev_rows, self._rc_rows, t["row_changes"].late_buffer, t["transactions"].row_buffer),
-            self._images, {tc: layout for tc, cls in _SUNK_FIELDS.items() if (layout := fields_layout(cls)) is not None},
+            buffers, cast("ImageColumns", self._images),
+            {tc: layout for tc, cls in _SUNK_FIELDS.items() if (layout := fields_layout(cls)) is not None},
             _TYPE_NAMES, _OPERATION, self.batch_rows, self.max_buffered_rows)
 
     # -- public ---------------------------------------------------------------------------
