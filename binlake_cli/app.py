@@ -234,11 +234,14 @@ def asof(
     to_delta: Annotated[str | None, typer.Option("--to-delta", help="write a Delta table here instead")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing --to-delta table")] = False,
     coverage_check: Annotated[bool, typer.Option(help="refuse when reconciliation found a GAP")] = True,
+    start: Annotated[str, typer.Option(help="nearest | replay (from the archive's start) | gold (taken back) | history "
+                                                  "(gold's __history table)")
+                     ] = "nearest",
 ) -> None:
     from binlake_cli.history import AsofOptions, run_asof
 
     _done(run_asof(AsofOptions(source, table, gtid, time, position, str(config) if config else None,
-                               output_format.value, to_delta, overwrite, coverage_check)))
+                               output_format.value, to_delta, overwrite, coverage_check, start)))
 
 
 @app.command(help="Print the SQL that undoes what some transactions did to SOURCE's table db.t (reverse binlog "

@@ -27,6 +27,7 @@ class AsofOptions:
     to_delta: str | None = None
     overwrite: bool = False
     coverage_check: bool = True
+    start: str = "nearest"
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def run_asof(options: AsofOptions, out: TextIO | None = None, err: TextIO | None
     kind, text = _one(gtid=options.gtid, time=options.time, position=options.position)
     db, table = split_table(options.table)
     cfg = load_config(options.config)
-    answer = table_as_of(cfg, options.source, db, table, Moment(kind, text), coverage_check=options.coverage_check)
+    answer = table_as_of(cfg, options.source, db, table, Moment(kind, text), coverage_check=options.coverage_check,
+                         start=options.start)
     print(f"{db}.{table} of {options.source} at {answer.moment}: through {answer.cut.describe()}; "
           f"{answer.method}; {len(answer.rows)} row(s)", file=err)
     for warning, count in sorted(answer.warnings.items()):

@@ -136,7 +136,7 @@ def lake(spark: Any, server: dict[str, Any], tmp_path_factory: pytest.TempPathFa
     from spark_jobs.gold.job import run_gold
     from spark_jobs.ingest import BinlogObject, run_ingest
 
-    cfg = make_test_config(tmp_path_factory.mktemp("history-wh"), s3_server.endpoint_url)
+    cfg = make_test_config(tmp_path_factory.mktemp("history-wh"), s3_server.endpoint_url, gold={"history": True})
     objects = [BinlogObject(source=SOURCE, file=p.name, uri=str(p), size=p.stat().st_size,
                             etag=str(p.stat().st_size)) for p in server["files"]]
     run_ingest(spark, cfg, objects, "history-ingest")
@@ -172,21 +172,23 @@ def test_asof_equals_every_checkpoint(lake: Any, server: dict[str, Any], kind: s
     assert cells > 300
 
 
-@pytest.mark.parametrize("start", ["replay", "gold"])
+@pytest.mark.parametrize("start", ["replay", "gold", "history"])
 def test_asof_from_either_state_equals_every_checkpoint(lake: Any, server: dict[str, Any], start: str) -> None:
-    """Forced to replay from the archive's start, or to take gold's state back: the same rows. Gold's
-    state cannot serve before the ALTER TABLE of checkpoint 4 (the rows have another shape now)."""
+    """Forced to replay from the archive's start, to take gold's table back, or to read its
+    ``__history`` table at the cut: the same rows. Gold's tables cannot serve before the ALTER TABLE
+    of checkpoint 4 (the rows have another shape now)."""
     from binlake.history.unapply import Unusable
 
     cells = 0
     for k, cp in enumerate(server["checkpoints"]):
         for table in TABLES:
-            if start == "gold" and table == "items" and k < 4:
+            if start != "replay" and table == "items" and k < 4:
                 with pytest.raises(Unusable, match="DDL after the moment .*ALTER TABLE shop.items"):
                     table_as_of(lake, SOURCE, "shop", table, Moment("gtid", cp["gtid"]), start=start)
                 continue
             got = table_as_of(lake, SOURCE, "shop", table, Moment("gtid", cp["gtid"]), start=start)
-            assert got.method.startswith("took back" if start == "gold" else "asked for a replay"), got.method
+            said = {"gold": "took back", "history": "read the versions valid then", "replay": "asked for a replay"}
+            assert got.method.startswith(said[start]), got.method
             cells += assert_rows_equal(f"{table} at checkpoint {k} from {start}", got.columns, got.rows,
                                        cp["selects"][table])
     assert cells > 150
@@ -199,7 +201,8 @@ def test_asof_starts_from_the_nearer_state(lake: Any, server: dict[str, Any]) ->
     before_alter = table_as_of(lake, SOURCE, "shop", "items", Moment("gtid", early["gtid"]))
     assert before_alter.method.startswith("gold's state cannot serve: DDL after the moment")
     log = table_as_of(lake, SOURCE, "shop", "log", Moment("gtid", early["gtid"]))
-    assert log.method.startswith("a replay from the start works through 3 row change(s)"), log.method
+    assert log.method.startswith("nearest start: the archive's (a replay from the start works through 3 row "
+                                 "change(s)"), log.method
 
 
 def test_asof_refuses_moments_outside_the_archive(lake: Any, server: dict[str, Any]) -> None:

@@ -108,54 +108,86 @@ def replay_to(source: str, versions: Sequence[SchemaVersion], final: TableSchema
 
 @dataclass(frozen=True)
 class _Plan:
-    """Where the answer starts: gold's state (``gold`` set) or the archive's start, and why."""
+    """Where the answer starts: gold's table taken back (``gold``), gold's ``__history`` table read at
+    the cut (``versions``) or the archive's start (neither), and why."""
 
     why: str
     gold: Any = None  # binlake.history.unapply.GoldState
+    versions: Any = None
+
+
+STARTS = ("nearest", "replay", "gold", "history")
+
+
+def _gold_usable(cfg: BinlakeConfig, source: str, key: tuple[str, str], cut: Transaction,
+                 versions_then: Sequence[SchemaVersion], history: Sequence[SchemaVersion]) -> tuple[Any, int, int]:
+    """Gold's state, and the row changes before the cut and after it up to gold's mark; raises
+    :class:`~binlake.history.unapply.Unusable` saying why gold's tables cannot serve this moment."""
+    from binlake.history.reads import count_changes
+    from binlake.history.unapply import Unusable, ddl_between, gold_state
+
+    now = lineage(history, key)
+    if now.segments != lineage(versions_then, key).segments:
+        raise Unusable("the table was renamed or re-created after the moment")
+    ddl = ddl_between(now.versions, cut.end, Coordinates(1 << 62, 0))
+    if ddl is not None:
+        raise Unusable(f"DDL after the moment at {ddl.at.file}:{ddl.at.pos}: `{' '.join(ddl.statement.split())[:120]}`")
+    if final_schema(versions_then, None) is None:
+        raise Unusable("the table's schema comes from TABLE_MAPs only")
+    state = gold_state(cfg, source, *key)
+    before, after, missing = count_changes(cfg, source, now.segments, cut.end, state.through)
+    if missing:
+        raise Unusable(f"gold.{state.name} is behind the moment: {missing} row change(s) after its last run's "
+                       f"{state.through.file}:{state.through.pos}")
+    return state, before, after
 
 
 def _plan(cfg: BinlakeConfig, source: str, key: tuple[str, str], cut: Transaction, versions_then: Sequence[SchemaVersion],
           history: Sequence[SchemaVersion], start: str) -> _Plan:
-    """Replay from the start or take gold's state back: the one that works through fewer row changes
-    (gold's rows count as changes: each is read and keyed). ``start`` forces one (``replay`` /
-    ``gold``; ``gold`` raises :class:`~binlake.history.unapply.Unusable` when it cannot serve)."""
-    from binlake.history.reads import count_changes
-    from binlake.history.unapply import Unusable, ddl_between, gold_state
+    """The nearest state: a replay from the start (the row changes before the cut), gold's table
+    taken back (its rows plus the changes after the cut) or its ``__history`` table (its versions),
+    whichever reads fewer rows. ``start`` forces one (``replay`` / ``gold`` / ``history``; the last
+    two raise :class:`~binlake.history.unapply.Unusable` when they cannot serve)."""
+    from binlake.history.unapply import Unusable, gold_state
 
+    if start not in STARTS:
+        raise HistoryError(f"start from {start!r}? {', '.join(STARTS)}")
     if start == "replay":
         return _Plan("asked for a replay from the start")
     try:
-        now = lineage(history, key)
-        if now.segments != lineage(versions_then, key).segments:
-            raise Unusable("the table was renamed or re-created after the moment")
-        ddl = ddl_between(now.versions, cut.end, Coordinates(1 << 62, 0))
-        if ddl is not None:
-            raise Unusable(f"DDL after the moment at {ddl.at.file}:{ddl.at.pos}: "
-                           f"`{' '.join(ddl.statement.split())[:120]}`")
-        if final_schema(versions_then, None) is None:
-            raise Unusable("the table's schema comes from TABLE_MAPs only")
-        state = gold_state(cfg, source, *key)
-        before, after, missing = count_changes(cfg, source, now.segments, cut.end, state.through)
-        if missing:
-            raise Unusable(f"gold.{state.name} is behind the moment: {missing} row change(s) after its last run's "
-                           f"{state.through.file}:{state.through.pos}")
+        state, before, after = _gold_usable(cfg, source, key, cut, versions_then, history)
+        versions = None
+        if start != "gold":
+            try:
+                versions = gold_state(cfg, source, *key, suffix="__history")
+            except Unusable:
+                if start == "history":
+                    raise
     except Unusable as exc:
-        if start == "gold":
-            raise
+        if start != "nearest":
+            raise Unusable(f"{key[0]}.{key[1]}: gold's state cannot serve: {exc}") from None
         return _Plan(f"gold's state cannot serve: {exc}")
-    if start == "gold" or state.rows + after < before:
-        return _Plan(f"took back {after} later row change(s) from gold.{state.name} ({state.rows} row(s)); a replay "
-                     f"from the start would work through {before}", state)
-    return _Plan(f"a replay from the start works through {before} row change(s); gold.{state.name} has "
-                 f"{state.rows} row(s) and {after} later change(s) to take back")
+    costs = {"replay": before, "gold": state.rows + after, "history": versions.rows if versions else 1 << 62}
+    best = start if start != "nearest" else min(costs, key=lambda k: costs[k])
+    others = f"a replay from the start works through {before} row change(s), gold.{state.name} has {state.rows} " \
+             f"row(s) and {after} later change(s) to take back" + (
+                 f", gold.{versions.name} {versions.rows} version(s)" if versions else "")
+    if best == "gold":
+        return _Plan(f"took back {after} later row change(s) from gold.{state.name} ({others})", state)
+    if best == "history" and versions is not None:
+        return _Plan(f"read the versions valid then from gold.{versions.name} ({others})", versions=versions)
+    return _Plan(f"nearest start: the archive's ({others})")
 
 
 def _from_gold(cfg: BinlakeConfig, source: str, plan: _Plan, cut: Transaction, versions: Sequence[SchemaVersion],
-               segments: Sequence[Any], key: tuple[str, str]) -> tuple[TableSchema, list[tuple[Any, ...]], int]:
-    from binlake.history.unapply import read_gold, take_back
+               segments: Sequence[Any], key: tuple[str, str], file_seq: dict[str, int]
+               ) -> tuple[TableSchema, list[tuple[Any, ...]], int]:
+    from binlake.history.unapply import read_gold, take_back, versions_at
 
-    state = plan.gold
     final = schema_at(versions, (), *key)
+    if plan.versions is not None:
+        return final, versions_at(cfg, plan.versions, final, cut.end, file_seq), 0
+    state = plan.gold
     after = Coordinates(cut.file_seq, cut.end_pos - 1, file="")
     through = state.through
     until = Coordinates(through.file_seq, through.pos, through.payload_index, through.row_index + 1, through.file)
@@ -167,8 +199,9 @@ def _from_gold(cfg: BinlakeConfig, source: str, plan: _Plan, cut: Transaction, v
 def table_as_of(cfg: BinlakeConfig, source: str, db: str, table: str, moment: Moment, *,
                 coverage_check: bool = True, start: str = "nearest") -> AsOf:
     """``db.table`` of ``source`` at ``moment`` (see the module doc for how and the refusals);
-    ``start``: ``nearest`` (the closer of gold's state and the archive's start), ``replay`` or ``gold``."""
-    cut = resolve(moment, load_transactions(cfg, source), source)
+    ``start``: ``nearest`` (the nearest state), ``replay``, ``gold`` or ``history`` (see :func:`_plan`)."""
+    transactions = load_transactions(cfg, source)
+    cut = resolve(moment, transactions, source)
     if coverage_check:
         check_coverage(load_reconciliation(cfg, source), cut.file, source)
     everything = build_history(load_ddl(cfg, source))
@@ -176,8 +209,9 @@ def table_as_of(cfg: BinlakeConfig, source: str, db: str, table: str, moment: Mo
     line = lineage(history, (db, table))
     _check_followable(line.versions, db, table)
     plan = _plan(cfg, source, (db, table), cut, history, everything, start)
-    if plan.gold is not None:
-        final, rows, changes = _from_gold(cfg, source, plan, cut, line.versions, line.segments, (db, table))
+    if plan.gold is not None or plan.versions is not None:
+        file_seq = {t.file: t.file_seq for t in transactions}
+        final, rows, changes = _from_gold(cfg, source, plan, cut, line.versions, line.segments, (db, table), file_seq)
         warnings: dict[str, int] = {}
     else:
         items = load_stream(cfg, source, line.segments, until=cut.end)
@@ -185,5 +219,5 @@ def table_as_of(cfg: BinlakeConfig, source: str, db: str, table: str, moment: Mo
         rows, replayer = replay_to(source, line.versions, final, items)
         changes, warnings = replayer.report.changes, dict(replayer.report.warnings)
     rows.sort(key=repr)
-    how = plan.why if plan.gold is not None else f"{plan.why}; replayed {changes} row change(s) from the archive's start"
+    how = plan.why if plan.gold or plan.versions else f"{plan.why}; replayed {changes} row change(s) from the archive's start"
     return AsOf(source, db, table, moment, cut, final, [c.name for c in final.columns], rows, how, changes, warnings)

@@ -50,13 +50,14 @@ class GoldState:
     rows: int
 
 
-def gold_state(cfg: BinlakeConfig, source: str, db: str, table: str) -> GoldState:
-    """The table's gold state from ``meta.gold_status`` (:class:`Unusable` when there is none)."""
+def gold_state(cfg: BinlakeConfig, source: str, db: str, table: str, suffix: str = "") -> GoldState:
+    """The table's gold state from ``meta.gold_status`` (:class:`Unusable` when there is none);
+    ``suffix="__history"``: its SCD2 table's."""
     import pyarrow.dataset as ds
 
     from binlake.history.reads import read_rows
 
-    name = gold_table_name(source, db, table)
+    name = gold_table_name(source, db, table) + suffix
     rows = read_rows(cfg, "meta.gold_status", (ds.field("source") == source) & (ds.field("gold_table") == name),
                      ("location", "table_version", "replayed_through", "rows", "write_mode"))
     row = rows[0] if rows else None
@@ -68,9 +69,11 @@ def gold_state(cfg: BinlakeConfig, source: str, db: str, table: str) -> GoldStat
     return GoldState(name, row["location"], row["table_version"], through, int(row["rows"]))
 
 
-def read_gold(cfg: BinlakeConfig, state: GoldState, schema: TableSchema) -> list[tuple[Any, ...]]:
+def read_gold(cfg: BinlakeConfig, state: GoldState, schema: TableSchema,
+              extra: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
     """The gold table's rows at the version its status row describes: the schema's columns (and
-    ``_copies`` for a table without a primary key), values as gold's replay makes them."""
+    ``_copies`` for a table without a primary key, or the ``extra`` columns), values as gold's
+    replay makes them."""
     import pyarrow as pa
 
     table = open_delta_table(state.location, cfg.s3)
@@ -78,7 +81,9 @@ def read_gold(cfg: BinlakeConfig, state: GoldState, schema: TableSchema) -> list
         raise Unusable(f"gold.{state.name} is not at {state.location}")
     if state.version is not None and int(table.version()) != state.version:
         table.load_as_version(state.version)
-    names = [c.name for c in schema.columns] + ([] if schema.primary_key else [COPIES_COLUMN])
+    if extra is None:
+        extra = [] if schema.primary_key else [COPIES_COLUMN]
+    names = [c.name for c in schema.columns] + list(extra)
     data = pa.table(table.to_pyarrow_table(columns=names))
     columns = [data.column(n).to_pylist() for n in names]
     return [tuple(values) for values in zip(*columns)] if columns else []
@@ -173,3 +178,33 @@ def take_back(schema: TableSchema, gold_rows: Sequence[tuple[Any, ...]], items: 
 
 def ddl_between(versions: Sequence[SchemaVersion], start: Coordinates, end: Coordinates) -> SchemaVersion | None:
     return next((v for v in versions if start <= v.at <= end), None)
+
+
+#: where a ``__history`` version starts and ends (``binlake.gold.state.HISTORY_COLUMNS``)
+VERSION_BOUNDS = ("_valid_from_file", "_valid_from_pos", "_valid_from_payload_index", "_valid_from_row_index",
+                  "_valid_to_file", "_valid_to_pos", "_valid_to_payload_index", "_valid_to_row_index")
+
+
+def _bound(where: Sequence[Any], file_seq: dict[str, int]) -> Coordinates | None:
+    file, pos, payload, row = where
+    if file is None or pos is None:
+        return None
+    from binlake.reconcile.coverage import split_series
+
+    seq = file_seq.get(file, split_series(file)[1] or 0)
+    return Coordinates(seq, pos, -1 if payload is None else payload, -1 if row is None else row, file)
+
+
+def versions_at(cfg: BinlakeConfig, state: GoldState, schema: TableSchema, cut: Coordinates,
+                file_seq: dict[str, int]) -> list[tuple[Any, ...]]:
+    """The rows of gold's ``__history`` table (SCD2) valid at ``cut``: versions started before it
+    (or by a seed snapshot) and not ended before it; one row per version (a table without a key
+    keeps a version per copy)."""
+    width = len(schema.columns)
+    out = []
+    for row in read_gold(cfg, state, schema, VERSION_BOUNDS):
+        start = _bound(row[width:width + 4], file_seq)
+        end = _bound(row[width + 4:width + 8], file_seq)
+        if (start is None or start < cut) and (end is None or end >= cut):
+            out.append(tuple(row[:width]))
+    return out
