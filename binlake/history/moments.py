@@ -72,6 +72,8 @@ class GtidMembership:
                     self.domains[domain] = max(seq, self.domains.get(domain, 0))
                 self.named = [p.strip() for p in self.text.split(",")]
             else:
+                if not all(re.match(_UUID + r"(:|$)", part.strip()) for part in self.text.split(",")):
+                    raise GtidTextError("every part must start with a server UUID")
                 single = _MYSQL_GTID.match(self.text)
                 # one MySQL GTID means "everything up to here": uuid[:tag]:1-gno
                 spelled = (f"{single.group(1)}{':' + single.group(2) if single.group(2) else ''}:1-{single.group(3)}"
