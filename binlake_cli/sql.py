@@ -126,7 +126,8 @@ class SqlSession:
         for spec in engine.existing_tables():
             words.append(spec.full_name)
             if engine is self.fast:
-                words += [str(row[0]) for row in self.fast.run(f"DESCRIBE {spec.full_name}").rows]
+                words += [str(row[0]) for row in self.fast.run(f"DESCRIBE {spec.full_name}").rows
+                          if row[0] and not str(row[0]).startswith("#")]
             else:
                 words += self.spark.columns(spec)
         return list(dict.fromkeys(words))

@@ -27,6 +27,8 @@ from binlake.lake.catalog import GOLD_NAME, GOLD_TABLES_SQL, gold_specs
 from binlake.lake.delta_tables import open_delta_table, storage_options
 from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec
 from binlake.lake.tables import table as registered_table
+from binlake.sql.describe import COLUMNS as DESCRIBE_COLUMNS
+from binlake.sql.describe import describe_rows, describe_target
 from binlake.sql.guard import analyse, checked_name
 
 _SHOW_TABLES = re.compile(r"^\s*show\s+tables(?:\s+(?:in|from)\s+`?(\w+)`?)?\s*$", re.IGNORECASE)
@@ -82,6 +84,7 @@ class FastWarehouse:
         self.connection.execute("SET TimeZone = 'UTC'")  # Spark's session zone in spark_jobs.session
         self._options: dict[str, str] | None = None
         self._opened: dict[str, bool] = {}
+        self._schemas: dict[str, tuple[str, list[str]]] = {}  # name -> (Delta schema JSON, partition columns)
         for db in DATABASES:
             self.connection.execute(f"CREATE SCHEMA IF NOT EXISTS {db}")
         # the Arrow datasets delta-rs opens are DuckDB's only inputs: no file of its own choosing
@@ -100,6 +103,7 @@ class FastWarehouse:
         table = open_delta_table(spec.location(self.cfg.warehouse), self.cfg.s3)
         exists = table is not None
         if table is not None:
+            self._schemas[spec.full_name] = (table.schema().to_json(), list(table.metadata().partition_columns))
             dataset = table.to_pyarrow_dataset()
             arrow_name = f"__delta_{spec.database}_{spec.name}"
             self.connection.register(arrow_name, dataset)
@@ -123,6 +127,9 @@ class FastWarehouse:
         show = show_statement(statement)
         if show is not None:
             return show_result(show[0], show[1], self.existing_tables())
+        described = describe_target(statement)
+        if described is not None:
+            return self.describe(described)
         if not analyse(statement).read_only:
             raise NeedsSparkError("not a read-only statement")
         duck_sql, tables = translate(statement)
@@ -131,6 +138,13 @@ class FastWarehouse:
             if spec is None or not self.open_table(spec):
                 raise TableNotFoundError(missing_table_hint(name, self.cfg, self.existing_tables()))
         return self._fetch(duck_sql, max_rows)
+
+    def describe(self, name: str) -> QueryResult:
+        """``DESCRIBE db.table`` from the Delta schema (Spark's types and comments, not DuckDB's)."""
+        spec = _binlake_table(name)
+        if spec is None or not self.open_table(spec):
+            raise TableNotFoundError(missing_table_hint(name, self.cfg, self.existing_tables()))
+        return QueryResult(columns=list(DESCRIBE_COLUMNS), rows=describe_rows(*self._schemas[spec.full_name]))
 
     def _fetch(self, duck_sql: str, max_rows: int) -> QueryResult:
         """Stream Arrow batches until ``max_rows`` + 1 rows (0: all), then canonicalise them."""
