@@ -115,3 +115,21 @@ def test_range_options() -> None:
     with pytest.raises(MomentError, match="needs --from-time"):
         time_window(None, None)
     assert transactions([f" {U1}:2 "]).includes(ARCHIVE[1])
+
+
+def test_refusals_name_the_ddl_and_the_gap() -> None:
+    from binlake.gold.schema_history import Coordinates, SchemaVersion
+    from binlake.history.asof import _check_followable
+    from binlake.history.errors import CoverageGapError, SchemaChangeError
+    from binlake.history.undo import check_range_coverage
+
+    unknown = SchemaVersion("shop", "t", 2, Coordinates(3, 420, file="binlog.000003"), "ddl",
+                            "ALTER TABLE t  PARTITION BY weird", None, "statement not understood")
+    with pytest.raises(SchemaChangeError, match=r"shop.t: DDL binlake cannot follow at binlog.000003:420 "
+                                                r"\(statement not understood\): `ALTER TABLE t PARTITION BY weird`"):
+        _check_followable([unknown], "shop", "t")
+    rows = [{"file": f"binlog.00000{i}", "chain_index": i, "status": "GAP" if i == 3 else "OK",
+             "missing_gtids": "0:40-41" if i == 3 else ""} for i in range(1, 5)]
+    check_range_coverage(rows, "binlog.000003", "binlog.000004", "s")  # the GAP is before the range
+    with pytest.raises(CoverageGapError, match=r"crosses a GAP of source s before file binlog.000003 \(missing: 0:40-41\)"):
+        check_range_coverage(rows, "binlog.000002", "binlog.000003", "s")
