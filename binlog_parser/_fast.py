@@ -42,7 +42,7 @@ def slots_constructor(cls: type) -> Callable[..., Any]:
 
 def _native_constructor(cls: type) -> Callable[..., Any] | None:
     """The same constructor compiled (``binlog_parser._native_ext.SlotsConstructor``: allocate,
-    store every slot; about 5x faster) when the extension is built and enabled (docs/native.md)."""
+    store every slot, no Python frame) when the extension is built and enabled (docs/native.md)."""
     from binlog_parser._native_loader import load_extension
 
     ext = load_extension()

@@ -12,11 +12,6 @@ from binlog_parser.rows.render import compact_json
 
 MAX_SAFE_INT = 1 << 53
 
-#: keys every JSON event object carries (from the header), in this order
-COMMON_KEYS = ("file", "pos", "next_pos", "type", "type_code", "timestamp", "server_id",
-               "event_size", "log_pos", "flags", "checksum_ok")
-
-
 #: event class -> the extension's layout of its fields (None: encoded in Python)
 _FIELDS_LAYOUTS: dict[type, Any] = {}
 

@@ -218,7 +218,7 @@ def prepare_replica(conn: pymysql.connections.Connection, settings: ArchiverSett
     return ServerInfo(is_mariadb, str(checksum), gtid_position, identity)
 
 
-def server_identity(cur: Any, is_mariadb: bool) -> ServerIdentity:
+def server_identity(cur: pymysql.cursors.Cursor, is_mariadb: bool) -> ServerIdentity:
     """Which server this is (what a series record keeps): see :class:`ServerIdentity`."""
     if is_mariadb:
         cur.execute("SELECT @@global.server_id, @@global.gtid_domain_id")

@@ -40,6 +40,7 @@ from binlake.archive.errors import ArchiverGuardError, ArchiverLeaseHeld
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
 from binlake.lake.leases import Lease, LeaseBackend, LocalLeaseBackend, S3LeaseBackend, Stored, parse_lease
+from binlake.lake.storage import S3Client
 
 log = logging.getLogger("binlake.archive.archiver")
 
@@ -58,7 +59,7 @@ def archive_meta_uri(dest: str) -> str:
     return str(path.parent / "_binlake" / "archiver" / path.name) + "/"
 
 
-def meta_backend(dest: str, s3: S3Settings | None = None, client: Any = None) -> LeaseBackend:
+def meta_backend(dest: str, s3: S3Settings | None = None, client: S3Client | None = None) -> LeaseBackend:
     uri = archive_meta_uri(dest)
     if is_s3_uri(uri):
         return S3LeaseBackend(uri, s3, client=client)

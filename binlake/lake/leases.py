@@ -60,10 +60,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from binlake.config import S3Settings, is_s3_uri, split_s3_uri
 from binlake.errors import BinlakeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from binlake.lake.storage import S3Client
 
 log = logging.getLogger("binlake.lake.leases")
 
@@ -260,14 +263,14 @@ class S3LeaseBackend:
     replaces and deletes (AWS S3: conditional writes since 2024-11, conditional deletes since
     2025-09; moto honours both)."""
 
-    def __init__(self, uri: str, settings: S3Settings | None = None, client: Any = None) -> None:
+    def __init__(self, uri: str, settings: S3Settings | None = None, client: S3Client | None = None) -> None:
         from binlake.lake.storage import S3ObjectStore
 
         self.store = S3ObjectStore(uri, settings, client=client)
         self.bucket, self.prefix = self.store.bucket, self.store.prefix
 
     @property
-    def client(self) -> Any:
+    def client(self) -> S3Client:
         return self.store.client
 
     def create_tagged(self, name: str, data: bytes) -> str | None:

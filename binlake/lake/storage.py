@@ -142,6 +142,20 @@ def conditional_write_refused(exc: ClientError, *, missing_too: bool) -> bool:
     return missing_too and (status == 404 or code in ("NoSuchKey", "404"))
 
 
+class S3Client(Protocol):
+    """The calls binlake makes on a boto3 S3 client. boto3 builds its clients at run time (no
+    static type without a stubs package), so this names what the stores and leases rely on; the
+    requests' keyword arguments and response dicts are S3's own."""
+
+    meta: Any  # botocore's ClientMeta (tests hook its event system)
+
+    def get_paginator(self, operation_name: str) -> Any: ...
+    def head_object(self, **kwargs: Any) -> dict[str, Any]: ...
+    def get_object(self, **kwargs: Any) -> dict[str, Any]: ...
+    def put_object(self, **kwargs: Any) -> dict[str, Any]: ...
+    def delete_object(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
 @runtime_checkable
 class ObjectStore(Protocol):
     """What discovery needs from a binlog archive (a local folder or an S3 prefix)."""
@@ -376,7 +390,7 @@ class LocalObjectStore(_ByteCounter):
             return True
 
 
-def make_s3_client(settings: S3Settings) -> Any:
+def make_s3_client(settings: S3Settings) -> S3Client:
     """A boto3 S3 client: endpoint from settings (or AWS_ENDPOINT_URL*), standard retries with backoff.
 
     Credentials: boto3's default chain (env, profile, roles). Under Airflow, ``settings.aws_conn_id``
@@ -398,7 +412,7 @@ def make_s3_client(settings: S3Settings) -> Any:
 class S3ObjectStore(_ByteCounter):
     """An S3 prefix (``s3://bucket/prefix/``) seen as an object store; names are relative to the prefix."""
 
-    def __init__(self, uri: str, settings: S3Settings | None = None, client: Any = None,
+    def __init__(self, uri: str, settings: S3Settings | None = None, client: S3Client | None = None,
                  page_size: int | None = None, body_attempts: int = 5, body_backoff: float = 0.2) -> None:
         super().__init__()
         self.page_size = page_size  # list_objects_v2 page size (None: S3's default, 1000)
@@ -417,7 +431,7 @@ class S3ObjectStore(_ByteCounter):
         self._client = client
 
     @property
-    def client(self) -> Any:
+    def client(self) -> S3Client:
         if self._client is None:
             self._client = make_s3_client(self.settings)
         return self._client
@@ -566,7 +580,7 @@ class S3ObjectStore(_ByteCounter):
     def delete(self, name: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
 
-    def _conditional(self, request: Callable[..., Any], name: str, condition: dict[str, str], *,
+    def _conditional(self, request: Callable[..., dict[str, Any]], name: str, condition: dict[str, str], *,
                      missing_too: bool, **kwargs: Any) -> dict[str, Any] | None:
         """One conditional request; None when the store refused its condition
         (:func:`conditional_write_refused`), any other failure raised as it is."""

@@ -104,7 +104,7 @@ def decimal_text(value: Decimal, scale: int | None = None) -> str:
     """MySQL's text of a DECIMAL: plain notation, exactly ``scale`` fraction digits, no ``-0``.
 
     ``str(value)`` is that text whenever it is plain and has ``scale`` fraction digits (what
-    the decoder builds: a Decimal of exactly ``scale`` digits), and costs a fifth of the
+    the decoder builds: a Decimal of exactly ``scale`` digits), and is much cheaper than the
     ``.{scale}f`` formatting, which is kept for the other values."""
     if scale is None:
         exp = value.as_tuple().exponent

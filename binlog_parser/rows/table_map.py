@@ -51,10 +51,6 @@ ENUM_AND_SET_COLUMN_CHARSET = 11
 COLUMN_VISIBILITY = 12
 VECTOR_DIMENSIONALITY = 13
 
-GEOMETRY_TYPE_NAMES = {0: "GEOMETRY", 1: "POINT", 2: "LINESTRING", 3: "POLYGON", 4: "MULTIPOINT",
-                       5: "MULTILINESTRING", 6: "MULTIPOLYGON", 7: "GEOMETRYCOLLECTION"}
-
-
 @dataclass(frozen=True, slots=True)
 class ColumnInfo:
     """One column as the TABLE_MAP (and, as a fallback, a user schema) describes it.

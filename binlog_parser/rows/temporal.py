@@ -27,7 +27,7 @@ _TS_TEXT_MEMO: tuple = (None, "")  # (seconds, text) of the last MySQLTimestamp 
 
 
 # The texts are %-formatted: for the ints these fields hold it is the same text as an f-string
-# with the same widths, in about half the time (rendering row images is most of the ingest's CPU).
+# with the same widths, and cheaper (rendering row images is most of the ingest's CPU).
 
 #: ``"%02d" % i`` for 0..127 and ``"%04d" % year`` (filled as met): a DATETIME's parts are
 #: looked up, a fraction of the cost of formatting them
