@@ -105,7 +105,7 @@ def run_flashback(options: FlashbackOptions, out: TextIO | None = None, err: Tex
     print(f"undo of {len(undo.undone)} transaction(s) ({undo.undone[0].describe()} .. "
           f"{undo.undone[-1].describe()}) on {db}.{table}: {len(undo.statements)} statement(s)", file=err)
     for conflict in undo.conflicts:
-        print(f"warning: after the range, {conflict}: the undo overwrites it", file=err)
+        print(f"warning: {conflict}: the undo overwrites it", file=err)
     out.write(undo.script(options.single_transaction))
     out.flush()
     return 0

@@ -301,7 +301,7 @@ def test_flashback_refuses_a_range_across_an_alter(lake: Any, server: dict[str, 
 
 
 def test_flashback_names_later_transactions_on_the_same_rows(lake: Any, server: dict[str, Any]) -> None:
-    from binlake.history.undo import flashback, gtid_range
+    from binlake.history.undo import flashback, gtid_range, transactions
 
     undo = flashback(lake, SOURCE, "shop", "items", gtid_range(_range(server, 6, 7)))
     prefix, cp7 = _seq(server["checkpoints"][7]["gtid"])
@@ -310,6 +310,12 @@ def test_flashback_names_later_transactions_on_the_same_rows(lake: Any, server: 
     assert {c.gtid for c in undo.conflicts} == {f"{prefix}{cp7 + 1}", f"{prefix}{cp9}"}
     assert all(c.key in {(7,), (1,)} for c in undo.conflicts)
     assert [s.split()[0] for s in undo.statements] == ["UPDATE", "DELETE"]  # reverse binlog order
+    assert not any(c.inside for c in undo.conflicts)
+    # checkpoint 7's insert of row 7 and checkpoint 9 picked one by one: checkpoint 8's update of row 7,
+    # left out between them, is named as a change between the chosen transactions
+    _, cp6 = _seq(server["checkpoints"][6]["gtid"])
+    picked = flashback(lake, SOURCE, "shop", "items", transactions([f"{prefix}{cp6 + 1}", f"{prefix}{cp9}"]))
+    assert [(c.gtid, c.inside) for c in picked.conflicts] == [(f"{prefix}{cp7 + 1}", True)]
 
 
 # ------------------------------------------------------------------ the command lines
@@ -341,5 +347,5 @@ def test_cli_asof_csv_delta_and_flashback(lake: Any, server: dict[str, Any], mon
     run_flashback(FlashbackOptions(SOURCE, "shop.items", gtid_range=_range(server, 6, 7), single_transaction=True),
                   out, err)
     assert out.getvalue().count("START TRANSACTION;") == 1 and "UPDATE `shop`.`items` SET" in out.getvalue()
-    assert err.getvalue().count("warning: after the range") == 2
+    assert err.getvalue().count("warning: after the range, ") == 2
     assert main(["asof", "-s", SOURCE, "-t", "shop.items", "--gtid", cp["gtid"], "--time", "2020-01-01"]) == 1

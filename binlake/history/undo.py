@@ -109,9 +109,12 @@ class Conflict:
     gtid: str | None
     at: Coordinates
     key: tuple[Any, ...]
+    inside: bool = False  # between two chosen transactions (a --transaction pick), not after the range
 
     def __str__(self) -> str:
-        return f"{self.gtid or 'a transaction without GTID'} at {self.at.file}:{self.at.pos} changed the row {self.key!r}"
+        where = "between the chosen transactions" if self.inside else "after the range"
+        return (f"{where}, {self.gtid or 'a transaction without GTID'} at {self.at.file}:{self.at.pos} changed "
+                f"the row {self.key!r}")
 
 
 @dataclass
@@ -256,15 +259,20 @@ def _key(images: _Images, image: dict[str, tuple[Any, Any]] | None) -> tuple[Any
 
 
 def _statements(items: Sequence[StreamItem], images: _Images, chosen: Sequence[Transaction],
-                target: str) -> tuple[list[str], set[tuple[Any, ...]]]:
-    """The inverse of every row change of ``chosen`` (binlog order), and the keys they leave."""
+                target: str) -> tuple[list[str], set[tuple[Any, ...]], list[Conflict]]:
+    """The inverse of every row change of ``chosen`` (binlog order), the keys they leave, and the
+    transactions in between (not chosen) that changed one of those rows after a chosen one did."""
     spans = [(t.start, t.end) for t in chosen]
-    out, keys = [], set()
+    out: list[str] = []
+    keys: set[tuple[Any, ...]] = set()
+    between: list[Conflict] = []
     for item in items:
         if item.kind == "table_map":
             images.table_map = json.loads(item.fields or "{}").get("columns") or []
             continue
         if not any(start <= item.at < end for start, end in spans):
+            if keys:
+                between.extend(_conflicts([item], images, keys, inside=True))
             continue
         out.append(inverse(images, item, target))
         before = images.image(item.before_json, item)
@@ -272,10 +280,11 @@ def _statements(items: Sequence[StreamItem], images: _Images, chosen: Sequence[T
         for key in (_key(images, before), _key(images, {**(before or {}), **(after or {})} if after else None)):
             if key is not None:
                 keys.add(key)
-    return out, keys
+    return out, keys, list({c.gtid: c for c in reversed(between)}.values())[::-1]
 
 
-def _conflicts(later: Sequence[StreamItem], images: _Images, keys: set[tuple[Any, ...]]) -> list[Conflict]:
+def _conflicts(later: Sequence[StreamItem], images: _Images, keys: set[tuple[Any, ...]],
+               inside: bool = False) -> list[Conflict]:
     """The later transactions whose row changes read or wrote one of ``keys`` (first change each)."""
     found: dict[str | None, Conflict] = {}
     for item in later:
@@ -288,7 +297,7 @@ def _conflicts(later: Sequence[StreamItem], images: _Images, keys: set[tuple[Any
             continue  # another shape later: its keys cannot be compared (the DDL check names it)
         for key in (_key(images, before), _key(images, after)):
             if key is not None and key in keys and item.gtid not in found:
-                found[item.gtid] = Conflict(item.gtid, item.at, key)
+                found[item.gtid] = Conflict(item.gtid, item.at, key, inside)
     return list(found.values())
 
 
@@ -312,9 +321,9 @@ def flashback(cfg: BinlakeConfig, source: str, db: str, table: str, selection: S
     schema = schema_at(line.versions, items, db, table)
     images = _Images(schema, db, table)
     target = f"{identifier(db)}.{identifier(table)}"
-    statements, keys = _statements(items, images, chosen, target)
+    statements, keys, between = _statements(items, images, chosen, target)
     if not statements:
         raise HistoryError(f"{selection} made no row change to {db}.{table} of source {source} "
                            f"({len(chosen)} transaction(s) chosen)")
     later = load_stream(cfg, source, lineage(history, (db, table)).segments, after=last.end)
-    return Undo(source, db, table, selection, chosen, statements[::-1], _conflicts(later, images, keys))
+    return Undo(source, db, table, selection, chosen, statements[::-1], between + _conflicts(later, images, keys))
