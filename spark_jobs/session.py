@@ -137,9 +137,9 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
     if include_jars:
         conf.update(jars_conf(cfg))
     conf.update(s3a_conf(cfg))
-    if catalog:
-        conf.update(metastore_conf(cfg))
     conf.update(sp.extra_conf)
+    if catalog:  # after [spark.conf]: it has taken that table's metastore keys and driver options in
+        conf.update(metastore_conf(cfg))
     return conf
 
 

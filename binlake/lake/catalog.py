@@ -33,6 +33,7 @@ GOLD_TABLES_SQL = (f"SELECT DISTINCT gold_table FROM {META_GOLD_STATUS.full_name
 #: the ``[spark.conf]`` key that says which metastore database holds the catalog
 METASTORE_URL_KEY = "spark.hadoop.javax.jdo.option.ConnectionURL"
 HIVE = "hive"
+JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,15 @@ def metastore_conf(cfg: BinlakeConfig) -> dict[str, str]:
     (its keys win). Derby's log goes under ``<state_dir>/logs`` instead of the working directory.
     """
     state = Path(cfg.state_dir).resolve()
+    extra = cfg.spark.extra_conf
+    java = " ".join(filter(None, (extra.get(JAVA_OPTIONS_KEY), f"-Dderby.stream.error.file={state / 'logs' / 'derby.log'}")))
     conf = {
         "spark.sql.catalogImplementation": HIVE,
         "spark.sql.warehouse.dir": str(state / "spark-warehouse"),
         METASTORE_URL_KEY: derby_url(cfg),
-        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={state / 'logs' / 'derby.log'}",
     }
-    conf.update({k: v for k, v in cfg.spark.extra_conf.items() if k in conf or "javax.jdo" in k})
+    conf.update({k: v for k, v in extra.items() if k in conf or "javax.jdo" in k})
+    conf[JAVA_OPTIONS_KEY] = java  # the user's options kept, Derby's log added
     return conf
 
 
