@@ -6,9 +6,9 @@ import random
 from decimal import Decimal
 
 import pytest
+from test_rows_values_property import ref_decimal2bin
 
 from binlog_parser.rows.decimal import (
-    DIG2BYTES,
     decimal_binary_size,
     decimal_text,
     decode_decimal,
@@ -16,28 +16,10 @@ from binlog_parser.rows.decimal import (
 
 
 def encode_decimal(value: Decimal, precision: int, scale: int) -> bytes:
-    """Test-side encoder (decimal2bin) for round trips."""
-    sign, digits, exp = value.as_tuple()
-    text = f"{value.copy_abs():.{scale}f}"
-    ip, _, fp = text.partition(".")
-    intg = precision - scale
-    ip = ip.lstrip("0").rjust(intg, "0")
-    assert len(ip) <= intg
-    out = bytearray()
-    lead = intg % 9
-    if lead:
-        out += int(ip[:lead]).to_bytes(DIG2BYTES[lead], "big")
-    for i in range(lead, intg, 9):
-        out += int(ip[i:i + 9]).to_bytes(4, "big")
-    full = scale // 9 * 9
-    for i in range(0, full, 9):
-        out += int(fp[i:i + 9]).to_bytes(4, "big")
-    if scale % 9:
-        out += int(fp[full:]).to_bytes(DIG2BYTES[scale % 9], "big")
-    out[0] ^= 0x80
-    if value < 0 or (value == 0 and sign):
-        out = bytearray(b ^ 0xFF for b in out)
-    return bytes(out)
+    """Test-side encoder for round trips: the property tests' decimal2bin from MySQL's spec."""
+    sign = value.as_tuple().sign
+    ip, _, fp = f"{value.copy_abs():.{scale}f}".partition(".")
+    return ref_decimal2bin(value < 0 or (value == 0 and bool(sign)), ip.lstrip("0"), fp, precision, scale)
 
 
 @pytest.mark.parametrize("value,precision,scale,text", [
