@@ -259,8 +259,9 @@ class GoldSettings:
         default_factory=dict)
     #: gold tables keep Delta's change data feed (``table_changes`` / ``readChangeFeed``: a night's net changes)
     change_data_feed: StrictBool = True
-    #: gold MERGEs mark deleted and updated rows in deletion vectors instead of rewriting whole files
-    deletion_vectors: StrictBool = True
+    #: gold MERGEs mark deleted and updated rows in deletion vectors instead of rewriting whole files;
+    #: off by default: delta-rs 1.6's Arrow reader (``binlake sql`` without a JVM) refuses such tables
+    deletion_vectors: StrictBool = False
 
     @field_validator("union")
     @classmethod

@@ -19,8 +19,10 @@ would take the tables off delta-rs (docs/maintenance.md).
 
 Every change is one :func:`binlake.lake.leases.committed_write` (the table's commit lock on S3, the
 fence right before the commit, a commit conflict retried): maintenance never writes a table while a
-job commits to it. Compaction changes no row (a ``dataChange = false`` rewrite), so readers and
-the jobs' conflict checks see the same table.
+job commits to it. A per-source gold table's writer (the source's gold task) takes no commit lock:
+it holds the source's run lease, so maintenance holds that lease while it works on the table, and
+leaves the table for the next run when a pipeline run is processing the source. Compaction changes
+no row (a ``dataChange = false`` rewrite), so readers and the jobs' conflict checks see the same table.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ class Target:
     name: str
     location: str
     primary_key: tuple[str, ...] = ()
+    #: a per-source gold table's source: its writer takes no commit lock but holds the source's run
+    #: lease, so maintenance takes that lease for the table (a union table: None, it takes the lock)
+    source: str | None = None
 
 
 @dataclass
@@ -74,6 +79,8 @@ class MaintenanceResult:
     run_id: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: per-source gold tables whose source a pipeline run was processing (its run lease): left alone
+    busy: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -114,7 +121,9 @@ def gold_targets(cfg: BinlakeConfig) -> list[Target]:
         if r["write_mode"] == "dropped" or r["gold_table"] in out:
             continue
         pk = keys.get((r["source"], r["db"].casefold(), r["table_name"].casefold()), (0, ()))[1]
-        out[r["gold_table"]] = Target(f"gold.{r['gold_table']}", r["location"], pk)
+        per_source = "__" in r["gold_table"]
+        out[r["gold_table"]] = Target(f"gold.{r['gold_table']}", r["location"], pk,
+                                      r["source"] if per_source else None)
     return [out[k] for k in sorted(out)]
 
 
@@ -267,10 +276,21 @@ def run_maintenance(cfg: BinlakeConfig, run_id: str, spark: Callable[[], SparkSe
     t0 = time.monotonic()
     check_retention(cfg, cfg.maintenance.vacuum_retention_hours, leases.default_ttl())
     result = MaintenanceResult(run_id)
+    sources = leases.SourceLeases(leases.lease_backend(cfg.warehouse, cfg.s3))
     for target in targets(cfg):
         if only is not None and target.name not in only:
             continue
-        row = maintain_table(cfg, target, run_id, spark)
+        try:
+            held = sources.acquire(target.source, run_id, dag_id="binlake_maintenance") if target.source else None
+        except leases.LeaseHeldError as exc:
+            log.warning("%s: left for the next maintenance run: %s", target.name, exc)
+            result.busy.append(target.name)
+            continue
+        try:
+            row = maintain_table(cfg, target, run_id, spark)
+        finally:
+            if held is not None and target.source is not None:
+                sources.release(target.source, run_id)
         if row is None:
             result.skipped.append(target.name)
         else:

@@ -42,7 +42,14 @@ from spark_jobs.gold.replay import TableTask, build_table
 from spark_jobs.gold.results import GoldResult, GoldTableResult, GoldUnionResult
 from spark_jobs.gold.schema_history import load_ddl, schema_digest_of, seed_statements, write_schema_history
 from spark_jobs.gold.status import gold_names, previous_status, replay_marks, unchanged_result, write_status
-from spark_jobs.gold.tables import HISTORY_SUFFIX, gold_location, gold_schema_ddl, history_schema_ddl, is_delta
+from spark_jobs.gold.tables import (
+    HISTORY_SUFFIX,
+    gold_defaults,
+    gold_location,
+    gold_schema_ddl,
+    history_schema_ddl,
+    is_delta,
+)
 from spark_jobs.gold.unions import replace_union_rows, update_unions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -175,6 +182,7 @@ def _table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, inputs: Tab
         assert before is not None
         return unchanged_result(before, before_history)
     state = None if before is None else ReplayState.from_status(before, before_history)
-    result = build_table(spark, cfg, replace(task, fingerprint=fingerprint, state=state, inputs=inputs))
+    with gold_defaults(spark, cfg):  # tables it creates carry the gold table properties
+        result = build_table(spark, cfg, replace(task, fingerprint=fingerprint, state=state, inputs=inputs))
     _say_unknown(result.name, result.schema_status)
     return result

@@ -39,6 +39,7 @@ from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
     commit_metadata,
     coordinates_literal,
+    ensure_gold_properties,
     event_coordinates,
     gold_location,
     gold_schema_ddl,
@@ -292,6 +293,8 @@ def build_table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> Gol
                                (("table dropped or unknown", 1),), None, task.fingerprint, schema_status=problem)
     history_path = gold_location(cfg, name + HISTORY_SUFFIX) if task.history else None
     paths = (path, history_path)
+    for existing in (p for p in paths if p is not None):  # before the version the plan compares
+        ensure_gold_properties(spark, cfg, existing)
     reason: str | None = "no earlier replay of the table in meta.gold_status"
     if task.inputs is not None:
         now = Versions(table_version(cfg, path), None if history_path is None else table_version(cfg, history_path))

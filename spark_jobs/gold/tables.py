@@ -41,6 +41,63 @@ def gold_location(cfg: BinlakeConfig, name: str) -> str:
     return table_path(cfg, gold_table(name).full_name)
 
 
+#: the Delta table properties of ``[gold] change_data_feed`` and ``deletion_vectors``
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+DELETION_VECTORS = "delta.enableDeletionVectors"
+
+
+def gold_properties(cfg: BinlakeConfig) -> dict[str, str]:
+    """The table properties every gold table carries (docs/maintenance.md, "Gold for consumers").
+
+    Change data feed: consumers read a night's net changes (``table_changes`` / ``readChangeFeed``)
+    instead of diffing whole tables. Deletion vectors: a MERGE that updates or deletes a few rows
+    marks them in a small side file instead of rewriting every data file holding one of them."""
+    on = {True: "true", False: "false"}
+    return {CHANGE_DATA_FEED: on[cfg.gold.change_data_feed], DELETION_VECTORS: on[cfg.gold.deletion_vectors]}
+
+
+@contextlib.contextmanager
+def gold_defaults(spark: SparkSession, cfg: BinlakeConfig) -> Iterator[None]:
+    """Every Delta table Spark creates inside (a gold table, its ``__history``) is created with
+    :func:`gold_properties` (Delta's ``spark.databricks.delta.properties.defaults.*``), so its first
+    night's commit is in its change feed already."""
+    keys = {f"spark.databricks.delta.properties.defaults.{k.removeprefix('delta.')}": v
+            for k, v in gold_properties(cfg).items()}
+    for key, value in keys.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in keys:
+            spark.conf.unset(key)
+
+
+def ensure_gold_properties(spark: SparkSession, cfg: BinlakeConfig, path: str) -> None:
+    """Give the existing gold table at ``path`` :func:`gold_properties` it lacks: one ``ALTER TABLE
+    SET TBLPROPERTIES`` commit through :func:`spark_jobs.lake.committed_write` (the commit lock, the
+    fence). Called before a table's MERGE (an older table gets them on its next run) and after a
+    write that created it. Turning a property off sets it ``false``; deletion vectors already written
+    stay until the files are rewritten (``OPTIMIZE``, ``REORG TABLE ... APPLY (PURGE)``)."""
+    from binlake.lake.delta_tables import open_delta_table
+    from spark_jobs.lake import committed_write
+
+    table = open_delta_table(path, cfg.s3)
+    if table is None:
+        return
+    current = table.metadata().configuration
+    missing = {k: v for k, v in gold_properties(cfg).items() if current.get(k, "false") != v}
+    if not missing:
+        return
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(missing.items()))
+    target = "delta.`" + path.replace("`", "``") + "`"
+
+    def alter(fence: Any) -> None:
+        fence.check()
+        spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({props})")
+
+    committed_write(path, cfg.s3, alter, f"set {props} on {path}")
+
+
 def table_version(cfg: BinlakeConfig, path: str) -> int | None:
     """The Delta table's latest version through delta-rs (no Spark job), None if absent."""
     from binlake.lake.delta_tables import open_delta_table
