@@ -41,6 +41,7 @@ if str(REPO) not in sys.path:
 
 from binlake.config import S3Settings  # noqa: E402
 from binlake_testing.airflow_services import AirflowServices  # noqa: E402
+from binlake_testing.configs import s3_lake_config_lines  # noqa: E402
 from binlake_testing.s3server import S3Server  # noqa: E402
 from binlake_testing.synthetic import SyntheticConfig, generate  # noqa: E402
 
@@ -124,12 +125,9 @@ def _commits(client: Any) -> Counter[str]:
 
 
 def _write_config(path: Path, endpoint: str, sources: list[str], master: str) -> None:
-    lines = ["[pipeline]", f'warehouse = "s3a://{BUCKET}/warehouse"', f'state_dir = "{path.parent / "state"}"',
-             f'jars_dir = "{os.environ.get("BINLAKE_JARS_DIR", str(REPO / ".jars"))}"', 'nightly_cron = "0 3 * * *"', ""]
-    for s in sources:
-        lines += ["[[sources]]", f'name = "{s}"', f'uri = "s3://{BUCKET}/archive/{s}/"', ""]
-    lines += ["[s3]", f'endpoint_url = "{endpoint}"', "path_style_access = true", "max_attempts = 3", "",
-              "[spark]", 'mode = "local"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
+    lines = s3_lake_config_lines(bucket=BUCKET, state_dir=str(path.parent / "state"), endpoint=endpoint,
+                                 sources=sources)
+    lines += ["[spark]", 'mode = "local"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
               'driver_memory = "1g"', ""]
     path.write_text("\n".join(lines))
 

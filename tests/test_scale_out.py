@@ -40,6 +40,8 @@ import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
 from binlake_testing.airflow_services import AirflowServices, TaskInstanceInfo
+from binlake_testing.configs import s3_lake_config_lines
+from binlake_testing.processes import SHORT_JVM_OPTIONS
 from binlake_testing.s3server import S3Server, free_port
 from binlake_testing.spark_cluster import SparkStandaloneCluster, package_zip
 from binlake_testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
@@ -56,7 +58,6 @@ SOURCES = ("alpha", "gappy")
 HEALTHY = ("alpha",)
 GAPPY_MISSING = "binlog.000003"
 STEPS = ("discover", "decode", "reconcile", "gold", "data_checks")
-SHORT_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: columns that say when and where a run happened, not what it wrote: ``silver_version`` is the
 #: version of silver.row_changes (shared by every source) that a gold run read, so it counts the
 #: other sources' commits before it, which a parallel run orders differently from a serial one
@@ -64,13 +65,9 @@ VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at", "silver_versio
 
 
 def _write_config(path: Path, *, endpoint: str, master: str, py_files: Path) -> BinlakeConfig:
-    jars = os.environ.get("BINLAKE_JARS_DIR", str(REPO_ROOT / ".jars"))
-    lines = ["[pipeline]", f'warehouse = "s3a://{BUCKET}/warehouse"', f'state_dir = "{path.parent / "state"}"',
-             f'jars_dir = "{jars}"', 'nightly_cron = "0 3 * * *"', ""]
-    for s in SOURCES:
-        lines += ["[[sources]]", f'name = "{s}"', f'uri = "s3://{BUCKET}/archive/{s}/"', ""]
-    lines += ["[s3]", f'endpoint_url = "{endpoint}"', "path_style_access = true", "max_attempts = 3", "",
-              "[spark]", 'mode = "submit"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
+    lines = s3_lake_config_lines(bucket=BUCKET, state_dir=str(path.parent / "state"), endpoint=endpoint,
+                                 sources=SOURCES)
+    lines += ["[spark]", 'mode = "submit"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
               "jars_on_workers = true", "",
               "[spark.conf]", '"spark.executor.memory" = "512m"', '"spark.executor.cores" = "1"',
               f'"spark.submit.pyFiles" = "{py_files}"', '"spark.task.maxFailures" = "4"',
@@ -79,8 +76,8 @@ def _write_config(path: Path, *, endpoint: str, master: str, py_files: Path) -> 
               '"spark.cores.max" = "1"',
               # short-lived JVMs: the C1 compiler alone halves their CPU (measured 24-28 vs 49-52
               # CPU-s for a small Delta session); see docs/operations.md
-              f'"spark.driver.extraJavaOptions" = "{SHORT_JOB_JVM_OPTIONS}"',
-              f'"spark.executor.extraJavaOptions" = "{SHORT_JOB_JVM_OPTIONS}"', ""]
+              f'"spark.driver.extraJavaOptions" = "{SHORT_JVM_OPTIONS}"',
+              f'"spark.executor.extraJavaOptions" = "{SHORT_JVM_OPTIONS}"', ""]
     path.write_text("\n".join(lines))
     return load_config(path)
 
@@ -137,7 +134,7 @@ def stack(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iter
     # the cluster's JVMs start while Airflow migrates its database and starts its services (each
     # waits on its own processes): the master's port is chosen first, Airflow's config names it
     cluster = SparkStandaloneCluster(tmp / "cluster", workers=2, cores=1, memory="1g", master_port=free_port(),
-                                     extra_env={"SPARK_DAEMON_JAVA_OPTS": SHORT_JOB_JVM_OPTIONS})
+                                     extra_env={"SPARK_DAEMON_JAVA_OPTS": SHORT_JVM_OPTIONS})
     started: list[BaseException | None] = []
 
     def start_cluster() -> None:

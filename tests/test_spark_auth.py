@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from binlake.config import REPO_ROOT
+from binlake_testing.processes import SHORT_JVM_OPTIONS
 from binlake_testing.spark_cluster import SparkStandaloneCluster, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -35,7 +36,7 @@ def _auth_conf(folder: Path, secret: str) -> Path:
 
 #: short-lived JVMs (master, worker, the drivers): the C1 compiler and the serial collector
 #: roughly halve their CPU (see docs/operations.md); authentication does not depend on either
-SHORT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SHORT_JVM = SHORT_JVM_OPTIONS
 #: what the master logs when a client connects without authenticating (Spark's AuthRpcHandler)
 REFUSED = "Expected SaslMessage, received something else"
 

@@ -1,0 +1,19 @@
+"""binlake.toml text for tests and benches whose warehouse and archive live in one loopback S3 bucket."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from binlake.config import REPO_ROOT
+
+
+def s3_lake_config_lines(*, bucket: str, state_dir: str, endpoint: str, sources: Iterable[str]) -> list[str]:
+    """``[pipeline]`` (warehouse ``s3a://<bucket>/warehouse``), one ``[[sources]]`` per name (its archive
+    under ``s3://<bucket>/archive/<name>/``) and ``[s3]`` at ``endpoint``; the caller adds ``[spark]``."""
+    jars = os.environ.get("BINLAKE_JARS_DIR", str(REPO_ROOT / ".jars"))
+    lines = ["[pipeline]", f'warehouse = "s3a://{bucket}/warehouse"', f'state_dir = "{state_dir}"',
+             f'jars_dir = "{jars}"', 'nightly_cron = "0 3 * * *"', ""]
+    for s in sources:
+        lines += ["[[sources]]", f'name = "{s}"', f'uri = "s3://{bucket}/archive/{s}/"', ""]
+    return [*lines, "[s3]", f'endpoint_url = "{endpoint}"', "path_style_access = true", "max_attempts = 3", ""]
