@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, config_from_dict
+from binlake_testing.processes import SHORT_JVM_OPTIONS
 from binlake_testing.s3server import DUMMY_AWS_ENV, S3Server
 
 
@@ -80,11 +81,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     """moto in server mode on 127.0.0.1:<random port>, shared by the whole session."""
-    server = S3Server(mode="thread").start()
-    try:
+    with S3Server(mode="thread") as server:
         yield server
-    finally:
-        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_process() -> Iterator[S3Server]:
+    """moto as its own process: delta-rs's requests would wait on an in-process server's GIL."""
+    with S3Server(mode="process") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +115,15 @@ def session_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 #: runs: with a 1 GiB driver and the default cache (10,000 entries) the old generation was ~87%
 #: full after 18 minutes and G1 had run 406 concurrent cycles; with 2 GiB and 64 entries (a test
 #: reuses a handful of tables), 242 cycles at the same point.
-TEST_SESSION_SPARK_CONF: dict[str, str] = {"spark.databricks.delta.delta.log.cacheSize": "64"}
+#: The driver JVM of a test session compiles with C1 only and collects with the serial GC: a test
+#: runs many small, different Spark jobs (little code gets hot enough for C2 to pay back what it
+#: costs), on 2 cores shared by the xdist workers (G1's concurrent threads compete with them).
+#: For tests only: a production run is long and hot, where C2 and G1 are the right defaults.
+#: ``BINLAKE_TEST_JVM_OPTIONS`` replaces them (empty: the JVM's defaults, to measure against).
+TEST_JVM_OPTIONS = os.environ.get("BINLAKE_TEST_JVM_OPTIONS", SHORT_JVM_OPTIONS)
+TEST_SESSION_SPARK_CONF: dict[str, str] = {"spark.databricks.delta.delta.log.cacheSize": "64",
+                                           **({"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS}
+                                              if TEST_JVM_OPTIONS else {})}
 
 
 def make_test_config(tmp: Path, endpoint: str, **overrides: Any) -> BinlakeConfig:
@@ -214,7 +227,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
 #: What makes a test costly, as the fixtures it uses: a class applies when a test uses one of these.
 COST_FIXTURES: dict[str, frozenset[str]] = {
     "spark": frozenset({"spark"}),
-    "s3": frozenset({"s3_server", "s3_client", "s3_bucket", "binlake_config"}),
+    "s3": frozenset({"s3_server", "s3_process", "s3_client", "s3_bucket", "binlake_config"}),
 }
 #: ... and as what its module (or a tests/_*.py helper it imports) starts by itself, in its text.
 COST_WORDS: dict[str, tuple[str, ...]] = {

@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import logging
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +70,6 @@ def test_add_actions_name_each_data_file_with_its_partition_and_statistics(tmp_p
                                                   strict=True)}
     assert by_source == {"a": (1, 1), "b": (2, 2)}
     assert all(p.startswith("source=") for p in actions["path"])
-
-
-@pytest.fixture(scope="module")
-def s3_process() -> Iterator[S3Server]:
-    """moto as its own process: delta-rs's requests would wait on an in-process server's GIL."""
-    server = S3Server(mode="process").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("mode", ["process", "thread"])
