@@ -9,7 +9,8 @@ file:position. The closed binlogs are ingested once (Spark) and reconciled once 
 ``asof`` at every checkpoint, by GTID, by time and by file:position, must equal the recorded rows
 cell for cell (gold's comparison, ``test_gold_mariadb.expected_cell``). Flashback SQL for ranges at the
 end of the workload is applied to the server inside a transaction (rolled back after): the tables must
-equal the checkpoint before the range.
+equal the checkpoint before the range. The MySQL 8.x fixture binlogs ride along in the same ingest:
+``asof`` at each one's end equals the contents its own row events give.
 """
 
 from __future__ import annotations
@@ -130,19 +131,36 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def lake(spark: Any, server: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> Any:
-    """One ingest (Spark), one reconciliation (delta-rs) and one gold run (Spark) of the archived files."""
+def warehouse(spark: Any, server: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
+              s3_server: Any) -> dict[str, Any]:
+    """One ingest (Spark) of the archived files and, as sources of their own, the MySQL 8.x fixture
+    binlogs (one Spark job for both: the suite's wall time), one reconciliation (delta-rs) of all,
+    and one gold run (Spark, ``__history`` kept) of the MariaDB source."""
+    from test_gold_mysql8 import EXPECTED, FILES, FIX
+
     from binlake.reconcile.job import run_reconcile
     from spark_jobs.gold.job import run_gold
     from spark_jobs.ingest import BinlogObject, run_ingest
 
-    cfg = make_test_config(tmp_path_factory.mktemp("history-wh"), s3_server.endpoint_url, gold={"history": True})
+    root = tmp_path_factory.mktemp("history-wh")
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history": True})
     objects = [BinlogObject(source=SOURCE, file=p.name, uri=str(p), size=p.stat().st_size,
                             etag=str(p.stat().st_size)) for p in server["files"]]
+    sizes = {}
+    for source in sorted({key[0] for key in EXPECTED}):
+        (root / source).mkdir()
+        target = Path(shutil.copyfile(FIX / FILES[source], root / source / "binlog.000001"))
+        sizes[source] = target.stat().st_size
+        objects.append(BinlogObject(source=source, uri=str(target), size=sizes[source], etag="1"))
     run_ingest(spark, cfg, objects, "history-ingest")
-    run_reconcile(cfg, "history-reconcile", sources=[SOURCE])
+    run_reconcile(cfg, "history-reconcile", sources=[SOURCE, *sizes])
     run_gold(spark, cfg, SOURCE, "history-gold")
-    return cfg
+    return {"cfg": cfg, "mysql8_sizes": sizes}
+
+
+@pytest.fixture(scope="module")
+def lake(warehouse: dict[str, Any]) -> Any:
+    return warehouse["cfg"]
 
 
 def assert_rows_equal(table: str, got_columns: list[str], got_rows: list[tuple[Any, ...]],
@@ -349,3 +367,35 @@ def test_cli_asof_csv_delta_and_flashback(lake: Any, server: dict[str, Any], mon
     assert out.getvalue().count("START TRANSACTION;") == 1 and "UPDATE `shop`.`items` SET" in out.getvalue()
     assert err.getvalue().count("warning: after the range, ") == 2
     assert main(["asof", "-s", SOURCE, "-t", "shop.items", "--gtid", cp["gtid"], "--time", "2020-01-01"]) == 1
+
+
+# ------------------------------------------------------------------ MySQL 8.x fixture binlogs
+
+def _ends(cfg: Any, source: str, size: int) -> list[Moment]:
+    from binlake.history.reads import load_transactions
+
+    last = max(load_transactions(cfg, source), key=lambda t: (t.file_seq, t.start_pos))
+    moments = [Moment("position", f"binlog.000001:{size}"), Moment("time", "2100-01-01 00:00:00")]
+    if last.gtid and last.gtid != "ANONYMOUS":
+        moments.append(Moment("gtid", last.gtid))
+    return moments
+
+
+def test_asof_at_the_end_of_mysql8_fixtures_equals_their_contents(warehouse: dict[str, Any]) -> None:
+    """At the end of each MySQL 8.x fixture binlog (no server here) — by position, by time and, where
+    the file has GTIDs, by its last GTID — every table equals the contents the file's own row events
+    give (``test_gold_mysql8.EXPECTED``, from ``mariadb-binlog -v`` of the same files), value and type;
+    no gold run for them, so each answer is a replay from the archive's start."""
+    from test_gold_mysql8 import EXPECTED
+
+    cfg, cells, by_gtid = warehouse["cfg"], 0, 0
+    for (source, db, table), (columns, _types, rows) in EXPECTED.items():
+        for moment in _ends(cfg, source, warehouse["mysql8_sizes"][source]):
+            got = table_as_of(cfg, source, db, table, moment)
+            assert got.columns[: len(columns)] == columns, (source, table)
+            values = [tuple(r[: len(columns)]) for r in got.rows]
+            # repr: type and exact value (a DECIMAL's scale, bytes vs str) must both agree
+            assert sorted(map(repr, values)) == sorted(map(repr, rows)), (source, table, str(moment))
+            cells += len(rows) * len(columns)
+            by_gtid += moment.kind == "gtid"
+    assert cells >= 2 * 195 and by_gtid > 0
