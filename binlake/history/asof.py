@@ -4,9 +4,11 @@ How: the moment becomes a cut (:func:`binlake.history.moments.resolve`: the last
 includes); the coverage check refuses when reconciliation found a GAP or a broken chain at or before
 the cut's file; the schema history is gold's (``binlake.gold.schema_history.build_history`` over the
 same DDL), cut at the same place, so the table has the columns it had then and its lineage (rows
-renamed into it) is the one it had then; then gold's own replayer (``binlake.gold.state``) replays
-the table's TABLE_MAPs and row changes up to the cut. Same code, same values as gold: a moment at the
-archive's end gives exactly the gold table's rows.
+renamed into it) is the one it had then. Then, from the nearest state (:func:`_plan`: the one that
+reads the fewest rows): gold's own replayer (``binlake.gold.state``) replays the table's TABLE_MAPs
+and row changes up to the cut; or gold's table, as its last run left it, has the later changes taken
+back (:mod:`binlake.history.unapply`); or gold's ``__history`` table gives the versions valid at the
+cut. Same conversions as gold: a moment at the archive's end gives exactly the gold table's rows.
 
 Refusals (each names what and where): the moment is outside the archive or no point of it
 (:class:`MomentError`); a GAP / CHAIN_BREAK in ``meta.gtid_reconciliation`` up to the cut, or the file
