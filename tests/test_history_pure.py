@@ -133,3 +133,29 @@ def test_refusals_name_the_ddl_and_the_gap() -> None:
     check_range_coverage(rows, "binlog.000003", "binlog.000004", "s")  # the GAP is before the range
     with pytest.raises(CoverageGapError, match=r"crosses a GAP of source s before file binlog.000003 \(missing: 0:40-41\)"):
         check_range_coverage(rows, "binlog.000002", "binlog.000003", "s")
+
+
+def test_take_back_undoes_newest_first_and_says_when_it_cannot() -> None:
+    import json
+
+    from binlake.gold.schema_history import Coordinates, TableSchema
+    from binlake.gold.state import StreamItem
+    from binlake.history.unapply import Unusable, take_back
+
+    schema = TableSchema((MySQLColumn("id", "int"), MySQLColumn("v", "varchar", charset="utf8mb4")), ("id",))
+    table_map = StreamItem(Coordinates(1, 10), "table_map", json.dumps(
+        {"columns": [{"name": "id", "type": "LONG"}, {"name": "v", "type": "VARCHAR", "charset": "utf8mb4"}]}))
+
+    def change(pos: int, op: str, before: dict[str, object] | None, after: dict[str, object] | None) -> StreamItem:
+        return StreamItem(Coordinates(1, pos), "row", None, op, None if before is None else json.dumps(before),
+                          None if after is None else json.dumps(after), f"0-1-{pos}")
+
+    later = [table_map, change(20, "update", {"id": 1, "v": "a"}, {"id": 2, "v": "b"}),
+             change(30, "delete", {"id": 3, "v": "c"}, None), change(40, "insert", None, {"id": 4, "v": "d"})]
+    # gold now: 2 (moved from 1), 4 (inserted); 3 deleted. Taken back: 1 and 3, as before the changes
+    assert sorted(take_back(schema, [(2, "b"), (4, "d")], later)) == [(1, "a"), (3, "c")]
+    with pytest.raises(Unusable, match="made is not in the gold state"):
+        take_back(schema, [(2, "b")], later)  # row 4 missing: not the state those changes left
+    minimal = [table_map, change(50, "update", {"id": 2}, {"v": "z"})]
+    with pytest.raises(Unusable, match="not full"):
+        take_back(schema, [(2, "z")], minimal)

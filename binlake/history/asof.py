@@ -212,10 +212,18 @@ def table_as_of(cfg: BinlakeConfig, source: str, db: str, table: str, moment: Mo
     _check_followable(line.versions, db, table)
     plan = _plan(cfg, source, (db, table), cut, history, everything, start)
     if plan.gold is not None or plan.versions is not None:
-        file_seq = {t.file: t.file_seq for t in transactions}
-        final, rows, changes = _from_gold(cfg, source, plan, cut, line.versions, line.segments, (db, table), file_seq)
-        warnings: dict[str, int] = {}
-    else:
+        from binlake.history.unapply import Unusable
+
+        try:
+            file_seq = {t.file: t.file_seq for t in transactions}
+            final, rows, changes = _from_gold(cfg, source, plan, cut, line.versions, line.segments, (db, table),
+                                              file_seq)
+        except Unusable as exc:
+            if start != "nearest":
+                raise
+            plan = _Plan(f"gold's state cannot serve: {exc}")
+    warnings: dict[str, int] = {}
+    if plan.gold is None and plan.versions is None:
         items = load_stream(cfg, source, line.segments, until=cut.end)
         final = schema_at(line.versions, items, db, table)
         rows, replayer = replay_to(source, line.versions, final, items)

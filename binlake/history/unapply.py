@@ -84,7 +84,11 @@ def read_gold(cfg: BinlakeConfig, state: GoldState, schema: TableSchema,
     if extra is None:
         extra = [] if schema.primary_key else [COPIES_COLUMN]
     names = [c.name for c in schema.columns] + list(extra)
-    data = pa.table(table.to_pyarrow_table(columns=names))
+    try:
+        data = pa.table(table.to_pyarrow_table(columns=names))
+    except Exception as exc:  # noqa: BLE001 - any reader refusal (a deletion vector ...) means: replay instead
+        raise Unusable(f"gold.{state.name} cannot be read without Spark here ({type(exc).__name__}: "
+                       f"{str(exc).splitlines()[0][:200]})") from None
     columns = [data.column(n).to_pylist() for n in names]
     return [tuple(values) for values in zip(*columns)] if columns else []
 
