@@ -72,6 +72,40 @@ def test_the_sink_layout_follows_the_registry() -> None:
     assert row_kinds("silver.row_changes", ("row_index",), ("row_index",)) == ["int32_sequence"]
 
 
+def test_the_declared_column_orders_are_the_registrys() -> None:
+    """Each buffer's columns are its table's columns in registry order, less what a decoder gives
+    apart (constants, dates, row images, late columns): what ``TableColumns`` derives."""
+    from binlake.ingest.columns import TableColumns
+    from binlake.ingest.layout import ROW_CHANGE_IMAGES, ROW_CHANGE_LATE
+
+    same = {"source": "s", "file": "f", "file_seq": 1}
+    assert TableColumns("bronze.events", same).row_columns == SINK_BUFFERS[0][2]
+    row_changes = TableColumns("silver.row_changes", same, images=object(), image_columns=ROW_CHANGE_IMAGES,
+                               late_columns=ROW_CHANGE_LATE)
+    assert (row_changes.row_columns, row_changes.late_columns) == (SINK_BUFFERS[1][2], SINK_BUFFERS[2][2])
+    assert TableColumns("silver.transactions", same).row_columns == SINK_BUFFERS[3][2]
+
+
+def test_a_registry_change_is_a_drift(monkeypatch: pytest.MonkeyPatch) -> None:
+    """silver.row_changes.server_id turned from BIGINT to INT in the registry: the declaration
+    derived from it no longer matches the Rust source's, so this module fails until both move."""
+    import dataclasses
+
+    from binlake.ingest import layout
+    from binlake.lake import tables
+
+    spec = tables.SILVER_ROW_CHANGES
+    columns = tuple(dataclasses.replace(c, type=tables.INT) if c.name == "server_id" else c for c in spec.columns)
+    changed = dataclasses.replace(spec, columns=columns)
+    monkeypatch.setattr(tables, "TABLES", tuple(changed if t is spec else t for t in tables.TABLES))
+    layout.batch_schema.cache_clear()
+    try:
+        assert rust_sink_layout((NATIVE / "sink.rs").read_text()) != sink_layout()
+        assert dict(sink_layout()[1][2])["server_id"] == "int32"
+    finally:
+        layout.batch_schema.cache_clear()
+
+
 def test_the_value_kinds_in_the_rust_source_are_pythons() -> None:
     rust = rust_value_kinds((NATIVE / "lib.rs").read_text())
     assert len(rust) == 21 and rust == python_value_kinds()
