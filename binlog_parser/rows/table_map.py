@@ -444,6 +444,18 @@ _PER_TYPE_METADATA: dict[int, tuple[str, str]] = {
 }
 
 
+def _collation(index: int, per_column: tuple[int, ...] | None, pairs: dict[int, int],
+               default: int | None) -> int | None:
+    """The collation of the ``index``-th column of its kind (character, or ENUM/SET): from the
+    per-column list when the TABLE_MAP has one, else the default charset's exceptions or the
+    default itself; None when the TABLE_MAP says nothing."""
+    if per_column is not None:
+        return per_column[index] if index < len(per_column) else None
+    if default is not None:
+        return pairs.get(index, default)
+    return None
+
+
 def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[ColumnInfo]:
     charset_pairs = kw.pop("_charset_pairs", {})
     es_pairs = kw.pop("_enum_set_charset_pairs", {})
@@ -474,16 +486,10 @@ def _build_columns(types, metas, null_bitmap, kw, ctx, schema, table) -> list[Co
             i_num += 1
         collation = None
         if real in char_types:
-            if col_charsets is not None:
-                collation = col_charsets[i_char] if i_char < len(col_charsets) else None
-            elif "default_charset" in kw:
-                collation = charset_pairs.get(i_char, kw["default_charset"])
+            collation = _collation(i_char, col_charsets, charset_pairs, kw.get("default_charset"))
             i_char += 1
         elif real in ENUM_SET_TYPES:
-            if es_col_charsets is not None:
-                collation = es_col_charsets[i_es] if i_es < len(es_col_charsets) else None
-            elif "enum_set_default_charset" in kw:
-                collation = es_pairs.get(i_es, kw["enum_set_default_charset"])
+            collation = _collation(i_es, es_col_charsets, es_pairs, kw.get("enum_set_default_charset"))
             i_es += 1
         per_type = _PER_TYPE_METADATA.get(real)
         if per_type is not None:
