@@ -123,7 +123,7 @@ def test_native_rows_are_the_same_objects_as_pure() -> None:
 
 
 def test_a_build_of_another_revision_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    from binlog_parser import _native_ext  # type: ignore[attr-defined,unused-ignore]
+    from binlog_parser import _native_ext
     from binlog_parser._native_loader import ABI, load_extension
 
     assert load_extension() is _native_ext
