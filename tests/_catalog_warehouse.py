@@ -1,4 +1,4 @@
-"""A small warehouse for the catalog tests, written by delta-rs (no JVM): a registry table, the
+"""A small warehouse for the catalog tests, written by delta-rs (no JVM): two registry tables, the
 gold status and two gold tables of typed columns, with the config file that points at it.
 
 Why delta-rs: the catalog tests start their own JVMs (``binlake catalog sync``, a plain pyspark
@@ -34,6 +34,8 @@ def build(root: Path) -> Path:
     wh = root / "warehouse"
     write_deltalake(str(wh / "silver" / "transactions"), pa.table({
         "source": ["demo", "demo"], "file": ["binlog.000001", "binlog.000002"], "pos": [4, 120]}))
+    write_deltalake(str(wh / "meta" / "ingested_files"), pa.table({
+        "source": ["demo", "demo", "other"], "file": ["binlog.000001", "binlog.000002", "binlog.000001"]}))
     write_deltalake(str(wh / "meta" / "gold_status"), pa.table({
         "source": ["demo", "demo", "demo"], "gold_table": [*GOLD, "shop__gone"],
         "write_mode": ["merge", "merge", "dropped"]}))

@@ -35,8 +35,8 @@ def test_sync_then_a_plain_pyspark_session_reads_every_table_by_name(config_file
     synced = _binlake("catalog", "sync", "--config", str(config_file), cwd=root)
     assert synced.returncode == 0, synced.stderr
     assert synced.stdout.splitlines() == [
-        "silver.transactions", "meta.gold_status", "gold.shop__orders", "gold.shop__orders__history",
-        f"4 table(s) registered in {root / 'state' / 'metastore'}"]
+        "silver.transactions", "meta.ingested_files", "meta.gold_status", "gold.shop__orders",
+        "gold.shop__orders__history", f"5 table(s) registered in {root / 'state' / 'metastore'}"]
 
     conf_dir = root / "spark-conf"
     conf_dir.mkdir()
