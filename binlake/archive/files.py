@@ -35,6 +35,7 @@ from binlake.archive.errors import ArchiveConflictError, ArchiveFileError, Unsaf
 from binlake.discovery.series import series_sort_key
 from binlake.lake.storage import LocalObjectStore, ObjectInfo, ObjectNotFound, ObjectStore
 from binlog_parser.constants import BINLOG_MAGIC, LOG_EVENT_BINLOG_IN_USE_F, EventType
+from binlog_parser.framing import event_size_at
 from binlog_parser.replication import (
     EVENT_HEADER_LEN,
     StreamEvent,
@@ -109,7 +110,7 @@ def scan_binlog_bytes(name: str, data: bytes) -> FileScan:
     offset = boundary = 4
     closed, next_file, last_gtid, events = False, None, None, 0
     while offset + EVENT_HEADER_LEN <= len(data):
-        (size,) = struct.unpack_from("<I", data, offset + 9)
+        size = event_size_at(data, offset) or 0
         if size < EVENT_HEADER_LEN or offset + size > len(data):
             break
         event = parse_event(data[offset:offset + size])
@@ -158,8 +159,7 @@ class BinlogFileWriter:
         if self.size > 4 + EVENT_HEADER_LEN:  # resumed: the file's FDE says whether events carry CRC32
             self._fh.seek(4)
             head = self._fh.read(EVENT_HEADER_LEN)
-            (fde_size,) = struct.unpack_from("<I", head, 9)
-            self.fde = head + self._fh.read(fde_size - EVENT_HEADER_LEN)
+            self.fde = head + self._fh.read((event_size_at(head, 0) or EVENT_HEADER_LEN) - EVENT_HEADER_LEN)
             self.tracker.checksum_len = checksum_len_of_fde(self.fde)
             self._fh.seek(0, os.SEEK_END)
 
