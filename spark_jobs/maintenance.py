@@ -58,6 +58,8 @@ log = logging.getLogger("binlake.maintenance")
 RUNS_TABLE = "meta.maintenance_runs"
 #: the ``source`` value of every ``meta.maintenance_runs`` row (maintenance works on whole tables)
 ALL_SOURCES = "*"
+#: ``files_vacuumed`` of a Spark VACUUM: its result names the table, not what it deleted
+NOT_COUNTED = -1
 
 
 @dataclass(frozen=True)
@@ -194,11 +196,12 @@ def _spark_work(spark: SparkSession, cfg: BinlakeConfig, facts: TableFacts, plan
     key = "spark.databricks.delta.retentionDurationCheck.enabled"
     spark.conf.set(key, "false")  # the retention was checked against the config (check_retention)
     try:
-        rows = spark_committed(facts.location, cfg.s3, run(f"VACUUM {path} RETAIN {retention} HOURS"),
-                               f"VACUUM {facts.name}")
+        # Delta 4 applies the table's delta.deletedFileRetentionDuration (7 days unless set) and
+        # ignores a longer or shorter RETAIN: never shorter than checked, as the default is 168 h
+        spark_committed(facts.location, cfg.s3, run(f"VACUUM {path} RETAIN {retention} HOURS"), f"VACUUM {facts.name}")
     finally:
         spark.conf.unset(key)
-    return len(rows)
+    return NOT_COUNTED
 
 
 def maintain_table(cfg: BinlakeConfig, target: Target, run_id: str, spark: Callable[[], SparkSession]

@@ -480,7 +480,7 @@ META_MAINTENANCE_RUNS = TableSpec(
         Column("bytes_after", BIGINT, False, "bytes of the live data files after"),
         Column("log_entries_before", BIGINT, False, "commit files in _delta_log before"),
         Column("log_entries_after", BIGINT, False, "commit files in _delta_log after"),
-        Column("files_vacuumed", BIGINT, False, "files VACUUM deleted"),
+        Column("files_vacuumed", BIGINT, False, "files VACUUM deleted (-1: not counted, a Spark VACUUM)"),
         Column("retention_hours", BIGINT, False, "the VACUUM retention"),
         Column("millis", BIGINT, False, "wall time spent on the table (milliseconds)"),
         Column("started_at", TIMESTAMP, False, "when the table's maintenance started"),
