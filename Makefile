@@ -27,7 +27,7 @@ PYTEST_DIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dis
 BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
-.PHONY: help setup setup-python setup-jars setup-logstore setup-system setup-native demo lint test test-fast test-cluster cluster-demo lock clean
+.PHONY: help setup setup-python setup-jars setup-logstore setup-system setup-native demo lint lint-only test-native test test-fast test-cluster cluster-demo lock clean
 
 help:
 	@echo "make setup | make demo | make lint | make test | make test-fast | make test-cluster | make cluster-demo | make lock | make clean"
@@ -133,15 +133,24 @@ demo: setup
 
 # ruff and mypy as configured in pyproject.toml: any finding fails (and so fails `make test`).
 lint: setup
+	@$(MAKE) --no-print-directory lint-only
+
+lint-only:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-# Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
-# and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
-test: setup lint
+# The extension's own cargo tests, when setup built it (its stamp); release profile: the
+# dependencies setup-native compiled are reused, only the crate's test build is new.
+test-native:
 	@if ls native/target/.binlake-native-* >/dev/null 2>&1; then \
 		echo "[test] cargo test (the extension's own unit tests)"; \
 		PYO3_PYTHON="$(CURDIR)/$(VPY)" cargo test --release --locked --quiet --manifest-path native/Cargo.toml; fi
+
+# Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
+# and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
+# setup once, then lint (mypy: one core) beside the cargo tests' build, then pytest; any failure stops it.
+test: setup
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint-only test-native
 	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc
