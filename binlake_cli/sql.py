@@ -24,13 +24,16 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
 from binlake.lake.tables import TableSpec
 from binlake.sql.fast import FastWarehouse, NeedsSparkError, QueryResult, show_statement
 from binlake.sql.guard import analyse
+
+if TYPE_CHECKING:  # pragma: no cover - the Spark engine is imported only when first needed (a JVM)
+    from spark_jobs.sql_engine import SparkSqlEngine
 
 PROMPT = "binlake> "
 CONTINUATION = "     ...> "
@@ -71,7 +74,7 @@ class SqlSession:
         self.allow_writes = allow_writes
         self.err = err
         self._fast: FastWarehouse | None = None
-        self._spark: Any = None
+        self._spark: SparkSqlEngine | None = None
 
     @property
     def fast(self) -> FastWarehouse:
@@ -80,7 +83,7 @@ class SqlSession:
         return self._fast
 
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSqlEngine:
         if self._spark is None:
             from spark_jobs.sql_engine import SparkSqlEngine
 
