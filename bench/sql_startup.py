@@ -5,7 +5,11 @@ times per engine and reports wall seconds and CPU seconds (user+sys of the proce
 included, which is what a shared machine pays). With no ``--config``, a small warehouse (meta.ingested_files, 1,000
 rows written by delta-rs) is created in a temporary folder.
 
-    .venv/bin/python bench/sql_startup.py [--config FILE] [--repeat 3] [--query SQL]
+    .venv/bin/python bench/sql_startup.py [--config FILE] [--repeat 3] [--query SQL] [--engines fast]
+        [--imports 12]
+
+``--imports N`` lists the N largest top-level imports of one fast-path run (``python -X importtime``):
+a one-shot fast query is mostly imports, so that list says what to make lazy.
 """
 
 from __future__ import annotations
@@ -73,11 +77,25 @@ def run_once(config: Path, engine: str, query: str) -> Timing:
     return Timing(wall=wall, cpu=sum(cpu_by_pid.values()))
 
 
+def largest_imports(config: Path, query: str, top: int) -> list[tuple[float, str]]:
+    """The top-level imports of one fast-path run with their cumulative seconds, largest first."""
+    code = f"from binlake_cli.app import main; main(['sql', '--config', {str(config)!r}, '--engine', 'fast', {query!r}])"
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True)
+    rows = []
+    for line in run.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit() and not parts[2].startswith("  "):
+            rows.append((int(parts[1]) / 1e6, parts[2].strip()))
+    return sorted(rows, reverse=True)[:top]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--query", default="SELECT source, count(*) AS files FROM meta.ingested_files GROUP BY source")
+    parser.add_argument("--engines", default="fast,spark", help="comma-separated: fast, spark")
+    parser.add_argument("--imports", type=int, default=0, help="list this many of the fast path's largest imports")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="binlake-sql-bench-") as tmp:
         config = args.config or small_warehouse(Path(tmp))
@@ -85,12 +103,17 @@ def main(argv: list[str] | None = None) -> int:
               f"load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
         print("| engine | runs | median wall s | median CPU s |\n|---|---|---|---|")
         medians = {}
-        for engine in ("fast", "spark"):
+        for engine in args.engines.split(","):
             timings = [run_once(config, engine, args.query) for _ in range(args.repeat)]
             medians[engine] = statistics.median(t.wall for t in timings)
             print(f"| {engine} | {len(timings)} | {medians[engine]:.2f} | "
                   f"{statistics.median(t.cpu for t in timings):.2f} |")
-        print(f"ratio spark/fast (wall): {medians['spark'] / medians['fast']:.1f}")
+        if {"fast", "spark"} <= set(medians):
+            print(f"ratio spark/fast (wall): {medians['spark'] / medians['fast']:.1f}")
+        if args.imports:
+            print("largest imports of one fast run (cumulative s):")
+            for seconds, name in largest_imports(config, args.query, args.imports):
+                print(f"  {seconds:6.3f}  {name}")
     return 0
 
 
