@@ -1,9 +1,12 @@
-"""Table maintenance (issue 38): compaction leaves every table's rows identical with fewer files,
-VACUUM refuses a retention shorter than a run may last, a table that needs nothing is skipped, and
-what was done lands in ``meta.maintenance_runs``.
+"""Table maintenance and gold for consumers (issue 38): compaction leaves every table's rows
+identical with fewer files, VACUUM refuses a retention shorter than a run may last, a table that
+needs nothing is skipped, and what was done lands in ``meta.maintenance_runs``; a gold table's
+change data feed gives each night's net changes, and a MERGE with deletion vectors gives the same
+table as one without.
 
-The warehouse: the MariaDB 10.11 fixture chain ingested one file per night for two sources (four
-nights each: a small data file per night, table and source), then gold once per source.
+The warehouse: the MariaDB 10.11 fixture chain ingested one file per night (three nights: a
+small data file per night and table), gold after every night. The chain's second file updates,
+deletes and inserts customers; its third updates, inserts and deletes orders.
 """
 
 from __future__ import annotations
@@ -25,10 +28,9 @@ from binlake.lake.maintenance import (
     plan_table,
 )
 from binlake.lake.tables import TABLES, table, table_location
-from binlake_testing.table_digest import warehouse_digests
 
 MARIA = REPO_ROOT / "tests" / "fixtures" / "mariadb-10.11"
-SOURCES = ("night-a", "night-b")
+SOURCE = "night-a"
 
 
 def _facts(small: int, since: int = 1, parts: tuple[str, ...] = ("source",)) -> TableFacts:
@@ -65,40 +67,64 @@ def test_vacuum_retention_shorter_than_a_run_is_refused(tmp_path: Path) -> None:
 
 
 def _objects(archive: Path) -> list[list[Any]]:
-    """Per night, the night's file of each source (as discovery hands it to the ingest)."""
+    """Per night, the night's file (as discovery hands it to the ingest)."""
     from spark_jobs.ingest import BinlogObject
 
     nights: list[list[Any]] = []
     for path in sorted(MARIA.glob("binlog.0*")):
-        night = []
-        for source in SOURCES:
-            (archive / source).mkdir(parents=True, exist_ok=True)
-            dest = archive / source / path.name
-            dest.write_bytes(path.read_bytes())
-            night.append(BinlogObject(source=source, uri=str(dest), size=dest.stat().st_size,
-                                      etag=f"{source}/{path.name}"))
-        nights.append(night)
+        (archive / SOURCE).mkdir(parents=True, exist_ok=True)
+        dest = archive / SOURCE / path.name
+        dest.write_bytes(path.read_bytes())
+        nights.append([BinlogObject(source=SOURCE, uri=str(dest), size=dest.stat().st_size,
+                                    etag=f"{SOURCE}/{path.name}")])
     return nights
 
 
+@dataclasses.dataclass
+class Warehouse:
+    """The module's warehouse and, per night and gold table of ``night-a``, what the night did."""
+
+    cfg: BinlakeConfig
+    #: (night, gold table name) -> (version before, version after, rows before, rows after, write mode)
+    nights: dict[tuple[int, str], tuple[int | None, int | None, list[dict[str, Any]], list[dict[str, Any]], str]]
+
+
+def _rows(spark: Any, location: str) -> list[dict[str, Any]]:
+    from delta.tables import DeltaTable
+
+    if not DeltaTable.isDeltaTable(spark, location):
+        return []
+    return [r.asDict(recursive=True) for r in spark.read.format("delta").load(location).collect()]
+
+
 @pytest.fixture(scope="module")
-def small_files(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> BinlakeConfig:
+def small_files(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> Warehouse:
+    """Three nights of one file each, gold after each night (binlog.000004 holds no row changes)."""
     from binlake.reconcile.job import run_reconcile
-    from spark_jobs.gold.job import run_gold
+    from spark_jobs.gold.job import gold_location, gold_table_name, run_gold
     from spark_jobs.ingest import run_ingest
 
     tmp = tmp_path_factory.mktemp("maint")
     archive = tmp / "archive"
-    nights = _objects(archive)
-    cfg = make_test_config(tmp, s3_server.endpoint_url,
-                           sources=[{"name": s, "uri": str(archive / s)} for s in SOURCES],
+    cfg = make_test_config(tmp, s3_server.endpoint_url, sources=[{"name": SOURCE, "uri": str(archive / SOURCE)}],
                            maintenance={"min_files": 3, "vacuum_retention_hours": 24, "max_run_hours": 1})
-    for i, night in enumerate(nights):
+    nights: dict[tuple[int, str], Any] = {}
+    names = [gold_table_name(SOURCE, "shop", t) for t in ("customer", "orders")]
+    for i, night in enumerate(_objects(archive)[:3]):
         run_ingest(spark, cfg, night, f"night-{i}")
-    run_reconcile(cfg, "reconcile")
-    for source in SOURCES:
-        run_gold(spark, cfg, source, f"gold-{source}")
-    return cfg
+        run_reconcile(cfg, f"reconcile-{i}")
+        before = {n: (_version(cfg, gold_location(cfg, n)), _rows(spark, gold_location(cfg, n))) for n in names}
+        result = run_gold(spark, cfg, SOURCE, f"gold-{i}")
+        for t in result.tables:
+            if t.name in before:
+                nights[(i, t.name)] = (before[t.name][0], t.table_version, before[t.name][1],
+                                       _rows(spark, t.location), t.write_mode)
+    return Warehouse(cfg, nights)
+
+
+def _version(cfg: BinlakeConfig, location: str) -> int | None:
+    delta = open_delta_table(location, cfg.s3)
+    return None if delta is None else int(delta.version())
 
 
 def _all_tables(cfg: BinlakeConfig) -> list[str]:
@@ -113,50 +139,157 @@ def _files(cfg: BinlakeConfig, name: str) -> int:
     return len(add_actions(delta)["path"])
 
 
-def test_maintenance_keeps_rows_and_leaves_fewer_files(spark: Any, small_files: BinlakeConfig,
+def _key(row: dict[str, Any]) -> Any:
+    return row["id"]
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A gold row without CDF's columns and the source's name (the same row in both sources)."""
+    return {k: v for k, v in row.items() if k not in ("_change_type", "_commit_version", "_commit_timestamp",
+                                                       "_source")}
+
+
+def _net_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """What changed between two snapshots of a table keyed by ``id``, as the change feed spells it."""
+    old, new = {_key(r): r for r in before}, {_key(r): r for r in after}
+    both = [k for k in old.keys() & new.keys() if old[k] != new[k]]
+    out = {"insert": [new[k] for k in new.keys() - old.keys()], "delete": [old[k] for k in old.keys() - new.keys()],
+           "update_preimage": [old[k] for k in both], "update_postimage": [new[k] for k in both]}
+    return {kind: sorted((_plain(r) for r in rows), key=repr) for kind, rows in out.items()}
+
+
+def test_change_data_feed_gives_each_nights_net_changes(spark: Any, small_files: Warehouse) -> None:
+    """Every night a gold table was MERGEd: ``readChangeFeed`` over the night's commits equals the
+    difference of the table before and after it (inserts, updates' pre and post images, deletes)."""
+    checked, kinds = [], set()
+    for (night, name), (v0, v1, before, after, mode) in sorted(small_files.nights.items()):
+        if v0 is None or v1 == v0 or mode != "merge":
+            continue  # created this night, unchanged, or a new schema (overwritten: every row changes)
+        feed = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", v0 + 1)
+                .option("endingVersion", v1).load(table_location(small_files.cfg.warehouse, f"gold.{name}")))
+        got: dict[str, list[Any]] = {k: [] for k in ("insert", "delete", "update_preimage", "update_postimage")}
+        for r in feed.collect():
+            got[r["_change_type"]].append(_plain(r.asDict(recursive=True)))
+        got = {k: sorted(v, key=repr) for k, v in got.items()}
+        assert got == _net_changes(before, after), (night, name)
+        kinds |= {k for k, v in got.items() if v}
+        checked.append((night, name))
+    assert ("night_a__shop__customer" in {n for _, n in checked}) and kinds == {
+        "insert", "delete", "update_preimage", "update_postimage"}, checked
+
+
+def _merge_bytes(spark: Any, location: str) -> dict[str, int]:
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{location}` LIMIT 1").collect()[0]
+    assert last["operation"] == "MERGE"
+    return {k: int(v) for k, v in last["operationMetrics"].items() if v.isdigit()}
+
+
+def test_a_merge_with_deletion_vectors_gives_the_same_table(spark: Any, tmp_path: Path) -> None:
+    """The incremental gold MERGE (``merge_rows``: a night's touched keys) on a 20,000-row table in one
+    file, with and without deletion vectors: the same rows after, and with them only the touched
+    rows are written instead of the whole file."""
+    from delta.tables import DeltaTable
+
+    from spark_jobs.gold.incremental import GONE, merge_rows
+    from spark_jobs.gold.tables import gold_defaults
+
+    night = spark.createDataFrame([(5, "five'", False), (77, "x", True), (20_001, "new", False)],
+                                  f"id BIGINT, v STRING, {GONE} BOOLEAN")
+    written = {}
+    for dv in (False, True):
+        path = str(tmp_path / f"dv-{dv}")
+        cfg = make_test_config(tmp_path, "http://127.0.0.1:1", gold={"deletion_vectors": dv})
+        with gold_defaults(spark, cfg):  # as run_gold creates a gold table
+            spark.range(20_000).selectExpr("id", "concat('value ', id) AS v").repartition(1).write.format(
+                "delta").save(path)
+        merge_rows(spark, DeltaTable.forPath(spark, path), night, "t.id = s.id", ["id", "v"], gone=True,
+                   run_id="night", job="gold")
+        written[dv] = _merge_bytes(spark, path)
+    plain, with_dv = (sorted(tuple(r) for r in spark.read.format("delta").load(str(tmp_path / f"dv-{d}")).collect())
+                      for d in (False, True))
+    assert plain == with_dv and len(plain) == 20_000 and (5, "five'") in plain and (77, "value 77") not in plain
+    assert written[True]["numTargetDeletionVectorsAdded"] == 1 and written[False]["numTargetDeletionVectorsAdded"] == 0
+    assert written[True]["numTargetBytesAdded"] * 10 < written[False]["numTargetBytesAdded"], written
+    print(f"\nMERGE of 3 keys into 20,000 rows: bytes written without deletion vectors "
+          f"{written[False]['numTargetBytesAdded']}, with {written[True]['numTargetBytesAdded']}")
+
+
+def _digests(cfg: BinlakeConfig, names: list[str]) -> dict[str, Any]:
+    """Each table's rows digest, read by delta-rs (the gold tables here have no deletion vectors)."""
+    from binlake_testing.table_digest import warehouse_digests
+
+    return warehouse_digests(cfg.warehouse, names, cfg.s3)
+
+
+def test_maintenance_keeps_rows_and_leaves_fewer_files(spark: Any, small_files: Warehouse,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_jobs.maintenance import run_maintenance
 
-    cfg = small_files
+    cfg = small_files.cfg
     monkeypatch.setenv("BINLAKE_SOURCE_LEASE_TTL", "3600")
     names = _all_tables(cfg)
     assert {"bronze.events", "silver.row_changes", "meta.ingested_files"} <= set(names)
-    assert any(n.startswith("gold.night_a__") for n in names)
-    before = warehouse_digests(cfg.warehouse, names, cfg.s3)
+    assert "gold.night_a__shop__customer" in names
+    customer = table_location(cfg.warehouse, "gold.night_a__shop__customer")
+    # the gold table in three small files (as many nights of MERGEs leave it): Spark's side of maintenance
+    spark.read.format("delta").load(customer).repartition(3).write.format("delta").mode("overwrite").save(customer)
+    before = _digests(cfg, names)
     files_before = {n: _files(cfg, n) for n in names}
-    assert files_before["silver.row_changes"] == 2 * 3  # a file per night and source (binlog.000004 has no rows)
+    assert files_before["silver.row_changes"] == 3  # a file per night
 
     result = run_maintenance(cfg, "maint-1", lambda: spark)
 
-    assert warehouse_digests(cfg.warehouse, names, cfg.s3) == before
+    assert _digests(cfg, names) == before
     done = {r["table_name"]: r for r in result.rows}
-    assert _files(cfg, "silver.row_changes") == 2 == done["silver.row_changes"]["files_after"]
-    assert done["silver.row_changes"]["files_before"] == 6
+    assert _files(cfg, "silver.row_changes") == 1 == done["silver.row_changes"]["files_after"]
+    assert done["silver.row_changes"]["files_before"] == 3
     assert done["silver.row_changes"]["actions"] == ["zorder", "checkpoint", "vacuum"]
     assert done["silver.row_changes"]["files_vacuumed"] == 0  # the compacted files are younger than 24 h
     assert done["silver.row_changes"]["cluster_by"] == ["file_seq", "pos"]
     for name in names:
         assert _files(cfg, name) <= files_before[name], name
-    # gold tables were written once: nothing to do; nor for the tables of one file per source
-    assert not any(n.startswith("gold.") for n in done) and "meta.gtid_coverage" in result.skipped
+    gold = done["gold.night_a__shop__customer"]  # the change data feed's protocol: left to Spark
+    assert (gold["engine"], gold["cluster_by"], gold["files_before"], gold["files_after"]) == ("spark", ["id"], 3, 1)
+    assert "meta.gtid_coverage" in result.skipped  # one file per source: nothing to do
     runs = open_delta_table(table_location(cfg.warehouse, "meta.maintenance_runs"), cfg.s3)
     assert runs is not None
     recorded = {r["table_name"]: r for r in runs.to_pyarrow_table().to_pylist()}
     assert recorded.keys() == done.keys()
-    assert recorded["silver.row_changes"]["files_before"] == 6 and recorded["silver.row_changes"]["run_id"] == "maint-1"
+    assert recorded["silver.row_changes"]["files_before"] == 3 and recorded["silver.row_changes"]["run_id"] == "maint-1"
 
     again = run_maintenance(cfg, "maint-2", lambda: spark)  # compacted now: no compaction left to do
     assert all("zorder" not in r["actions"] for r in again.rows)
-    assert warehouse_digests(cfg.warehouse, names, cfg.s3) == before
+    assert _digests(cfg, names) == before
 
 
-def test_maintenance_refuses_an_unsafe_retention_before_touching_anything(small_files: BinlakeConfig,
+def test_a_gold_table_whose_source_a_run_holds_is_left_alone(small_files: Warehouse,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-source gold table's writer holds the source's run lease, not the commit lock: while a
+    run holds it, maintenance leaves the table for its next run (and releases nothing of the run's)."""
+    from binlake.lake import leases
+    from spark_jobs.maintenance import run_maintenance
+
+    monkeypatch.setenv("BINLAKE_SOURCE_LEASE_TTL", "3600")
+    cfg = small_files.cfg
+    held = leases.SourceLeases(leases.lease_backend(cfg.warehouse, cfg.s3))
+    held.acquire(SOURCE, "nightly-run")
+    try:
+        result = run_maintenance(cfg, "maint-busy", lambda: pytest.fail("no Spark wanted"),
+                                 only=frozenset({"gold.night_a__shop__customer"}))
+        assert result.busy == ["gold.night_a__shop__customer"] and result.rows == []
+        current = held.current(SOURCE)
+        assert current is not None and current.holder == "nightly-run"
+    finally:
+        held.release(SOURCE, "nightly-run")
+
+
+def test_maintenance_refuses_an_unsafe_retention_before_touching_anything(small_files: Warehouse,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_jobs.maintenance import run_maintenance
 
     monkeypatch.setenv("BINLAKE_SOURCE_LEASE_TTL", str(6 * 3600))  # 6 h > the 1 h max run and the 1 h retention
-    cfg = dataclasses.replace(small_files, maintenance=dataclasses.replace(
-        small_files.maintenance, vacuum_retention_hours=1))
+    cfg = dataclasses.replace(small_files.cfg, maintenance=dataclasses.replace(
+        small_files.cfg.maintenance, vacuum_retention_hours=1))
     version = open_delta_table(table_location(cfg.warehouse, "silver.row_changes"), cfg.s3)
     assert version is not None
     with pytest.raises(UnsafeRetentionError, match="1 hours is shorter than the longest a run may last, 6 hours"):
