@@ -64,6 +64,16 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+_FAST_ONLY = re.compile(r"\basof_table\s*\(", re.IGNORECASE)
+
+
+def _refuse_fast_only(statement: str, why: str) -> None:
+    """``asof_table(...)`` is computed by binlake (delta-rs), which only the fast path calls."""
+    if _FAST_ONLY.search(statement):
+        raise BinlakeError(f"asof_table(...) runs on the fast path only ({why}); use binlake asof --to-delta "
+                           "and query that table on Spark")
+
+
 class SqlSession:
     """Routes each statement to the fast path or Spark (per ``engine``) and remembers both engines."""
 
@@ -79,7 +89,9 @@ class SqlSession:
     @property
     def fast(self) -> FastWarehouse:
         if self._fast is None:
-            self._fast = FastWarehouse(self.cfg)
+            from binlake_cli.history import ASOF_TABLE, asof_table_function
+
+            self._fast = FastWarehouse(self.cfg, table_functions={ASOF_TABLE: asof_table_function(self.cfg)})
         return self._fast
 
     @property
@@ -107,10 +119,12 @@ class SqlSession:
                         self._fast.close()
                         self._fast = None
         if self.engine == "spark":
+            _refuse_fast_only(statement, "--engine spark")
             return self.spark.run(statement, max_rows)
         try:
             return self.fast.run(statement, max_rows)
         except NeedsSparkError as exc:
+            _refuse_fast_only(statement, f"the rest of the statement needs Spark: {exc}")
             if self.engine == "fast":
                 raise BinlakeError(f"the fast path cannot run this statement ({exc}); try --engine spark") from None
             print(f"(running on Spark: {exc})", file=self.err)

@@ -212,6 +212,37 @@ def test_asof_from_either_state_equals_every_checkpoint(lake: Any, server: dict[
     assert cells > 150
 
 
+def test_asof_table_in_binlake_sql_equals_the_checkpoints(lake: Any, server: dict[str, Any]) -> None:
+    """The SQL form: ``asof_table(...)`` in ``binlake sql`` (the fast path, no JVM) gives the rows the
+    server held at each checkpoint, and filters and joins like any table."""
+    from binlake.errors import BinlakeError
+    from binlake_cli.sql import SqlSession
+
+    session = SqlSession(lake, engine="auto")
+    cells = 0
+    try:
+        for k, cp in enumerate(server["checkpoints"]):
+            for table in TABLES:
+                got = session.run(f"SELECT * FROM asof_table('{SOURCE}', 'shop.{table}', 'gtid', '{cp['gtid']}')", 0)
+                cells += assert_rows_equal(f"{table} at checkpoint {k} by asof_table", got.columns, got.rows,
+                                           cp["selects"][table])
+        first, last = server["checkpoints"][0], server["checkpoints"][-1]
+        joined = session.run(
+            f"SELECT count(*) AS n FROM asof_table('{SOURCE}', 'shop.items', 'gtid', '{first['gtid']}') AS a "
+            f"JOIN asof_table('{SOURCE}', 'shop.items', 'time', '{last['time'].isoformat(sep=' ')}') AS b "
+            "ON a.id = b.id", 0)
+        first_ids = {r[0] for r in first["selects"]["items"][1]}
+        assert joined.rows == [(len(first_ids & {r[0] for r in last["selects"]["items"][1]}),)]
+        with pytest.raises(BinlakeError, match="asof_table takes"):
+            session.run(f"SELECT * FROM asof_table('{SOURCE}', 'shop.items')", 0)
+        with pytest.raises(BinlakeError, match=r"runs on the fast path only \(--engine spark\)"):
+            SqlSession(lake, engine="spark").run(
+                f"SELECT * FROM asof_table('{SOURCE}', 'shop.items', 'gtid', '{first['gtid']}')", 0)
+    finally:
+        session.close()
+    assert cells > 150
+
+
 def test_asof_starts_from_the_nearer_state(lake: Any, server: dict[str, Any]) -> None:
     last, early = server["checkpoints"][-1], server["checkpoints"][1]
     at_end = table_as_of(lake, SOURCE, "shop", "items", Moment("gtid", last["gtid"]))

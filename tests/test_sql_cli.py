@@ -18,8 +18,9 @@ import pytest
 from _scenario_warehouse import scenario_warehouse, write_config_file
 
 from binlake.config import BinlakeConfig, load_config
+from binlake.errors import BinlakeError
 from binlake.lake.tables import TABLES
-from binlake.sql.fast import FastWarehouse, TableNotFoundError, translate
+from binlake.sql.fast import FastWarehouse, NeedsSparkError, TableNotFoundError, translate
 from binlake.sql.values import canonical, render_text, write_csv, write_table
 from binlake_cli.sql import (
     SqlOptions,
@@ -300,9 +301,22 @@ def test_full_cells_in_every_format() -> None:
 
 def test_split_and_translate() -> None:
     assert split_statements("SELECT ';' AS a; SELECT 2; -- done;\n") == ["SELECT ';' AS a", "SELECT 2", "-- done;"]
-    sql, tables = translate("WITH c AS (SELECT * FROM meta.gtid_coverage) SELECT 7/2, count(*) FROM c")
-    assert tables == ["meta.gtid_coverage"]
+    sql, tables, calls = translate("WITH c AS (SELECT * FROM meta.gtid_coverage) SELECT 7/2, count(*) FROM c")
+    assert tables == ["meta.gtid_coverage"] and calls == []
     assert '"7 / 2"' in sql and "NULLIF" in sql
+
+
+def test_translate_hands_binlake_table_functions_to_the_caller() -> None:
+    """``asof_table(...)`` becomes a reference to rows the caller registers; other table functions
+    and non-literal arguments are refused in words."""
+    sql, tables, calls = translate("SELECT a.id FROM asof_table('s1', 'shop.t', 'gtid', '0-1-9') AS a "
+                                   "JOIN meta.binlog_files AS f ON a.id = f.file_seq", frozenset({"asof_table"}))
+    assert calls == [("asof_table", ["s1", "shop.t", "gtid", "0-1-9"])] and tables == ["meta.binlog_files"]
+    assert "__function_0 AS a" in sql and "asof_table" not in sql.lower()
+    with pytest.raises(NeedsSparkError, match="table function"):
+        translate("SELECT * FROM asof_table('s1', 'shop.t', 'gtid', '0-1-9')")
+    with pytest.raises(BinlakeError, match="string literals only, got 1 \\+ 1"):
+        translate("SELECT * FROM asof_table('s1', 'shop.t', 'gtid', 1 + 1)", frozenset({"asof_table"}))
 
 
 def test_table_registry() -> None:

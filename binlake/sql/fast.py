@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
@@ -30,6 +30,14 @@ from binlake.lake.tables import table as registered_table
 from binlake.sql.describe import COLUMNS as DESCRIBE_COLUMNS
 from binlake.sql.describe import describe_rows, describe_target
 from binlake.sql.guard import analyse, checked_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+#: A table function the fast path answers itself (``asof_table(...)``): its string arguments -> rows.
+#: Why injected: the stages that compute such tables (history) read through this one, so the sql
+#: stage cannot import them; the command line, above both, wires them together.
+TableFunction = Callable[[Sequence[str]], "pa.Table"]
 
 _SHOW_TABLES = re.compile(r"^\s*show\s+tables(?:\s+(?:in|from)\s+`?(\w+)`?)?\s*$", re.IGNORECASE)
 _SHOW_DATABASES = re.compile(r"^\s*show\s+(?:databases|schemas|namespaces)\s*$", re.IGNORECASE)
@@ -75,10 +83,11 @@ def show_result(kind: str, database: str | None, existing: Sequence[TableSpec]) 
 class FastWarehouse:
     """A DuckDB connection over the binlake tables of one warehouse, opened on first use."""
 
-    def __init__(self, cfg: BinlakeConfig) -> None:
+    def __init__(self, cfg: BinlakeConfig, table_functions: Mapping[str, TableFunction] | None = None) -> None:
         import duckdb
 
         self.cfg = cfg
+        self.table_functions = dict(table_functions or {})
         # No extension downloads at run time (offline hosts): parquet/icu/json are built in.
         self.connection = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
         self.connection.execute("SET TimeZone = 'UTC'")  # Spark's session zone in spark_jobs.session
@@ -132,7 +141,9 @@ class FastWarehouse:
             return self.describe(described)
         if not analyse(statement).read_only:
             raise NeedsSparkError("not a read-only statement")
-        duck_sql, tables = translate(statement)
+        duck_sql, tables, calls = translate(statement, frozenset(self.table_functions))
+        for i, (function, arguments) in enumerate(calls):
+            self.connection.register(f"__function_{i}", self.table_functions[function](arguments))
         for name in tables:
             spec = _binlake_table(name)
             if spec is None or not self.open_table(spec):
@@ -190,8 +201,13 @@ def _binlake_table(name: str) -> TableSpec | None:
 _READ_ONLY_ROOTS = ("Select", "Union", "Intersect", "Except", "Describe", "Subquery", "Values")
 
 
-def translate(statement: str) -> tuple[str, list[str]]:
-    """Spark SQL -> (DuckDB SQL, ``db.table`` names it reads). NeedsSparkError unless read-only."""
+def translate(statement: str, functions: frozenset[str] = frozenset(),
+              ) -> tuple[str, list[str], list[tuple[str, list[str]]]]:
+    """Spark SQL -> (DuckDB SQL, ``db.table`` names it reads, calls of ``functions`` it makes).
+
+    NeedsSparkError unless read-only. Each call of one of ``functions`` (string literal arguments
+    only) becomes a reference to ``__function_<i>``, the i-th call's rows, which the caller registers.
+    """
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError
@@ -204,15 +220,33 @@ def translate(statement: str) -> tuple[str, list[str]]:
     if type(tree).__name__ not in _READ_ONLY_ROOTS:
         raise NeedsSparkError(f"{type(tree).__name__.upper()} statements run on Spark")
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    tables = []
-    for table in tree.find_all(exp.Table):
+    tables: list[str] = []
+    calls: list[tuple[str, list[str]]] = []
+    for table in list(tree.find_all(exp.Table)):
         name = checked_name(table, ctes)  # UnsafeStatementError for a path, a file table ...
         if name is not None:
             tables.append(name)
-        elif table.name.lower() not in ctes:  # a table function (range(3) ...)
+        elif table.name.lower() in ctes:
+            continue
+        elif isinstance(table.this, exp.Anonymous) and str(table.this.name).lower() in functions:
+            calls.append((str(table.this.name).lower(), _string_arguments(table.this)))
+            table.set("this", exp.to_identifier(f"__function_{len(calls) - 1}"))
+        else:  # a table function (range(3) ...)
             raise NeedsSparkError(f"table function {table.this.sql(dialect='spark')} runs on Spark")
     _keep_spark_column_names(tree)
-    return tree.sql(dialect="duckdb"), list(dict.fromkeys(tables))
+    return tree.sql(dialect="duckdb"), list(dict.fromkeys(tables)), calls
+
+
+def _string_arguments(call: Any) -> list[str]:
+    """The arguments of a binlake table function: string literals only (they name a moment, not data)."""
+    from sqlglot import exp
+
+    arguments = []
+    for argument in call.expressions:
+        if not (isinstance(argument, exp.Literal) and argument.is_string):
+            raise BinlakeError(f"{call.name}(...) takes string literals only, got {argument.sql(dialect='spark')}")
+        arguments.append(str(argument.this))
+    return arguments
 
 
 def _keep_spark_column_names(tree: Any) -> None:
