@@ -220,12 +220,18 @@ def archive(ctx: typer.Context) -> None:
     _done(int(archive_command(list(ctx.args))))
 
 
+# --- binlake asof / flashback (docs/history.md): one source's table, named the same way in both --------
+SourceOption = Annotated[str, typer.Option("--source", "-s", help="source name from [[sources]]")]
+TableOption = Annotated[str, typer.Option("--table", "-t", help="db.table")]
+CoverageCheckOption = Annotated[bool, typer.Option(help="refuse when reconciliation found a GAP")]
+
+
 @app.command(help="SOURCE's table db.t as it was at a moment: --gtid (MariaDB d-s-n[,...], a MySQL GTID or GTID "
                   "set: everything up to it), --time (commit time, UTC) or --position FILE:POS; typed like gold. "
                   "Refuses across a GAP, DDL it cannot follow, or a moment outside the archive (docs/history.md).")
 def asof(
-    source: Annotated[str, typer.Option("--source", "-s", help="source name from [[sources]]")],
-    table: Annotated[str, typer.Option("--table", "-t", help="db.table")],
+    source: SourceOption,
+    table: TableOption,
     gtid: Annotated[str | None, typer.Option(help="GTID / GTID set: everything up to here")] = None,
     time: Annotated[str | None, typer.Option(help="commit time (YYYY-MM-DD HH:MM:SS[.ffffff], UTC)")] = None,
     position: Annotated[str | None, typer.Option(help="binlog FILE:POS (transactions ending at or before it)")] = None,
@@ -233,7 +239,7 @@ def asof(
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="output format")] = OutputFormat.table,
     to_delta: Annotated[str | None, typer.Option("--to-delta", help="write a Delta table here instead")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing --to-delta table")] = False,
-    coverage_check: Annotated[bool, typer.Option(help="refuse when reconciliation found a GAP")] = True,
+    coverage_check: CoverageCheckOption = True,
     start: Annotated[str, typer.Option(help="nearest | replay (from the archive's start) | gold (taken back) | history "
                                                   "(gold's __history table)")
                      ] = "nearest",
@@ -248,15 +254,15 @@ def asof(
                   "order, keyed by the primary key); refuses across DDL, TRUNCATE or a GAP; warns about later "
                   "changes to the same rows (docs/history.md).")
 def flashback(
-    source: Annotated[str, typer.Option("--source", "-s", help="source name from [[sources]]")],
-    table: Annotated[str, typer.Option("--table", "-t", help="db.table")],
+    source: SourceOption,
+    table: TableOption,
     gtid_range: Annotated[str | None, typer.Option(help="A..B (0-1-5..0-1-9, uuid:5..uuid:9) or uuid:5-9")] = None,
     from_time: Annotated[str | None, typer.Option(help="first commit time (UTC) of the window")] = None,
     to_time: Annotated[str | None, typer.Option(help="last commit time (UTC) of the window")] = None,
     transaction: Annotated[list[str] | None, typer.Option(help="one GTID to undo (repeat the option)")] = None,
     single_transaction: Annotated[bool, typer.Option(help="wrap the undo in START TRANSACTION ... COMMIT")] = False,
     config: ConfigOption = None,
-    coverage_check: Annotated[bool, typer.Option(help="refuse when reconciliation found a GAP")] = True,
+    coverage_check: CoverageCheckOption = True,
 ) -> None:
     from binlake_cli.history import FlashbackOptions, run_flashback
 
