@@ -8,22 +8,12 @@ can be piped: ``binlake flashback ... | mariadb shop``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from binlake.errors import BinlakeError
 from binlake.history.errors import HistoryError
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
-
-    from binlake.config import BinlakeConfig
-    from binlake.sql.fast import TableFunction
-
-#: The SQL form of ``binlake asof`` in ``binlake sql`` (``asof`` itself is a DuckDB keyword).
-ASOF_TABLE = "asof_table"
-MOMENT_KINDS = ("gtid", "time", "position")
+from binlake.history.table_function import split_table
 
 
 @dataclass(frozen=True)
@@ -52,14 +42,6 @@ class FlashbackOptions:
     single_transaction: bool = False
     config: str | None = None
     coverage_check: bool = True
-
-
-def split_table(text: str) -> tuple[str, str]:
-    """``db.table`` (backquotes allowed) -> (db, table)."""
-    db, sep, table = text.replace("`", "").partition(".")
-    if not sep or not db or not table:
-        raise HistoryError(f"--table wants db.table, got {text!r}")
-    return db, table
 
 
 def _one(**given: str | None) -> tuple[str, str]:
@@ -96,25 +78,6 @@ def run_asof(options: AsofOptions, out: TextIO | None = None, err: TextIO | None
     return 0
 
 
-def asof_table_function(cfg: BinlakeConfig) -> TableFunction:
-    """``asof_table('source', 'db.table', 'gtid' | 'time' | 'position', 'moment')`` for ``binlake sql``:
-    the rows ``binlake asof`` prints, typed like gold, as a table a query can filter and join."""
-
-    def rows(arguments: Sequence[str]) -> pa.Table:
-        from binlake.history.asof import table_as_of
-        from binlake.history.moments import Moment
-        from binlake.history.output import as_arrow
-
-        if len(arguments) != 4 or arguments[2].lower() not in MOMENT_KINDS:
-            raise HistoryError(f"{ASOF_TABLE} takes ('source', 'db.table', 'gtid' | 'time' | 'position', 'moment'), "
-                               f"got {len(arguments)} argument(s): {', '.join(map(repr, arguments))}")
-        source, name, kind, text = arguments
-        db, table = split_table(name)
-        return as_arrow(table_as_of(cfg, source, db, table, Moment(kind.lower(), text)))
-
-    return rows
-
-
 def run_flashback(options: FlashbackOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from binlake.config import load_config
     from binlake.history.undo import flashback, gtid_range, time_window, transactions
@@ -141,5 +104,4 @@ def run_flashback(options: FlashbackOptions, out: TextIO | None = None, err: Tex
     return 0
 
 
-__all__ = ["ASOF_TABLE", "AsofOptions", "BinlakeError", "FlashbackOptions", "asof_table_function", "run_asof",
-           "run_flashback", "split_table"]
+__all__ = ["AsofOptions", "BinlakeError", "FlashbackOptions", "run_asof", "run_flashback", "split_table"]

@@ -89,7 +89,7 @@ class SqlSession:
     @property
     def fast(self) -> FastWarehouse:
         if self._fast is None:
-            from binlake_cli.history import ASOF_TABLE, asof_table_function
+            from binlake.history.table_function import ASOF_TABLE, asof_table_function
 
             self._fast = FastWarehouse(self.cfg, table_functions={ASOF_TABLE: asof_table_function(self.cfg)})
         return self._fast
