@@ -23,7 +23,7 @@ import struct
 import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, NoReturn, cast
 
 from binlog_parser._native_framing import event_types
 from binlog_parser.constants import (
@@ -418,10 +418,7 @@ class EventFramer:
                 try:
                     event = decoder(header, raw[header_len:end], ctx)
                 except Exception as exc:  # any decoder failure is a typed error (cause kept)
-                    err = self._decoder_failed(exc, pos, type_code)
-                    if err is exc:
-                        raise
-                    raise err from exc
+                    self._raise_decoder_failed(exc, pos, type_code)
             if is_fde:
                 self._apply_fde(event, pos)
             del raw
@@ -529,14 +526,14 @@ class EventFramer:
                             pos, type_code)
         return end, checksum_ok
 
-    def _decoder_failed(self, exc: Exception, pos: int, type_code: int) -> BinlogError:
-        """What a body decoder's failure is reported as: its own framing-level BinlogError
-        completed with the file and offset, anything else (a bad field or value inside the body,
-        a decoder bug) a CorruptEventError naming the event."""
+    def _raise_decoder_failed(self, exc: Exception, pos: int, type_code: int) -> NoReturn:
+        """Raise a body decoder's failure as what it is reported as: its own framing-level
+        BinlogError completed with the file and offset, anything else (a bad field or value inside
+        the body, a decoder bug) a CorruptEventError naming the event, caused by ``exc``."""
         if isinstance(exc, BinlogError) and not isinstance(exc, BinlogValueError):
-            return self._located(exc, pos, type_code)
-        return self._err(CorruptEventError, f"cannot decode {event_type_name(type_code)} event: {exc}",
-                         pos, type_code)
+            raise self._located(exc, pos, type_code)
+        raise self._err(CorruptEventError, f"cannot decode {event_type_name(type_code)} event: {exc}",
+                        pos, type_code) from exc
 
     def _located(self, exc: BinlogError, pos: int, type_code: int) -> BinlogError:
         """A decoder's error completed with the file, offset and event type it lacks."""
