@@ -243,7 +243,7 @@ def maintain_table(cfg: BinlakeConfig, target: Target, run_id: str, spark: Calla
 def _runs_arrow(rows: list[dict[str, Any]]) -> pa.Table:
     import pyarrow as pa
 
-    from spark_jobs.schemas import arrow_type
+    from binlake.lake.tables import arrow_type
 
     spec = table(RUNS_TABLE)
     schema = pa.schema([pa.field(c.name, arrow_type(c.type), c.nullable) for c in spec.columns])

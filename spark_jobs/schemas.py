@@ -31,7 +31,6 @@ from pyspark.sql.types import (
 
 from binlake.lake import tables
 from binlake.lake.tables import Column
-from binlake.lake.tables import arrow_type as arrow_type  # spark_jobs.maintenance imports it from here
 
 # The registry's type names -> Spark types. A map, not Spark's DDL parser: the parser needs a
 # running JVM, and it cannot say that array elements are never NULL (containsNull=False).
