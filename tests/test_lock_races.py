@@ -259,7 +259,7 @@ from binlake.config import S3Settings
 from binlake.lake.leases import S3LeaseBackend, TableCommitLocks
 endpoint, bucket, table, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 backend = S3LeaseBackend(f"s3://{bucket}/_binlake/locks/", S3Settings(endpoint_url=endpoint, path_style_access=True))
-locks = TableCommitLocks(backend, ttl=1.0, wait=60)
+locks = TableCommitLocks(backend, ttl=3.0, wait=60)
 spans = []
 for _ in range(rounds):
     with locks.hold(table) as lock:
@@ -272,8 +272,9 @@ print(json.dumps(spans))
 
 
 def test_writer_processes_never_hold_one_table_at_once(s3_server: Any, s3_bucket: str) -> None:
-    """Four processes x two turns each on one table, one-second lock life: the turns (on the
-    machine-wide monotonic clock) never overlap."""
+    """Four processes x two turns each on one table, three-second lock life: the turns (on the
+    machine-wide monotonic clock) never overlap. (A one-second life lost its lock to a stalled
+    renewal when the suite loaded both cores: the writer then correctly refused to commit.)"""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, s3_server.endpoint_url, s3_bucket, TABLE, "2"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)

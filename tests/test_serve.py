@@ -6,6 +6,7 @@ refused to a second process while the server holds it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -100,17 +101,27 @@ def test_beeline_runs_the_documented_queries(served: Served) -> None:
         ["placed", "timestamp_ntz", "NULL"], ["raw", "binary", "NULL"]]
 
 
-def test_spark_connect_reads_the_same_names(served: Served) -> None:
-    from pyspark.sql import SparkSession
+CONNECT_CLIENT = """
+import json, sys
+from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.remote(f"sc://127.0.0.1:{served.connect_port}").getOrCreate()
-    try:
-        gold = sorted(r.tableName for r in spark.sql("SHOW TABLES IN gold").collect())
-        assert gold == ["shop__orders", "shop__orders__history"]
-        counts = {r["source"]: r["count"] for r in spark.table("meta.ingested_files").groupBy("source").count().collect()}
-        assert counts == {"demo": 2, "other": 1}
-    finally:
-        spark.stop()
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+gold = sorted(r.tableName for r in spark.sql("SHOW TABLES IN gold").collect())
+counts = {r["source"]: r["count"] for r in spark.table("meta.ingested_files").groupBy("source").count().collect()}
+spark.stop()
+print("RESULT " + json.dumps({"gold": gold, "counts": counts}))
+"""
+
+
+def test_spark_connect_reads_the_same_names(served: Served) -> None:
+    """A notebook's client, in its own process: a process that already runs a classic Spark
+    session (a pytest worker that ran Spark tests) cannot open a Spark Connect one."""
+    run = subprocess.run([sys.executable, "-c", CONNECT_CLIENT, f"sc://127.0.0.1:{served.connect_port}"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert result["gold"] == ["shop__orders", "shop__orders__history"]
+    assert result["counts"] == {"demo": 2, "other": 1}
 
 
 def test_a_second_process_is_refused_the_metastore_in_plain_words(served: Served) -> None:
