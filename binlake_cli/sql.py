@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
+from binlake.history.table_function import ASOF_TABLE, asof_table_function
 from binlake.lake.tables import TableSpec
 from binlake.sql.fast import FastWarehouse, NeedsSparkError, QueryResult, show_statement
 from binlake.sql.guard import analyse
@@ -64,7 +65,7 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-_FAST_ONLY = re.compile(r"\basof_table\s*\(", re.IGNORECASE)
+_FAST_ONLY = re.compile(rf"\b{ASOF_TABLE}\s*\(", re.IGNORECASE)
 
 
 def _refuse_fast_only(statement: str, why: str) -> None:
@@ -89,8 +90,6 @@ class SqlSession:
     @property
     def fast(self) -> FastWarehouse:
         if self._fast is None:
-            from binlake.history.table_function import ASOF_TABLE, asof_table_function
-
             self._fast = FastWarehouse(self.cfg, table_functions={ASOF_TABLE: asof_table_function(self.cfg)})
         return self._fast
 
