@@ -253,18 +253,13 @@ def _runs_arrow(rows: list[dict[str, Any]]) -> pa.Table:
 def record_runs(cfg: BinlakeConfig, run_id: str, rows: list[dict[str, Any]]) -> None:
     """The run's rows into ``meta.maintenance_runs`` (created on first use; a re-run of the same
     run id replaces its rows), by delta-rs."""
-    from deltalake import DeltaTable
-
     from binlake.lake.delta_tables import replace_rows
+    from binlake.lake.ensure import ensure_registry_table
 
     spec = table(RUNS_TABLE)
     location = table_location(cfg.warehouse, RUNS_TABLE)
     data = _runs_arrow(rows)
-    if open_delta_table(location, cfg.s3) is None:
-        _committed(location, cfg, f"create {RUNS_TABLE}", lambda: DeltaTable.create(
-            delta_uri(location), schema=data.schema, partition_by=list(spec.partition_by),
-            description=spec.description, configuration=spec.properties or None, mode="ignore",
-            storage_options=locked_storage_options(location, cfg.s3)))
+    ensure_registry_table(cfg, RUNS_TABLE)
     replace_rows(location, cfg.s3, data, f"run_id = {sql_string(run_id, '')}", partition_by=spec.partition_by,
                  txn_app=f"binlake-maintenance:{run_id}")
 

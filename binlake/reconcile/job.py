@@ -24,22 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
+from binlake.lake.ensure import ensure_registry_table
 from binlake.lake.sql_text import DELTA_RS, sources_predicate
-from binlake.lake.tables import (
-    BIGINT,
-    BINARY,
-    BOOLEAN,
-    DATE,
-    INT,
-    STRING,
-    STRING_ARRAY,
-    STRING_MAP,
-    TIMESTAMP,
-    Column,
-    TableSpec,
-    table,
-    table_location,
-)
+from binlake.lake.tables import table, table_location
 from binlake.reconcile.coverage import FileFacts, coverage, reconcile
 from binlake.run_ids import new_run_id
 
@@ -52,15 +39,6 @@ COVERAGE = "meta.gtid_coverage"
 RECONCILIATION = "meta.gtid_reconciliation"
 BINLOG_FILES = "meta.binlog_files"
 TRANSACTIONS = "silver.transactions"
-
-#: registry type names -> Delta schema JSON types (the JSON Spark writes for the same columns)
-_DELTA_TYPES: dict[str, Any] = {
-    STRING: "string", BIGINT: "long", INT: "integer", BOOLEAN: "boolean", TIMESTAMP: "timestamp",
-    DATE: "date", BINARY: "binary",
-    STRING_ARRAY: {"type": "array", "elementType": "string", "containsNull": False},
-    STRING_MAP: {"type": "map", "keyType": "string", "valueType": "string", "valueContainsNull": True},
-}
-
 
 class ReconcileTableError(BinlakeError):
     """A reconcile output table that delta-rs cannot bring to binlake's layout."""
@@ -85,86 +63,10 @@ class ReconcileOutcome:
 # --------------------------------------------------------------------------- tables
 
 
-def delta_schema_json(spec: TableSpec, columns: Sequence[Column] | None = None) -> str:
-    """The Delta schema JSON of ``spec``'s columns (comments as column metadata): what Spark writes
-    for the same registry columns, so a table created here is the one ``ensure_table`` creates."""
-    fields = [{"name": c.name, "type": _DELTA_TYPES[c.type], "nullable": c.nullable,
-               "metadata": {"comment": c.comment}} for c in (spec.columns if columns is None else columns)]
-    return json.dumps({"type": "struct", "fields": fields})
-
-
 def _open(cfg: BinlakeConfig, name: str) -> DeltaTable | None:
     from binlake.lake.delta_tables import open_delta_table
 
     return open_delta_table(table_location(cfg.warehouse, name), cfg.s3)
-
-
-def ensure_output_table(cfg: BinlakeConfig, name: str) -> DeltaTable:
-    """The output table ``name``, created (schema, comments, partitioning, properties) when absent and
-    given the columns a newer binlake added (e.g. meta.gtid_coverage's commit times); race-safe.
-
-    A table an older binlake wrote unpartitioned is rewritten once, partitioned, rows kept (a few
-    rows per file). Every change is a :func:`binlake.lake.leases.committed_write` (the table's commit
-    lock on S3, fenced, a commit conflict retried: each change is a no-op once done).
-    """
-    from deltalake import DeltaTable, Schema, write_deltalake
-    from deltalake.exceptions import CommitFailedError
-
-    from binlake.lake.delta_tables import delta_uri, locked_storage_options
-    from binlake.lake.leases import CommitFence, committed_write
-
-    spec = table(name)
-    location = table_location(cfg.warehouse, name)
-    current = _open(cfg, name)
-    if current is not None and _layout_ok(current, spec):
-        return current
-    options = locked_storage_options(location, cfg.s3)
-
-    def bring_up_to_date(fence: CommitFence) -> DeltaTable:
-        fence.check()
-        current = _open(cfg, name)
-        if current is None:
-            try:
-                DeltaTable.create(delta_uri(location), schema=Schema.from_json(delta_schema_json(spec)),
-                                  partition_by=list(spec.partition_by) or None, description=spec.description,
-                                  configuration=spec.properties or None, mode="ignore", storage_options=options)
-            except Exception:  # noqa: BLE001 - a concurrent creator won the race for version 0
-                if _open(cfg, name) is None:
-                    raise
-            return _must_open(cfg, name)
-        if tuple(current.metadata().partition_columns) != spec.partition_by:
-            log.warning("%s: partitioned by %s, binlake partitions it by %s: rewriting it once (rows kept)",
-                        name, list(current.metadata().partition_columns) or "nothing", list(spec.partition_by))
-            write_deltalake(current, current.to_pyarrow_table(), mode="overwrite", schema_mode="overwrite",
-                            partition_by=list(spec.partition_by) or None)
-            current = _must_open(cfg, name)
-        have = {f.name for f in current.schema().fields}
-        missing = [c for c in spec.columns if c.name not in have]
-        if missing:
-            log.info("%s: adding column(s) %s", name, ", ".join(c.name for c in missing))
-            current.alter.add_columns(list(Schema.from_json(delta_schema_json(spec, missing)).fields))
-        props = {k: v for k, v in spec.properties.items() if current.metadata().configuration.get(k) != v}
-        if props:
-            current.alter.set_table_properties(props, raise_if_not_exists=False)
-        return _must_open(cfg, name)
-
-    return committed_write(location, cfg.s3, bring_up_to_date, what=f"create or update {name}",
-                           retryable=lambda exc: isinstance(exc, CommitFailedError))
-
-
-def _layout_ok(current: DeltaTable, spec: TableSpec) -> bool:
-    have = {f.name for f in current.schema().fields}
-    config = current.metadata().configuration
-    return (tuple(current.metadata().partition_columns) == spec.partition_by
-            and all(c.name in have for c in spec.columns)
-            and all(config.get(k) == v for k, v in spec.properties.items()))
-
-
-def _must_open(cfg: BinlakeConfig, name: str) -> DeltaTable:
-    found = _open(cfg, name)
-    if found is None:
-        raise ReconcileTableError(f"{table_location(cfg.warehouse, name)}: table {name} vanished while being created")
-    return found
 
 
 # --------------------------------------------------------------------------- reads
@@ -249,7 +151,7 @@ def run_reconcile(cfg: BinlakeConfig, run_id: str | None = None, *,
     t0 = time.time()
     run_id = run_id or new_run_id()
     result = ReconcileOutcome(run_id=run_id)
-    outputs = {name: ensure_output_table(cfg, name) for name in (COVERAGE, RECONCILIATION)}
+    outputs = {name: ensure_registry_table(cfg, name) for name in (COVERAGE, RECONCILIATION)}
     facts = load_file_facts(cfg, sources)
     srcs = sorted({f.source for f in facts} | set(sources or ()))
     result.sources, result.files = srcs, len(facts)
