@@ -211,13 +211,10 @@ class RowsQueryEvent(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class QueryEvent(Event):
-    """QUERY (2) and MariaDB's compressed QUERY (165).
-
-    ``status_vars`` maps each status variable's name to its decoded value, in
-    the order written; ``unknown_status_var`` is the first code that could not be
-    decoded (the rest of the block is then skipped, as the server does).
-    """
+class QueryLikeEvent(Event):
+    """The fields QUERY and EXECUTE_LOAD_QUERY share, in the order both are written (one decoder,
+    ``decoders.statement._decode_query_like``, reads them). Only a base: a QUERY is a
+    :class:`QueryEvent`; an EXECUTE_LOAD_QUERY is not one."""
 
     thread_id: int
     exec_time: int
@@ -225,6 +222,17 @@ class QueryEvent(Event):
     schema: str
     query: str
     status_vars: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryEvent(QueryLikeEvent):
+    """QUERY (2) and MariaDB's compressed QUERY (165).
+
+    ``status_vars`` maps each status variable's name to its decoded value, in
+    the order written; ``unknown_status_var`` is the first code that could not be
+    decoded (the rest of the block is then skipped, as the server does).
+    """
+
     unknown_status_var: int | None = None
     compressed: bool = False
 
@@ -279,15 +287,9 @@ class DeleteFileEvent(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class ExecuteLoadQueryEvent(Event):
+class ExecuteLoadQueryEvent(QueryLikeEvent):
     """EXECUTE_LOAD_QUERY (18): a QUERY whose text names the loaded file."""
 
-    thread_id: int
-    exec_time: int
-    error_code: int
-    schema: str
-    query: str
-    status_vars: dict[str, Any]
     file_id: int
     fn_pos_start: int
     fn_pos_end: int
