@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from typing import IO, Union, cast
+from typing import IO, TypedDict, Union, Unpack, cast
 
 from binlog_parser.constants import EventType
 from binlog_parser.context import DecodeContext, Decoder
@@ -224,52 +224,32 @@ class BinlogReader:
 # ---------------------------------------------------------------------------
 
 
-def read_events(
-    source: Source,
-    *,
-    file_name: str | None = None,
-    verify_checksum: bool = True,
-    lenient: bool = False,
-    start_position: int | None = None,
-    stop_position: int | None = None,
-    context: DecodeContext | None = None,
-    source_offset: int | None = None,
-    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-    expand_payloads: bool = True,
-    max_payload_size: int | None = None,
-) -> Iterator[Event]:
+class ReadOptions(TypedDict, total=False):
+    """The :class:`BinlogReader` options :func:`read_events` and :func:`read_records` pass on (their
+    defaults are the reader's)."""
+
+    file_name: str | None
+    verify_checksum: bool
+    lenient: bool
+    start_position: int | None
+    stop_position: int | None
+    context: DecodeContext | None
+    source_offset: int | None
+    max_event_size: int
+    expand_payloads: bool
+    max_payload_size: int | None
+
+
+def read_events(source: Source, **options: Unpack[ReadOptions]) -> Iterator[Event]:
     """Lazily yield the events of ``source`` (see :class:`BinlogReader`)."""
-    return iter(
-        BinlogReader(
-            source,
-            file_name=file_name,
-            verify_checksum=verify_checksum,
-            lenient=lenient,
-            start_position=start_position,
-            stop_position=stop_position,
-            context=context,
-            source_offset=source_offset,
-            max_event_size=max_event_size,
-            expand_payloads=expand_payloads,
-            max_payload_size=max_payload_size,
-        )
-    )
+    return iter(BinlogReader(source, **options))
 
 
-def read_records(source: Source, *, on_error: str = ON_ERROR_RESYNC, file_name: str | None = None,
-                 verify_checksum: bool = True, lenient: bool = False,
-                 start_position: int | None = None, stop_position: int | None = None,
-                 context: DecodeContext | None = None, source_offset: int | None = None,
-                 max_event_size: int = DEFAULT_MAX_EVENT_SIZE, expand_payloads: bool = True,
-                 max_payload_size: int | None = None) -> Iterator[Event | SkippedBytes]:
+def read_records(source: Source, *, on_error: str = ON_ERROR_RESYNC,
+                 **options: Unpack[ReadOptions]) -> Iterator[Event | SkippedBytes]:
     """Like :func:`read_events`, resynchronising by default: bad events come out as
     :class:`~binlog_parser.framing.SkippedBytes` records (see :class:`BinlogReader`)."""
-    return BinlogReader(
-        source, file_name=file_name, verify_checksum=verify_checksum, lenient=lenient,
-        start_position=start_position, stop_position=stop_position, context=context,
-        source_offset=source_offset, max_event_size=max_event_size,
-        expand_payloads=expand_payloads, max_payload_size=max_payload_size,
-        on_error=on_error).records()
+    return BinlogReader(source, on_error=on_error, **options).records()
 
 
 def read_format_description(head: Source, *, file_name: str | None = None,
