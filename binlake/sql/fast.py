@@ -15,9 +15,13 @@ binlake's: every name is checked first (:mod:`binlake.sql.guard`: ``db.table`` o
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +117,8 @@ class FastWarehouse:
         exists = table is not None
         if table is not None:
             self._schemas[spec.full_name] = (table.schema().to_json(), list(table.metadata().partition_columns))
-            dataset = table.to_pyarrow_dataset()
+            with _pandas_untouched():
+                dataset = table.to_pyarrow_dataset()
             arrow_name = f"__delta_{spec.database}_{spec.name}"
             self.connection.register(arrow_name, dataset)
             self.connection.execute(f"CREATE OR REPLACE VIEW {spec.full_name} AS SELECT * FROM {arrow_name}")
@@ -164,19 +169,20 @@ class FastWarehouse:
 
         from binlake.sql.values import arrow_rows
 
-        try:
-            relation = self.connection.sql(duck_sql)
-        except duckdb.ParserException as exc:
-            raise NeedsSparkError(f"DuckDB cannot parse the translated statement: {exc}") from None
-        if relation is None:
-            return QueryResult(columns=[], rows=[])
-        reader = relation.to_arrow_reader(1024)
-        batches, count = [], 0
-        for batch in reader:
-            batches.append(batch)
-            count += batch.num_rows
-            if 0 < max_rows < count:
-                break
+        with _pandas_untouched():  # DuckDB hands its filters to the Arrow scan as pa.scalar values
+            try:
+                relation = self.connection.sql(duck_sql)
+            except duckdb.ParserException as exc:
+                raise NeedsSparkError(f"DuckDB cannot parse the translated statement: {exc}") from None
+            if relation is None:
+                return QueryResult(columns=[], rows=[])
+            reader = relation.to_arrow_reader(1024)
+            batches, count = [], 0
+            for batch in reader:
+                batches.append(batch)
+                count += batch.num_rows
+                if 0 < max_rows < count:
+                    break
         table = pa.Table.from_batches(batches, schema=reader.schema)
         truncated = 0 < max_rows < table.num_rows
         if truncated:
@@ -185,6 +191,48 @@ class FastWarehouse:
 
     def close(self) -> None:
         self.connection.close()
+
+
+@contextlib.contextmanager
+def _pandas_untouched() -> Iterator[None]:
+    """Open or scan a Delta table's Arrow dataset without importing pandas (a one-shot query's start-up).
+
+    Why: pyarrow's ``_dataset`` module builds ``pa.scalar(True)`` as it is imported, delta-rs builds
+    a ``pa.scalar`` per partition value and DuckDB one per pushed-down filter constant. With numpy
+    installed, ``pa.scalar`` asks pyarrow's lazy pandas shim whether the value is a pandas array, and
+    an untyped one infers its type, which first loads pandas' constants (NaT, NA): both import pandas,
+    about a third of a one-shot query's CPU, for no pandas object at all. Meanwhile ``pyarrow.lib.np``
+    is unset (nothing here hands pyarrow a numpy array, so the shim need not be asked, and stays
+    untried) and ``pa.scalar`` of a plain bool, int, float, str, bytes, None, date or naive datetime
+    is given the type inference would give it. Nothing is refused: any other value still imports pandas, as before, and pandas
+    works as ever afterwards. Only in a single-threaded process (the command line): another thread
+    could be converting numpy data through pyarrow meanwhile.
+    """
+    import pyarrow as pa
+    import pyarrow.lib
+
+    if "pandas" in sys.modules or threading.active_count() > 1 or not hasattr(pyarrow.lib, "np"):
+        yield
+        return
+    numpy, scalar = pyarrow.lib.np, pyarrow.lib.scalar
+    plain_types = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string(), bytes: pa.binary(),
+                   type(None): pa.null(), dt.date: pa.date32()}
+
+    def typed_scalar(value: Any, type: Any = None, **options: Any) -> Any:  # noqa: A002 - pa.scalar's name
+        if type is None and value.__class__ is dt.datetime and value.tzinfo is None:
+            type = pa.timestamp("us")
+        return scalar(value, type if type is not None else plain_types.get(value.__class__), **options)
+
+    swapped = {"np": (pyarrow.lib, None, numpy), "scalar": (pyarrow.lib, typed_scalar, scalar)}
+    for name, (module, during, _) in swapped.items():
+        setattr(module, name, during)
+    setattr(pa, "scalar", typed_scalar)  # noqa: B010 - delta-rs calls pyarrow.scalar
+    try:
+        yield
+    finally:
+        for name, (module, _, before) in swapped.items():
+            setattr(module, name, before)
+        setattr(pa, "scalar", scalar)  # noqa: B010
 
 
 def _binlake_table(name: str) -> TableSpec | None:
