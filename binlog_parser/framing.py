@@ -53,7 +53,7 @@ from binlog_parser.events import (
     UnknownEvent,
 )
 from binlog_parser.feeding import StreamFeeder
-from binlog_parser.header import new_event_header
+from binlog_parser.header import COMMON_HEADER, new_event_header
 from binlog_parser.limits import DEFAULT_MAX_EVENT_SIZE
 from binlog_parser.server_version import (
     DROP_PERMUTATION,
@@ -62,7 +62,7 @@ from binlog_parser.server_version import (
     is_drop_version,
 )
 
-_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+_HEADER = COMMON_HEADER
 _HEADER_V1 = struct.Struct("<IBII")  # timestamp, type, server_id, event_size
 _U32 = struct.Struct("<I")
 

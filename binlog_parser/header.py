@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+
+#: the 19 bytes every event starts with, in this order: timestamp, type code, server id, event size,
+#: log position, flags (EventHeader's fields after pos/next_pos); the reader, the writer and the
+#: replication stream read or write it with this one struct
+COMMON_HEADER = struct.Struct("<IBIIIH")
 
 
 @dataclass(frozen=True, slots=True)

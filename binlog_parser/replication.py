@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from binlog_parser.constants import LOG_EVENT_ARTIFICIAL_F, EventType
 from binlog_parser.errors import ReplicationProtocolError
+from binlog_parser.header import COMMON_HEADER
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -138,15 +139,34 @@ def frame_packets(payload: bytes, sequence_id: int = 0) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
-    """One binlog event from the dump stream (``raw`` = the event bytes, without the OK byte)."""
+    """One binlog event from the dump stream (``raw`` = the event bytes, without the OK byte); its
+    common header fields are read from ``raw`` (:data:`binlog_parser.header.COMMON_HEADER`)."""
 
     raw: bytes
-    timestamp: int
-    type_code: int
-    server_id: int
-    event_size: int
-    log_pos: int
-    flags: int
+
+    @property
+    def timestamp(self) -> int:
+        return int(COMMON_HEADER.unpack_from(self.raw)[0])
+
+    @property
+    def type_code(self) -> int:
+        return self.raw[4]
+
+    @property
+    def server_id(self) -> int:
+        return int(COMMON_HEADER.unpack_from(self.raw)[2])
+
+    @property
+    def event_size(self) -> int:
+        return int(COMMON_HEADER.unpack_from(self.raw)[3])
+
+    @property
+    def log_pos(self) -> int:
+        return int(COMMON_HEADER.unpack_from(self.raw)[4])
+
+    @property
+    def flags(self) -> int:
+        return int(COMMON_HEADER.unpack_from(self.raw)[5])
 
     @property
     def is_heartbeat(self) -> bool:
@@ -192,12 +212,12 @@ def parse_event(raw: bytes) -> StreamEvent:
     """The common header of one event (bytes without the OK byte)."""
     if len(raw) < EVENT_HEADER_LEN:
         raise ReplicationProtocolError(f"event of {len(raw)} bytes is shorter than the 19-byte header")
-    timestamp, type_code, server_id, size, log_pos, flags = struct.unpack_from("<IBIIIH", raw)
+    _timestamp, type_code, _server_id, size, log_pos, _flags = COMMON_HEADER.unpack_from(raw)
     if size != len(raw):
         raise ReplicationProtocolError(
             f"event header says {size} bytes but the packet carries {len(raw)} (type {type_code}, "
             f"log_pos {log_pos})")
-    return StreamEvent(raw, timestamp, type_code, server_id, size, log_pos, flags)
+    return StreamEvent(raw)
 
 
 def classify_payload(payload: bytes) -> StreamItem:

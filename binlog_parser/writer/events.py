@@ -41,6 +41,7 @@ from binlog_parser.events import (
     XidEvent,
 )
 from binlog_parser.gtid import GtidSet, uuid_to_bytes
+from binlog_parser.header import COMMON_HEADER
 from binlog_parser.rows import RowsEvent, TableMapEvent
 from binlog_parser.serialization import write_varlen_signed, write_varlen_unsigned
 from binlog_parser.server_version import server_version_split
@@ -48,7 +49,7 @@ from binlog_parser.wire import encode_packed_int
 from binlog_parser.writer.payload import transaction_payload_body
 from binlog_parser.writer.rows import rows_body_from_event, table_map_body_from_event
 
-HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+HEADER = COMMON_HEADER
 HEADER_LEN = 19
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
