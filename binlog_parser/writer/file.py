@@ -31,19 +31,7 @@ from binlog_parser.errors import EncodeError
 from binlog_parser.gtid import Gtid, GtidSet
 from binlog_parser.header import EventHeader
 from binlog_parser.rows.table_map import decode_table_map
-from binlog_parser.writer.events import (
-    HEADER_LEN,
-    format_description_body,
-    frame_event,
-    gtid_body,
-    gtid_tagged_body,
-    post_header_lengths,
-    previous_gtids_body,
-    query_body,
-    rotate_body,
-    server_version_id,
-    xid_body,
-)
+from binlog_parser.writer import events as wire
 from binlog_parser.writer.payload import compress_events, transaction_payload_body
 from binlog_parser.writer.rows import (
     DELETE_ROWS_V2,
@@ -130,7 +118,7 @@ class BinlogFileWriter:
         self.compression_level = compression_level
         self.max_rows_event_size = max_rows_event_size
         self.thread_id = thread_id
-        self.version_id = server_version_id(server_version)
+        self.version_id = wire.server_version_id(server_version)
         self.timestamp = timestamp
         self.pos = 0
         self.closed = False
@@ -141,7 +129,7 @@ class BinlogFileWriter:
         self.events_written = 0
         self._pending: _Pending | None = None
         self._tables: dict[Table, _TableEntry] = {}
-        self._ph = post_header_lengths(server_version)
+        self._ph = wire.post_header_lengths(server_version)
         self._ctx: DecodeContext | None = None
         if isinstance(previous_gtids, str):
             previous_gtids = GtidSet.from_text(previous_gtids)
@@ -149,13 +137,13 @@ class BinlogFileWriter:
         self._in_use = mark_in_use
         self._write(BINLOG_MAGIC)
         self.pos = 4
-        fde = format_description_body(server_version, create_timestamp,
-                                      checksum_alg=CHECKSUM_CRC32 if checksum else CHECKSUM_OFF)
+        fde = wire.format_description_body(server_version, create_timestamp,
+                                           checksum_alg=CHECKSUM_CRC32 if checksum else CHECKSUM_OFF)
         # the FORMAT_DESCRIPTION always carries a CRC32 (of its bytes, in-use flag cleared)
         self._fde_pos = self.pos
         self._emit(int(EventType.FORMAT_DESCRIPTION), fde, LOG_EVENT_BINLOG_IN_USE_F if mark_in_use else 0,
                    timestamp, force_checksum=True)
-        self._emit(int(EventType.PREVIOUS_GTIDS), previous_gtids_body(self.previous_gtids),
+        self._emit(int(EventType.PREVIOUS_GTIDS), wire.previous_gtids_body(self.previous_gtids),
                    LOG_EVENT_IGNORABLE_F, timestamp)
 
     # -- low level -------------------------------------------------------------
@@ -166,9 +154,9 @@ class BinlogFileWriter:
     def _emit(self, type_code: int, body: bytes, flags: int, timestamp: int,
               force_checksum: bool = False) -> int:
         ck = self.checksum or force_checksum
-        size = HEADER_LEN + len(body) + (4 if ck else 0)
-        data = frame_event(type_code, body, timestamp=timestamp, server_id=self.server_id,
-                           log_pos=self.pos + size, flags=flags, checksum=ck)
+        size = wire.HEADER_LEN + len(body) + (4 if ck else 0)
+        data = wire.frame_event(type_code, body, timestamp=timestamp, server_id=self.server_id,
+                                log_pos=self.pos + size, flags=flags, checksum=ck)
         self._write(data)
         self.pos += size
         self.events_written += 1
@@ -229,8 +217,8 @@ class BinlogFileWriter:
               flags: int = 0, exec_time: int = 0, error_code: int = 0) -> None:
         p = self._require()
         sv = default_status_vars() if status_vars is None else status_vars
-        body = query_body(sql, schema, thread_id=self.thread_id, exec_time=exec_time,
-                          error_code=error_code, status_vars=sv)
+        body = wire.query_body(sql, schema, thread_id=self.thread_id, exec_time=exec_time,
+                               error_code=error_code, status_vars=sv)
         p.events.append((_QUERY, body, flags, p.timestamp))
 
     def table_map(self, table: Table) -> Any:
@@ -300,7 +288,7 @@ class BinlogFileWriter:
     def xid(self, xid: int | None = None) -> None:
         """Commit the open transaction with an XID event."""
         p = self._require()
-        p.events.append((_XID, xid_body(self.transactions + 1 if xid is None else xid), 0,
+        p.events.append((_XID, wire.xid_body(self.transactions + 1 if xid is None else xid), 0,
                          p.timestamp))
         self._commit()
 
@@ -340,26 +328,26 @@ class BinlogFileWriter:
         def gbody(trx_len: int) -> bytes:
             if type_code == EventType.GTID_TAGGED:
                 assert g is not None
-                return gtid_tagged_body(uuid=g.uuid, gno=g.gno, tag=g.tag, transaction_length=trx_len,
-                                        **kw)
-            return gtid_body(uuid=g.uuid if g else _ZERO_UUID, gno=g.gno if g else 0,
-                             transaction_length=trx_len, **kw)
+                return wire.gtid_tagged_body(uuid=g.uuid, gno=g.gno, tag=g.tag, transaction_length=trx_len,
+                                             **kw)
+            return wire.gtid_body(uuid=g.uuid if g else _ZERO_UUID, gno=g.gno if g else 0,
+                                  transaction_length=trx_len, **kw)
 
         # like the server, only transactional DML is compressed (not DDL, not empty transactions)
         if self.compression and any(t in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2)
                                     for t, _b, _f, _ts in p.events):
-            inner = b"".join(frame_event(t, b, timestamp=ts, server_id=self.server_id, log_pos=0,
-                                         flags=f, checksum=False) for t, b, f, ts in p.events)
+            inner = b"".join(wire.frame_event(t, b, timestamp=ts, server_id=self.server_id, log_pos=0,
+                                              flags=f, checksum=False) for t, b, f, ts in p.events)
             payload_body = transaction_payload_body(
                 compress_events(inner, self.compression_level), len(inner))
             events = [(int(EventType.TRANSACTION_PAYLOAD), payload_body, 0, p.timestamp)]
         else:
             events = p.events
-        rest = sum(HEADER_LEN + len(b) + ck for _t, b, _f, _ts in events)
-        trx_len = rest + HEADER_LEN + ck + len(gbody(0))
+        rest = sum(wire.HEADER_LEN + len(b) + ck for _t, b, _f, _ts in events)
+        trx_len = rest + wire.HEADER_LEN + ck + len(gbody(0))
         while True:
             body = gbody(trx_len)
-            total = rest + HEADER_LEN + ck + len(body)
+            total = rest + wire.HEADER_LEN + ck + len(body)
             if total == trx_len:
                 break
             trx_len = total
@@ -377,7 +365,7 @@ class BinlogFileWriter:
     def rotate(self, next_file: str, *, timestamp: int | None = None) -> None:
         """End the file with ROTATE(next_file) and close it."""
         self._end_check()
-        self._emit(int(EventType.ROTATE), rotate_body(next_file), 0,
+        self._emit(int(EventType.ROTATE), wire.rotate_body(next_file), 0,
                    self.timestamp if timestamp is None else timestamp)
         self.closing_event = "ROTATE"
         self.close()
