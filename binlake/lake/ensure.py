@@ -10,28 +10,13 @@ registry columns), so a table created by any of them is the same table.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
-from binlake.lake.tables import (
-    BIGINT,
-    BINARY,
-    BOOLEAN,
-    DATE,
-    INT,
-    STRING,
-    STRING_ARRAY,
-    STRING_MAP,
-    TIMESTAMP,
-    Column,
-    TableSpec,
-    table,
-    table_location,
-)
+from binlake.lake.tables import Column, TableSpec, arrow_type, table, table_location
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
@@ -40,14 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("binlake.lake.ensure")
 
-#: registry type names -> Delta schema JSON types (the JSON Spark writes for the same columns)
-_DELTA_TYPES: dict[str, Any] = {
-    STRING: "string", BIGINT: "long", INT: "integer", BOOLEAN: "boolean", TIMESTAMP: "timestamp",
-    DATE: "date", BINARY: "binary",
-    STRING_ARRAY: {"type": "array", "elementType": "string", "containsNull": False},
-    STRING_MAP: {"type": "map", "keyType": "string", "valueType": "string", "valueContainsNull": True},
-}
-
 
 class TableSetupError(BinlakeError):
     """A registry table that delta-rs could not create or bring to binlake's layout."""
@@ -55,10 +32,15 @@ class TableSetupError(BinlakeError):
 
 def delta_schema_json(spec: TableSpec, columns: Sequence[Column] | None = None) -> str:
     """The Delta schema JSON of ``spec``'s columns (comments as column metadata): what Spark writes
-    for the same registry columns, so a table created here is the one ``ensure_table`` creates."""
-    fields = [{"name": c.name, "type": _DELTA_TYPES[c.type], "nullable": c.nullable,
-               "metadata": {"comment": c.comment}} for c in (spec.columns if columns is None else columns)]
-    return json.dumps({"type": "struct", "fields": fields})
+    for the same registry columns, so a table created here is the one ``ensure_table`` creates.
+    From the columns' Arrow types (:func:`binlake.lake.tables.arrow_type`, the registry's one type
+    mapping without Spark), as delta-rs converts them."""
+    import pyarrow as pa
+    from deltalake import Schema
+
+    fields = [pa.field(c.name, arrow_type(c.type), c.nullable, metadata={"comment": c.comment})
+              for c in (spec.columns if columns is None else columns)]
+    return str(Schema.from_arrow(pa.schema(fields)).to_json())
 
 
 def _open(cfg: BinlakeConfig, name: str) -> DeltaTable | None:
