@@ -137,6 +137,17 @@ def frame_packets(payload: bytes, sequence_id: int = 0) -> bytes:
 # --- stream items -----------------------------------------------------------------------------
 
 
+class _HeaderField:
+    """A common header field of a stream event, read from its raw bytes (field ``index`` of
+    :data:`binlog_parser.header.COMMON_HEADER`)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __get__(self, event: StreamEvent, owner: type | None = None) -> int:
+        return int(COMMON_HEADER.unpack_from(event.raw)[self.index])
+
+
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One binlog event from the dump stream (``raw`` = the event bytes, without the OK byte); its
@@ -144,29 +155,12 @@ class StreamEvent:
 
     raw: bytes
 
-    @property
-    def timestamp(self) -> int:
-        return int(COMMON_HEADER.unpack_from(self.raw)[0])
-
-    @property
-    def type_code(self) -> int:
-        return self.raw[4]
-
-    @property
-    def server_id(self) -> int:
-        return int(COMMON_HEADER.unpack_from(self.raw)[2])
-
-    @property
-    def event_size(self) -> int:
-        return int(COMMON_HEADER.unpack_from(self.raw)[3])
-
-    @property
-    def log_pos(self) -> int:
-        return int(COMMON_HEADER.unpack_from(self.raw)[4])
-
-    @property
-    def flags(self) -> int:
-        return int(COMMON_HEADER.unpack_from(self.raw)[5])
+    timestamp = _HeaderField(0)
+    type_code = _HeaderField(1)
+    server_id = _HeaderField(2)
+    event_size = _HeaderField(3)
+    log_pos = _HeaderField(4)
+    flags = _HeaderField(5)
 
     @property
     def is_heartbeat(self) -> bool:
