@@ -17,9 +17,15 @@ from binlake.history.table_function import split_table
 
 
 @dataclass(frozen=True)
-class AsofOptions:
+class TableOptions:
+    """What both commands start from: a source's table (``db.table``), always given first."""
+
     source: str
     table: str
+
+
+@dataclass(frozen=True)
+class AsofOptions(TableOptions):
     gtid: str | None = None
     time: str | None = None
     position: str | None = None
@@ -32,9 +38,7 @@ class AsofOptions:
 
 
 @dataclass(frozen=True)
-class FlashbackOptions:
-    source: str
-    table: str
+class FlashbackOptions(TableOptions):
     gtid_range: str | None = None
     from_time: str | None = None
     to_time: str | None = None
