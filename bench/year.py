@@ -79,7 +79,7 @@ def _night_rows(name: str, source: str, night: int, rows: int, rng: random.Rando
         return [{**base, "pos": 4 + 300 * i, "payload_index": None, "row_index": 0, "db": "shop", "table_name": "orders",
                  "operation": rng.choice(("insert", "update", "delete")), "gtid": f"0-1-{night * rows + i}",
                  "commit_time": when, "commit_date": when.date(), "event_type": "UPDATE_ROWS_V2",
-                 "before_json": None, "after_json": f'{{"id": {rng.randrange(10**6)}}}'}
+                 "before": None, "after": f'{{"id":{rng.randrange(10**6)}}}'}
                 for i in range(rows)]
     if name == "meta.ingested_files":
         return [{**base, "uri": f"s3://a/{source}/{file}", "size": 1 << 20, "etag": f"e{night}", "status": "ok",

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 #: the extension interface this tree speaks (``_native_ext.ABI``, native/src/lib.rs)
-ABI = 13
+ABI = 14
 _UNSET: Any = object()
 
 

@@ -29,6 +29,7 @@ from binlake.config import BinlakeConfig, S3Settings
 from binlake.lake import leases
 from binlake.lake.delta_tables import delta_uri, locked_storage_options
 from binlake.lake.leases import CommitFence
+from binlake.lake.row_images import ROW_CHANGES, migrate_row_changes
 from spark_jobs.schemas import TableSpec, spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,6 +111,8 @@ def ensure_table(spark: SparkSession, config: BinlakeConfig, name: str) -> str:
     """
     path = table_path(config, name)
     ts = spec(name)
+    if name == ROW_CHANGES:  # the previous layout's row images (issue 37): migrated once, first
+        migrate_row_changes(path, config.s3)
     log_reader = delta_log(config, path)
     if log_reader is not None and tuple(log_reader.metadata().partition_columns) == ts.partition_by \
             and not _missing_properties(log_reader, ts):

@@ -255,38 +255,38 @@ ROW_CHANGE_COLUMNS = ("pos", "payload_index", "row_index", "gtid", "trx_pos", "e
 
 def _row_changes(images_sink: Any) -> TableColumns:
     return TableColumns("silver.row_changes", {"source": "s", "file": "f", "file_seq": 1}, images=images_sink,
-                        image_columns=("before", "after", "before_json", "after_json"), row_columns=ROW_CHANGE_COLUMNS,
+                        image_columns=("before", "after"), row_columns=ROW_CHANGE_COLUMNS,
                         late_columns=("commit_time",), sequence_columns=("row_index",))
 
 
 def test_a_rows_events_columns_are_one_call_for_its_rows_and_commit_times_come_late(native: bool) -> None:
     """row_changes: an event's columns in one call for all its rows (row_index counting up), each
-    row's image from the sink, the commit time per event once the transaction ends; NULL maps
+    row's images from the sink, the commit time per event once the transaction ends; NULL images
     and absent keys kept."""
     sink = _native.image_columns() if native else None
     images_sink = sink if sink is not None else ImageSink()
     cols = _row_changes(images_sink)
-    for pos, op, images in ((10, "insert", [(None, {"id": "1", "n": None})]),
-                            (20, "update", [({"id": "1"}, {"id": "2"}), ({"id": "5"}, {"id": "6", "x": "y"})]),
+    for pos, op, images in ((10, "insert", [(None, '{"id":1,"n":null}')]),
+                            (20, "update", [('{"id":1}', '{"id":2}'), ('{"id":5}', '{"id":6,"x":"y"}')]),
                             (30, "delete", []),
-                            (40, "delete", [({"id": "9"}, None)] * 3)):
+                            (40, "delete", [('{"id":9}', None)] * 3)):
         cols.repeated(len(images), pos, None, 0, None if pos == 40 else "u:1", 4, pos * US, 1, "d", "t", op, "X")
         for before, after in images:
-            images_sink.append(before, after, None, "{}")
+            images_sink.append(before, after)
     with pytest.raises(ValueError, match="unequal length"):  # commit times not given yet
         cols.take_batch()
     for n in (1, 2, 0):
         cols.late(n, 100 * US)
     cols.late(3, None)
     rows = cols.take_batch().to_pylist()
-    assert [(x["pos"], x["operation"], x["row_index"], x["gtid"], x["before"], x["after"], x["after_json"])
+    assert [(x["pos"], x["operation"], x["row_index"], x["gtid"], x["before"], x["after"])
             for x in rows] == [
-        (10, "insert", 0, "u:1", None, [("id", "1"), ("n", None)], "{}"),
-        (20, "update", 0, "u:1", [("id", "1")], [("id", "2")], "{}"),
-        (20, "update", 1, "u:1", [("id", "5")], [("id", "6"), ("x", "y")], "{}"),
-        (40, "delete", 0, None, [("id", "9")], None, "{}"),
-        (40, "delete", 1, None, [("id", "9")], None, "{}"),
-        (40, "delete", 2, None, [("id", "9")], None, "{}")]
+        (10, "insert", 0, "u:1", None, '{"id":1,"n":null}'),
+        (20, "update", 0, "u:1", '{"id":1}', '{"id":2}'),
+        (20, "update", 1, "u:1", '{"id":5}', '{"id":6,"x":"y"}'),
+        (40, "delete", 0, None, '{"id":9}', None),
+        (40, "delete", 1, None, '{"id":9}', None),
+        (40, "delete", 2, None, '{"id":9}', None)]
     assert [x["commit_date"] for x in rows] == [dt.date(1970, 1, 1)] * 3 + [None] * 3
     assert rows[1]["event_time"].second == 20 and rows[5]["event_time"].second == 40
     assert len(images_sink) == 0 and len(cols) == 0
@@ -314,21 +314,22 @@ def test_repeated_rows_with_and_without_the_extension_give_the_same_batch() -> N
     assert len(cols) == 2
     cols.late(2, None)
     for _ in range(2):
-        sink.append(None, {}, None, "{}")
+        sink.append(None, "{}")
     assert cols.take_batch().column("row_index").to_pylist() == [2 ** 31 - 2, 2 ** 31 - 1]
 
 
-IMAGES = [({"a": "1"}, None, '{"a":1}', None), (None, {}, None, "{}"),
-          ({"b": None, "c": "日本 😀"}, {"c": ""}, '{"b":null}', ""), (None, None, None, None)]
-TYPES = [pa.map_(pa.string(), pa.string())] * 2 + [pa.string()] * 2
+IMAGES = [('{"a":1}', None), (None, "{}"), ('{"b":null,"c":"日本 😀"}', ""), (None, None)]
+TYPES = [pa.string()] * 2
 
 
 def test_image_arrays_of_both_sinks_are_the_same_arrow_arrays() -> None:
     """The extension's buffers wrapped as they are and the Python lists converted give equal,
-    valid arrays: NULL maps, empty maps, NULL values, non-ASCII text; the sink is emptied."""
+    valid arrays: NULL images, empty ones, non-ASCII text; the sink is emptied; the types are
+    the ingest batch's (each image once, its JSON text)."""
     sinks = _image_sinks()
     if len(sinks) < 2:
         pytest.skip("compiled extension not built")
+    assert [batch_schema("silver.row_changes").field(c).type for c in ("before", "after")] == TYPES
     arrays = []
     for sink in sinks:
         for image in IMAGES:
@@ -337,54 +338,12 @@ def test_image_arrays_of_both_sinks_are_the_same_arrow_arrays() -> None:
         for arr in got:
             arr.validate(full=True)
         arrays.append(got)
-        assert len(sink) == 0 and [a.to_pylist() for a in image_arrays(sink, TYPES)] == [[]] * 4
+        assert len(sink) == 0 and [a.to_pylist() for a in image_arrays(sink, TYPES)] == [[]] * 2
     python, native = arrays
     assert all(p.equals(n) for p, n in zip(python, native, strict=True))
-    # as the ingest's batches hold them: the maps' keys as dictionaries, the same values
-    words = [batch_schema("silver.row_changes").field(c).type for c in ("before", "after", "before_json", "after_json")]
-    assert pa.types.is_dictionary(words[0].key_type) and pa.types.is_dictionary(words[1].key_type)
-    coded = []
-    for sink in _image_sinks():
-        for image in IMAGES:
-            sink.append(*image)
-        got = image_arrays(sink, words)
-        for arr, want in zip(got, python, strict=True):
-            arr.validate(full=True)
-            assert arr.to_pylist() == want.to_pylist()
-        assert [a.type for a in got] == words
-        coded.append(got)
-    assert all(p.equals(n) for p, n in zip(*coded, strict=True))
     assert [a.to_pylist() for a in python] == [
-        [[("a", "1")], None, [("b", None), ("c", "日本 😀")], None],
-        [None, [], [("c", "")], None],
-        ['{"a":1}', None, '{"b":null}', None],
+        ['{"a":1}', None, '{"b":null,"c":"日本 😀"}', None],
         [None, "{}", "", None]]
-
-
-def test_the_extensions_key_dictionary_is_kept_between_batches_and_started_again_past_65536_names() -> None:
-    """The maps' key names stay in the extension's dictionary from one batch to the next (a
-    later batch's arrays point into the same words), until it holds more than 65,536: that
-    batch is handed over with all of them, and the next one starts a dictionary of its own."""
-    sink = _native.image_columns()
-    if sink is None:
-        pytest.skip("compiled extension not built")
-    words = [batch_schema("silver.row_changes").field(c).type for c in ("before", "after", "before_json", "after_json")]
-
-    def batch(*afters: dict[str, str | None]) -> Any:
-        for after in afters:
-            sink.append(None, after, None, "{}")
-        return image_arrays(sink, words)[1]
-
-    first = batch({"id": "1", "name": "a"})
-    second = batch({"name": "b", "id": "2"}, {"extra": None})
-    assert second.to_pylist() == [[("name", "b"), ("id", "2")], [("extra", None)]]
-    assert first.keys.dictionary.to_pylist() == ["id", "name"]
-    assert second.keys.dictionary.to_pylist() == ["id", "name", "extra"]  # the same words, one more
-    many = {f"c{i}": str(i) for i in range(70_000)}
-    big = batch(many)
-    assert len(big.keys.dictionary) == 70_003 and big.to_pylist() == [list(many.items())]
-    after = batch({"id": "3"})
-    assert after.keys.dictionary.to_pylist() == ["id"] and after.to_pylist() == [[("id", "3")]]
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["python", "extension"])
@@ -399,7 +358,7 @@ def test_a_sink_truncated_is_as_it_was(which: int) -> None:
     for image in IMAGES[1:]:
         sink.append(*image)
     assert [a.to_pylist() for a in image_arrays(sink, TYPES)][0] == [
-        [("a", "1")], None, [("b", None), ("c", "日本 😀")], None]
+        '{"a":1}', None, '{"b":null,"c":"日本 😀"}', None]
 
 
 def test_bool_columns_hold_values_and_nulls_apart() -> None:

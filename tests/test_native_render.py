@@ -2,10 +2,10 @@
 
 * Row images (``native/src/render.rs``, ``ImageRenderer.render_changes_into``): every rows event
   of every fixture binlog, random images and hand-made values at the edges (escapes, big ints,
-  "-0" DECIMALs, zero and far temporals, invalid UTF-8) must give the same flat map columns and
-  JSON texts, value for value and type for type, as ``render_row_text`` and
-  ``compact_json(render_row(...))``; an image that does not fit its layout leaves the sink as it
-  was.
+  "-0" DECIMALs, zero and far temporals, invalid UTF-8) must give the same JSON texts (the one
+  form ``silver.row_changes`` stores), value for value and type for type, as
+  ``compact_json(render_row(...))``, and fail where ``render_row_text`` or it fails; an image
+  that does not fit its layout leaves the sink as it was.
 * Events' fields (``native/src/fields.rs``, ``binlog_parser.render.event_fields_json``): every
   event of every fixture, and events holding values at the edges, must give the encoder's
   ``compact_json(event.fields())``.
@@ -43,21 +43,14 @@ pytest.importorskip("binlog_parser._native_ext", reason="compiled renderer not b
 
 
 def _reference(changes: Any, columns_by_name: dict[str, Any]) -> ImageSink:
-    """The renderers and the encoder, image by image, laid out as the sink holds them: what
-    ``render_changes_into`` must append."""
+    """The renderer and the encoder, image by image, laid out as the sink holds them: what
+    ``render_changes_into`` must append (the server's text is rendered too, unstored: a value
+    whose text fails fails the change, as the renderers' one pass does)."""
     sink = _sink()
     for change in changes:
-        for row, keys, values, offsets, nulls, jsons in (
-                (change.before, sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls,
-                 sink.before_json),
-                (change.after, sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls,
-                 sink.after_json)):
-            nulls.append(row is None)
+        for row, jsons in ((change.before, sink.before_json), (change.after, sink.after_json)):
             if row is not None:
-                text = render_row_text(row, columns_by_name) or {}
-                keys.extend(text)
-                values.extend(text.values())
-            offsets.append(len(keys))
+                render_row_text(row, columns_by_name)
             jsons.append(None if row is None else compact_json(render_row(row, columns_by_name)))
     return sink
 
@@ -80,29 +73,13 @@ def _utf8(parts: tuple[Any, ...]) -> list[str | None]:
     return [data[ends[i]:ends[i + 1]].decode() if valid[i] else None for i in range(rows)]
 
 
-def _dictionary_keys(parts: tuple[Any, ...]) -> list[str]:
-    """A map's keys as the extension hands them over, ``(entries, i32 indices, names)``: each
-    index looked up in the names."""
-    entries, indices, names = parts
-    words = _utf8(names)
-    return [words[i] for i in struct.unpack(f"<{entries}i", indices)]
-
-
 def _taken(columns: Any) -> ImageSink:
     """An extension ``ImageColumns``' Arrow buffers (``take``) read back into an ``ImageSink``'s
     lists, byte by byte (the Arrow arrays built from them: ``tests/test_columns.py``)."""
     sink = ImageSink()
-    before, after, before_json, after_json = columns.take()
-    for side, (rows, nulls, validity, offsets, keys, values) in (("before", before), ("after", after)):
-        ends = list(struct.unpack(f"<{rows + 1}i", offsets))
-        valid = [validity is None or bool(validity[i >> 3] >> (i & 7) & 1) for i in range(rows)]
-        assert nulls == valid.count(False)
-        getattr(sink, f"{side}_keys").extend(_dictionary_keys(keys))
-        getattr(sink, f"{side}_values").extend(_utf8(values))
-        getattr(sink, f"{side}_offsets")[:] = ends
-        getattr(sink, f"{side}_nulls").extend(not v for v in valid)
-    sink.before_json.extend(_utf8(before_json))
-    sink.after_json.extend(_utf8(after_json))
+    before, after = columns.take()
+    sink.before_json.extend(_utf8(before))
+    sink.after_json.extend(_utf8(after))
     assert len(columns) == 0  # take empties the columns
     return sink
 
@@ -267,18 +244,19 @@ def test_a_column_name_that_is_not_utf8_is_stored_escaped() -> None:
     columns = _native.image_columns()
     assert ImageRenderer(cols).render_changes_into(changes, columns) == 2
     taken = _taken(columns)
-    assert taken.after_keys == ["a", "a", "\\udcff"] and taken.after_json[1] == '{"a":3,"\\udcff":"x"}'
+    assert taken.after_json == ['{"a":2}', '{"a":3,"\\udcff":"x"}']
 
 
 def test_a_change_the_sink_cannot_hold_appends_nothing() -> None:
-    """A text map value that is not a str (the renderers never make one) fails the change, and
-    no part of it stays."""
+    """A JSON text that is not a str (the renderers never make one) fails the change, and no
+    part of it stays (its before image, appended first, is cut back)."""
     columns = _native.image_columns()
-    columns.append(None, {"a": "1"}, None, '{"a":1}')
+    columns.append(None, '{"a":1}')
     with pytest.raises(TypeError):
-        columns.append({"a": "2"}, {"a": 2}, '{"a":2}', '{"a":2}')
+        columns.append('{"a":2}', {"a": 2})
     assert len(columns) == 1
-    assert _taken(columns).after_values == ["1"]
+    taken = _taken(columns)
+    assert taken.before_json == [None] and taken.after_json == ['{"a":1}']
 
 
 def test_without_the_extension_the_python_renderer_gives_the_same_images() -> None:
@@ -288,7 +266,7 @@ def test_without_the_extension_the_python_renderer_gives_the_same_images() -> No
         python = _sink()
         ImageRenderer(cols).render_changes_into(changes, python)
     assert _strict(python) == _strict(_native_sink(changes, cols)) == _strict(_reference(changes, cols))
-    assert python.before_json == ['{"i":1,"s":"a\\"b"}'] and python.after_values == ["2", "c"]
+    assert python.before_json == ['{"i":1,"s":"a\\"b"}'] and python.after_json == ['{"i":2,"s":"c"}']
 
 
 def _col(name: str, t: int, **kw: Any) -> ColumnInfo:

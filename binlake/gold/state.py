@@ -52,6 +52,7 @@ class StreamItem:
     kind: str
     fields: str | None = None
     operation: str | None = None
+    #: ``silver.row_changes.before`` / ``after``: each image's typed JSON text (None: no image)
     before_json: str | None = None
     after_json: str | None = None
     gtid: str | None = None

@@ -5,7 +5,7 @@ schemas and calls :func:`convert_value` per cell. Why a module of its own: the m
 contract users query against (documented in ``docs/gold.md``), and it must be testable without
 a JVM.
 
-What gold reads: ``silver.row_changes.before_json`` / ``after_json`` (typed JSON, one value per
+What gold reads: ``silver.row_changes.before`` / ``after`` (typed JSON, one value per
 column the image carried) plus, per rows event, the TABLE_MAP's column facts from
 ``bronze.events.fields``. The TABLE_MAP says *how the decoder rendered* each value
 (:class:`Rendering`): with a known charset text is already decoded; with an unknown charset

@@ -135,12 +135,12 @@ def load_stream(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], *,
             if _within(at, seg, after, until):
                 items.append(StreamItem(at, "table_map", r["fields"], gtid=r["gtid"]))
         rows = _must(read_rows(cfg, "silver.row_changes", mine,
-                               ("file", "file_seq", "pos", "payload_index", "row_index", "operation", "before_json",
-                                "after_json", "gtid", "commit_time")), "silver.row_changes", cfg)
+                               ("file", "file_seq", "pos", "payload_index", "row_index", "operation", "before",
+                                "after", "gtid", "commit_time")), "silver.row_changes", cfg)
         for r in rows:
             at = _at(r, r["row_index"])
             if _within(at, seg, after, until):
-                items.append(StreamItem(at, "row", None, r["operation"], r["before_json"], r["after_json"],
+                items.append(StreamItem(at, "row", None, r["operation"], r["before"], r["after"],
                                         r["gtid"], r["commit_time"]))
     items.sort(key=lambda item: item.at)
     return items

@@ -24,10 +24,10 @@ What keeps the per-row work small:
 * string columns of few distinct values (names, kinds, a transaction's GTID:
   :data:`binlake.ingest.layout.WORD_COLUMNS`) are dictionaries too, their words found as the rows
   are appended (kind ``words``), so the rows of a rows event repeat an index, not a string;
-* the row image columns (two ``map<string,string>``, two JSON strings) are one sink the
-  renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the extension, Arrow
-  buffers filled in Rust and wrapped here as they are (:func:`image_arrays`), with no Python
-  ``str`` per value; the maps' keys are indices into the column names seen so far.
+* the row image columns (``before`` and ``after``, each image once as its typed JSON text) are
+  one sink the renderer appends to (``binlog_parser.rows.render.new_image_sink``): with the
+  extension, Arrow buffers filled in Rust and wrapped here as they are (:func:`image_arrays`),
+  with no Python ``str`` per value.
 """
 
 from __future__ import annotations
@@ -77,30 +77,15 @@ def _escaped(value: Any) -> Any:
 
 
 def image_arrays(sink: ImageColumns | ImageSink, types: Sequence[pa.DataType]) -> list[pa.Array]:
-    """The Arrow arrays of a row image sink's columns (before map, after map, before JSON, after
-    JSON; ``types``: their Arrow types), and the sink emptied. An extension ``ImageColumns``
-    hands over Arrow buffers, wrapped without a pass over the values; an ``ImageSink`` lists."""
+    """The Arrow arrays of a row image sink's columns (before JSON, after JSON; ``types``: their
+    Arrow types), and the sink emptied. An extension ``ImageColumns`` hands over Arrow buffers,
+    wrapped without a pass over the values; an ``ImageSink`` lists."""
     if isinstance(sink, ImageSink):
-        out = [_map_from_lists(sink.before_keys, sink.before_values, sink.before_offsets, sink.before_nulls, types[0]),
-               _map_from_lists(sink.after_keys, sink.after_values, sink.after_offsets, sink.after_nulls, types[1]),
-               arrow_array(sink.before_json, types[2]), arrow_array(sink.after_json, types[3])]
+        out = [arrow_array(sink.before_json, types[0]), arrow_array(sink.after_json, types[1])]
         sink.truncate(0)
         return out
-    before, after, before_json, after_json = sink.take()
-    return [_map_from_buffers(before, types[0]), _map_from_buffers(after, types[1]),
-            _utf8_from_buffers(before_json, types[2]), _utf8_from_buffers(after_json, types[3])]
-
-
-def _map_from_lists(keys: list[str], values: list[str | None], offsets: list[int], nulls: list[bool],
-                    arrow_type: pa.DataType) -> pa.Array:
-    import pyarrow as pa
-
-    mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
-    key_array = arrow_array(keys, pa.string())
-    if pa.types.is_dictionary(arrow_type.key_type):
-        key_array = key_array.dictionary_encode()
-    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), key_array,
-                                   arrow_array(values, pa.string()), type=arrow_type, mask=mask)
+    before, after = sink.take()
+    return [_utf8_from_buffers(before, types[0]), _utf8_from_buffers(after, types[1])]
 
 
 def _utf8_from_buffers(parts: tuple[Any, ...], arrow_type: pa.DataType) -> pa.Array:
@@ -117,25 +102,6 @@ def _validity(bitmap: bytes | None) -> pa.Buffer | None:
     import pyarrow as pa
 
     return None if bitmap is None else pa.py_buffer(bitmap)
-
-
-def _map_from_buffers(parts: tuple[Any, ...], arrow_type: pa.DataType) -> pa.Array:
-    """``(rows, nulls, validity or None, i32 offsets, keys, values)`` as a map array; ``keys``:
-    ``(entries, i32 indices, names)``, the names as a string column's buffers: a dictionary, or
-    plain strings when ``arrow_type``'s keys are."""
-    import pyarrow as pa
-
-    rows, nulls, validity, offsets, (entries, indices, names), values = parts
-    # the extension's indices are in range by construction: not checked again (safe=False)
-    keys = pa.DictionaryArray.from_arrays(
-        pa.Array.from_buffers(pa.int32(), entries, [None, pa.py_buffer(indices)]),
-        _utf8_from_buffers(names, pa.string()), safe=False)
-    if not pa.types.is_dictionary(arrow_type.key_type):  # asked for plain strings
-        keys = keys.dictionary_decode()
-    entries = pa.StructArray.from_arrays([keys, _utf8_from_buffers(values, arrow_type.item_type)],
-                                         fields=[arrow_type.key_field, arrow_type.item_field])
-    return pa.Array.from_buffers(arrow_type, rows, [_validity(validity), pa.py_buffer(offsets)], null_count=nulls,
-                                 children=[entries])
 
 
 def array_from_parts(parts: Any, arrow_type: pa.DataType) -> pa.Array:
@@ -256,7 +222,7 @@ class TableColumns:
         self.schema = batch_schema(table)
         self.constants = dict(constants or {})
         self.dates = {c: DATE_SOURCES[f"{table}.{c}"] for c in ts.column_names if f"{table}.{c}" in DATE_SOURCES}
-        #: the row image sink (:func:`image_arrays`) and the four columns it holds, in its order
+        #: the row image sink (:func:`image_arrays`) and the two columns it holds, in its order
         self.images = images
         self.image_columns = tuple(image_columns) if images is not None else ()
         self.late_columns = tuple(late_columns)

@@ -95,8 +95,9 @@ ROW_CHANGE_COLUMNS = ("pos", "payload_index", "row_index", "gtid", "trx_pos", "e
                       "table_name", "operation", "event_type")
 ROW_CHANGE_SEQUENCES = ("row_index",)
 ROW_CHANGE_LATE = ("commit_time",)
-#: silver.row_changes' row image columns, in the order the image sink holds them
-ROW_CHANGE_IMAGES = ("before", "after", "before_json", "after_json")
+#: silver.row_changes' row image columns (each image once, its typed JSON), in the order the
+#: image sink holds them
+ROW_CHANGE_IMAGES = ("before", "after")
 STATEMENT_COLUMNS = ("pos", "payload_index", "gtid", "trx_pos", "event_time", "server_id", "db", "sql", "kind",
                      "thread_id", "exec_time", "error_code", "status_vars", "event_type")
 

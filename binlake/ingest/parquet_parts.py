@@ -52,11 +52,11 @@ WRITE_BATCH_ROWS = 8192
 
 _S3_CLIENTS: dict[str, Any] = {}
 
-#: the string columns that hold free text (JSON, SQL, messages): no Parquet dictionary for
-#: them, nor for the values of the row image maps or any non-string column. A dictionary pays off
-#: for short repeated strings (names, kinds, GTIDs, the maps' keys); tried on every value, it
+#: the string columns that hold free text (JSON, SQL, messages, the row images' JSON): no
+#: Parquet dictionary for them, nor for any non-string column. A dictionary pays off
+#: for short repeated strings (names, kinds, GTIDs); tried on every value, it
 #: cost a sixth of a task's Parquet writing for files barely smaller (bench/HISTORY.md).
-FREE_TEXT_COLUMNS = frozenset({"fields", "sql", "status_vars", "error_message", "before_json", "after_json"})
+FREE_TEXT_COLUMNS = frozenset({"fields", "sql", "status_vars", "error_message", "before", "after"})
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:

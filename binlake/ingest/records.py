@@ -72,7 +72,6 @@ from binlog_parser.rows.render import (
     append_images,
     compact_json,
     new_image_sink,
-    render_row_text,
 )
 
 if TYPE_CHECKING:
@@ -173,53 +172,19 @@ def flavor_of(server_version: str | None) -> str:
 # Row images
 # ---------------------------------------------------------------------------------------
 
-#: one row image of a rows event: (before text map, after text map, before JSON, after JSON)
-Image = tuple[dict[str, str | None] | None, dict[str, str | None] | None, str | None, str | None]
-
-
-def _image_text_map(image: Any) -> dict[str, str | None] | None:
-    """An image (column -> value) as column -> MySQL text, for a map<string,string>."""
-    if image is None:
-        return None
-    out: dict[str, str | None] = {}
-    for name, value in image.items():
-        if value is None:
-            out[str(name)] = None
-        elif isinstance(value, str):
-            out[str(name)] = value
-        elif isinstance(value, bool):
-            out[str(name)] = "1" if value else "0"
-        elif isinstance(value, (int, float)):
-            out[str(name)] = str(value)
-        else:
-            out[str(name)] = compact_json(value)
-    return out
+#: one row change's images as silver.row_changes stores them: (before JSON, after JSON)
+Image = tuple[str | None, str | None]
 
 
 def row_images(event: Any, fields: dict[str, Any]) -> Iterator[Image]:
-    """Yield ``(before_map, after_map, before_json, after_json)`` per row of a rows event.
-
-    Maps carry each value as MySQL prints it (``render_row_text`` of the rows decoder over
-    the typed values); the JSON columns carry the typed JSON values of ``fields()``
-    (``render_row``: numbers as JSON numbers, exact DECIMALs and temporals as strings).
-    """
-    rendered = fields.get("rows") or []
-    typed = getattr(event, "rows", None)
-    table = getattr(event, "table", None)
-    if typed is not None and len(typed) == len(rendered) and hasattr(typed[0] if typed else None, "before"):
-        cols = getattr(table, "columns", None) or ()
-        by_name = {c.name: c for c in cols}
-        for change, row in zip(typed, rendered):
-            yield (render_row_text(change.before, by_name), render_row_text(change.after, by_name),
-                   None if row.get("before") is None else compact_json(row.get("before")),
-                   None if row.get("after") is None else compact_json(row.get("after")))
-        return
-    for row in rendered:
+    """Yield ``(before, after)`` per row of a rows event: each image's typed JSON text
+    (``render_row``'s values: numbers as JSON numbers, exact DECIMALs and temporals as strings),
+    None for a side the change has no image of. The server's text of a value is derived from
+    it where needed (docs/row_values.md), not stored."""
+    for row in fields.get("rows") or []:
         before = row.get("before")
         after = row.get("after")
-        yield (_image_text_map(before), _image_text_map(after),
-               None if before is None else compact_json(before),
-               None if after is None else compact_json(after))
+        yield (None if before is None else compact_json(before), None if after is None else compact_json(after))
 
 
 def rows_fields_json(head_json: str, rows: int) -> str:

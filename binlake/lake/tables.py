@@ -249,11 +249,11 @@ SILVER_ROW_CHANGES = TableSpec(
         Column('db', STRING, False, 'database'),
         Column('table_name', STRING, False, 'table'),
         Column('operation', STRING, False, "'insert', 'update' or 'delete'"),
-        Column('before', STRING_MAP, True,
-               'before image: column name -> value as MySQL prints it (NULL value = SQL NULL); NULL for inserts'),
-        Column('after', STRING_MAP, True, 'after image, same encoding; NULL for deletes'),
-        Column('before_json', STRING, True, 'before image as a JSON object with typed JSON values'),
-        Column('after_json', STRING, True, 'after image as a JSON object with typed JSON values'),
+        Column('before', STRING, True,
+               'before image as a JSON object, column name -> typed JSON value (integers to 2^53 as numbers, '
+               'larger ones, DECIMAL and temporal as strings, JSON columns nested; a key with null = SQL NULL, '
+               'a key absent = not in the image); NULL for inserts. docs/row_values.md'),
+        Column('after', STRING, True, 'after image, same encoding; NULL for deletes'),
         Column('event_type', STRING, False, 'rows event type, e.g. UPDATE_ROWS_V2'),
         Column('commit_date', DATE, True, 'UTC date of commit_time (partition column)'),
     ),

@@ -17,7 +17,7 @@ MySQL's ``VECTOR_TO_STRING``), NULL -> None.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring as _json_str
 from typing import Any
@@ -308,34 +308,22 @@ def _compile_renderer(names: tuple[Any, ...], kinds: tuple[Any, ...]) -> Rendere
     return renderer
 
 
-#: one rendered change: (before text map, after text map, before JSON, after JSON)
-RenderedChange = tuple[dict[str, str | None] | None, dict[str, str | None] | None, str | None, str | None]
+#: one rendered change: (before JSON, after JSON), each None for no image
+RenderedChange = tuple[str | None, str | None]
 
 
 class ImageSink:
     """Rendered images as flat columns, appended to change by change
-    (:meth:`ImageRenderer.render_changes_into`): per side, every image's column names and texts
-    in order, the number of names so far after each image (``offsets``, from 0), True in
-    ``nulls`` for a change without that image; and each image's JSON text (None for no image).
-    The layout of an Arrow ``map<string,string>`` column, so a consumer builds its arrays
-    without a dict per row.
+    (:meth:`ImageRenderer.render_changes_into`): per side, each image's typed JSON text (None
+    for no image), what ``silver.row_changes.before`` / ``after`` hold.
 
     The pure-Python form of the extension's ``ImageColumns`` (``native/src/columns.rs``), which
     keeps the same columns as Arrow buffers; both have ``len``, :meth:`append` and
     :meth:`truncate`, and :func:`new_image_sink` gives the one to use."""
 
-    __slots__ = ("before_keys", "before_values", "before_offsets", "before_nulls", "after_keys",
-                 "after_values", "after_offsets", "after_nulls", "before_json", "after_json")
+    __slots__ = ("before_json", "after_json")
 
     def __init__(self) -> None:
-        self.before_keys: list[str] = []
-        self.before_values: list[str | None] = []
-        self.before_offsets: list[int] = [0]
-        self.before_nulls: list[bool] = []
-        self.after_keys: list[str] = []
-        self.after_values: list[str | None] = []
-        self.after_offsets: list[int] = [0]
-        self.after_nulls: list[bool] = []
         self.before_json: list[str | None] = []
         self.after_json: list[str | None] = []
 
@@ -343,38 +331,19 @@ class ImageSink:
         """Changes appended."""
         return len(self.before_json)
 
-    def append(self, before: Mapping[str, str | None] | None, after: Mapping[str, str | None] | None,
-               before_json: str | None, after_json: str | None) -> None:
-        """One change's images: each side's text map (None: no image) and JSON text."""
-        _append_side(before, self.before_keys, self.before_values, self.before_offsets, self.before_nulls)
-        _append_side(after, self.after_keys, self.after_values, self.after_offsets, self.after_nulls)
-        self.before_json.append(before_json)
-        self.after_json.append(after_json)
+    def append(self, before: str | None, after: str | None) -> None:
+        """One change's images: each side's JSON text (None: no image)."""
+        self.before_json.append(before)
+        self.after_json.append(after)
 
     def truncate(self, changes: int) -> None:
         """Back to the first ``changes`` changes."""
-        for offsets, keys, values, nulls in (
-                (self.before_offsets, self.before_keys, self.before_values, self.before_nulls),
-                (self.after_offsets, self.after_keys, self.after_values, self.after_nulls)):
-            del keys[offsets[changes]:], values[offsets[changes]:], offsets[changes + 1:], nulls[changes:]
         del self.before_json[changes:], self.after_json[changes:]
-
-
-def _append_side(image: Mapping[str, str | None] | None, keys: list[str], values: list[str | None],
-                 offsets: list[int], nulls: list[bool]) -> None:
-    if image is None:
-        nulls.append(True)
-    else:
-        keys.extend(image)
-        values.extend(image.values())
-        nulls.append(False)
-    offsets.append(len(keys))
 
 
 def append_images(sink: Any, images: Sequence[RenderedChange]) -> None:
     """Rendered changes appended to a sink (:func:`new_image_sink`): all, or on an exception
-    none (a value the extension's columns cannot hold, such as a text map value that is not a
-    str)."""
+    none (a value the extension's columns cannot hold, such as a JSON text that is not a str)."""
     mark = len(sink)
     try:
         for image in images:
@@ -426,14 +395,12 @@ class ImageRenderer:
 
     def render_changes(self, changes: Sequence[Any]) -> list[RenderedChange]:
         """Every change of a rows event (``before`` / ``after`` images) rendered, image by image
-        (:meth:`render`)."""
+        (:meth:`render`): each image's JSON text, the one form ``silver.row_changes`` stores."""
         render = self.render
         images: list[RenderedChange] = []
         append = images.append
         for change in changes:
-            bj, bt = render(change.before)
-            aj, at = render(change.after)
-            append((bt, at, bj, aj))
+            append((render(change.before)[0], render(change.after)[0]))
         return images
 
     def render_changes_into(self, changes: Sequence[Any], sink: Any) -> int:

@@ -1,5 +1,5 @@
-//! Arrow column buffers filled in Rust: `ImageColumns`, the four row image columns of
-//! `silver.row_changes` (two `map<string,string>`, two JSON strings), and `RowColumns`, the
+//! Arrow column buffers filled in Rust: `ImageColumns`, the two row image columns of
+//! `silver.row_changes` (typed JSON strings), and `RowColumns`, the
 //! columns of a table appended row by row (ints, timestamps, bools, strings, bytes).
 //!
 //! `render_changes_into` writes each rendered value's bytes straight into `ImageColumns`, so no
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
 use crate::render::str_utf8;
 use crate::short_copy::append;
@@ -307,15 +307,6 @@ impl Utf8Builder {
         self.offsets.push(0);
         (rows, nulls, validity, offsets, data).into_pyobject(py)
     }
-
-    /// What `take` gives, copied: the builder keeps its values (a dictionary's words, which the
-    /// next batch points into too).
-    fn copied<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let nulls = self.validity.nulls;
-        let validity = (nulls > 0).then(|| PyBytes::new(py, &self.validity.bits.bytes));
-        let offsets: Vec<u8> = self.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-        (self.len(), nulls, validity, PyBytes::new(py, &offsets), PyBytes::new(py, &self.data)).into_pyobject(py)
-    }
 }
 
 /// A `str`'s UTF-8 as an Arrow string holds it: lone surrogates (names decoded with
@@ -330,10 +321,6 @@ pub(crate) fn arrow_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8
     Ok(Cow::Owned(escaped.cast::<PyBytes>()?.as_bytes().to_vec()))
 }
 
-/// Names in a `MapKeys` dictionary past which it starts again after a batch: a range of many
-/// tables with distinct columns does not copy an ever larger dictionary into every batch.
-const MAP_KEYS_KEPT: usize = 1 << 16;
-
 /// The words of an Arrow dictionary being built: each distinct word once, in the order first
 /// seen, and the index of each (keyed at random: the words come from the binlog).
 #[derive(Default)]
@@ -343,10 +330,6 @@ pub(crate) struct Dictionary {
 }
 
 impl Dictionary {
-    fn len(&self) -> usize {
-        self.words.len()
-    }
-
     /// Whether word `i` is `word`.
     fn is(&self, i: i32, word: &[u8]) -> bool {
         (i as usize) < self.words.len() && self.words.value(i as usize) == word
@@ -369,139 +352,33 @@ impl Dictionary {
         self.words.take(py)
     }
 
-    /// The words as `take` gives them, copied: kept for the next batch.
-    fn copied<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        self.words.copied(py)
-    }
 }
 
-/// The keys of a map column as an Arrow dictionary: each distinct name once (`names`, kept from
-/// batch to batch: a range's tables have few columns) and an index into it per entry. Parquet
-/// then writes the indices it is given, where it would hash every key to find the same ones.
-#[derive(Default)]
-pub(crate) struct MapKeys {
-    names: Dictionary,
-    /// an image layout's keys as indices (`ImageLayout` id -> indices): an image's in one copy
-    layouts: rustc_hash::FxHashMap<u64, Vec<i32>>,
-    indices: Vec<i32>,
-}
+/// Where the renderer would write a value's server text: nowhere. `silver.row_changes` stores
+/// each image once, as its typed JSON (docs/row_values.md derives the text from it), so the
+/// renderer's text calls compile to nothing.
+pub(crate) struct NoText;
 
-impl MapKeys {
-    fn len(&self) -> usize {
-        self.indices.len()
-    }
-
-    /// One key: `name` (valid UTF-8).
-    pub(crate) fn push(&mut self, name: &[u8]) -> Result<(), Overflow> {
-        let i = self.names.index_of(name)?;
-        self.indices.push(i);
+impl NoText {
+    #[inline(always)]
+    pub(crate) fn push(&mut self, _bytes: &[u8]) -> Result<(), Overflow> {
         Ok(())
     }
 
-    /// The keys of one image of the layout `layout` (its id), whose names are `names`: looked
-    /// up once per layout, then copied as indices.
-    pub(crate) fn push_layout(&mut self, layout: u64, names: &[Vec<u8>]) -> Result<(), Overflow> {
-        if let Some(run) = self.layouts.get(&layout) {
-            self.indices.extend_from_slice(run);
-            return Ok(());
-        }
-        let run = names.iter().map(|n| self.names.index_of(n)).collect::<Result<Vec<i32>, Overflow>>()?;
-        self.indices.extend_from_slice(&run);
-        self.layouts.insert(layout, run);
+    #[inline(always)]
+    pub(crate) fn push_null(&mut self) {}
+
+    #[inline(always)]
+    pub(crate) fn push_str(&mut self, _s: &Bound<'_, PyString>) -> PyResult<()> {
         Ok(())
-    }
-
-    fn truncate(&mut self, entries: usize) {
-        self.indices.truncate(entries);
-    }
-
-    /// `(entries, indices, names)`: the indices handed over, the dictionary's names copied (as
-    /// `Utf8Builder::take` gives a column). The names stay for the next batch, unless there are
-    /// more than `MAP_KEYS_KEPT`: then the next batch starts a dictionary of its own.
-    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let entries = self.indices.len();
-        let indices = handed_over(py, &mut self.indices, little_endian_i32)?;
-        let names = if self.names.len() > MAP_KEYS_KEPT {
-            self.layouts.clear();
-            self.names.take(py)?
-        } else {
-            self.names.copied(py)?
-        };
-        (entries, indices, names).into_pyobject(py)
-    }
-}
-
-/// An Arrow `map<string,string>` column being built (its keys as a dictionary: `MapKeys`): its
-/// entries' keys and values, one end offset per row (a NULL map has no entries).
-pub(crate) struct MapBuilder {
-    pub(crate) keys: MapKeys,
-    pub(crate) values: Utf8Builder,
-    offsets: Vec<i32>,
-    validity: Validity,
-}
-
-impl Default for MapBuilder {
-    fn default() -> Self {
-        MapBuilder { keys: MapKeys::default(), values: Utf8Builder::default(), offsets: vec![0], validity: Validity::default() }
-    }
-}
-
-impl MapBuilder {
-    fn rows(&self) -> usize {
-        self.validity.len()
-    }
-
-    /// Ends the row whose entries were pushed since the last one (`valid`: a map, not NULL).
-    pub(crate) fn end_row(&mut self, valid: bool) -> Result<(), Overflow> {
-        self.offsets.push(i32::try_from(self.keys.len()).map_err(|_| Overflow)?);
-        self.validity.push(valid);
-        Ok(())
-    }
-
-    fn truncate(&mut self, rows: usize) {
-        self.offsets.truncate(rows + 1);
-        let entries = self.offsets[rows] as usize;
-        self.keys.truncate(entries);
-        self.values.truncate(entries);
-        self.validity.truncate(rows);
-    }
-
-    /// One row from Python: a dict of str -> str or None, or None.
-    fn push_py(&mut self, image: &Bound<'_, PyAny>) -> PyResult<()> {
-        if image.is_none() {
-            return self.end_row(false).map_err(|_| overflow_err());
-        }
-        let dict = image.cast::<PyDict>().map_err(|_| PyTypeError::new_err("a row image's text map is a dict"))?;
-        for (key, value) in dict.iter() {
-            if key.is_none() {
-                return Err(PyTypeError::new_err("a row image's column name is None"));
-            }
-            let key = key.cast::<PyString>().map_err(|_| PyTypeError::new_err("a row image's column name is not a str"))?;
-            self.keys.push(&arrow_utf8(key)?).map_err(|_| overflow_err())?;
-            self.values.push_py(&value)?;
-        }
-        self.end_row(true).map_err(|_| overflow_err())
-    }
-
-    /// `(rows, nulls, validity or None, offsets, keys, values)` (`MapKeys::take`,
-    /// `Utf8Builder::take`); the builder is emptied.
-    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let rows = self.rows();
-        let (nulls, validity) = self.validity.take(py);
-        let offsets = handed_over(py, &mut self.offsets, little_endian_i32)?;
-        let keys = self.keys.take(py)?;
-        let values = self.values.take(py)?;
-        self.offsets.push(0);
-        (rows, nulls, validity, offsets, keys, values).into_pyobject(py)
     }
 }
 
 /// The row image columns of `silver.row_changes` being built: per side (before, after) the
-/// text map and the JSON text of each change's image.
+/// typed JSON text of each change's image (`before`, `after`).
 #[pyclass(module = "binlog_parser._native_ext")]
 #[derive(Default)]
 pub struct ImageColumns {
-    pub(crate) maps: [MapBuilder; 2],
     pub(crate) jsons: [Utf8Builder; 2],
     /// where the renderer writes an image's JSON before appending it (kept: no `String` per
     /// image)
@@ -509,12 +386,8 @@ pub struct ImageColumns {
 }
 
 impl ImageColumns {
-    /// Back to the first `changes` changes. The maps are cut even when no JSON is: a side that
-    /// fails in its first image of an event has pushed keys (and values) of a row it never ended.
+    /// Back to the first `changes` changes.
     pub(crate) fn truncate_to(&mut self, changes: usize) {
-        for m in &mut self.maps {
-            m.truncate(changes.min(m.rows()));
-        }
         for j in &mut self.jsons {
             if changes < j.len() {
                 j.truncate(changes);
@@ -535,16 +408,13 @@ impl ImageColumns {
         self.jsons[0].len()
     }
 
-    /// One change's images, rendered by Python: each side's text map (a dict, or None for no
-    /// image) and JSON text (or None). On an error nothing is appended.
-    fn append(&mut self, before: &Bound<'_, PyAny>, after: &Bound<'_, PyAny>, before_json: &Bound<'_, PyAny>,
-              after_json: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// One change's images, rendered by Python: each side's JSON text (or None for no image).
+    /// On an error nothing is appended.
+    fn append(&mut self, before: &Bound<'_, PyAny>, after: &Bound<'_, PyAny>) -> PyResult<()> {
         let mark = self.jsons[0].len();
         let result = (|| {
-            self.maps[0].push_py(before)?;
-            self.maps[1].push_py(after)?;
-            self.jsons[0].push_py(before_json)?;
-            self.jsons[1].push_py(after_json)
+            self.jsons[0].push_py(before)?;
+            self.jsons[1].push_py(after)
         })();
         if result.is_err() {
             self.truncate_to(mark);
@@ -557,12 +427,10 @@ impl ImageColumns {
         self.truncate_to(changes);
     }
 
-    /// `(before map, after map, before JSON, after JSON)` as buffers (see `MapBuilder::take`,
-    /// `Utf8Builder::take`); the columns are emptied.
+    /// `(before JSON, after JSON)` as buffers (see `Utf8Builder::take`); the columns are emptied.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let [b, a] = &mut self.maps;
         let [bj, aj] = &mut self.jsons;
-        (b.take(py)?, a.take(py)?, bj.take(py)?, aj.take(py)?).into_pyobject(py)
+        (bj.take(py)?, aj.take(py)?).into_pyobject(py)
     }
 }
 
@@ -1037,31 +905,6 @@ impl RowColumns {
 mod tests {
     use super::*;
 
-    fn entries(m: &MapBuilder) -> (Vec<i32>, Vec<i32>, usize) {
-        (m.offsets.clone(), m.keys.indices.clone(), m.values.len())
-    }
-
-    fn names(keys: &MapKeys) -> Vec<&[u8]> {
-        (0..keys.names.len()).map(|i| keys.names.words.value(i)).collect()
-    }
-
-    #[test]
-    fn map_keys_are_each_name_once_and_an_index_per_key() {
-        let mut keys = MapKeys::default();
-        let layout: Vec<Vec<u8>> = vec![b"id".to_vec(), b"name".to_vec()];
-        keys.push_layout(7, &layout).unwrap();
-        keys.push(b"name").unwrap();
-        keys.push(b"extra").unwrap();
-        keys.push_layout(7, &layout).unwrap();
-        // another layout with the same names in another order: its own run, the same words
-        keys.push_layout(8, &[b"name".to_vec(), b"id".to_vec()]).unwrap();
-        assert_eq!(keys.indices, vec![0, 1, 1, 2, 0, 1, 1, 0]);
-        assert_eq!(names(&keys), vec![&b"id"[..], b"name", b"extra"]);
-        keys.truncate(3);
-        assert_eq!(keys.indices, vec![0, 1, 1]);
-        assert_eq!(names(&keys).len(), 3);
-    }
-
     #[test]
     fn words_are_each_word_once_and_an_index_per_row() {
         // never dropped: its `str` objects' drop needs Python, which the tests do not link
@@ -1074,13 +917,13 @@ mod tests {
         w.repeat_last(2);
         w.push(b"").unwrap();
         assert_eq!(w.indices, vec![0, 0, 1, 2, 1, 1, 1, 0]);
-        let words: Vec<&[u8]> = (0..w.words.len()).map(|i| w.words.words.value(i)).collect();
+        let words: Vec<&[u8]> = (0..w.words.words.len()).map(|i| w.words.words.value(i)).collect();
         assert_eq!(words, vec![&b""[..], b"WRITE_ROWS", b"XID"]);
         assert_eq!((w.validity.len(), w.validity.nulls), (8, 1));
         w.truncate(3);
         assert_eq!((w.indices.clone(), w.validity.len(), w.validity.nulls), (vec![0, 0, 1], 3, 1));
         w.push(b"XID").unwrap(); // still known after the cut
-        assert_eq!((w.indices[3], w.words.len()), (2, 3));
+        assert_eq!((w.indices[3], w.words.words.len()), (2, 3));
     }
 
     #[test]
@@ -1111,25 +954,14 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_drops_the_keys_and_values_of_a_row_never_ended() {
+    fn a_cut_drops_both_sides_of_the_changes_after_it() {
         let mut images = ImageColumns::default();
-        let [before, _] = &mut images.maps;
-        before.keys.push_layout(1, &[b"id".to_vec(), b"name".to_vec()]).unwrap();
-        before.values.push(b"1").unwrap();
-        before.values.push(b"x").unwrap();
-        before.end_row(true).unwrap();
         images.jsons[0].push(b"{}").unwrap();
         images.jsons[1].push_null();
-        images.maps[1].end_row(false).unwrap();
-        let kept = entries(&images.maps[0]);
-        // the next change's before image fails after its keys and one value
-        images.maps[0].keys.push_layout(1, &[b"id".to_vec(), b"name".to_vec()]).unwrap();
-        images.maps[0].values.push(b"2").unwrap();
+        images.jsons[0].push(b"{\"id\":2}").unwrap(); // the next change fails in its after image
         images.truncate_to(1);
-        assert_eq!(entries(&images.maps[0]), kept);
-        assert_eq!(images.maps[0].keys.indices, vec![0, 1]);
+        assert_eq!((images.jsons[0].len(), images.jsons[1].len()), (1, 1));
         images.truncate_to(0);
-        assert_eq!(entries(&images.maps[0]), (vec![0], vec![], 0));
-        assert_eq!((images.jsons[0].len(), images.jsons[1].len(), images.maps[1].rows()), (0, 0, 0));
+        assert_eq!((images.jsons[0].len(), images.jsons[1].len()), (0, 0));
     }
 }

@@ -60,8 +60,10 @@ const C_PAD: u32 = 2;
 /// scan's filter; 10: and its `header_from`, the offset before which no header is wanted; 11:
 /// `ImageColumns.take` hands each map's keys over as dictionary indices and names, `MapKeys`;
 /// 12: `RowColumns` takes the kind `words`, a string column as a dictionary, `Words`; 13: the
-/// module's `VALUE_KINDS` and `SINK_LAYOUT`, and `EventSink` refuses buffers of another layout).
-const ABI: u32 = 13;
+/// module's `VALUE_KINDS` and `SINK_LAYOUT`, and `EventSink` refuses buffers of another layout;
+/// 14: `ImageColumns` holds each image once, its typed JSON: `append(before, after)` and `take`
+/// two columns, no maps).
+const ABI: u32 = 14;
 
 mod columns;
 mod digits;

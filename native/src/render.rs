@@ -2,7 +2,7 @@
 //! compiled.
 //!
 //! For each image (a dict of column name -> typed value, as either decoder builds it) the
-//! compact JSON text of `render_row` and the `render_row_text` map, in one pass: strings, ints,
+//! compact JSON text of `render_row` (what `silver.row_changes.before` / `after` hold), in one pass: strings, ints,
 //! bools, bytes, DECIMALs and the temporal dataclasses here; any other value (floats, JSON
 //! documents, geometry, vectors, partial JSON, subclasses, anything unusual) through the Python
 //! `render._pair_any`, so every value is rendered by the reference code or by a port that
@@ -14,14 +14,13 @@
 //! there is one.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use crate::columns::{arrow_utf8, ImageColumns, MapBuilder, Overflow, Utf8Builder};
+use crate::columns::{ImageColumns, NoText, Overflow, Utf8Builder};
 use crate::digits::{push_hex, push_int, push_padded, two_digits};
 use crate::short_copy::append_str;
 use crate::{
@@ -44,18 +43,11 @@ struct RenderCol {
     column: Py<PyAny>,
 }
 
-/// The id of the next `ImageLayout` made.
-static NEXT_LAYOUT_ID: AtomicU64 = AtomicU64::new(0);
-
 /// The columns of one image layout: the names (in image order) and how to render each.
 #[pyclass(frozen, module = "binlog_parser._native_ext")]
 pub struct ImageLayout {
     types: Py<ValueTypes>,
     names: Vec<Py<PyString>>,
-    /// each name as a map key holds it (`columns::arrow_utf8`)
-    names_utf8: Vec<Vec<u8>>,
-    /// this layout among all a process makes (`MapKeys::push_layout` keeps its keys' indices)
-    id: u64,
     /// each name as the JSON encoder writes it, with its colon: `"name":`
     keys_json: Vec<String>,
     cols: Vec<RenderCol>,
@@ -67,7 +59,7 @@ pub struct ImageLayout {
 impl ImageLayout {
     /// `specs`: one `(name, key_json, year, scale or -1, bytes_hex, column)` per column.
     #[new]
-    fn new(py: Python<'_>, types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>, pair_any: Py<PyAny>) -> PyResult<Self> {
+    fn new(types: Py<ValueTypes>, specs: Vec<Bound<'_, PyTuple>>, pair_any: Py<PyAny>) -> PyResult<Self> {
         let mut names: Vec<Py<PyString>> = Vec::with_capacity(specs.len());
         let mut keys_json = Vec::with_capacity(specs.len());
         let mut cols = Vec::with_capacity(specs.len());
@@ -85,9 +77,7 @@ impl ImageLayout {
                 column: s.get_item(5)?.unbind(),
             });
         }
-        let names_utf8: Vec<Vec<u8>> = names.iter().map(|n| Ok(arrow_utf8(n.bind(py))?.into_owned())).collect::<PyResult<_>>()?;
-        let id = NEXT_LAYOUT_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(ImageLayout { types, names, names_utf8, id, keys_json, cols, pair_any })
+        Ok(ImageLayout { types, names, keys_json, cols, pair_any })
     }
 }
 
@@ -295,7 +285,7 @@ fn push_time(out: &mut String, neg: bool, [h, mi, sec, us, fsp]: [i64; 5]) {
 }
 
 /// A value whose JSON is its text quoted (temporals, DECIMALs).
-fn emit_quoted(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+fn emit_quoted(s: &str, json: &mut String, text: &mut NoText) -> Result<(), Fallback> {
     json.push('"');
     append_str(json, s);
     json.push('"');
@@ -304,7 +294,7 @@ fn emit_quoted(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(),
 
 /// `emit_quoted` of the text `write` appends to `json` (false: it appended none, and this
 /// writes nothing either). No `String` per value: the text is written once, into the JSON.
-fn emit_quoted_with(json: &mut String, text: &mut Utf8Builder, write: impl FnOnce(&mut String) -> bool)
+fn emit_quoted_with(json: &mut String, text: &mut NoText, write: impl FnOnce(&mut String) -> bool)
                     -> Result<bool, Fallback> {
     json.push('"');
     let start = json.len();
@@ -318,13 +308,13 @@ fn emit_quoted_with(json: &mut String, text: &mut Utf8Builder, write: impl FnOnc
 }
 
 /// A text value: a JSON string, and itself.
-fn emit_str(s: &str, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+fn emit_str(s: &str, json: &mut String, text: &mut NoText) -> Result<(), Fallback> {
     push_json_str(json, s);
     Ok(text.push(s.as_bytes())?)
 }
 
 /// An integer: `%04d` and quoted for YEAR, a JSON string beyond +-2**53, else a number.
-fn emit_int(col: &RenderCol, n: i64, json: &mut String, text: &mut Utf8Builder) -> Result<(), Fallback> {
+fn emit_int(col: &RenderCol, n: i64, json: &mut String, text: &mut NoText) -> Result<(), Fallback> {
     if !col.year && (-MAX_SAFE..=MAX_SAFE).contains(&n) {
         // a JSON number: its digits are the text
         let start = json.len();
@@ -463,7 +453,7 @@ impl ImageLayout {
         col: &RenderCol,
         v: &Bound<'_, PyAny>,
         json: &mut String,
-        text: &mut Utf8Builder,
+        text: &mut NoText,
     ) -> Result<(), Fallback> {
         let p = v.as_ptr();
         // SAFETY: type checks and buffer access on a live object
@@ -530,7 +520,7 @@ impl ImageLayout {
         data: &EventBytes<'_, 'py>,
         pos: usize,
         json: &mut String,
-        text: &mut Utf8Builder,
+        text: &mut NoText,
     ) -> Result<usize, Fallback> {
         let buf = data.as_bytes();
         let at = |n: usize| pos.checked_add(n).and_then(|end| buf.get(pos..end)).ok_or(Fallback);
@@ -622,7 +612,7 @@ impl ImageLayout {
         col: &RenderCol,
         v: &Bound<'_, PyAny>,
         json: &mut String,
-        text: &mut Utf8Builder,
+        text: &mut NoText,
     ) -> Result<(), Fallback> {
         let out = self.pair_any.bind(py).call1((v, col.column.bind(py)))?;
         let pair = out.cast_into::<PyTuple>().map_err(|_| Fallback)?;
@@ -639,9 +629,9 @@ impl ImageLayout {
         Ok(text.push_str(s.cast::<PyString>().map_err(|_| Fallback)?)?)
     }
 
-    /// One image appended to `map` (its columns checked against the layout: Fallback when
-    /// they are not this layout's); its JSON text returned.
-    fn walk(&self, py: Python<'_>, t: &ValueTypes, row: &Bound<'_, PyAny>, map: &mut MapBuilder) -> Result<String, Fallback> {
+    /// One image's JSON text (its columns checked against the layout: Fallback when they are
+    /// not this layout's).
+    fn walk(&self, py: Python<'_>, t: &ValueTypes, row: &Bound<'_, PyAny>) -> Result<String, Fallback> {
         let row = row.cast::<PyDict>().map_err(|_| Fallback)?;
         let n = self.names.len();
         if row.len() != n {
@@ -658,15 +648,14 @@ impl ImageLayout {
                 json.push(',');
             }
             append_str(&mut json, &self.keys_json[i]);
-            map.keys.push(&self.names_utf8[i])?;
-            self.value(py, t, &self.cols[i], &value, &mut json, &mut map.values)?;
+            self.value(py, t, &self.cols[i], &value, &mut json, &mut NoText)?;
         }
         json.push('}');
         Ok(json)
     }
 
     /// One image read from its bytes at `pos` by `reader` (whose columns are this layout's)
-    /// appended to a side's map and JSON columns; returns where it ends.
+    /// appended to a side's JSON column; returns where it ends.
     #[allow(clippy::too_many_arguments)]
     fn image_from_bytes<'py>(
         &self,
@@ -674,7 +663,6 @@ impl ImageLayout {
         reader: &ImageReader,
         data: &EventBytes<'_, 'py>,
         mut pos: usize,
-        map: &mut MapBuilder,
         json: &mut Utf8Builder,
         text: &mut String,
     ) -> Result<usize, Fallback> {
@@ -685,7 +673,6 @@ impl ImageLayout {
         pos += nb;
         text.clear();
         text.push('{');
-        map.keys.push_layout(self.id, &self.names_utf8)?;
         for i in 0..n {
             if i > 0 {
                 text.push(',');
@@ -693,13 +680,11 @@ impl ImageLayout {
             append_str(text, &self.keys_json[i]);
             if nulls[i >> 3] >> (i & 7) & 1 != 0 {
                 text.push_str("null");
-                map.values.push_null();
             } else {
-                pos = self.value_from_bytes(py, t, &self.cols[i], reader, i, data, pos, text, &mut map.values)?;
+                pos = self.value_from_bytes(py, t, &self.cols[i], reader, i, data, pos, text, &mut NoText)?;
             }
         }
         text.push('}');
-        map.end_row(true)?;
         json.push(text.as_bytes())?;
         Ok(pos)
     }
@@ -710,22 +695,19 @@ impl ImageLayout {
             && self.names.iter().zip(&reader.names).all(|(a, b)| a.as_ptr() == b.as_ptr() || a.bind(py).as_any().eq(b.bind(py)).unwrap_or(false))
     }
 
-    /// One image (or None) appended to a side's map and JSON columns.
+    /// One image (or None) appended to a side's JSON column.
     fn image_into(
         layout: Option<&Self>,
         py: Python<'_>,
         t: &ValueTypes,
         row: &Bound<'_, PyAny>,
-        map: &mut MapBuilder,
         json: &mut Utf8Builder,
     ) -> Result<(), Fallback> {
         if row.is_none() {
-            map.end_row(false)?;
             json.push_null();
             return Ok(());
         }
-        let text = layout.ok_or(Fallback)?.walk(py, t, row, map)?;
-        map.end_row(true)?;
+        let text = layout.ok_or(Fallback)?.walk(py, t, row)?;
         json.push(text.as_bytes())?;
         Ok(())
     }
@@ -770,14 +752,14 @@ fn into_inner(
         (Some(l), _) | (None, Some(l)) => l.types.get(),
         (None, None) => return Err(Fallback),
     };
-    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson], .. } = sink;
+    let ImageColumns { jsons: [bjson, ajson], .. } = sink;
     let mut n = 0;
     for change in changes.try_iter()? {
         let change = change?;
         let b = change.getattr(pyo3::intern!(py, "before"))?;
         let a = change.getattr(pyo3::intern!(py, "after"))?;
-        ImageLayout::image_into(before, py, types, &b, bmap, bjson)?;
-        ImageLayout::image_into(after, py, types, &a, amap, ajson)?;
+        ImageLayout::image_into(before, py, types, &b, bjson)?;
+        ImageLayout::image_into(after, py, types, &a, ajson)?;
         n += 1;
     }
     Ok(n)
@@ -822,7 +804,7 @@ pub(crate) fn images_from_data<'py>(
     sink: &mut ImageColumns,
 ) -> Result<usize, Fallback> {
     let (before, after) = (side(py, before, before_reader)?, side(py, after, after_reader)?);
-    let ImageColumns { maps: [bmap, amap], jsons: [bjson, ajson], scratch } = sink;
+    let ImageColumns { jsons: [bjson, ajson], scratch } = sink;
     let end = data.as_bytes().len();
     let (mut pos, mut count) = (start, 0usize);
     loop {
@@ -834,16 +816,14 @@ pub(crate) fn images_from_data<'py>(
         }
         let from = pos;
         match before {
-            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bmap, bjson, scratch)?,
+            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, bjson, scratch)?,
             None => {
-                bmap.end_row(false)?;
                 bjson.push_null();
             }
         }
         match after {
-            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, amap, ajson, scratch)?,
+            Some((layout, reader)) => pos = layout.image_from_bytes(py, reader, data, pos, ajson, scratch)?,
             None => {
-                amap.end_row(false)?;
                 ajson.push_null();
             }
         }

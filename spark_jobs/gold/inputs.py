@@ -66,7 +66,7 @@ def aggregate(spark: SparkSession, df: DataFrame, marks: dict[TableKey, Coordina
     from pyspark.sql import functions as F
 
     digest = F.xxhash64("file", "pos", "payload_index", "row_index", "operation",
-                        "before_json", "after_json").cast("decimal(38,0)")
+                        "before", "after").cast("decimal(38,0)")
     coords = stream_coordinates()
     old = F.lit(None).cast("boolean")
     if marks:

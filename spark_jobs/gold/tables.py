@@ -136,9 +136,9 @@ def read_silver(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> Data
 
 
 def is_delta(spark: SparkSession, path: str) -> bool:
-    from delta.tables import DeltaTable
+    from spark_jobs.lake import is_delta_table  # every mode, Spark Connect included
 
-    return bool(DeltaTable.isDeltaTable(spark, path))
+    return is_delta_table(spark, path)
 
 
 def coordinates(row: Row, row_index: int = -1) -> Coordinates:
@@ -207,13 +207,13 @@ def table_stream(spark: SparkSession, cfg: BinlakeConfig, source: str, db: str, 
     maps = (same_table(read_silver(spark, cfg, "bronze.events")).where(F.col("event_type") == "TABLE_MAP")
             .select("file", "file_seq", "pos", "payload_index", F.lit(-1).alias("row_index"),
                     F.lit("table_map").alias("kind"), "fields", F.lit(None).cast("string").alias("operation"),
-                    F.lit(None).cast("string").alias("before_json"),
-                    F.lit(None).cast("string").alias("after_json"), "gtid",
+                    F.lit(None).cast("string").alias("before"),
+                    F.lit(None).cast("string").alias("after"), "gtid",
                     F.lit(None).cast("timestamp").alias("commit_time")))
     rows = (same_table(read_silver(spark, cfg, "silver.row_changes"))
             .select("file", "file_seq", "pos", "payload_index", "row_index", F.lit("row").alias("kind"),
-                    F.lit(None).cast("string").alias("fields"), "operation", "before_json",
-                    "after_json", "gtid", "commit_time"))
+                    F.lit(None).cast("string").alias("fields"), "operation", "before",
+                    "after", "gtid", "commit_time"))
     return maps, rows
 
 
