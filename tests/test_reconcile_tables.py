@@ -66,7 +66,7 @@ def test_maintenance_runs_table_is_created_by_the_same_ensure(tmp_path: Path) ->
            "actions": ["zorder"], "cluster_by": ["file_seq", "pos"], "files_before": 3, "files_after": 1,
            "bytes_before": 30, "bytes_after": 12, "log_entries_before": 4, "log_entries_after": 5,
            "files_vacuumed": 0, "retention_hours": 168, "millis": 7,
-           "started_at": dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)}
+           "started_at": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)}
     record_runs(cfg, "m1", [row])
     runs = DeltaTable(table("meta.maintenance_runs").location(cfg.warehouse))
     assert json.loads(runs.schema().to_json()) == json.loads(delta_schema_json(table("meta.maintenance_runs")))
