@@ -108,3 +108,74 @@ def _projection(target: pa.Schema) -> dict[str, object]:
     import pyarrow.dataset as ds
 
     return {f.name: ds.field(OLD_JSON_COLUMNS.get(f.name, f.name)) for f in target}
+
+
+# ---------------------------------------------------------------------------------------------
+# The server's text of each value, derived from the stored JSON (docs/row_values.md)
+# ---------------------------------------------------------------------------------------------
+
+def text_map(image: str | None) -> dict[str, str | None] | None:
+    """An image's typed JSON as ``{column: the server's text}``: what the previous layout stored
+    as ``map<string,string>`` (``binlog_parser.rows.render.render_row_text``), exactly. A JSON
+    string is its text, null is NULL, an integer its digits; a float the server's layout of its
+    shortest digits (``449847`` for ``449847.0``, ``1e15``, ``0.00000015``); a list (VECTOR)
+    ``VECTOR_TO_STRING``'s ``[1.10000e+00,...]``; an object (a partial JSON update's diffs)
+    Python's ``json.dumps`` text."""
+    if image is None:
+        return None
+    from binlog_parser.rows.numbers import format_double
+
+    out: dict[str, str | None] = {}
+    for name, value in json.loads(image).items():
+        if value is None or isinstance(value, str):
+            out[name] = value
+        elif isinstance(value, bool):
+            out[name] = "1" if value else "0"
+        elif isinstance(value, int):
+            out[name] = str(value)
+        elif isinstance(value, float):
+            out[name] = format_double(value)
+        elif isinstance(value, list):
+            out[name] = "[" + ",".join(f"{x:.5e}" for x in value) + "]"
+        else:
+            out[name] = json.dumps(value, ensure_ascii=False)
+    return out
+
+
+#: Spark SQL: ``before`` / ``after`` (``{j}``) as ``map<string,string>`` of the server's text
+#: (:func:`text_map`, but for two kinds of DOUBLE: one the server prints in fixed form below
+#: 1e-4, ``0.00000015``, is ``1.5e-7`` here, and ``-0`` is ``0``)
+SPARK_TEXT_MAP = (
+    "CASE WHEN {j} IS NULL THEN NULL ELSE transform_values(from_json({j}, 'map<string,variant>'), (k, v) -> "
+    "CASE WHEN v IS NULL OR is_variant_null(v) THEN NULL "
+    "WHEN schema_of_variant(v) LIKE 'ARRAY%' THEN concat('[', array_join(transform(cast(v AS array<double>), "
+    "x -> format_string('%.5e', x)), ','), ']') "
+    "WHEN schema_of_variant(v) LIKE 'OBJECT%' THEN regexp_replace(regexp_replace(to_json(v), "
+    "'([\\\\]}\"0-9el]),', '$1, '), '\":', '\": ') "
+    "WHEN schema_of_variant(v) = 'DOUBLE' THEN regexp_replace(regexp_replace(cast(v AS string), "
+    "'\\\\.0E', 'E'), 'E', 'e') "
+    "ELSE cast(v AS string) END) END")
+
+#: DuckDB (``binlake sql``'s fast path registers them): ``row_image_text(before)`` is the same
+#: map (:func:`text_map`; a double in exponent form is DuckDB's ``1.5e-7`` where the server
+#: prints ``0.00000015``)
+DUCKDB_TEXT_MAP_MACROS = (
+    "CREATE OR REPLACE MACRO row_image_value(t) AS CASE json_type(t) "
+    "WHEN 'NULL' THEN NULL "
+    "WHEN 'VARCHAR' THEN json_extract_string(t, '$') "
+    "WHEN 'DOUBLE' THEN CASE WHEN t::VARCHAR = '-0.0' THEN '-0' "
+    "WHEN t::DOUBLE = trunc(t::DOUBLE) AND abs(t::DOUBLE) < 1e15 THEN (t::DOUBLE)::HUGEINT::VARCHAR "
+    "ELSE t::VARCHAR END "
+    "WHEN 'ARRAY' THEN '[' || array_to_string(list_transform(t::DOUBLE[], lambda x: printf('%.5e', x)), ',') || ']' "
+    "WHEN 'OBJECT' THEN regexp_replace(regexp_replace(t::VARCHAR, '([\\]}\"0-9el]),', '\\1, ', 'g'), "
+    "'\":', '\": ', 'g') "
+    "ELSE t::VARCHAR END",
+    "CREATE OR REPLACE MACRO row_image_text(j) AS CASE WHEN j IS NULL THEN NULL ELSE map_from_entries("
+    "list_transform(json_keys(j), lambda k: {'key': k, 'value': row_image_value("
+    "json_extract(j, '/' || replace(replace(k, '~', '~0'), '/', '~1')))})) END",
+)
+
+
+def spark_text_map(column: str) -> str:
+    """:data:`SPARK_TEXT_MAP` over ``column`` (``before`` or ``after``, or any expression)."""
+    return SPARK_TEXT_MAP.replace("{j}", column)

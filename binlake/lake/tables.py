@@ -251,7 +251,7 @@ SILVER_ROW_CHANGES = TableSpec(
         Column('operation', STRING, False, "'insert', 'update' or 'delete'"),
         Column('before', STRING, True,
                'before image as a JSON object, column name -> typed JSON value (integers to 2^53 as numbers, '
-               'larger ones, DECIMAL and temporal as strings, JSON columns nested; a key with null = SQL NULL, '
+               'larger ones, DECIMAL and temporal as strings, VECTORs as lists; a key with null = SQL NULL, '
                'a key absent = not in the image); NULL for inserts. docs/row_values.md'),
         Column('after', STRING, True, 'after image, same encoding; NULL for deletes'),
         Column('event_type', STRING, False, 'rows event type, e.g. UPDATE_ROWS_V2'),

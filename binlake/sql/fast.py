@@ -29,6 +29,7 @@ from binlake.config import BinlakeConfig
 from binlake.errors import BinlakeError
 from binlake.lake.catalog import GOLD_NAME, GOLD_TABLES_SQL, gold_specs
 from binlake.lake.delta_tables import open_delta_table, storage_options
+from binlake.lake.row_images import DUCKDB_TEXT_MAP_MACROS
 from binlake.lake.tables import DATABASES, META_GOLD_STATUS, TABLES, TableSpec
 from binlake.lake.tables import table as registered_table
 from binlake.sql.describe import COLUMNS as DESCRIBE_COLUMNS
@@ -95,6 +96,8 @@ class FastWarehouse:
         # No extension downloads at run time (offline hosts): parquet/icu/json are built in.
         self.connection = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
         self.connection.execute("SET TimeZone = 'UTC'")  # Spark's session zone in spark_jobs.session
+        for macro in DUCKDB_TEXT_MAP_MACROS:  # row_image_text(after): the server's text map (row_images)
+            self.connection.execute(macro)
         self._options: dict[str, str] | None = None
         self._opened: dict[str, bool] = {}
         self._schemas: dict[str, tuple[str, list[str]]] = {}  # name -> (Delta schema JSON, partition columns)
