@@ -301,6 +301,28 @@ class MaintenanceSettings:
 
 
 @dataclass(frozen=True, config=_SCHEMA)
+class LineageSettings:
+    """``[lineage]``: OpenLineage events of the DAG tasks and the Spark jobs (docs/lineage.md).
+    ``transport``: ``file`` (JSON lines under ``file_dir``, default ``<state_dir>/lineage``),
+    ``console`` (the task log) or ``http`` (Marquez or any OpenLineage endpoint at ``url``);
+    ``spark``: the Spark listener too; ``namespace``: the jobs' namespace."""
+
+    enabled: StrictBool = True
+    transport: Literal["file", "console", "http"] = "file"
+    file_dir: StrictStr | None = None
+    url: StrictStr | None = None
+    endpoint: StrictStr = "api/v1/lineage"
+    namespace: StrictStr = "binlake"
+    spark: StrictBool = True
+
+    @model_validator(mode="after")
+    def _http_has_url(self) -> LineageSettings:
+        if self.enabled and self.transport == "http" and not self.url:
+            raise ValueError('[lineage] transport = "http" needs url (e.g. "http://marquez:5000")')
+        return self
+
+
+@dataclass(frozen=True, config=_SCHEMA)
 class ArchiveConfig:
     """The ``[archive]`` table: keys for every source, and ``[archive.<source>]`` tables that
     override them for one source (already merged: ``per_source[name]`` is complete)."""
@@ -334,6 +356,7 @@ class BinlakeConfig:
     archive: ArchiveConfig | None = None
     gold: GoldSettings = GoldSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
+    lineage: LineageSettings = LineageSettings()
 
     @field_validator("sources")
     @classmethod
@@ -390,7 +413,8 @@ class BinlakeConfig:
 _PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object")
 #: file key -> field name, per section
 _FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
-_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold", "maintenance")
+_FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold", "maintenance",
+                                   "lineage")
 _UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
@@ -403,7 +427,7 @@ def _file_keys(section: str) -> list[str]:
     if section == "gold.union":
         return [f.name for f in dataclasses.fields(GoldUnion)]
     model = {"sources": SourceConfig, "s3": S3Settings, "spark": SparkSettings, "archive": ArchiveSettings,
-             "gold": GoldSettings, "maintenance": MaintenanceSettings}[section]
+             "gold": GoldSettings, "maintenance": MaintenanceSettings, "lineage": LineageSettings}[section]
     back = {v: k for k, v in _FILE_RENAMES.get(section, {}).items()}
     return [back.get(f.name, f.name) for f in dataclasses.fields(model)]
 
@@ -644,7 +668,9 @@ def _resolve(cfg: BinlakeConfig, base: Path, config_path: str | None) -> Binlake
     return dataclasses.replace(
         cfg, sources=tuple(sources), warehouse=resolve_location(cfg.warehouse, base).rstrip("/"),
         state_dir=state_dir, jars_dir=resolve_location(cfg.jars_dir, base), config_path=config_path,
-        archive=_anchor_archive(cfg.archive, base, state_dir))
+        archive=_anchor_archive(cfg.archive, base, state_dir),
+        lineage=dataclasses.replace(cfg.lineage, file_dir=resolve_location(
+            cfg.lineage.file_dir or str(Path(state_dir) / "lineage"), base)))
 
 
 def config_from_dict(raw: Mapping[str, Any], base: Path, config_path: str | None = None,

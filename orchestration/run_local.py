@@ -110,6 +110,10 @@ def prepare_airflow(cfg: BinlakeConfig) -> None:
     SQLite under ``<state_dir>/airflow``, the DAG files, no examples; DB migrated."""
     if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:
         os.environ.update(airflow_env(Path(cfg.state_dir) / "airflow", quiet=False))
+    from orchestration.lineage import airflow_lineage_env
+
+    for key, value in airflow_lineage_env(cfg).items():  # [lineage]; settings given outside win
+        os.environ.setdefault(key, value)
     migrate_airflow_db()
 
 

@@ -140,6 +140,44 @@ def spark_conf(cfg: BinlakeConfig, *, include_jars: bool = True, ui: bool | None
     conf.update(sp.extra_conf)
     if catalog:  # after [spark.conf]: it has taken that table's metastore keys and driver options in
         conf.update(metastore_conf(cfg))
+    conf.update({k: v for k, v in lineage_conf(cfg).items() if k not in sp.extra_conf})
+    return conf
+
+
+#: OpenLineage's Spark listener (conf/pom.xml); docs/lineage.md
+OPENLINEAGE_LISTENER = "io.openlineage.spark.agent.OpenLineageSparkListener"
+OPENLINEAGE_JAR_PREFIX = "openlineage-spark_"
+
+
+def quiet_lineage_logs(spark: SparkSession) -> None:
+    """The listener's plan walkers off the log: they print an ERROR ("Query execution is null") for
+    every short Delta-internal query and a WARN for each plan node without a dataset, none of which
+    is a fault; its transport's failures (an unreachable Marquez) still show."""
+    jvm = spark.sparkContext._jvm
+    if jvm is not None:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "io.openlineage.spark.agent.lifecycle", jvm.org.apache.logging.log4j.Level.OFF)
+
+
+def lineage_conf(cfg: BinlakeConfig) -> dict[str, str]:
+    """The OpenLineage listener's settings for ``[lineage]`` (file transport: ``spark.jsonl`` in the
+    lineage folder), or none: lineage or its ``spark`` key off, or (an older jars folder) no
+    listener jar there, which is said once in the log rather than failing every Spark start."""
+    ln = cfg.lineage
+    if not (ln.enabled and ln.spark):
+        return {}
+    if not any(Path(cfg.jars_dir).glob(OPENLINEAGE_JAR_PREFIX + "*.jar")):
+        log.info("no %s*.jar in %s: Spark jobs emit no lineage (make setup fetches it)", OPENLINEAGE_JAR_PREFIX,
+                 cfg.jars_dir)
+        return {}
+    conf = {"spark.extraListeners": OPENLINEAGE_LISTENER, "spark.openlineage.namespace": ln.namespace,
+            "spark.openlineage.transport.type": ln.transport}
+    if ln.transport == "http":
+        conf.update({"spark.openlineage.transport.url": str(ln.url), "spark.openlineage.transport.endpoint": ln.endpoint})
+    elif ln.transport == "file":
+        folder = Path(ln.file_dir or Path(cfg.state_dir) / "lineage")
+        folder.mkdir(parents=True, exist_ok=True)
+        conf["spark.openlineage.transport.location"] = str(folder / "spark.jsonl")
     return conf
 
 
@@ -169,6 +207,8 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.spark.log_level)
+    if spark.sparkContext.getConf().get("spark.extraListeners", "") == OPENLINEAGE_LISTENER:
+        quiet_lineage_logs(spark)
     return spark
 
 
