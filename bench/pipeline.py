@@ -501,8 +501,26 @@ def report(results: list[tuple[Measured, Measured, Any]], split: DecodeSplit, pa
         lines.append(f"{rounds} rounds: ratio ingest/copy CPU " + ", ".join(f"{i.cpu_s / c.cpu_s:.2f}" for c, i, _ in last)
                      + f"; ingest CPU-s {', '.join(f'{i.cpu_s:.1f}' for _, i, _ in last)}"
                      + f"; copy CPU-s {', '.join(f'{c.cpu_s:.1f}' for c, _, _ in last)}; the median below")
+    lines += marginal_lines(results)
     lines.append(f"ratio ingest/copy CPU: {median_ratio(results[-rounds:]):.2f}")
     return "\n".join(lines)
+
+
+def marginal_lines(results: list[tuple[Measured, Measured, Any]]) -> list[str]:
+    """The fixed part and the per-byte (marginal) ingest/copy ratio, from the small archive (the
+    first entry) and the large one (the last): each job's CPU as ``fixed + slope * MB`` through the
+    two points. Why: the fixed part (session, Delta commits of seven tables, tasks' start) weighs on
+    a small archive and not on a night's; the per-byte ratio is what a larger archive tends to."""
+    if len(results) < 2 or results[-1][1].mb <= results[0][1].mb:
+        return []
+    (c0, i0, _), (c1, i1, _) = results[0], results[-1]
+    slope_c = (c1.cpu_s - c0.cpu_s) / (c1.mb - c0.mb)
+    slope_i = (i1.cpu_s - i0.cpu_s) / (i1.mb - i0.mb)
+    fixed_c, fixed_i = c0.cpu_s - slope_c * c0.mb, i0.cpu_s - slope_i * i0.mb
+    per_byte = f"{slope_i / slope_c:.2f}" if slope_c > 0 else "n/a"
+    return [f"fixed part: ingest {fixed_i:.1f} CPU-s, copy {fixed_c:.1f} CPU-s; per MB: ingest {slope_i:.3f}, "
+            f"copy {slope_c:.3f} CPU-s ({i0.mb:.0f} and {i1.mb:.0f} MB archives)",
+            f"ratio ingest/copy CPU per byte (marginal): {per_byte}"]
 
 
 def median_ratio(rounds: list[tuple[Measured, Measured, Any]]) -> float:
