@@ -2,10 +2,13 @@
 
 Runs the installed console script as a user would (``binlake sql --config C "SELECT ..."``) a few
 times per engine and reports wall seconds and CPU seconds (user+sys of the process tree, JVM
-included, which is what a shared machine pays). With no ``--config``, a small warehouse (meta.ingested_files, 1,000
-rows written by delta-rs) is created in a temporary folder.
+included, which is what a shared machine pays), beside two floors measured in the same run: Python
+itself (``python -c pass``) and the fast path's two engines (``python -c "import duckdb, deltalake"``);
+what the fast path costs above the second is binlake's own. With no ``--config``, a small warehouse
+(``silver.row_changes`` partitioned by source and commit_date as ingest writes it, 3,000 rows, and
+``meta.ingested_files``, written by delta-rs) is created in a temporary folder.
 
-    .venv/bin/python bench/sql_startup.py [--config FILE] [--repeat 3] [--query SQL] [--engines fast]
+    .venv/bin/python bench/sql_startup.py [--config FILE] [--repeat 5] [--query SQL] [--engines fast]
         [--imports 12]
 
 ``--imports N`` lists the N largest top-level imports of one fast-path run (``python -X importtime``):
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,7 +41,9 @@ class Timing:
 
 
 def small_warehouse(folder: Path) -> Path:
-    """A config whose warehouse holds one Delta table written by delta-rs."""
+    """A config whose warehouse holds two small Delta tables written by delta-rs."""
+    import datetime
+
     import pyarrow as pa
     from deltalake import write_deltalake
 
@@ -45,22 +51,39 @@ def small_warehouse(folder: Path) -> Path:
     table = pa.table({"source": [f"s{i % 3}" for i in range(rows)], "file": [f"binlog.{i:06d}" for i in range(rows)],
                       "size": list(range(rows))})
     write_deltalake(str(folder / "wh" / "meta" / "ingested_files"), table)
+    changes = 3 * rows
+    write_deltalake(str(folder / "wh" / "silver" / "row_changes"), pa.table({
+        "source": [f"s{i % 3}" for i in range(changes)],
+        "commit_date": [datetime.date(2026, 11, 1 + i % 7) for i in range(changes)],
+        "db": ["shop"] * changes, "tbl": [f"t{i % 5}" for i in range(changes)], "seq": list(range(changes))}),
+        partition_by=["source", "commit_date"])
     config = folder / "binlake.toml"
     config.write_text(f'[pipeline]\nwarehouse = "wh"\nstate_dir = "state"\njars_dir = "{REPO / ".jars"}"\n'
                       '[spark]\nui_enabled = false\n')
     return config
 
 
+#: The floors: what any Python command costs, and what importing the fast path's engines costs.
+FLOORS = {"python -c pass": "pass", "import duckdb, deltalake": "import duckdb, deltalake"}
+
+
 def run_once(config: Path, engine: str, query: str) -> Timing:
-    """One run; CPU = user+sys of the script and every descendant (the JVM too), sampled by psutil.
+    """One run of ``binlake sql`` on ``engine``; see :func:`run_command`."""
+    return run_command([str(BINLAKE), "sql", "--config", str(config), "--engine", engine, "--format", "csv", query],
+                       engine)
+
+
+def run_command(argv: list[str], label: str) -> Timing:
+    """One run; CPU = user+sys of the command and every descendant (the JVM too), sampled by psutil
+    while it runs and taken from the reaped process at its end.
 
     (``RUSAGE_CHILDREN`` misses the JVM: pyspark does not wait for it, so it is never reaped by us.)
     """
     import psutil
 
     start = time.perf_counter()
-    proc = subprocess.Popen([str(BINLAKE), "sql", "--config", str(config), "--engine", engine, "--format", "csv",
-                             query], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cpu_by_pid: dict[int, float] = {}
     root = psutil.Process(proc.pid)
     while proc.poll() is None:
@@ -73,8 +96,12 @@ def run_once(config: Path, engine: str, query: str) -> Timing:
     _, stderr = proc.communicate()
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"{engine}: exit {proc.returncode}: {stderr.strip()}")
-    return Timing(wall=wall, cpu=sum(cpu_by_pid.values()))
+        raise SystemExit(f"{label}: exit {proc.returncode}: {stderr.strip()}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # reaped: exact for the command and the children it waited for (a sub-second run may end between
+    # two samples); sampled: the JVM too, which nobody reaps
+    return Timing(wall=wall, cpu=max(reaped, sum(cpu_by_pid.values())))
 
 
 def largest_imports(config: Path, query: str, top: int) -> list[tuple[float, str]]:
@@ -89,11 +116,18 @@ def largest_imports(config: Path, query: str, top: int) -> list[tuple[float, str
     return sorted(rows, reverse=True)[:top]
 
 
+def _row(label: str, timings: list[Timing]) -> float:
+    """Print one row of the table; returns the median wall seconds."""
+    wall = statistics.median(t.wall for t in timings)
+    print(f"| {label} | {len(timings)} | {wall:.2f} | {statistics.median(t.cpu for t in timings):.2f} |")
+    return wall
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--query", default="SELECT source, count(*) AS files FROM meta.ingested_files GROUP BY source")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--query", default="SELECT count(*) FROM silver.row_changes")
     parser.add_argument("--engines", default="fast,spark", help="comma-separated: fast, spark")
     parser.add_argument("--imports", type=int, default=0, help="list this many of the fast path's largest imports")
     args = parser.parse_args(argv)
@@ -101,13 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         config = args.config or small_warehouse(Path(tmp))
         print(f"binlake sql start-up, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
               f"load average {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
-        print("| engine | runs | median wall s | median CPU s |\n|---|---|---|---|")
+        print(f"query: {args.query}")
+        print("| run | runs | median wall s | median CPU s |\n|---|---|---|---|")
         medians = {}
+        for label, code in FLOORS.items():
+            _row(label, [run_command([sys.executable, "-c", code], label) for _ in range(args.repeat)])
         for engine in args.engines.split(","):
-            timings = [run_once(config, engine, args.query) for _ in range(args.repeat)]
-            medians[engine] = statistics.median(t.wall for t in timings)
-            print(f"| {engine} | {len(timings)} | {medians[engine]:.2f} | "
-                  f"{statistics.median(t.cpu for t in timings):.2f} |")
+            medians[engine] = _row(f"binlake sql, {engine}", [run_once(config, engine, args.query)
+                                                              for _ in range(args.repeat)])
         if {"fast", "spark"} <= set(medians):
             print(f"ratio spark/fast (wall): {medians['spark'] / medians['fast']:.1f}")
         if args.imports:
