@@ -176,7 +176,10 @@ class S3Settings:
 class SparkSettings:
     """``[spark]``: SparkSession / spark-submit settings shared by local and cluster runs."""
 
-    mode: Literal["local", "submit"] = "local"  # local: in-process SparkSession; submit: SparkSubmitOperator
+    #: local: in-process SparkSession; submit: SparkSubmitOperator; connect: each step a Spark Connect
+    #: client (in the task's process) of the server at ``remote`` (``binlake serve --connect``)
+    mode: Literal["local", "submit", "connect"] = "local"
+    remote: StrictStr = "sc://127.0.0.1:15002"  # connect mode: the Spark Connect server's address
     master: StrictStr = "local[2]"
     conn_id: StrictStr = "spark_default"
     driver_memory: StrictStr = "2g"
@@ -606,6 +609,7 @@ _ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "BINLAKE_S3_ENDPOINT": ("s3", "endpoint_url"),
     "BINLAKE_SPARK_MASTER": ("spark", "master"),
     "BINLAKE_SPARK_MODE": ("spark", "mode"),
+    "BINLAKE_SPARK_REMOTE": ("spark", "remote"),
     "BINLAKE_SPARK_JARS_ON_WORKERS": ("spark", "jars_on_workers"),
 }
 

@@ -7,7 +7,8 @@ Airflow: operators, retries, Assets, credentials, alerts; the logic lives below 
 ``spark_jobs.steps``).
 
 A Spark step is either an in-process ``@task`` (``[spark].mode = "local"``: the task process
-starts a SparkSession) or a :class:`BinlakeSparkSubmitOperator` (``"submit"``: ``spark-submit
+starts a SparkSession; ``"connect"``: the task process is a thin Spark Connect client of the warm
+server at ``[spark].remote``) or a :class:`BinlakeSparkSubmitOperator` (``"submit"``: ``spark-submit
 spark_jobs/__main__.py STEP --source S --run-id R`` through the ``spark_default`` connection, the
 driver in the task's process tree, executors on the cluster). Same DAG, chosen by configuration.
 

@@ -58,7 +58,7 @@ from binlake.ingest.parquet_parts import DirectTable
 from binlake.lake.delta_files import STATS_STRING_PREFIX, DataFile
 from binlake.lake.sql_text import files_predicate
 from binlake.run_ids import new_run_id
-from spark_jobs.errors import DirectWriteRefused, SparkJobError
+from spark_jobs.errors import DirectWriteRefused
 from spark_jobs.lake import delta_log, ensure_table, replace_few_rows, table_path, table_version, write_replace
 from spark_jobs.schemas import TableSpec, spec
 
@@ -425,16 +425,18 @@ def plan_tasks(objects: Sequence[BinlogObject], cuts: Mapping[tuple[str, str], l
     return tasks
 
 
-def _delete_path(spark: SparkSession, path: str) -> None:
+def _delete_path(config: BinlakeConfig, path: str) -> None:
+    """Remove the run's staging folder: a local tree, or every object under the prefix (through
+    binlake's object store, not Hadoop's FileSystem: a Spark Connect client has no JVM)."""
+    from binlake.lake.storage import ObjectNotFound, open_object_store
+
     if "://" not in path:
         shutil.rmtree(path, ignore_errors=True)
         return
-    jvm, jsc = spark._jvm, spark._jsc
-    if jvm is None or jsc is None:
-        raise SparkJobError(f"cannot delete the staging folder {path}: the Spark session has no JVM (Spark Connect)")
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(jsc.hadoopConfiguration())
-    fs.delete(hpath, True)
+    store = open_object_store(path.rstrip("/") + "/", config.s3)
+    for obj in list(store.list("")):
+        with contextlib.suppress(ObjectNotFound):
+            store.delete(obj.name)
 
 
 def already_ingested(spark: SparkSession, config: BinlakeConfig) -> dict[tuple[str, str], tuple[str | None, int | None]]:
@@ -443,15 +445,14 @@ def already_ingested(spark: SparkSession, config: BinlakeConfig) -> dict[tuple[s
     Read with delta-rs (:func:`binlake.ingest.state.read_table_rows`, one row per file): a Spark
     read is a job, seconds of JVM CPU at the start of every ingest (issue 13). Spark reads the
     table when delta-rs cannot."""
-    from delta.tables import DeltaTable
-
     from binlake.ingest.state import INGESTED_FILES, read_table_rows
+    from spark_jobs.lake import is_delta_table
 
     columns = ("source", "file", "etag", "size", "status")
     rows = read_table_rows(config, INGESTED_FILES, columns)
     if rows is None:
         path = table_path(config, INGESTED_FILES)
-        if not DeltaTable.isDeltaTable(spark, path):
+        if not is_delta_table(spark, path):
             return {}
         rows = [r.asDict() for r in spark.read.format("delta").load(path).select(*columns).collect()]
     return {(r["source"], r["file"]): (r["etag"], r["size"]) for r in rows if r["status"] != "failed"}
@@ -531,7 +532,7 @@ def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any],
             refuse_changed_objects(staged.facts)
         except Exception:
             if not opts.keep_staging:
-                _delete_path(spark, staged.path)
+                _delete_path(config, staged.path)
             raise
         t2 = time.time()
         _write_tables(spark, config, objects, staged, opts, result)
@@ -541,7 +542,7 @@ def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any],
             if v is not None:
                 result.table_versions[name] = v
         if not opts.keep_staging:
-            _delete_path(spark, staged.path)
+            _delete_path(config, staged.path)
     result.seconds = time.time() - t0
     log.info("ingest %s: %d files, %d tasks, %.1f MB in %.1fs", result.run_id, result.files, result.tasks,
              result.bytes / 1e6, result.seconds)
@@ -582,16 +583,17 @@ def _plan(spark: SparkSession, objects: Sequence[BinlogObject], opts: IngestOpti
           result: IngestResult) -> list[list[dict[str, Any]]]:
     """Split points of large files (a header scan on the executors), then the task list: at
     least ``defaultParallelism`` tasks when the archive allows it (:func:`spread_targets`)."""
-    sc = spark.sparkContext
+    from spark_jobs.session import default_parallelism, run_on_executors
+
     threshold, target, pack = spread_targets(opts.split_threshold, opts.split_target, opts.pack_target,
                                              total_bytes=sum(o.size for o in objects),
-                                             parallelism=sc.defaultParallelism)
+                                             parallelism=default_parallelism(spark))
     big = [o for o in objects if o.size > threshold]
     cuts: dict[tuple[str, str], list[int]] = {}
     if big:
-        found = (sc.parallelize([(o.source, o.file, o.uri, o.size, o.etag) for o in big], len(big))
-                 .map(lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], target, s3, etag=t[4])))
-                 .collect())
+        found = run_on_executors(
+            spark, lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], target, s3, etag=t[4])),
+            [(o.source, o.file, o.uri, o.size, o.etag) for o in big])
         cuts = dict(found)
         result.split_files = sum(1 for v in cuts.values() if v)
     tasks = plan_tasks(objects, cuts, pack_target=pack)
@@ -635,8 +637,9 @@ def _decode_to_staging(spark: SparkSession, config: BinlakeConfig, tasks: list[l
     settings = TaskSettings(folder, dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows,
                             direct)
     t1 = time.time()
-    done = (spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
-            .map(functools.partial(decode_task, settings=settings)).collect())
+    from spark_jobs.session import run_on_executors
+
+    done = run_on_executors(spark, functools.partial(decode_task, settings=settings), list(enumerate(tasks)))
     result.decode_seconds = time.time() - t1
     parts: dict[str, list[str]] = {k: [] for k in STAGE_KINDS}
     files: dict[str, list[DataFile]] = {k: [] for k in direct}

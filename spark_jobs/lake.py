@@ -158,10 +158,28 @@ def _create_table(config: BinlakeConfig, path: str, ts: TableSpec) -> None:
             raise
 
 
-def _repartition(spark: SparkSession, path: str, ts: TableSpec) -> None:
-    from delta.tables import DeltaTable
+def is_delta_table(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds a Delta table, asked of Spark in every mode: delta-spark's Python
+    ``DeltaTable`` needs Delta's Connect plugin on a Spark Connect server, so a Connect client
+    reads the table's schema instead (an analysis error: no table there)."""
+    from spark_jobs.session import is_connect
 
-    current = tuple(DeltaTable.forPath(spark, path).detail().collect()[0]["partitionColumns"])
+    if not is_connect(spark):
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(spark, path))
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.read.format("delta").load(path).schema  # noqa: B018 - analysed on the server
+    except AnalysisException:
+        return False
+    return True
+
+
+def _repartition(spark: SparkSession, path: str, ts: TableSpec) -> None:
+    target = "delta.`" + path.replace("`", "``") + "`"
+    current = tuple(spark.sql(f"DESCRIBE DETAIL {target}").collect()[0]["partitionColumns"])
     if current == ts.partition_by:
         return
     log.warning("%s: partitioned by %s, binlake now partitions it by %s: rewriting it once (rows kept)",

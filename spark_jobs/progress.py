@@ -4,7 +4,9 @@ bytes (estimated from the share of tasks done), rate and ETA.
 Why Spark's status tracker: it is Spark's own account of what its executors finished, read from
 the driver without touching the job; a long decode otherwise logs nothing for minutes (the
 Airflow task log stays silent until the step ends). A daemon thread polls it while the step
-runs; a task process runs one step at a time, so every stage it sees is the step's.
+runs; a task process runs one step at a time, so every stage it sees is the step's. A Spark
+Connect client has no status tracker: the server's progress reports (the client's progress
+handler) give the same figures.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import datetime as dt
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import StatusTracker
@@ -104,13 +106,45 @@ class StageCounter:
                 len(self.stages))
 
 
+class ConnectStageCounter:
+    """The same count for a Spark Connect client (no ``sparkContext``, so no status tracker): the
+    server reports each operation's stages to the client's progress handler while it runs; the
+    counter keeps the last figures of every stage it was told about."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stages: dict[int, tuple[int, int]] = {}  # stage id -> (tasks, done)
+
+    def __call__(self, stages: Iterable[Any] | None, inflight_tasks: int, operation_id: str | None,
+                 done: bool) -> None:
+        with self.lock:
+            for st in stages or ():
+                self.stages[st.stage_id] = (st.num_tasks, st.num_completed_tasks)
+
+    def poll(self) -> tuple[int, int, int]:
+        with self.lock:
+            return (sum(d for _t, d in self.stages.values()), sum(t for t, _d in self.stages.values()),
+                    len(self.stages))
+
+
+def _counter(spark: SparkSession) -> tuple[StageCounter | ConnectStageCounter, Callable[[], None]]:
+    """The step's stage counter and what ends it (a Connect client's handler is removed)."""
+    from spark_jobs.session import is_connect
+
+    if is_connect(spark):
+        connect = ConnectStageCounter()
+        spark.registerProgressHandler(connect)  # type: ignore[arg-type]
+        return connect, lambda: spark.removeProgressHandler(connect)  # type: ignore[arg-type]
+    tracker = spark.sparkContext.statusTracker()
+    return StageCounter(tracker, ignore=set(tracker.getActiveStageIds())), lambda: None
+
+
 @contextlib.contextmanager
 def spark_progress(spark: SparkSession, step: str, source: str, *, files: int = 0, total_bytes: int = 0,
                    interval: float = DEFAULT_INTERVAL) -> Iterator[None]:
     """Log the step's progress every ``interval`` seconds while the block runs, and once when it
     ends (so a step shorter than one interval still says what it did)."""
-    tracker = spark.sparkContext.statusTracker()
-    counter = StageCounter(tracker, ignore=set(tracker.getActiveStageIds()))
+    counter, end = _counter(spark)
     stop = threading.Event()
     t0 = time.monotonic()
 
@@ -141,3 +175,5 @@ def spark_progress(spark: SparkSession, step: str, source: str, *, files: int = 
         stop.set()
         thread.join(timeout=interval + 1)
         emit()  # the last line, also for a step shorter than one interval
+        with contextlib.suppress(Exception):  # progress must never fail the step
+            end()

@@ -18,16 +18,20 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from binlake.config import BinlakeConfig
 from binlake.lake.catalog import metastore_conf
 from spark_jobs.errors import MissingJarsError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, Row, SparkSession
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +197,8 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
     """
     from pyspark.sql import SparkSession
 
+    if cfg.spark.mode == "connect" and not master and not catalog:
+        return connect_session(cfg, app_name)
     # Python workers must use this interpreter (the venv), not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -206,10 +212,174 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
     for key, value in {**spark_conf(cfg, ui=ui, catalog=catalog), **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(cfg.spark.log_level)
-    if spark.sparkContext.getConf().get("spark.extraListeners", "") == OPENLINEAGE_LISTENER:
-        quiet_lineage_logs(spark)
+    if not is_connect(spark):  # a Connect server keeps its own log level
+        spark.sparkContext.setLogLevel(cfg.spark.log_level)
+        if spark.sparkContext.getConf().get("spark.extraListeners", "") == OPENLINEAGE_LISTENER:
+            quiet_lineage_logs(spark)
     return spark
+
+
+#: the settings a Spark Connect client sets on its own session (runtime SQL settings; the static
+#: ones, jars, Delta's extension and S3A, are the server's: ``binlake serve --connect``)
+CONNECT_SESSION_KEYS = ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone", "spark.sql.adaptive.enabled")
+
+
+def connect_session(cfg: BinlakeConfig, app_name: str = "binlake") -> SparkSession:
+    """``[spark] mode = "connect"``: a thin client of the Spark Connect server at ``[spark] remote``.
+
+    Why: a step then starts no JVM of its own (seconds of CPU each); the server's JVM is warm and
+    shared by every step of the night. The session's SQL settings are binlake's (UTC, the shuffle
+    partitions), so the tables equal local mode's."""
+    from pyspark.sql import SparkSession
+
+    from spark_jobs.errors import SparkJobError
+
+    try:
+        spark = SparkSession.builder.remote(cfg.spark.remote).appName(app_name).getOrCreate()
+        conf = spark_conf(cfg, include_jars=False)
+        for key in CONNECT_SESSION_KEYS:
+            spark.conf.set(key, conf[key])
+    except Exception as exc:
+        if isinstance(exc, SparkJobError):
+            raise
+        raise SparkJobError(
+            f"cannot open a Spark Connect session at {cfg.spark.remote} ([spark] remote of "
+            f"{cfg.config_path or 'the config'}): {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; "
+            "is `binlake serve --connect` running there?") from exc
+    return spark
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no ``sparkContext``, no RDDs, no ``_jvm``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def run_on_executors(spark: SparkSession, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``fn(item)`` for every item, one Spark task each, on the executors; the results in ``items``' order.
+
+    Why a DataFrame and not ``sparkContext.parallelize``: Spark Connect has no RDDs. A range of
+    ``len(items)`` rows in as many partitions, mapped with ``mapInArrow``, is one task per item in
+    every mode (local, submit, connect). ``fn`` and ``items`` travel pickled in the plan; each
+    result comes back pickled in a BINARY column. ``fn``'s module must be importable on the
+    workers: binlake is installed there (the venv; ``--py-files`` in submit mode)."""
+    from pyspark.serializers import CloudPickleSerializer
+
+    if not items:
+        return []
+    payload = list(items)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow
+
+        pickler = CloudPickleSerializer()
+        for batch in batches:
+            ids = batch.column(0).to_pylist()
+            outs = [pickler.dumps(fn(payload[i])) for i in ids]
+            yield pyarrow.RecordBatch.from_arrays([pyarrow.array(ids, pyarrow.int64()),
+                                                   pyarrow.array(outs, pyarrow.binary())], names=["id", "out"])
+
+    rows = spark.range(0, len(payload), 1, len(payload)).mapInArrow(run, "id long, out binary").collect()
+    pickler = CloudPickleSerializer()
+    by_id = {r["id"]: pickler.loads(bytes(r["out"])) for r in rows}
+    return [by_id[i] for i in range(len(payload))]
+
+
+#: the schema of :func:`map_partitions_tagged`'s output: a tag and one pickled value per row
+TAGGED_DDL = "kind string, payload binary"
+_TAGGED_BATCH = 1024
+
+
+def map_partitions_tagged(df: DataFrame, fn: Callable[[Iterator[Row]], Iterable[tuple[str, Any]]]) -> DataFrame:
+    """``fn`` over each partition of ``df`` (its rows as ``Row``s, the values classic PySpark's
+    ``df.rdd.mapPartitions`` gives: naive local datetimes, ``bytearray`` for BINARY); its
+    ``(kind, value)`` pairs come back as rows of :data:`TAGGED_DDL`, the value pickled.
+
+    Why: Spark Connect has no RDDs; ``mapInArrow`` runs the same Python over the same partitions in
+    every mode. Read the result with :func:`tagged_values` (on the driver) or :func:`tagged_frame`
+    (typed rows, on the executors)."""
+    schema = df.schema
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow
+        from pyspark.serializers import CloudPickleSerializer
+        from pyspark.sql.conversion import ArrowTableToRowsConversion
+
+        pickler = CloudPickleSerializer()
+
+        def rows() -> Iterator[Row]:
+            for batch in batches:
+                table = pyarrow.Table.from_batches([batch])
+                yield from ArrowTableToRowsConversion.convert(table, schema, binary_as_bytes=False)
+
+        kinds: list[str] = []
+        payloads: list[bytes] = []
+        for kind, value in fn(rows()):
+            kinds.append(kind)
+            payloads.append(pickler.dumps(value))
+            if len(kinds) >= _TAGGED_BATCH:
+                yield pyarrow.RecordBatch.from_arrays([pyarrow.array(kinds, pyarrow.string()),
+                                                       pyarrow.array(payloads, pyarrow.binary())], names=["kind", "payload"])
+                kinds, payloads = [], []
+        if kinds:
+            yield pyarrow.RecordBatch.from_arrays([pyarrow.array(kinds, pyarrow.string()),
+                                                   pyarrow.array(payloads, pyarrow.binary())], names=["kind", "payload"])
+
+    return df.mapInArrow(run, TAGGED_DDL)
+
+
+def tagged_values(tagged: DataFrame, *kinds: str) -> list[tuple[str, Any]]:
+    """The ``(kind, value)`` pairs of :func:`map_partitions_tagged`'s output of the given kinds, on the driver."""
+    from pyspark.serializers import CloudPickleSerializer
+    from pyspark.sql import functions as F
+
+    pickler = CloudPickleSerializer()
+    rows = tagged.where(F.col("kind").isin(*kinds)).collect()
+    return [(r["kind"], pickler.loads(bytes(r["payload"]))) for r in rows]
+
+
+def tagged_frame(spark: SparkSession, tagged: DataFrame, kinds: Sequence[str], ddl: str,
+                 as_row: Callable[[tuple[str, Any]], Sequence[Any]] = lambda kv: kv[1]) -> DataFrame:
+    """A DataFrame of schema ``ddl`` holding ``as_row((kind, value))`` for every pair of ``kinds``:
+    the values turned into typed columns on the executors, as ``spark.createDataFrame`` does
+    (pyspark's own Python-to-Arrow conversion: a naive datetime is local time, as there)."""
+    from pyspark.sql import functions as F
+
+    schema = spark.createDataFrame([], ddl).schema
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.serializers import CloudPickleSerializer
+        from pyspark.sql.conversion import LocalDataToArrowConversion
+
+        pickler = CloudPickleSerializer()
+        for batch in batches:
+            pairs = zip(batch.column(0).to_pylist(), batch.column(1).to_pylist())
+            data = [as_row((kind, pickler.loads(payload))) for kind, payload in pairs]
+            if data:
+                yield from LocalDataToArrowConversion.convert(data, schema, False).to_batches()
+
+    out = tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl)
+    if not is_connect(spark):
+        return out
+    # a Spark Connect server gives mapInArrow's string columns an explicit collation, and Delta
+    # then writes `string collate UTF8_BINARY` into the table's schema (which delta-rs cannot
+    # read); a cast to the same type drops it
+    return out.select(*[F.col("`" + f.name.replace("`", "``") + "`").cast(f.dataType.simpleString()).alias(f.name)
+                        for f in schema.fields])
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the session runs at once by default (``sparkContext.defaultParallelism``;
+    a Spark Connect client, which has no ``sparkContext``, asks the server with a range query:
+    a range without a partition count gets that many partitions)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    from pyspark.sql import functions as F
+
+    set_value = spark.conf.get("spark.default.parallelism", None)
+    if set_value:
+        return int(set_value)
+    row = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()
+    return int(row[0]) + 1 if row is not None and row[0] is not None else 1
 
 
 @contextlib.contextmanager

@@ -115,14 +115,12 @@ def fill_stop_successors(spark: SparkSession, cfg: BinlakeConfig, source: str, r
     successor is only known from the archive's listing, and may appear nights after the STOP file
     was ingested. The rows are replaced like any ingest write (``replaceWhere`` on those files).
     """
-    from delta.tables import DeltaTable
-
     from binlake.lake.sql_text import files_predicate
-    from spark_jobs.lake import table_path, write_replace
+    from spark_jobs.lake import is_delta_table, table_path, write_replace
 
     successors = stop_successors(cfg, source, run_id)
     path = table_path(cfg, "meta.binlog_files")
-    if not successors or not DeltaTable.isDeltaTable(spark, path):
+    if not successors or not is_delta_table(spark, path):
         return []
     from pyspark.sql import functions as F
 
@@ -485,6 +483,10 @@ def _ensure_pyspark_temp_dir(spark: SparkSession) -> None:
     Seen on a shared, busy host where /tmp/spark-* of a live JVM disappeared between two tasks
     of the same dag.test() process: parallelize()/createDataFrame() then fail with ENOENT.
     """
+    from spark_jobs.session import is_connect
+
+    if is_connect(spark):
+        return  # a Spark Connect client has no driver temp dir (nor a sparkContext)
     temp = getattr(spark.sparkContext, "_temp_dir", None)
     if temp and not os.path.isdir(temp):
         log.warning("PySpark temp dir %s vanished; recreating it", temp)

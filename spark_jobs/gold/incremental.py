@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,11 +47,10 @@ from spark_jobs.gold.tables import (
     table_stream,
     table_version,
 )
+from spark_jobs.session import map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from delta.tables import DeltaTable
-    from pyspark import RDD
-    from pyspark.broadcast import Broadcast
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
     from binlake.config import BinlakeConfig
@@ -141,12 +141,14 @@ def _keys_partition(job: TableJob) -> Callable[[Iterable[Row]], Iterator[tuple[s
     return run
 
 
-def _merge_partition(job: TableJob, held: Broadcast[list[tuple[Any, ...]]]
+def _merge_partition(job: TableJob, held: Sequence[tuple[Any, ...]]
                      ) -> Callable[[Iterable[Row]], Iterator[tuple[str, Any]]]:
     """Pass 2: the resumed replay of the new changes; ``("row", …)`` for every row it holds,
-    ``("gone", key)`` for touched keys it no longer holds, its history versions and side facts."""
+    ``("gone", key)`` for touched keys it no longer holds, its history versions and side facts.
+    ``held`` (the touched keys' gold rows, a night's worth) travels pickled with the function: a
+    Spark Connect client has no ``sparkContext.broadcast``."""
     def run(rows: Iterable[Row]) -> Iterator[tuple[str, Any]]:
-        replayer, items = _resumed(job, rows, held.value)
+        replayer, items = _resumed(job, rows, held)
         replayer.touched = set()
         fed, through = 0, job.through
         for item in items:
@@ -225,7 +227,7 @@ def fetch_rows(spark: SparkSession, path: str, final: TableSchema, keys: DataFra
     return out
 
 
-def _merge_source(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, source: str) -> DataFrame:
+def _merge_source(spark: SparkSession, out: DataFrame, final: TableSchema, source: str) -> DataFrame:
     """The MERGE source: held rows (``GONE`` false) and touched keys no longer held (``GONE`` true,
     their other columns NULL)."""
     names = [c.name for c in final.columns]
@@ -243,18 +245,35 @@ def _merge_source(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSc
         row[source_at] = source
         return (*row, True)
 
-    data = out.filter(lambda kv: kv[0] in ("row", "gone")).map(as_row)
-    return spark.createDataFrame(data, gold_schema_ddl(final) + f", {GONE} BOOLEAN")
+    return tagged_frame(spark, out, ("row", "gone"), gold_schema_ddl(final) + f", {GONE} BOOLEAN", as_row)
 
 
-def merge_rows(spark: SparkSession, target: DeltaTable, src: DataFrame, on: str, columns: Sequence[str], *,
+def merge_rows(spark: SparkSession, target: DeltaTable | str, src: DataFrame, on: str, columns: Sequence[str], *,
                gone: bool, run_id: str, job: str) -> None:
-    """One Delta MERGE of ``src`` into ``target`` on ``on``: rows whose values differ updated, new
-    ones inserted, and (``gone``) the rows flagged ``GONE`` deleted. Never deletes unmatched target
-    rows: the source holds only the touched keys."""
+    """One Delta MERGE of ``src`` into ``target`` (its path, or a ``DeltaTable``) on ``on``: rows
+    whose values differ updated, new ones inserted, and (``gone``) the rows flagged ``GONE``
+    deleted. Never deletes unmatched target rows: the source holds only the touched keys.
+
+    A path is merged with SQL ``MERGE INTO delta.`path```: the Python ``DeltaTable`` API needs
+    Delta's Spark Connect plugin on a Connect server, the SQL needs only Delta's extension."""
     changed = "NOT (" + " AND ".join(f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in columns) + ")"
     assignments: dict[str, str | Column] = {sql_identifier(c): f"s.{sql_identifier(c)}" for c in columns}
     keep = f"NOT s.{GONE}" if gone else "true"
+    if isinstance(target, str):
+        view = f"binlake_merge_source_{uuid.uuid4().hex}"
+        src.createOrReplaceTempView(view)
+        names = ", ".join(assignments)
+        clauses = [f"WHEN MATCHED AND s.{GONE} THEN DELETE"] if gone else []
+        clauses += [f"WHEN MATCHED AND {keep} AND {changed} THEN UPDATE SET "
+                    + ", ".join(f"{k} = {v}" for k, v in assignments.items()),
+                    f"WHEN NOT MATCHED AND {keep} THEN INSERT ({names}) VALUES "
+                    f"({', '.join(str(v) for v in assignments.values())})"]
+        try:
+            with commit_metadata(spark, job, run_id):
+                spark.sql(f"MERGE INTO {delta_path_sql(target)} AS t USING {view} AS s ON {on} " + " ".join(clauses))
+        finally:
+            spark.catalog.dropTempView(view)
+        return
     builder = target.alias("t").merge(src.alias("s"), on)
     if gone:
         builder = builder.whenMatchedDelete(condition=f"s.{GONE}")
@@ -264,28 +283,31 @@ def merge_rows(spark: SparkSession, target: DeltaTable, src: DataFrame, on: str,
         builder.execute()
 
 
-def _merge_history(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, within: str, path: str,
+def delta_path_sql(path: str) -> str:
+    """``delta.`<path>``` (a Delta table by its path in Spark SQL), the backticks in the path doubled."""
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
+def _merge_history(spark: SparkSession, out: DataFrame, final: TableSchema, within: str, path: str,
                    run_id: str) -> None:
     """The touched rows' versions into ``__history``: keyed by (primary key, where the version
     starts); versions are never deleted, an ended one is updated (its ``_valid_to*``)."""
-    from delta.tables import DeltaTable
-
-    df = spark.createDataFrame(out.filter(lambda kv: kv[0] == "history").map(lambda kv: kv[1]),
-                               history_schema_ddl(final))
+    df = tagged_frame(spark, out, ("history",), history_schema_ddl(final))
     on = _null_safe_on([*final.primary_key, *HISTORY_START], "t", "s") + " AND " + within
-    merge_rows(spark, DeltaTable.forPath(spark, path), df, on, df.columns, gone=False, run_id=run_id,
-               job="gold-history")
+    merge_rows(spark, path, df, on, df.columns, gone=False, run_id=run_id, job="gold-history")
 
 
 def touched_keys(spark: SparkSession, stream: DataFrame, job: TableJob) -> DataFrame | str:
     """Pass 1 as a cached DataFrame of keys (typed as the gold table's key columns), or the reason
     the table cannot be resumed (a string)."""
-    out = stream.rdd.mapPartitions(_keys_partition(job)).cache()
-    aborted = out.filter(lambda kv: kv[0] == "abort").map(lambda kv: kv[1]).take(1)
+    from pyspark.sql import functions as F
+
+    out = map_partitions_tagged(stream, _keys_partition(job)).cache()
+    aborted = tagged_values(out.where(F.col("kind") == "abort").limit(1), "abort")
     if aborted:
         out.unpersist()
-        return f"cannot resume the replay: {aborted[0]}"
-    keys = spark.createDataFrame(out.map(lambda kv: kv[1]), _key_ddl(job.final)).cache()
+        return f"cannot resume the replay: {aborted[0][1]}"
+    keys = tagged_frame(spark, out, ("key",), _key_ddl(job.final)).cache()
     keys.count()
     out.unpersist()
     return keys
@@ -296,7 +318,6 @@ def replay_new(spark: SparkSession, cfg: BinlakeConfig, job: TableJob, names: tu
     """Bring one gold table (and its ``__history`` table, ``paths[1]``) up to date with the changes
     after ``job.through``: see the module doc. ``names`` = (source, db, table). A string result
     says why the table must be replayed in full instead (nothing was written then)."""
-    from delta.tables import DeltaTable
 
     source, db, table = names
     path, history_path = paths
@@ -307,19 +328,17 @@ def replay_new(spark: SparkSession, cfg: BinlakeConfig, job: TableJob, names: tu
             return keys
         within = key_range(keys, "t")
         held = fetch_rows(spark, path, job.final, keys, within)
-        bc = spark.sparkContext.broadcast(held)
-        out = stream.rdd.mapPartitions(_merge_partition(job, bc)).cache()
+        out = map_partitions_tagged(stream, _merge_partition(job, held)).cache()
         try:
             src = _merge_source(spark, out, job.final, source)
             on = _null_safe_on(job.final.primary_key, "t", "s") + " AND " + within
-            merge_rows(spark, DeltaTable.forPath(spark, path), src, on,
-                       [c for c in src.columns if c != GONE], gone=True, run_id=run_id, job="gold")
+            merge_rows(spark, path, src, on, [c for c in src.columns if c != GONE], gone=True, run_id=run_id,
+                       job="gold")
             if history_path is not None:
                 _merge_history(spark, out, job.final, within, history_path, run_id)
-            side = out.filter(lambda kv: kv[0] == "side").map(lambda kv: kv[1]).collect()
+            side = [value for _kind, value in tagged_values(out, "side")]
         finally:
             out.unpersist()
-            bc.unpersist()
     finally:
         stream.unpersist()
     changes, fed, last, through, warnings, in_snapshot = side[0]
@@ -335,7 +354,6 @@ def merge_union_part(spark: SparkSession, union_path: str, gold_path: str, sourc
     (the rest of its part equals the gold table already): the gold rows of those keys upserted, the
     keys the gold table no longer holds deleted; the condition names the source's ``_source``
     partition, so other sources' concurrent writes do not conflict with it."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     gold = spark.read.format("delta").load(gold_path)
@@ -344,7 +362,7 @@ def merge_union_part(spark: SparkSession, union_path: str, gold_path: str, sourc
            .select(*[F.col(f"k.{sql_identifier(n)}" if n in key else f"g.{sql_identifier(n)}").alias(n)
                      for n in names], F.col("g._source").isNull().alias(GONE)))
     on = f"t._source = {sql_string(source)} AND " + _null_safe_on(key, "t", "s") + " AND " + key_range(keys, "t")
-    merge_rows(spark, DeltaTable.forPath(spark, union_path), src, on, names, gone=True, run_id=run_id,
+    merge_rows(spark, union_path, src, on, names, gone=True, run_id=run_id,
                job="gold-union")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -33,7 +34,7 @@ from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
 from binlake.gold.state import Segment, TableReplayer, best_table_map, final_schema
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
-from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
+from spark_jobs.gold.incremental import Outcome, TableJob, delta_path_sql, replay_new, versions_after
 from spark_jobs.gold.results import GoldTableResult, last_change
 from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
@@ -51,9 +52,9 @@ from spark_jobs.gold.tables import (
     stream_item,
     table_version,
 )
+from spark_jobs.session import map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark import RDD
     from pyspark.sql import DataFrame, Row, SparkSession
 
     from binlake.config import BinlakeConfig
@@ -111,11 +112,10 @@ def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: Tab
     return run
 
 
-def _write_history(spark: SparkSession, out: RDD[tuple[str, Any]], final: TableSchema, path: str, run_id: str) -> int:
+def _write_history(spark: SparkSession, out: DataFrame, final: TableSchema, path: str, run_id: str) -> int:
     """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
     replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
-    df = spark.createDataFrame(out.filter(lambda kv: kv[0] == "history").map(lambda kv: kv[1]),
-                               history_schema_ddl(final))
+    df = tagged_frame(spark, out, ("history",), history_schema_ddl(final))
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
     return int(spark.read.format("delta").load(path).count())
@@ -171,26 +171,33 @@ def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tu
 
 
 def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchema, run_id: str) -> str:
-    """MERGE when the schema is unchanged (and the table has a key), else overwrite."""
-    from delta.tables import DeltaTable
-
+    """MERGE when the schema is unchanged (and the table has a key), else overwrite. The MERGE is
+    SQL (``MERGE INTO delta.`path```): it needs only Delta's extension on a Spark Connect server."""
     meta = json.dumps({"job": "gold", "run_id": run_id})
     if final.primary_key and is_delta(spark, path):
-        target = DeltaTable.forPath(spark, path)
-        if target.toDF().schema.simpleString() == df.schema.simpleString():
+        if spark.read.format("delta").load(path).schema.simpleString() == df.schema.simpleString():
             on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
             # every column, not just the last change's coordinates: a backfill of older files
             # changes a row's values while its last change stays the same
             changed = "NOT (" + " AND ".join(
                 f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
-            with commit_metadata(spark, "gold", run_id):
-                (target.alias("t").merge(df.alias("s"), on)
-                 .whenMatchedUpdateAll(condition=changed).whenNotMatchedInsertAll()
-                 .whenNotMatchedBySourceDelete().execute())
+            view = f"binlake_gold_source_{uuid.uuid4().hex}"
+            df.createOrReplaceTempView(view)
+            try:
+                with commit_metadata(spark, "gold", run_id):
+                    spark.sql(f"MERGE INTO {delta_path_sql(path)} AS t USING {view} AS s ON {on} "
+                              f"WHEN MATCHED AND {changed} THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT * "
+                              "WHEN NOT MATCHED BY SOURCE THEN DELETE")
+            finally:
+                spark.catalog.dropTempView(view)
             return "merge"
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", meta).save(path))
     return "overwrite"
+
+
+#: the side facts :func:`_replay_partition` yields after the rows and history versions
+SIDE_KINDS = ("changes", "warning", "last", "fed", "through")
 
 
 def _side_facts(side: list[tuple[str, Any]]) -> tuple[int, int, Any, Coordinates | None, Counter[str]]:
@@ -219,17 +226,15 @@ def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
     segments = task.segments or (Segment(task.db, task.table),)
     first = segments[0]  # a seed snapshot's rows are the first table's, before any archived change
     seed = snapshot.rows_of(first.db, first.table) if snapshot and first.after is None else None
-    out = sorted_stream(lineage_stream(spark, cfg, task.source, segments)).rdd.mapPartitions(
-        _replay_partition(task.source, task.versions, final, task.history, seed,
-                          snapshot.position if snapshot else None)).cache()
+    out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), _replay_partition(
+        task.source, task.versions, final, task.history, seed, snapshot.position if snapshot else None)).cache()
     history_rows = None
     try:
-        data = out.filter(lambda kv: kv[0] == "row").map(lambda kv: kv[1])
-        df = spark.createDataFrame(data, gold_schema_ddl(final))
+        df = tagged_frame(spark, out, ("row",), gold_schema_ddl(final))
         mode = _write_gold(spark, df, path, final, task.run_id)
         if history_path is not None:
             history_rows = _write_history(spark, out, final, history_path, task.run_id)
-        side = out.filter(lambda kv: kv[0] not in ("row", "history")).collect()
+        side = tagged_values(out, *SIDE_KINDS)
     finally:
         out.unpersist()
     changes, fed, last, through, warnings = _side_facts(side)
