@@ -206,6 +206,7 @@ LONGEST_FIRST = (
 #: other skip means a required part is missing (the extension, MariaDB, mariadb-binlog, chromium,
 #: openssl, ...) and fails a CI run (``CI=true``), so a green CI run ran everything it claims.
 OPTIONAL_SKIPS = ("BINLAKE_CAMPAIGN_STOCK", "peer not built")
+OPTIONAL_SKIPS += ("postgres not installed",)  # test_catalog_postgres: an optional part, like the peers
 
 
 def _fail_required_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
