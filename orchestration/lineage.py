@@ -7,7 +7,7 @@ Two parts:
   they must be in the environment of the scheduler / task processes before Airflow starts:
   ``binlake run`` and the demo set them (:func:`orchestration.run_local.prepare_airflow`); for a
   deployment, ``python -m orchestration.lineage`` prints them as ``export`` lines.
-* :class:`BinlakeStepExtractor`: the provider's documented hook for operators it does not know
+* ``BinlakeStepExtractor``: the provider's documented hook for operators it does not know
   (a custom extractor). Why not the tasks' Asset outlets alone: the provider turns a ``file://`` or
   ``s3://`` Asset into a path-named dataset and knows nothing of a step's *input* objects (the
   binlog files the run planned) nor of the gold tables written, which only the run's documents
@@ -137,37 +137,49 @@ def _task_source(task_instance: Any) -> str | None:
     return str(doc["source"]) if isinstance(doc, dict) and doc.get("source") else None
 
 
-def _extractor_base() -> type:
-    from airflow.providers.openlineage.extractors.base import BaseExtractor
+def _make_extractor() -> type:
+    """The extractor class, made on first use (:func:`__getattr__`): its base is the provider's, and
+    importing the provider imports Airflow, which reads its settings once; ``binlake run`` imports
+    this module to build those settings, so importing it must not import Airflow."""
+    from airflow.providers.openlineage.extractors.base import BaseExtractor, OperatorLineage
 
-    return BaseExtractor
+    class BinlakeStepExtractor(BaseExtractor):
+        """Inputs and outputs of binlake's per-source steps (see the module doc); other tasks of
+        these operator classes get none from here, so the provider falls back to their inlets/outlets."""
+
+        @classmethod
+        def get_operator_classnames(cls) -> list[str]:
+            return list(OPERATOR_CLASSES)
+
+        def _execute_extraction(self) -> Any:
+            return OperatorLineage()  # on start: the run's documents are not written yet
+
+        def extract_on_complete(self, task_instance: Any) -> Any:
+            task_id = str(self.operator.task_id)
+            if not task_id.startswith(STEP_TASK_PREFIX):
+                return OperatorLineage()
+            step = task_id.removeprefix(STEP_TASK_PREFIX)
+            source = _task_source(task_instance)
+            if step not in STEP_INPUT_TABLES or source is None:
+                return OperatorLineage()
+            inputs, outputs = step_datasets(load_config(), step, source, str(task_instance.run_id))
+            return OperatorLineage(inputs=inputs, outputs=outputs)
+
+    BinlakeStepExtractor.__module__ = __name__
+    BinlakeStepExtractor.__qualname__ = "BinlakeStepExtractor"
+    return BinlakeStepExtractor
 
 
-class BinlakeStepExtractor(_extractor_base()):  # type: ignore[misc]
-    """Inputs and outputs of binlake's per-source steps (see the module doc); other tasks of these
-    operator classes get none from here, so the provider falls back to their inlets/outlets."""
+_made: dict[str, type] = {}
 
-    @classmethod
-    def get_operator_classnames(cls) -> list[str]:
-        return list(OPERATOR_CLASSES)
 
-    def _execute_extraction(self) -> Any:
-        from airflow.providers.openlineage.extractors.base import OperatorLineage
-
-        return OperatorLineage()  # on start: the run's documents are not written yet
-
-    def extract_on_complete(self, task_instance: Any) -> Any:
-        from airflow.providers.openlineage.extractors.base import OperatorLineage
-
-        task_id = str(self.operator.task_id)
-        if not task_id.startswith(STEP_TASK_PREFIX):
-            return OperatorLineage()
-        step = task_id.removeprefix(STEP_TASK_PREFIX)
-        source = _task_source(task_instance)
-        if step not in STEP_INPUT_TABLES or source is None:
-            return OperatorLineage()
-        inputs, outputs = step_datasets(load_config(), step, source, str(task_instance.run_id))
-        return OperatorLineage(inputs=inputs, outputs=outputs)
+def __getattr__(name: str) -> Any:
+    """``orchestration.lineage.BinlakeStepExtractor`` (what the provider imports by name)."""
+    if name != "BinlakeStepExtractor":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _made:
+        _made[name] = _make_extractor()
+    return _made[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

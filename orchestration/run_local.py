@@ -107,13 +107,14 @@ def migrate_airflow_db(env: Mapping[str, str] | None = None, timeout: float = 90
 
 def prepare_airflow(cfg: BinlakeConfig) -> None:
     """A self-contained Airflow for this process (unless Airflow is configured or imported already):
-    SQLite under ``<state_dir>/airflow``, the DAG files, no examples; DB migrated."""
+    SQLite under ``<state_dir>/airflow``, the DAG files, no examples, ``[lineage]``'s OpenLineage
+    settings (docs/lineage.md); DB migrated."""
     if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:
-        os.environ.update(airflow_env(Path(cfg.state_dir) / "airflow", quiet=False))
-    from orchestration.lineage import airflow_lineage_env
+        from orchestration.lineage import airflow_lineage_env
 
-    for key, value in airflow_lineage_env(cfg).items():  # [lineage]; settings given outside win
-        os.environ.setdefault(key, value)
+        os.environ.update(airflow_env(Path(cfg.state_dir) / "airflow", quiet=False))
+        for key, value in airflow_lineage_env(cfg).items():  # [lineage]; settings given outside win
+            os.environ.setdefault(key, value)
     migrate_airflow_db()
 
 
