@@ -291,7 +291,7 @@ _TAGGED_BATCH = 1024
 
 def map_partitions_tagged(df: DataFrame, fn: Callable[[Iterator[Row]], Iterable[tuple[str, Any]]]) -> DataFrame:
     """``fn`` over each partition of ``df`` (its rows as ``Row``s, the values classic PySpark's
-    ``df.rdd.mapPartitions`` gives: naive local datetimes, ``bytearray`` for BINARY); its
+    ``df.rdd.mapPartitions`` gives: naive local datetimes, ``bytes`` for BINARY); its
     ``(kind, value)`` pairs come back as rows of :data:`TAGGED_DDL`, the value pickled.
 
     Why: Spark Connect has no RDDs; ``mapInArrow`` runs the same Python over the same partitions in
@@ -309,7 +309,7 @@ def map_partitions_tagged(df: DataFrame, fn: Callable[[Iterator[Row]], Iterable[
         def rows() -> Iterator[Row]:
             for batch in batches:
                 table = pyarrow.Table.from_batches([batch])
-                yield from ArrowTableToRowsConversion.convert(table, schema, binary_as_bytes=False)
+                yield from ArrowTableToRowsConversion.convert(table, schema, binary_as_bytes=True)
 
         kinds: list[str] = []
         payloads: list[bytes] = []

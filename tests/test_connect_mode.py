@@ -1,0 +1,264 @@
+"""``[spark] mode = "connect"``: the night's Spark steps as thin clients of one warm Spark Connect server.
+
+One module-scoped ``binlake serve --connect`` (loopback, ``local[2]``, the Delta jars and extension on
+the server) serves every step of the connect-mode run; the same archive is run in local mode in this
+process (the session fixture's JVM). Two nights: the fixture chain's first two files, then the
+other two (``orders`` changes its schema there: its gold table is replayed in full again, ``customer``
+is left unchanged). After each
+night every table (bronze, silver, meta, gold and its status) equals local mode's, by digest.
+
+The connect-mode steps run in a child process: a process that has run classic Spark cannot open a
+Spark Connect session. The Python that runs on the executors (decode, the gold replay) is not
+shipped as an artifact: binlake is installed in the venv the server's Python workers run, and the
+client checks that its tasks ran there, in another process. Every process the module started is
+gone at its end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from binlake.config import REPO_ROOT, BinlakeConfig, load_config
+from binlake_testing.s3server import free_port
+from binlake_testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
+from spark_jobs.schemas import ALL_TABLES
+from tests._chain_util import MARIADB_FILES, read_fixture
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
+
+BINLAKE = Path(sys.executable).parent / "binlake"
+SOURCE = "alpha"
+#: when and where a run happened, not what it wrote (as in test_scale_out)
+VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at", "silver_version"})
+#: night 2's files change ``orders`` (its schema, inserts, an update, a delete), not ``customer``
+NIGHTS = (MARIADB_FILES[:2], MARIADB_FILES[2:])
+
+#: the connect-mode night, in its own process: discover, then every Spark step through the server
+CLIENT = textwrap.dedent("""
+    import os, sys
+    from binlake.config import load_config
+    from binlake.runs import discover
+    from spark_jobs.session import build_spark_session, is_connect, run_on_executors
+    from spark_jobs.steps import run_data_checks, run_spark_step
+
+    cfg = load_config(sys.argv[1])
+    run_id = sys.argv[2]
+    spark = build_spark_session(cfg, "binlake-test-connect")
+    assert is_connect(spark), type(spark)
+    # the executors' Python: another process (the server's Python worker), binlake from the venv
+    ((pid, where),) = run_on_executors(spark, lambda _: (os.getpid(), __import__("spark_jobs").__file__), [0])
+    assert pid != os.getpid() and where.startswith(sys.argv[3]), (pid, where)
+    discover("alpha", run_id, cfg=cfg)
+    for step in ("decode", "reconcile", "gold"):
+        result = run_spark_step(step, "alpha", run_id, cfg)
+        assert result.ok, result
+        if step == "gold":
+            print("gold", sorted(result.write_modes.items()))
+    run_data_checks("alpha", run_id, cfg)  # releases the source's run lease, as in the DAG
+""")
+
+
+def _config(folder: Path, archive: Path, *, mode: str, remote: str) -> BinlakeConfig:
+    jars = os.environ.get("BINLAKE_JARS_DIR", str(REPO_ROOT / ".jars"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "binlake.toml"
+    path.write_text("\n".join([
+        "[pipeline]", f'warehouse = "{folder / "warehouse"}"', f'state_dir = "{folder / "state"}"',
+        f'jars_dir = "{jars}"', "",
+        "[[sources]]", f'name = "{SOURCE}"', f'uri = "{archive}/"', "",
+        "[spark]", f'mode = "{mode}"', 'master = "local[2]"', "shuffle_partitions = 2", "ui_enabled = false",
+        f'remote = "{remote}"', ""]))
+    return load_config(path)
+
+
+def _digests(cfg: BinlakeConfig) -> dict[str, TableDigest]:
+    """Every table of the warehouse, the gold tables and their status included."""
+    out = warehouse_digests(cfg.warehouse, ALL_TABLES, cfg.s3, VOLATILE_COLUMNS)
+    base = Path(cfg.warehouse)
+    names = ["silver/schema_history", "meta/gold_status"] + [f"gold/{p.name}" for p in sorted((base / "gold").iterdir())]
+    for name in names:
+        out[name] = delta_table_digest(name, str(base / name), cfg.s3, VOLATILE_COLUMNS)
+    return out
+
+
+def _replays(cfg: BinlakeConfig) -> dict[str, str]:
+    """gold table -> how its last run replayed it (``meta.gold_status.replay``: full / incremental / none)."""
+    from binlake.lake.delta_tables import open_delta_table
+
+    table = open_delta_table(str(Path(cfg.warehouse) / "meta" / "gold_status"), cfg.s3)
+    assert table is not None
+    rows = table.to_pyarrow_table(columns=["gold_table", "replay"]).to_pylist()
+    return {r["gold_table"]: r["replay"] for r in rows}
+
+
+@dataclasses.dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    remote: str
+    started: set[int]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``binlake serve --no-thrift --connect`` on a free loopback port; stopped (SIGTERM) at the end."""
+    folder = tmp_path_factory.mktemp("connect-server")
+    port = free_port()
+    remote = f"sc://127.0.0.1:{port}"
+    cfg = _config(folder, folder / "no-archive", mode="local", remote=remote)
+    proc = subprocess.Popen([str(BINLAKE), "serve", "--config", str(cfg.config_path), "--no-thrift", "--connect",
+                             "--connect-port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=folder)
+    lines: list[str] = []
+    started: set[int] = {proc.pid}
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not any(line.startswith("Spark's log") for line in lines):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+        assert any(line.startswith("Spark's log") for line in lines), (lines, proc.poll())
+        assert f"Spark Connect: {remote}" in lines
+        yield Server(proc, remote, started)
+    finally:
+        _remember(proc.pid, started)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _remember(pid: int, started: set[int]) -> None:
+    try:
+        started.update(c.pid for c in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        pass
+
+
+@pytest.fixture(scope="module")
+def nights(server: Server, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Both nights in both modes: each night's digests per mode and the gold step's write modes."""
+    from binlake.runs import discover
+    from binlake.step_results import GoldStepResult
+    from spark_jobs.steps import run_data_checks, run_spark_step
+
+    tmp = tmp_path_factory.mktemp("connect-mode")
+    archive = tmp / "archive"
+    archive.mkdir()
+    local = _config(tmp / "local", archive, mode="local", remote=server.remote)
+    connect = _config(tmp / "connect", archive, mode="connect", remote=server.remote)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    out = []
+    for night, files in enumerate(NIGHTS, 1):
+        for name in files:
+            (archive / name).write_bytes(read_fixture(name))
+        run_id = f"night{night}"
+        t0 = time.monotonic()
+        discover(SOURCE, run_id, cfg=local)
+        modes: dict[str, str] = {}
+        for step in ("decode", "reconcile", "gold"):
+            result = run_spark_step(step, SOURCE, run_id, local)
+            assert result.ok, result
+            if isinstance(result, GoldStepResult):
+                modes["local"] = str(sorted(result.write_modes.items()))
+        run_data_checks(SOURCE, run_id, local)  # releases the source's run lease, as in the DAG
+        t1 = time.monotonic()
+        client = subprocess.Popen([sys.executable, "-c", CLIENT, str(connect.config_path), run_id, str(REPO_ROOT)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        server.started.add(client.pid)
+        stdout, stderr = client.communicate(timeout=600)
+        _remember(server.proc.pid, server.started)
+        assert client.returncode == 0, stderr[-4000:]
+        modes["connect"] = next(line for line in stdout.splitlines() if line.startswith("gold "))
+        out.append({"local": _digests(local), "connect": _digests(connect), "modes": modes,
+                    "replays": {mode: _replays(cfg) for mode, cfg in (("local", local), ("connect", connect))},
+                    "seconds": (t1 - t0, time.monotonic() - t1)})
+    return out
+
+
+@pytest.mark.parametrize("night", [1, 2])
+def test_every_table_equals_local_mode(nights: list[dict[str, Any]], night: int) -> None:
+    got = nights[night - 1]
+    assert sorted(got["connect"]) == sorted(got["local"])
+    assert any(name.startswith("gold/alpha__") for name in got["local"])
+    for name, digest in got["local"].items():
+        assert got["connect"][name] == digest, name
+    rows = got["local"]["meta.ingested_files"].rows
+    assert rows == len(NIGHTS[0]) + (len(NIGHTS[1]) if night == 2 else 0)
+
+
+def test_gold_writes_the_same_way_in_both_modes(nights: list[dict[str, Any]]) -> None:
+    """Night 1 writes both gold tables (full replay); night 2 rewrites ``orders`` (its schema
+    changed) and leaves ``customer``: the same write modes and replay kinds in both modes."""
+    first, second = nights[0]["modes"], nights[1]["modes"]
+    assert first["local"] == "[('overwrite', 2)]" and first["connect"] == f"gold {first['local']}"
+    assert second["local"] == "[('overwrite', 1), ('unchanged', 1)]", second
+    assert second["connect"] == f"gold {second['local']}"
+    for night in nights:
+        assert night["replays"]["connect"] == night["replays"]["local"]
+    assert set(nights[0]["replays"]["local"].values()) == {"full"}
+
+
+def test_no_process_is_left(server: Server, nights: list[dict[str, Any]]) -> None:
+    """The server's JVM and Python workers and the clients: all gone once the server stops."""
+    server.proc.send_signal(signal.SIGTERM)
+    server.proc.wait(timeout=120)
+    deadline = time.monotonic() + 30
+    alive = [p for p in server.started if psutil.pid_exists(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+        alive = [p for p in server.started if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert not alive, alive
+
+
+def test_connect_mode_and_remote_in_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _config(tmp_path, tmp_path / "archive", mode="connect", remote="sc://127.0.0.1:15999")
+    assert (cfg.spark.mode, cfg.spark.remote) == ("connect", "sc://127.0.0.1:15999")
+    monkeypatch.setenv("BINLAKE_SPARK_REMOTE", "sc://127.0.0.1:16000")
+    assert load_config(cfg.config_path).spark.remote == "sc://127.0.0.1:16000"
+    assert BinlakeConfig().spark.mode == "local"  # the embedded session stays the default
+
+
+TYPED_DDL = "id INT, name STRING, at TIMESTAMP, day DATE, price DECIMAL(10,2), raw BINARY, ok BOOLEAN"
+
+
+def test_mapinarrow_gives_the_values_the_rdd_gave(spark: Any) -> None:
+    """The replacements of ``rdd.mapPartitions`` and ``createDataFrame(rdd)`` (local mode, where both
+    exist): the partition function sees the same Python values (naive local datetimes, bytes),
+    and the typed rows it yields come back as the same table."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from spark_jobs.session import map_partitions_tagged, run_on_executors, tagged_frame, tagged_values
+
+    rows = [(1, "a", dt.datetime(2024, 3, 31, 1, 30, tzinfo=dt.UTC), dt.date(2024, 3, 31), Decimal("1.50"),
+             b"\x00\xff", True), (2, None, None, None, None, None, None)]
+    df = spark.createDataFrame(rows, TYPED_DDL).repartition(1)
+
+    def seen(part: Any) -> Iterator[tuple[str, Any]]:
+        for r in part:
+            yield "row", tuple(r)
+            yield "types", tuple(type(v).__name__ for v in r)
+
+    old = sorted(df.rdd.mapPartitions(seen).collect(), key=repr)
+    tagged = map_partitions_tagged(df, seen)
+    assert sorted(tagged_values(tagged, "row", "types"), key=repr) == old
+    typed = tagged_frame(spark, tagged, ("row",), TYPED_DDL)
+    assert typed.schema == df.schema
+    assert sorted(typed.collect(), key=repr) == sorted(df.collect(), key=repr)
+    assert run_on_executors(spark, lambda x: x * 2, [3, 1, 2]) == [6, 2, 4]
