@@ -17,8 +17,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from binlake.config import BinlakeConfig
-from binlake.lake.row_images import is_old_layout, migrate_row_changes, old_layout_message
 from binlake.lake import tables
+from binlake.lake.row_images import is_old_layout, migrate_row_changes, old_layout_message
 from binlake.lake.tables import table_location
 from spark_jobs.lake import ensure_table
 
