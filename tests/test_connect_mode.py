@@ -31,6 +31,7 @@ import psutil
 import pytest
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
+from binlake_testing.processes import binlake_serve
 from binlake_testing.s3server import free_port
 from binlake_testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
 from spark_jobs.schemas import ALL_TABLES
@@ -38,7 +39,6 @@ from tests._chain_util import MARIADB_FILES, read_fixture
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
-BINLAKE = Path(sys.executable).parent / "binlake"
 SOURCE = "alpha"
 #: when and where a run happened, not what it wrote (as in test_scale_out)
 VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at", "silver_version"})
@@ -117,30 +117,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     port = free_port()
     remote = f"sc://127.0.0.1:{port}"
     cfg = _config(folder, folder / "no-archive", mode="local", remote=remote)
-    proc = subprocess.Popen([str(BINLAKE), "serve", "--config", str(cfg.config_path), "--no-thrift", "--connect",
-                             "--connect-port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=folder)
-    lines: list[str] = []
-    started: set[int] = {proc.pid}
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not any(line.startswith("Spark's log") for line in lines):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line.rstrip("\n"))
-        assert any(line.startswith("Spark's log") for line in lines), (lines, proc.poll())
+    args = ["--config", str(cfg.config_path), "--no-thrift", "--connect", "--connect-port", str(port)]
+    with binlake_serve(args, cwd=folder, wait_seconds=300) as (proc, lines):
         assert f"Spark Connect: {remote}" in lines
-        yield Server(proc, remote, started)
-    finally:
-        _remember(proc.pid, started)
-        proc.send_signal(signal.SIGTERM)
+        started: set[int] = {proc.pid}
         try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            yield Server(proc, remote, started)
+        finally:
+            _remember(proc.pid, started)
 
 
 def _remember(pid: int, started: set[int]) -> None:

@@ -9,27 +9,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _catalog_warehouse import build
 
+from binlake_testing.processes import BINLAKE, binlake_serve
+from binlake_testing.s3server import free_port
+
 REPO = Path(__file__).resolve().parent.parent
-BINLAKE = Path(sys.executable).parent / "binlake"
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Served:
@@ -40,28 +33,10 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     config = build(tmp_path_factory.mktemp("serve"))
-    port, connect_port = _free_port(), _free_port()
-    proc = subprocess.Popen([str(BINLAKE), "serve", "--config", str(config), "--port", str(port), "--connect",
-                             "--connect-port", str(connect_port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=config.parent)
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and not any(line.startswith("Spark's log") for line in lines):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line.rstrip("\n"))
-        assert any(line.startswith("Spark's log") for line in lines), (lines, proc.stderr and proc.stderr.read())
+    port, connect_port = free_port(), free_port()
+    args = ["--config", str(config), "--port", str(port), "--connect", "--connect-port", str(connect_port)]
+    with binlake_serve(args, cwd=config.parent, wait_seconds=600) as (proc, lines):
         yield Served(config, port, connect_port, lines)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0
 
 
