@@ -37,6 +37,7 @@ from typing import Any
 
 import psutil
 import pytest
+from conftest import TEST_CODEGEN_OFF
 
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
 from binlake_testing.airflow_services import AirflowServices, TaskInstanceInfo
@@ -77,7 +78,9 @@ def _write_config(path: Path, *, endpoint: str, master: str, py_files: Path) -> 
               # short-lived JVMs: the C1 compiler alone halves their CPU (measured 24-28 vs 49-52
               # CPU-s for a small Delta session); see docs/operations.md
               f'"spark.driver.extraJavaOptions" = "{SHORT_JVM_OPTIONS}"',
-              f'"spark.executor.extraJavaOptions" = "{SHORT_JVM_OPTIONS}"', ""]
+              f'"spark.executor.extraJavaOptions" = "{SHORT_JVM_OPTIONS}"',
+              # the test sessions' interpreted expressions (tests/conftest.py, TEST_CODEGEN_OFF)
+              *(f'"{key}" = "{value}"' for key, value in TEST_CODEGEN_OFF.items()), ""]
     path.write_text("\n".join(lines))
     return load_config(path)
 
