@@ -159,8 +159,9 @@ def quiet_lineage_logs(spark: SparkSession) -> None:
     is a fault; its transport's failures (an unreachable Marquez) still show."""
     jvm = spark.sparkContext._jvm
     if jvm is not None:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            "io.openlineage.spark.agent.lifecycle", jvm.org.apache.logging.log4j.Level.OFF)
+        # spark3: the column-lineage walkers' package (InputFieldsCollector's WARN per DDL plan node)
+        for package in ("io.openlineage.spark.agent.lifecycle", "io.openlineage.spark3.agent.lifecycle"):
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(package, jvm.org.apache.logging.log4j.Level.OFF)
 
 
 def lineage_conf(cfg: BinlakeConfig) -> dict[str, str]:

@@ -5,8 +5,10 @@ Spark JVM writes ("Setting default log level to WARN", a WARN about native libra
 up as a red error in the task log. The JVM inherits the stderr of the process that launches it;
 :func:`relay_jvm_stderr` hands it a pipe instead while the session starts, and a daemon thread
 reads the pipe and logs each line through the ``spark`` logger at the level log4j printed
-(``25/11/23 18:00:00 WARN NativeCodeLoader: ...`` -> WARNING). Lines without a level (a
-continuation of a stack trace, plain prints) keep the level of the line before them.
+(``25/11/23 18:00:00 ERROR Executor: ...`` -> ERROR). Lines without a level (a
+continuation of a stack trace, plain prints) keep the level of the line before them. The few WARNs
+every healthy run prints (:data:`NOT_FAULTS`) go at INFO: into the task's log, not onto a terminal
+where a newcomer would read them as faults.
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, 
           "WARNING": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 #: Spark's default console pattern ``%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n`` (and ISO dates)
 LINE = re.compile(r"^\d{2,4}[/-]\d{2}[/-]\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+(?P<level>[A-Z]+)\s+(?P<rest>.*)$")
+
+
+#: WARN lines Spark prints on every healthy local run, relayed at INFO (the task's log file, not the
+#: terminal): no native Hadoop library (the Java codecs are used), the session a later step reuses
+#: (its static settings are the same config's), a plan's text shortened for a log line.
+NOT_FAULTS = (
+    re.compile(r"^WARN NativeCodeLoader: Unable to load native-hadoop library"),
+    re.compile(r"^WARN SparkSession: Using an existing Spark session; only runtime SQL configurations"),
+    re.compile(r"^WARN SparkStringUtils: Truncated the string representation of a plan"),
+)
 
 
 def level_of(line: str, previous: int = logging.INFO) -> tuple[int, str]:
@@ -52,6 +64,8 @@ class _Relay:
     def line(self, text: str) -> None:
         with self._lock:
             self._level, text = level_of(text, self._level)
+            if any(p.match(text) for p in NOT_FAULTS):
+                self._level = logging.INFO  # and its continuation lines, if any
             self._held.append((self._level, text))
             if self._open:
                 self._flush()
