@@ -288,6 +288,39 @@ def progress_on_terminal(start: float) -> Iterator[None]:
         logger.setLevel(level)
 
 
+class _ToRootHandlers(logging.Handler):
+    """Hands a record to the root logger's handlers (the terminal), as propagation would."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for handler in logging.getLogger().handlers:
+            if record.levelno >= handler.level:
+                handler.handle(record)
+
+
+@contextlib.contextmanager
+def spark_lines_to_file(path: Path) -> Iterator[None]:
+    """While the DAG runs, the Spark JVM's own lines (logger ``spark``, at INFO and up) go to the
+    demo's log file; its warnings and errors reach the terminal too, as before. The WARNs every
+    healthy run prints arrive at INFO (spark_jobs.spark_logs.NOT_FAULTS): file only."""
+    logger = logging.getLogger("spark")
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    up = _ToRootHandlers(logging.WARNING)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(to_file)
+    logger.addHandler(up)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(to_file)
+        logger.removeHandler(up)
+        logger.setLevel(level)
+        logger.propagate = propagate
+        to_file.close()
+
+
 def default_jars_dir() -> Path:
     """``$BINLAKE_JARS_DIR``, else a checkout's ``.jars/`` (what ``make setup`` fills)."""
     return Path(os.environ.get("BINLAKE_JARS_DIR") or (REPO_ROOT / ".jars"))
@@ -349,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         migrate_airflow_db(env)
         say(f"running DAG {NIGHTLY_DAG_ID} through Airflow (dag.test(); Spark local[2])", t0)
         dag = load_dag(NIGHTLY_DAG_ID, dag_files)
-        with progress_on_terminal(t0):
+        with progress_on_terminal(t0), spark_lines_to_file(demo_dir / "demo.log"):
             result = run_dag(dag)
         for task_id, task_state in sorted(result.task_states.items()):
             say(f"  task {task_id}: {task_state}", t0)

@@ -121,3 +121,30 @@ def test_on_a_terminal_the_demo_draws_a_bar_per_step() -> None:
     assert (task.description, task.completed, task.total) == ("decode mariadb-10.11", 8, 8)
     assert task.fields["detail"].startswith("8/8 tasks (100%) in 1 stage(s); ~3.0 of 3.0 MB of 4 file(s)")
     assert "decode mariadb-10.11 8/8 8/8 tasks (100%)" in screen.getvalue()  # drawn on the terminal
+
+
+def test_the_demo_sends_spark_lines_to_its_log_file(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The JVM's lines (logger ``spark``) go to the demo's log file; only warnings and errors also
+    reach the terminal (the root logger's handlers), so the WARNs every healthy run prints, relayed
+    at INFO, are in the file and not on the terminal."""
+    import logging
+
+    from binlake_testing.demo import spark_lines_to_file
+
+    log_file = tmp_path / "demo.log"
+    spark_log = logging.getLogger("spark")
+    with caplog.at_level(logging.WARNING), spark_lines_to_file(log_file):
+        spark_log.info("WARN NativeCodeLoader: Unable to load native-hadoop library for your platform")
+        spark_log.warning("WARN TaskSetManager: Lost task 0.0 in stage 1.0 (TID 1)")
+        spark_log.error("ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "spark"] == [
+        ("WARNING", "WARN TaskSetManager: Lost task 0.0 in stage 1.0 (TID 1)"),
+        ("ERROR", "ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)"),
+    ]
+    lines = log_file.read_text().splitlines()
+    assert [line.split(" ", 2)[2] for line in lines] == [
+        "INFO spark: WARN NativeCodeLoader: Unable to load native-hadoop library for your platform",
+        "WARNING spark: WARN TaskSetManager: Lost task 0.0 in stage 1.0 (TID 1)",
+        "ERROR spark: ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)",
+    ]
+    assert spark_log.propagate and not [h for h in spark_log.handlers if isinstance(h, logging.FileHandler)]
