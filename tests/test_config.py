@@ -112,7 +112,7 @@ def test_relative_paths_anchor_at_base(tmp_path: Path) -> None:
     ({"sources": [{"name": "a", "uri": "/x"}, {"name": "a", "uri": "/y"}]}, "sources: duplicate source name 'a'"),
     ({"sources": [{"name": "a"}]}, r"sources\[0\].uri: required key is missing"),
     ({"sources": [{"name": "a b", "uri": "/x"}]}, r"sources\[0\].name: source name 'a b' may only use"),
-    ({"spark": {"mode": "yarn"}}, "spark.mode: expected 'local' or 'submit', got 'yarn'"),
+    ({"spark": {"mode": "yarn"}}, "spark.mode: expected 'local', 'submit' or 'connect', got 'yarn'"),
     ({"spark": {"shuffle_partitions": "4"}}, "spark.shuffle_partitions: expected an integer, got '4'"),
     ({"spark": {"ui_enabled": "no"}}, "spark.ui_enabled: expected true or false, got 'no'"),
     ({"spark": {"conf": ["x"]}}, r"spark.conf: expected a table, got \['x'\]"),
@@ -141,7 +141,7 @@ def test_error_names_the_file(tmp_path: Path) -> None:
 
 
 def test_bad_env_value_is_checked_too(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="spark.mode: expected 'local' or 'submit', got 'yarn'"):
+    with pytest.raises(ConfigError, match="spark.mode: expected 'local', 'submit' or 'connect', got 'yarn'"):
         config_from_dict({}, base=tmp_path, env={"BINLAKE_SPARK_MODE": "yarn"})
 
 
