@@ -177,8 +177,13 @@ def is_delta_table(spark: SparkSession, path: str) -> bool:
     return True
 
 
+def delta_path_sql(path: str) -> str:
+    """``delta.`<path>``` (a Delta table by its path in Spark SQL), the backticks in the path doubled."""
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
 def _repartition(spark: SparkSession, path: str, ts: TableSpec) -> None:
-    target = "delta.`" + path.replace("`", "``") + "`"
+    target = delta_path_sql(path)
     current = tuple(spark.sql(f"DESCRIBE DETAIL {target}").collect()[0]["partitionColumns"])
     if current == ts.partition_by:
         return

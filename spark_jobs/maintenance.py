@@ -176,8 +176,9 @@ def _delta_rs_work(cfg: BinlakeConfig, facts: TableFacts, plan: TablePlan, reten
 def _spark_work(spark: SparkSession, cfg: BinlakeConfig, facts: TableFacts, plan: TablePlan, retention: int) -> int:
     """``plan`` carried out with Spark SQL; the count of files VACUUM deleted."""
     from spark_jobs.lake import committed_write as spark_committed
+    from spark_jobs.lake import delta_path_sql
 
-    path = f"delta.`{facts.location.replace('`', '``')}`"
+    path = delta_path_sql(facts.location)
     cols = ", ".join(sql_identifier(c) for c in plan.cluster_by)
 
     def run(sql: str) -> Callable[[leases.CommitFence], Any]:

@@ -188,8 +188,6 @@ def test_a_merge_with_deletion_vectors_gives_the_same_table(spark: Any, tmp_path
     """The incremental gold MERGE (``merge_rows``: a night's touched keys) on a 20,000-row table in one
     file, with and without deletion vectors: the same rows after, and with them only the touched
     rows are written instead of the whole file."""
-    from delta.tables import DeltaTable
-
     from spark_jobs.gold.incremental import GONE, merge_rows
     from spark_jobs.gold.tables import gold_defaults
 
@@ -202,7 +200,7 @@ def test_a_merge_with_deletion_vectors_gives_the_same_table(spark: Any, tmp_path
         with gold_defaults(spark, cfg):  # as run_gold creates a gold table
             spark.range(20_000).selectExpr("id", "concat('value ', id) AS v").repartition(1).write.format(
                 "delta").save(path)
-        merge_rows(spark, DeltaTable.forPath(spark, path), night, "t.id = s.id", ["id", "v"], gone=True,
+        merge_rows(spark, path, night, "t.id = s.id", ["id", "v"], gone=True,
                    run_id="night", job="gold")
         written[dv] = _merge_bytes(spark, path)
     plain, with_dv = (sorted(tuple(r) for r in spark.read.format("delta").load(str(tmp_path / f"dv-{d}")).collect())

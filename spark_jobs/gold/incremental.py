@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,10 +36,10 @@ from binlake.gold.types import spark_type
 from binlake.lake.sql_text import sql_identifier, sql_string
 from spark_jobs.gold.tables import (
     HISTORY_START,
-    commit_metadata,
     coordinates_literal,
     gold_schema_ddl,
     history_schema_ddl,
+    merge_into,
     sorted_stream,
     stream_coordinates,
     stream_item,
@@ -50,8 +49,7 @@ from spark_jobs.gold.tables import (
 from spark_jobs.session import map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
-    from delta.tables import DeltaTable
-    from pyspark.sql import Column, DataFrame, Row, SparkSession
+    from pyspark.sql import DataFrame, Row, SparkSession
 
     from binlake.config import BinlakeConfig
 
@@ -248,44 +246,19 @@ def _merge_source(spark: SparkSession, out: DataFrame, final: TableSchema, sourc
     return tagged_frame(spark, out, ("row", "gone"), gold_schema_ddl(final) + f", {GONE} BOOLEAN", as_row)
 
 
-def merge_rows(spark: SparkSession, target: DeltaTable | str, src: DataFrame, on: str, columns: Sequence[str], *,
+def merge_rows(spark: SparkSession, path: str, src: DataFrame, on: str, columns: Sequence[str], *,
                gone: bool, run_id: str, job: str) -> None:
-    """One Delta MERGE of ``src`` into ``target`` (its path, or a ``DeltaTable``) on ``on``: rows
-    whose values differ updated, new ones inserted, and (``gone``) the rows flagged ``GONE``
-    deleted. Never deletes unmatched target rows: the source holds only the touched keys.
-
-    A path is merged with SQL ``MERGE INTO delta.`path```: the Python ``DeltaTable`` API needs
-    Delta's Spark Connect plugin on a Connect server, the SQL needs only Delta's extension."""
+    """One Delta MERGE of ``src`` into the table at ``path`` on ``on``: rows whose values differ
+    updated, new ones inserted, and (``gone``) the rows flagged ``GONE`` deleted. Never deletes
+    unmatched target rows: the source holds only the touched keys."""
     changed = "NOT (" + " AND ".join(f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in columns) + ")"
-    assignments: dict[str, str | Column] = {sql_identifier(c): f"s.{sql_identifier(c)}" for c in columns}
+    names = [sql_identifier(c) for c in columns]
     keep = f"NOT s.{GONE}" if gone else "true"
-    if isinstance(target, str):
-        view = f"binlake_merge_source_{uuid.uuid4().hex}"
-        src.createOrReplaceTempView(view)
-        names = ", ".join(assignments)
-        clauses = [f"WHEN MATCHED AND s.{GONE} THEN DELETE"] if gone else []
-        clauses += [f"WHEN MATCHED AND {keep} AND {changed} THEN UPDATE SET "
-                    + ", ".join(f"{k} = {v}" for k, v in assignments.items()),
-                    f"WHEN NOT MATCHED AND {keep} THEN INSERT ({names}) VALUES "
-                    f"({', '.join(str(v) for v in assignments.values())})"]
-        try:
-            with commit_metadata(spark, job, run_id):
-                spark.sql(f"MERGE INTO {delta_path_sql(target)} AS t USING {view} AS s ON {on} " + " ".join(clauses))
-        finally:
-            spark.catalog.dropTempView(view)
-        return
-    builder = target.alias("t").merge(src.alias("s"), on)
-    if gone:
-        builder = builder.whenMatchedDelete(condition=f"s.{GONE}")
-    builder = (builder.whenMatchedUpdate(condition=f"{keep} AND {changed}", set=assignments)
-               .whenNotMatchedInsert(condition=keep, values=assignments))
-    with commit_metadata(spark, job, run_id):
-        builder.execute()
-
-
-def delta_path_sql(path: str) -> str:
-    """``delta.`<path>``` (a Delta table by its path in Spark SQL), the backticks in the path doubled."""
-    return "delta.`" + path.replace("`", "``") + "`"
+    clauses = [f"WHEN MATCHED AND s.{GONE} THEN DELETE"] if gone else []
+    clauses += [f"WHEN MATCHED AND {keep} AND {changed} THEN UPDATE SET " + ", ".join(f"{n} = s.{n}" for n in names),
+                f"WHEN NOT MATCHED AND {keep} THEN INSERT ({', '.join(names)}) VALUES "
+                f"({', '.join(f's.{n}' for n in names)})"]
+    merge_into(spark, path, src, on, " ".join(clauses), job=job, run_id=run_id)
 
 
 def _merge_history(spark: SparkSession, out: DataFrame, final: TableSchema, within: str, path: str,

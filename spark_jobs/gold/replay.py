@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -34,11 +33,10 @@ from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
 from binlake.gold.state import Segment, TableReplayer, best_table_map, final_schema
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
-from spark_jobs.gold.incremental import Outcome, TableJob, delta_path_sql, replay_new, versions_after
+from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
 from spark_jobs.gold.results import GoldTableResult, last_change
 from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
-    commit_metadata,
     coordinates_literal,
     ensure_gold_properties,
     event_coordinates,
@@ -47,6 +45,7 @@ from spark_jobs.gold.tables import (
     history_schema_ddl,
     is_delta,
     lineage_stream,
+    merge_into,
     read_silver,
     sorted_stream,
     stream_item,
@@ -171,8 +170,7 @@ def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tu
 
 
 def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchema, run_id: str) -> str:
-    """MERGE when the schema is unchanged (and the table has a key), else overwrite. The MERGE is
-    SQL (``MERGE INTO delta.`path```): it needs only Delta's extension on a Spark Connect server."""
+    """MERGE when the schema is unchanged (and the table has a key), else overwrite."""
     meta = json.dumps({"job": "gold", "run_id": run_id})
     if final.primary_key and is_delta(spark, path):
         if spark.read.format("delta").load(path).schema.simpleString() == df.schema.simpleString():
@@ -181,15 +179,8 @@ def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchem
             # changes a row's values while its last change stays the same
             changed = "NOT (" + " AND ".join(
                 f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
-            view = f"binlake_gold_source_{uuid.uuid4().hex}"
-            df.createOrReplaceTempView(view)
-            try:
-                with commit_metadata(spark, "gold", run_id):
-                    spark.sql(f"MERGE INTO {delta_path_sql(path)} AS t USING {view} AS s ON {on} "
-                              f"WHEN MATCHED AND {changed} THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT * "
-                              "WHEN NOT MATCHED BY SOURCE THEN DELETE")
-            finally:
-                spark.catalog.dropTempView(view)
+            merge_into(spark, path, df, on, f"WHEN MATCHED AND {changed} THEN UPDATE SET * "
+                       "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE", job="gold", run_id=run_id)
             return "merge"
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", meta).save(path))

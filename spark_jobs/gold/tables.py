@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from binlake.gold.state import COPIES_COLUMN, HISTORY_COLUMNS, Segment, StreamIt
 from binlake.gold.types import spark_type
 from binlake.lake.sql_text import source_predicate, sql_identifier
 from binlake.lake.tables import gold_table
-from spark_jobs.lake import ensure_table, replace_few_rows, table_path
+from spark_jobs.lake import delta_path_sql, ensure_table, replace_few_rows, table_path
 from spark_jobs.schemas import spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,7 +90,7 @@ def ensure_gold_properties(spark: SparkSession, cfg: BinlakeConfig, path: str) -
     if not missing:
         return
     props = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(missing.items()))
-    target = "delta.`" + path.replace("`", "``") + "`"
+    target = delta_path_sql(path)
 
     def alter(fence: Any) -> None:
         fence.check()
@@ -129,6 +130,22 @@ def commit_metadata(spark: SparkSession, job: str, run_id: str) -> Iterator[None
         yield
     finally:
         spark.conf.unset(key)
+
+
+def merge_into(spark: SparkSession, path: str, src: DataFrame, on: str, clauses: str, *, job: str,
+               run_id: str) -> None:
+    """``MERGE INTO delta.`path` AS t USING src AS s ON on <clauses>``, tagged with the job and run.
+
+    SQL rather than delta-spark's Python ``DeltaTable`` builder: that needs Delta's Spark Connect
+    plugin on a Connect server, the SQL needs only Delta's extension, so the same call runs in
+    every mode. ``src`` is a temporary view for the statement's length."""
+    view = f"binlake_merge_source_{uuid.uuid4().hex}"
+    src.createOrReplaceTempView(view)
+    try:
+        with commit_metadata(spark, job, run_id):
+            spark.sql(f"MERGE INTO {delta_path_sql(path)} AS t USING {view} AS s ON {on} {clauses}")
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def read_silver(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> DataFrame:
