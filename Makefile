@@ -34,6 +34,7 @@ help:
 
 setup: setup-system setup-python setup-jars setup-logstore
 	@$(MAKE) --no-print-directory setup-native
+	@$(MAKE) --no-print-directory setup-cds
 
 # Stamp keyed on the lock + pyproject hash: a second run is a no-op.
 # Bytecode is compiled at install (uv does not by default): with none, and PYTHONDONTWRITEBYTECODE
@@ -88,6 +89,14 @@ setup-logstore: setup-jars
 	rm -f $(JARS_DIR)/binlake-logstore-*.jar $(JARS_DIR)/.binlake-logstore-*; \
 	cp jvm/logstore/target/binlake-logstore-*.jar $(JARS_DIR)/; rm -rf jvm/logstore/target; touch "$$stamp"; \
 	echo "[setup] LogStore ready: $$(ls $(JARS_DIR)/binlake-logstore-*.jar)"
+
+# The local Spark driver's class-data sharing archive (docs/operations.md, "Class-data sharing"):
+# one JVM dumps the classes a session start and a small Delta read load into
+# $(JARS_DIR)/cds/spark-<key>.jsa, keyed on the jars, Spark's jars and the JDK, so changed jars build
+# a new one (the old is removed) and an unchanged setup is a no-op. Without it Spark starts as before.
+setup-cds: setup-python setup-logstore
+	@$(VPY) -c "from spark_jobs.session import build_class_share_archive as b; print('[setup] class-data sharing archive:', b('$(JARS_DIR)'))" 2>$(JARS_DIR)/.cds-build.log \
+	  || { echo "[setup] WARNING: no class-data sharing archive (Spark starts slower; $(JARS_DIR)/.cds-build.log)" >&2; }
 
 # mariadbd (a test starts a real MariaDB), docker-compose (config validation), Maven and a JRE.
 setup-system:

@@ -86,6 +86,98 @@ def jars_conf(cfg: BinlakeConfig, *, submit: bool = False) -> dict[str, str]:
     return {"spark.jars": ",".join(paths)}
 
 
+#: The driver JVM's class-data sharing archive (AppCDS): a local-mode step's JVM loads ~20k classes
+#: (Spark, Delta, Hadoop, the AWS SDK) and spent a third of its start-up CPU parsing and verifying
+#: them; with the classes mapped from an archive one JVM dumped at exit, a session start plus a small
+#: Delta read costs a fifth to a third less JVM CPU (docs/operations.md, "Class-data sharing").
+#: The archive is only valid for the exact app classpath and JVM it was built with, so its file name
+#: carries a key of those (:func:`class_share_archive`): a changed jar or JDK finds no archive, and
+#: the JVM starts as before, only slower. ``BINLAKE_SPARK_CDS=0`` turns it off.
+CDS_DIR = "cds"
+CDS_OFF_ENV = "BINLAKE_SPARK_CDS"
+#: a present but unusable archive (a JVM update in place) only disables sharing: no warning lines
+CDS_QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:class+path=off"
+
+
+def _spark_jars_dir() -> Path:
+    """The jars folder the launcher puts on the driver's classpath (SPARK_HOME's, else pyspark's)."""
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return Path(home) / "jars"
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def class_share_archive(jars_dir: str | os.PathLike[str]) -> Path:
+    """Where the archive for these jars, Spark's own and the ``java`` on PATH lives (it may not exist):
+    ``<jars_dir>/cds/spark-<key>.jsa``, the key a hash of each jar's path, size and mtime."""
+    import hashlib
+    import shutil
+
+    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") \
+        else shutil.which("java")
+    digest = hashlib.sha256(str(Path(java).resolve() if java else "").encode())
+    for jar in [*jar_paths(jars_dir), *sorted(str(j) for j in _spark_jars_dir().glob("*.jar"))]:
+        st = os.stat(jar)
+        digest.update(f"\0{jar}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return Path(jars_dir) / CDS_DIR / f"spark-{digest.hexdigest()[:16]}.jsa"
+
+
+def with_class_share(conf: dict[str, str], jars_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """``conf`` with the driver JVM mapping the class archive, when there is one for this classpath
+    (an in-process local session: the jars on ``spark.driver.extraClassPath``); else ``conf``."""
+    if "spark.driver.extraClassPath" not in conf or os.environ.get(CDS_OFF_ENV, "") == "0":
+        return conf
+    archive = class_share_archive(jars_dir)
+    if not archive.is_file():
+        return conf
+    options = f"-XX:SharedArchiveFile={archive} {CDS_QUIET} {conf.get('spark.driver.extraJavaOptions', '')}"
+    return {**conf, "spark.driver.extraJavaOptions": options.strip()}
+
+
+def build_class_share_archive(jars_dir: str | os.PathLike[str] = ".jars") -> Path:
+    """Build the archive (``make setup``) unless the one for this classpath exists: a local session
+    started with ``-XX:ArchiveClassesAtExit`` writes and reads a small Delta table, and its JVM dumps
+    the classes it loaded as it exits. Older archives in the folder are removed (about 170 MB each)."""
+    import tempfile
+
+    from pyspark.sql import SparkSession
+
+    archive = class_share_archive(jars_dir)
+    if archive.is_file():
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_suffix(f".{os.getpid()}.part")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master("local[2]").appName("binlake-cds")
+    conf = {"spark.driver.extraClassPath": os.pathsep.join(jar_paths(jars_dir)), "spark.sql.extensions": DELTA_EXTENSION,
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG, "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off"}
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    with tempfile.TemporaryDirectory(prefix="binlake-cds-") as tmp:
+        table = str(Path(tmp) / "t")
+        spark.range(100).selectExpr("id", "cast(id as string) AS s").write.format("delta").save(table)
+        spark.read.format("delta").load(table).where("id > 10").count()
+        gateway = spark.sparkContext._gateway
+        spark.stop()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:  # the JVM exits when its stdin closes, dumping the archive first
+            proc.stdin.close()
+            proc.wait(timeout=300)
+    if not partial.is_file():
+        raise MissingJarsError(f"the JVM wrote no class-data sharing archive at {partial}")
+    for old in archive.parent.glob("spark-*.jsa"):
+        old.unlink()
+    os.replace(partial, archive)
+    return archive
+
+
 def s3a_conf(cfg: BinlakeConfig) -> dict[str, str]:
     """Hadoop S3A settings (prefixed ``spark.hadoop.``). No secrets: the provider chain finds them."""
     s3 = cfg.s3
@@ -210,7 +302,8 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
         # In-process runs stay on loopback (no hostname lookups, nothing exposed).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in {**spark_conf(cfg, ui=ui, catalog=catalog), **(extra or {})}.items():
+    conf = with_class_share({**spark_conf(cfg, ui=ui, catalog=catalog), **(extra or {})}, cfg.jars_dir)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if not is_connect(spark):  # a Connect server keeps its own log level
