@@ -96,7 +96,7 @@ def jars_conf(cfg: BinlakeConfig, *, submit: bool = False) -> dict[str, str]:
 CDS_DIR = "cds"
 CDS_OFF_ENV = "BINLAKE_SPARK_CDS"
 #: a present but unusable archive (a JVM update in place) only disables sharing: no warning lines
-CDS_QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:class+path=off"
+CDS_QUIET = "-Xshare:auto -Xlog:cds*=off -Xlog:class+path=off"
 
 
 def _spark_jars_dir() -> Path:

@@ -52,7 +52,7 @@ def test_a_session_maps_the_archive_only_when_it_exists_for_its_classpath(jars: 
     archive.write_bytes(b"jsa")
     shared = with_class_share(conf, jars)
     assert shared["spark.driver.extraJavaOptions"] == (
-        f"-XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:cds=off -Xlog:class+path=off -XX:+UseSerialGC")
+        f"-XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:cds*=off -Xlog:class+path=off -XX:+UseSerialGC")
     assert {k: v for k, v in shared.items() if k != "spark.driver.extraJavaOptions"} == {
         k: v for k, v in conf.items() if k != "spark.driver.extraJavaOptions"}
     # a cluster driver (jars shipped with spark.jars) keeps its options
