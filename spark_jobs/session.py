@@ -505,6 +505,8 @@ def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:
     jars = jars_conf(cfg, submit=True)
     shipped = jars.pop("spark.jars", None)
     conf.update(jars)
+    # jars on the workers: a client-mode driver on this host has the local sessions' classpath
+    conf = with_class_share(conf, cfg.jars_dir)
     kwargs: dict[str, object] = {"conn_id": cfg.spark.conn_id, "conf": conf}
     if shipped:
         kwargs["jars"] = shipped

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.session import REQUIRED_JAR_PREFIXES, class_share_archive, with_class_share
+from binlake.config import config_from_dict
+from spark_jobs.session import REQUIRED_JAR_PREFIXES, class_share_archive, spark_submit_kwargs, with_class_share
 
 
 @pytest.fixture()
@@ -64,3 +65,19 @@ def test_a_session_maps_the_archive_only_when_it_exists_for_its_classpath(jars: 
     monkeypatch.delenv("BINLAKE_SPARK_CDS")
     (jars / "hadoop-aws-1.0.jar").write_bytes(b"newer")
     assert with_class_share(conf, jars) == conf
+
+
+def test_a_spark_submit_driver_with_the_jars_on_the_workers_maps_it(jars: Path, tmp_path: Path) -> None:
+    archive = class_share_archive(jars)
+    archive.parent.mkdir()
+    archive.write_bytes(b"jsa")
+    spark: dict[str, object] = {"mode": "submit", "master": "spark://127.0.0.1:7077"}
+    pipeline = {"warehouse": str(tmp_path / "wh"), "state_dir": str(tmp_path / "st"), "jars_dir": str(jars)}
+    raw: dict[str, object] = {"pipeline": pipeline,
+           "lineage": {"enabled": False}, "spark": spark}
+    shipped = spark_submit_kwargs(config_from_dict(raw, tmp_path, env={}))["conf"]
+    assert "spark.driver.extraJavaOptions" not in shipped  # type: ignore[operator]
+    spark["jars_on_workers"] = True
+    mounted = spark_submit_kwargs(config_from_dict(raw, tmp_path, env={}))["conf"]
+    assert mounted["spark.driver.extraJavaOptions"].startswith(f"-XX:SharedArchiveFile={archive} ")  # type: ignore[index]
+    assert "spark.executor.extraJavaOptions" not in mounted  # type: ignore[operator]
