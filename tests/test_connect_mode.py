@@ -2,10 +2,10 @@
 
 One module-scoped ``binlake serve --connect`` (loopback, ``local[2]``, the Delta jars and extension on
 the server) serves every step of the connect-mode run; the same archive is run in local mode in this
-process (the session fixture's JVM). Two nights: the fixture chain's first two files, then the
-other two (``orders`` changes its schema there: its gold table is replayed in full again, ``customer``
-is left unchanged). After each
-night every table (bronze, silver, meta, gold and its status) equals local mode's, by digest.
+process (the session fixture's JVM). Two nights: the fixture chain's first file, then the other three.
+Night 2 brings ``customer`` up to date incrementally through the server (its new row changes MERGEd,
+no DDL) and writes ``orders`` in full (created, then its schema changed). After each night every table
+(bronze, silver, meta, gold and its status) equals local mode's, by digest.
 
 The connect-mode steps run in a child process: a process that has run classic Spark cannot open a
 Spark Connect session. The Python that runs on the executors (decode, the gold replay) is not
@@ -42,8 +42,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 SOURCE = "alpha"
 #: when and where a run happened, not what it wrote (as in test_scale_out)
 VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at", "silver_version"})
-#: night 2's files change ``orders`` (its schema, inserts, an update, a delete), not ``customer``
-NIGHTS = (MARIADB_FILES[:2], MARIADB_FILES[2:])
+#: night 1 creates ``customer``; night 2 adds row changes of ``customer`` (no DDL: an incremental
+#: MERGE) and creates and alters ``orders`` (a full replay)
+NIGHTS = (MARIADB_FILES[:1], MARIADB_FILES[1:])
 
 #: the connect-mode night, in its own process: discover, then every Spark step through the server
 CLIENT = textwrap.dedent("""
@@ -187,15 +188,17 @@ def test_every_table_equals_local_mode(nights: list[dict[str, Any]], night: int)
 
 
 def test_gold_writes_the_same_way_in_both_modes(nights: list[dict[str, Any]]) -> None:
-    """Night 1 writes both gold tables (full replay); night 2 rewrites ``orders`` (its schema
-    changed) and leaves ``customer``: the same write modes and replay kinds in both modes."""
+    """Night 1 writes ``customer`` (full replay); night 2 MERGEs ``customer``'s new changes into it
+    (incremental, through Connect) and writes ``orders`` in full: the same write modes and replay
+    kinds in both modes."""
     first, second = nights[0]["modes"], nights[1]["modes"]
-    assert first["local"] == "[('overwrite', 2)]" and first["connect"] == f"gold {first['local']}"
-    assert second["local"] == "[('overwrite', 1), ('unchanged', 1)]", second
+    assert first["local"] == "[('overwrite', 1)]" and first["connect"] == f"gold {first['local']}"
+    assert second["local"] == "[('merge', 1), ('overwrite', 1)]", second
     assert second["connect"] == f"gold {second['local']}"
     for night in nights:
         assert night["replays"]["connect"] == night["replays"]["local"]
-    assert set(nights[0]["replays"]["local"].values()) == {"full"}
+    assert nights[0]["replays"]["connect"] == {"alpha__shop__customer": "full"}
+    assert nights[1]["replays"]["connect"] == {"alpha__shop__customer": "incremental", "alpha__shop__orders": "full"}
 
 
 def test_no_process_is_left(server: Server, nights: list[dict[str, Any]]) -> None:
