@@ -3,7 +3,10 @@
 For each N in ``--sources`` (default 1,4): a loopback S3 server (moto, its own process), N sources
 each holding a generated chain of about ``--size`` bytes (``binlake_testing.synthetic``, OLTP),
 the warehouse on ``s3a://``, Airflow's scheduler, dag-processor and api-server (LocalExecutor,
-parallelism 2, SQLite), ``[spark] mode = "local"``. Two nightly runs: night 1 ingests everything,
+parallelism 2, SQLite), ``[spark] mode = "local"`` (``--mode local``: every Spark task starts its own JVM)
+or ``"connect"`` (``--mode connect``: the script starts one ``binlake serve --no-thrift --connect`` with
+``--master``, the tasks are its thin clients; its JVM and Python workers count in the tree). Two nightly
+runs: night 1 ingests everything,
 night 2 finds nothing new. Per night it prints the wall time, the CPU-seconds of the whole process
 tree (the S3 server, the Airflow services, every task process and its JVM), the task-seconds per
 step (Airflow's task instances: end - start, summed over sources), the Delta commits the night
@@ -15,12 +18,13 @@ reading counts; a process that lives shorter than the interval is missed, so the
 floor. ``--repo PATH`` runs the DAGs and jobs of another checkout (e.g. ``git worktree add
 /tmp/fleet-base HEAD`` before a change) with this checkout's harness.
 
-    python bench/fleet.py --sources 1,4 [--size 256KiB] [--repo /tmp/fleet-base] [--json out.json]
+    python bench/fleet.py --sources 1,4 [--mode local|connect] [--size 256KiB] [--repo /tmp/fleet-base] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -42,7 +46,8 @@ if str(REPO) not in sys.path:
 from binlake.config import S3Settings  # noqa: E402
 from binlake_testing.airflow_services import AirflowServices  # noqa: E402
 from binlake_testing.configs import s3_lake_config_lines  # noqa: E402
-from binlake_testing.s3server import S3Server  # noqa: E402
+from binlake_testing.processes import binlake_serve  # noqa: E402
+from binlake_testing.s3server import S3Server, free_port  # noqa: E402
 from binlake_testing.synthetic import SyntheticConfig, generate  # noqa: E402
 
 BUCKET = "binlake-fleet"
@@ -124,11 +129,12 @@ def _commits(client: Any) -> Counter[str]:
     return out
 
 
-def _write_config(path: Path, endpoint: str, sources: list[str], master: str) -> None:
+def _write_config(path: Path, endpoint: str, sources: list[str], master: str, mode: str = "local",
+                  remote: str = "sc://127.0.0.1:15002") -> None:
     lines = s3_lake_config_lines(bucket=BUCKET, state_dir=str(path.parent / "state"), endpoint=endpoint,
                                  sources=sources)
-    lines += ["[spark]", 'mode = "local"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
-              'driver_memory = "1g"', ""]
+    lines += ["[spark]", f'mode = "{mode}"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
+              'driver_memory = "1g"', f'remote = "{remote}"', ""]
     path.write_text("\n".join(lines))
 
 
@@ -153,12 +159,24 @@ def _night(airflow: AirflowServices, cpu: TreeCpu, client: Any, n: int, night: i
                  dict(sorted(added.items())), spark)
 
 
-def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float) -> list[Night]:
+def _connect_server(stack: contextlib.ExitStack, config: Path, endpoint: str, sources: list[str],
+                    master: str) -> str:
+    """``binlake serve --no-thrift --connect`` (its own config: the same lake, local mode, ``master``),
+    stopped when ``stack`` closes; the ``sc://`` address the tasks' config names."""
+    port = free_port()
+    _write_config(config.with_name("serve.toml"), endpoint, sources, master)
+    args = ["--config", str(config.with_name("serve.toml")), "--no-thrift", "--connect", "--connect-port", str(port)]
+    stack.enter_context(binlake_serve(args, cwd=config.parent, wait_seconds=300))
+    return f"sc://127.0.0.1:{port}"
+
+
+def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mode: str = "local") -> list[Night]:
     """Two nights of ``n`` sources; every process started here is stopped before returning."""
     tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
     cpu = TreeCpu(interval).start()
     server = S3Server(mode="process").start()
     airflow: AirflowServices | None = None
+    stack = contextlib.ExitStack()
     try:
         os.environ.update(server.env())
         client = server.client()
@@ -168,7 +186,10 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float) ->
                          s3_settings=S3Settings(endpoint_url=server.endpoint_url, path_style_access=True))
         sources = sorted(truth["sources"])
         config = tmp / "binlake.toml"
-        _write_config(config, server.endpoint_url, sources, master)
+        remote = "sc://127.0.0.1:15002"
+        if mode == "connect":
+            remote = _connect_server(stack, config, server.endpoint_url, sources, master)
+        _write_config(config, server.endpoint_url, sources, master, mode, remote)
         venv_bin = str(Path(sys.executable).parent)
         env = {"BINLAKE_CONFIG": str(config), "PYTHONPATH": str(repo), "SPARK_LOCAL_IP": "127.0.0.1",
                "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
@@ -184,6 +205,7 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float) ->
     finally:
         if airflow is not None:
             airflow.stop()
+        stack.close()
         server.stop()
         cpu.stop()
 
@@ -226,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", default="1,4", help="comma-separated fleet sizes (default 1,4)")
     parser.add_argument("--size", default="256KiB", help="binlog bytes per source (default 256KiB)")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout whose dags/ and jobs run (default: this one)")
-    parser.add_argument("--master", default="local[2]", help="Spark master of the in-process sessions")
+    parser.add_argument("--master", default="local[2]", help="Spark master of the sessions (connect: of the server)")
+    parser.add_argument("--mode", choices=("local", "connect"), default="local",
+                        help="[spark] mode: a JVM per task (local) or thin clients of one binlake serve --connect")
     parser.add_argument("--interval", type=float, default=0.5, help="CPU sampling interval, seconds")
     parser.add_argument("--json", type=Path, help="also write the nights as JSON here")
     args = parser.parse_args(argv)
@@ -235,9 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     nights: list[Night] = []
     for n in (int(x) for x in args.sources.split(",")):
         nights += run_fleet(n, repo=args.repo.resolve(), size=_size(args.size), master=args.master,
-                            interval=args.interval)
+                            interval=args.interval, mode=args.mode)
     print(f"fleet benchmark, {datetime.now():%Y-%m-%d %H:%M} UTC, code of {args.repo}, {os.cpu_count()} cores, "
-          f"size {args.size} per source, Spark {args.master}")
+          f"size {args.size} per source, Spark {args.master}, mode {args.mode}")
     print(table(nights))
     if args.json:
         args.json.write_text(json.dumps([x.__dict__ for x in nights], indent=1))
