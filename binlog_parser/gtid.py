@@ -87,13 +87,22 @@ def _is_tag_start(c: str) -> bool:
     return ("a" <= c <= "z") or ("A" <= c <= "Z") or c == "_"
 
 
+class _TextJson:
+    """JSON form of a GTID value: its text (``events.to_json_value`` calls ``to_json``)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> str:
+        return str(self)
+
+
 # ---------------------------------------------------------------------------
 # Gtid
 # ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class Gtid:
+class Gtid(_TextJson):
     """One MySQL GTID: ``uuid:gno`` or ``uuid:tag:gno``."""
 
     uuid: str
@@ -104,9 +113,6 @@ class Gtid:
         if self.tag:
             return f"{self.uuid}:{self.tag}:{self.gno}"
         return f"{self.uuid}:{self.gno}"
-
-    def to_json(self) -> str:
-        return str(self)
 
     @classmethod
     def parse(cls, text: str) -> Gtid:
@@ -135,7 +141,7 @@ def _parse_gno(text: str, whole: str) -> int:
 # ---------------------------------------------------------------------------
 
 
-class GtidSet:
+class GtidSet(_TextJson):
     """An immutable MySQL GTID set (tagged GTIDs included)."""
 
     __slots__ = ("_data", "_hash")
@@ -497,9 +503,6 @@ class GtidSet:
     def __repr__(self) -> str:
         return f"GtidSet({self.to_string()!r})"
 
-    def to_json(self) -> str:
-        return self.to_string()
-
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
             try:
@@ -540,7 +543,7 @@ _write_varlen = write_varlen_unsigned
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class MariaGtid:
+class MariaGtid(_TextJson):
     """A MariaDB GTID ``domain-server-seq``."""
 
     domain_id: int
@@ -549,9 +552,6 @@ class MariaGtid:
 
     def __str__(self) -> str:
         return f"{self.domain_id}-{self.server_id}-{self.seq_no}"
-
-    def to_json(self) -> str:
-        return str(self)
 
     @classmethod
     def parse(cls, text: str) -> MariaGtid:
@@ -564,7 +564,7 @@ class MariaGtid:
         return cls(d, s, n)
 
 
-class MariaGtidList:
+class MariaGtidList(_TextJson):
     """A MariaDB GTID list / position: ``0-1-10,1-2-5`` (order kept as given)."""
 
     __slots__ = ("gtids",)
@@ -586,9 +586,6 @@ class MariaGtidList:
 
     def __repr__(self) -> str:
         return f"MariaGtidList({str(self)!r})"
-
-    def to_json(self) -> str:
-        return str(self)
 
     def __iter__(self) -> Iterator[MariaGtid]:
         return iter(self.gtids)
