@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from binlake.config import BinlakeConfig
 from binlake.lake.catalog import metastore_conf
-from spark_jobs.errors import MissingJarsError
+from spark_jobs.errors import MissingJarsError, SparkJobError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -171,7 +171,7 @@ def build_class_share_archive(jars_dir: str | os.PathLike[str] = ".jars") -> Pat
             proc.stdin.close()
             proc.wait(timeout=300)
     if not partial.is_file():
-        raise MissingJarsError(f"the JVM wrote no class-data sharing archive at {partial}")
+        raise SparkJobError(f"the JVM wrote no class-data sharing archive at {partial}")
     for old in archive.parent.glob("spark-*.jsa"):
         old.unlink()
     os.replace(partial, archive)
