@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from binlake.config import BinlakeConfig
+from binlake.config import BinlakeConfig, config_from_dict
 from binlake.lake.catalog import metastore_conf
 from spark_jobs.errors import MissingJarsError, SparkJobError
 
@@ -139,29 +139,25 @@ def with_class_share(conf: dict[str, str], jars_dir: str | os.PathLike[str]) -> 
 def build_class_share_archive(jars_dir: str | os.PathLike[str] = ".jars") -> Path:
     """Build the archive (``make setup``) unless the one for this classpath exists: a local session
     started with ``-XX:ArchiveClassesAtExit`` writes and reads a small Delta table, and its JVM dumps
-    the classes it loaded as it exits. Older archives in the folder are removed (about 170 MB each)."""
+    the classes it loaded as it exits. Older archives in the folder are removed (each is the size of the classes it holds)."""
     import tempfile
-
-    from pyspark.sql import SparkSession
 
     archive = class_share_archive(jars_dir)
     if archive.is_file():
         return archive
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_suffix(f".{os.getpid()}.part")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master("local[2]").appName("binlake-cds")
-    conf = {"spark.driver.extraClassPath": os.pathsep.join(jar_paths(jars_dir)), "spark.sql.extensions": DELTA_EXTENSION,
-            "spark.sql.catalog.spark_catalog": DELTA_CATALOG, "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
-            "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off"}
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
     with tempfile.TemporaryDirectory(prefix="binlake-cds-") as tmp:
-        table = str(Path(tmp) / "t")
+        # the settings a step's session gets (spark_conf), on a throwaway warehouse: the classes it
+        # loads are the ones a real start loads
+        cfg = config_from_dict({"pipeline": {"warehouse": f"{tmp}/warehouse", "state_dir": f"{tmp}/state",
+                                             "jars_dir": str(Path(jars_dir).resolve())},
+                                "spark": {"master": "local[2]", "shuffle_partitions": 2, "ui_enabled": False}},
+                               base=Path(tmp), env={})
+        spark = build_spark_session(cfg, "binlake-cds", extra={
+            "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off"})
+        spark.sparkContext.setLogLevel("ERROR")
+        table = f"{tmp}/warehouse/t"
         spark.range(100).selectExpr("id", "cast(id as string) AS s").write.format("delta").save(table)
         spark.read.format("delta").load(table).where("id > 10").count()
         gateway = spark.sparkContext._gateway
