@@ -265,6 +265,9 @@ class GoldSettings:
     #: gold MERGEs mark deleted and updated rows in deletion vectors instead of rewriting whole files;
     #: off by default: delta-rs 1.6's Arrow reader (``binlake sql`` without a JVM) refuses such tables
     deletion_vectors: StrictBool = False
+    #: a table with fewer row changes than this in silver is replayed in full every run, even where the
+    #: incremental path is exact (its fixed cost is more than replaying a small table); 0: always incremental
+    incremental_min_changes: StrictInt = Field(default=10_000, ge=0)
 
     @field_validator("union")
     @classmethod

@@ -80,7 +80,8 @@ def _config(folder: Path, archive: Path, *, mode: str, remote: str) -> BinlakeCo
         f'jars_dir = "{jars}"', "",
         "[[sources]]", f'name = "{SOURCE}"', f'uri = "{archive}/"', "",
         "[spark]", f'mode = "{mode}"', 'master = "local[2]"', "shuffle_partitions = 2", "ui_enabled = false",
-        f'remote = "{remote}"', ""]))
+        f'remote = "{remote}"', "",
+        "[gold]", "incremental_min_changes = 0  # night 2's customer: the incremental MERGE, through Connect", ""]))
     return load_config(path)
 
 

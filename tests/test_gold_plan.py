@@ -69,6 +69,17 @@ def test_every_rule_names_its_reason() -> None:
     assert reason(versions=versions) == "schema version 1 lies after the first new change"
 
 
+def test_a_small_table_is_replayed_in_full_where_incremental_would_be_exact() -> None:
+    """``[gold] incremental_min_changes``: the floor counts every row change silver holds for the
+    table (12 here), and applies only where the incremental path is exact (a broken rule's reason wins)."""
+    def floored(minimum: int, state: ReplayState | None = STATE) -> str | None:
+        return replay_reason(state, INPUTS, VERSIONS, FINAL, NOW, keep_history=False, min_changes=minimum)
+    assert floored(12) is None and floored(0) is None
+    assert floored(13) == ("a small table: 12 row changes, fewer than [gold] incremental_min_changes (13), "
+                           "so the full replay costs less")
+    assert floored(13, state=None) == "no earlier replay of the table in meta.gold_status"
+
+
 def test_coordinates_round_trip_and_stream_order() -> None:
     assert coordinates_text(W) == '[1, "b.000001", 900, -1, 3]'
     assert coordinates_of(coordinates_text(W)) == W and coordinates_of(None) is None

@@ -19,6 +19,10 @@ full, and the status says why. The conditions (docs/gold.md, "Incremental replay
 * every key value reads back from Delta as the replay's own value: a primary key exists (a table
   without one is keyed by full rows, ``_copies``) and no key column is FLOAT (float32 read back
   is not the decoder's double).
+
+Where the incremental path is exact but the table is small (``[gold] incremental_min_changes``), the
+full replay runs anyway: the incremental path's fixed cost (reading the touched rows back, a MERGE
+of the gold table and one of its ``__history``) is more than replaying a few thousand changes.
 """
 
 from __future__ import annotations
@@ -127,9 +131,26 @@ def old_part_unchanged(state: ReplayState, inputs: TableInputs | None) -> bool:
 
 
 def replay_reason(state: ReplayState | None, inputs: TableInputs, versions: Sequence[SchemaVersion],
-                  final: TableSchema, now: Versions, *, keep_history: bool, force: bool = False) -> str | None:
+                  final: TableSchema, now: Versions, *, keep_history: bool, force: bool = False,
+                  min_changes: int = 0) -> str | None:
     """None when the table can be brought up to date incrementally; else why it is replayed in full
-    (the text ``meta.gold_status.replay_reason`` shows). See the module doc for the rules."""
+    (the text ``meta.gold_status.replay_reason`` shows). See the module doc for the rules; last, a
+    table whose silver holds fewer than ``min_changes`` row changes in all (``[gold]
+    incremental_min_changes``) is replayed in full even where the incremental path is exact."""
+    reason = _why_not_incremental(state, inputs, versions, final, now, keep_history=keep_history, force=force)
+    if reason is None and change_count(inputs) < min_changes:
+        return (f"a small table: {change_count(inputs)} row changes, fewer than [gold] incremental_min_changes "
+                f"({min_changes}), so the full replay costs less")
+    return reason
+
+
+def change_count(inputs: TableInputs) -> int:
+    """How many row changes silver holds for the table (the count part of its fingerprint)."""
+    return int(inputs.fingerprint.split(":", 1)[0])
+
+
+def _why_not_incremental(state: ReplayState | None, inputs: TableInputs, versions: Sequence[SchemaVersion],
+                         final: TableSchema, now: Versions, *, keep_history: bool, force: bool) -> str | None:
     if force:
         return "forced"
     if state is None or state.fingerprint is None:

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from binlake.config import BinlakeConfig
-from binlake.gold.schema_history import Coordinates, DdlStatement, is_table_ddl
+from binlake.gold.reads import load_ddl as gold_ddl
+from binlake.gold.schema_history import Coordinates, DdlStatement
 from binlake.gold.state import Segment, StreamItem
 from binlake.history.errors import HistoryError
 from binlake.history.moments import Transaction
@@ -54,14 +55,10 @@ def load_transactions(cfg: BinlakeConfig, source: str) -> list[Transaction]:
 
 def load_ddl(cfg: BinlakeConfig, source: str) -> list[DdlStatement]:
     """The source's table DDL (``silver.statements``), as gold's schema history reads it."""
-    import pyarrow.dataset as ds
-
-    where = (ds.field("source") == source) & (ds.field("kind") == "DDL")
-    rows = _must(read_rows(cfg, "silver.statements", where,
-                           ("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid", "error_code")),
-                 "silver.statements", cfg)
-    return [DdlStatement(_at(r), r["db"], r["sql"], r["gtid"]) for r in rows
-            if (r["error_code"] or 0) == 0 and r["sql"] and is_table_ddl(r["sql"])]
+    ddl = gold_ddl(cfg, source)
+    if ddl is None:
+        raise HistoryError(f"silver.statements does not exist under warehouse {cfg.warehouse}: nothing ingested yet")
+    return ddl
 
 
 def load_reconciliation(cfg: BinlakeConfig, source: str) -> list[dict[str, Any]] | None:

@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import ReplayState, TableInputs
+from binlake.gold.reads import load_ddl
 from binlake.gold.schema_history import SchemaVersion, TableKey, build_history
 from binlake.gold.seed import Snapshot, parse_dump
 from binlake.gold.state import Lineage, lineage
@@ -40,7 +41,7 @@ from spark_jobs.errors import GoldUnionError
 from spark_jobs.gold.inputs import input_fingerprints, previous_base
 from spark_jobs.gold.replay import TableTask, build_table
 from spark_jobs.gold.results import GoldResult, GoldTableResult, GoldUnionResult
-from spark_jobs.gold.schema_history import load_ddl, schema_digest_of, seed_statements, write_schema_history
+from spark_jobs.gold.schema_history import schema_digest_of, seed_statements, write_schema_history
 from spark_jobs.gold.status import gold_names, previous_status, replay_marks, unchanged_result, write_status
 from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
@@ -110,7 +111,7 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
     snapshot = _snapshot(cfg, source, seed_dump)
     seeds = seed_statements("\n".join(text for text in (initial_schema_sql, snapshot.schema_sql if snapshot else None)
                                        if text))
-    ddl = [d for d in load_ddl(spark, cfg, source) if snapshot is None or not snapshot.position.contains(d.gtid)]
+    ddl = [d for d in load_ddl(cfg, source) or () if snapshot is None or not snapshot.position.contains(d.gtid)]
     history = build_history(ddl, seeds)
     write_schema_history(spark, cfg, source, history, run_id)
     previous = previous_status(spark, cfg, source)

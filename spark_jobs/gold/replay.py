@@ -15,7 +15,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import (
@@ -31,6 +31,7 @@ from binlake.gold.plan import (
 from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
 from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
 from binlake.gold.state import Segment, TableReplayer, best_table_map, final_schema
+from binlake.lake.delta_tables import open_delta_table
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
 from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
@@ -43,10 +44,10 @@ from spark_jobs.gold.tables import (
     gold_location,
     gold_schema_ddl,
     history_schema_ddl,
-    is_delta,
     lineage_stream,
     merge_into,
     read_silver,
+    row_count,
     sorted_stream,
     stream_item,
     table_version,
@@ -96,10 +97,14 @@ def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: Tab
             through = item.at
             replayer.feed(item)
         replayer.feed_all(())
+        rows_out = versions_out = 0
         for out in replayer.rows():
+            rows_out += 1
             yield "row", out
         for version in replayer.history_rows():
+            versions_out += 1
             yield "history", version
+        yield "written", (rows_out, versions_out)
         yield "changes", replayer.report.changes
         if replayer.report.in_snapshot:
             yield "warning", ("row changes already in the seed snapshot (skipped)", replayer.report.in_snapshot)
@@ -111,13 +116,12 @@ def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: Tab
     return run
 
 
-def _write_history(spark: SparkSession, out: DataFrame, final: TableSchema, path: str, run_id: str) -> int:
+def _write_history(spark: SparkSession, out: DataFrame, final: TableSchema, path: str, run_id: str) -> None:
     """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
     replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
     df = tagged_frame(spark, out, ("history",), history_schema_ddl(final))
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
-    return int(spark.read.format("delta").load(path).count())
 
 
 def _table_maps(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, after: Coordinates | None = None
@@ -169,44 +173,69 @@ def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tu
     return best, json.dumps({"at": [at.file_seq, at.pos, at.file], "fields": best}, sort_keys=True)
 
 
-def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchema, run_id: str) -> str:
+def _stored_schema(cfg: BinlakeConfig, path: str) -> str | None:
+    """The Spark schema (``simpleString``) of the Delta table at ``path``, None when there is none.
+    Read from its log with delta-rs: the log's schema is Spark's own JSON, and a Spark read would
+    cost a snapshot of the table on the driver for a string."""
+    from pyspark.sql.types import StructType
+
+    table = open_delta_table(path, cfg.s3)
+    return None if table is None else StructType.fromJson(json.loads(table.schema().to_json())).simpleString()
+
+
+def _write_gold(spark: SparkSession, cfg: BinlakeConfig, df: DataFrame, path: str, final: TableSchema,
+                run_id: str) -> str:
     """MERGE when the schema is unchanged (and the table has a key), else overwrite."""
     meta = json.dumps({"job": "gold", "run_id": run_id})
-    if final.primary_key and is_delta(spark, path):
-        if spark.read.format("delta").load(path).schema.simpleString() == df.schema.simpleString():
-            on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
-            # every column, not just the last change's coordinates: a backfill of older files
-            # changes a row's values while its last change stays the same
-            changed = "NOT (" + " AND ".join(
-                f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
-            merge_into(spark, path, df, on, f"WHEN MATCHED AND {changed} THEN UPDATE SET * "
-                       "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE", job="gold", run_id=run_id)
-            return "merge"
+    if final.primary_key and _stored_schema(cfg, path) == df.schema.simpleString():
+        on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
+        # every column, not just the last change's coordinates: a backfill of older files
+        # changes a row's values while its last change stays the same
+        changed = "NOT (" + " AND ".join(
+            f"t.{sql_identifier(c)} <=> s.{sql_identifier(c)}" for c in df.columns) + ")"
+        merge_into(spark, path, df, on, f"WHEN MATCHED AND {changed} THEN UPDATE SET * "
+                   "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE", job="gold", run_id=run_id)
+        return "merge"
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", meta).save(path))
     return "overwrite"
 
 
 #: the side facts :func:`_replay_partition` yields after the rows and history versions
-SIDE_KINDS = ("changes", "warning", "last", "fed", "through")
+SIDE_KINDS = ("changes", "warning", "last", "fed", "through", "written")
 
 
-def _side_facts(side: list[tuple[str, Any]]) -> tuple[int, int, Any, Coordinates | None, Counter[str]]:
-    """(changes, row changes fed, last change, last item's coordinates, warnings) of a full replay."""
-    warnings: Counter[str] = Counter()
-    changes, fed, last, through = 0, 0, None, None
-    for kind, value in side:
-        if kind == "changes":
-            changes += value
-        elif kind == "fed":
-            fed += value
-        elif kind == "through":
-            through = value
-        elif kind == "last":
-            last = None if value is None else last_change(value)
-        else:
-            warnings[value[0]] += value[1]
-    return changes, fed, last, through, warnings
+@dataclass
+class ReplayFacts:
+    """What a full replay says besides its rows: its changes, the row changes fed, the last change,
+    the last item's coordinates, the warnings, and how many gold rows and history versions it wrote
+    (the tables' row counts: the MERGE leaves the gold table holding exactly the replay's rows)."""
+
+    changes: int = 0
+    fed: int = 0
+    last: Any = None
+    through: Coordinates | None = None
+    warnings: Counter[str] = field(default_factory=Counter)
+    rows: int = 0
+    versions: int = 0
+
+    @classmethod
+    def of(cls, side: list[tuple[str, Any]]) -> ReplayFacts:
+        facts = cls()
+        for kind, value in side:
+            if kind == "changes":
+                facts.changes += value
+            elif kind == "fed":
+                facts.fed += value
+            elif kind == "through":
+                facts.through = value
+            elif kind == "last":
+                facts.last = None if value is None else last_change(value)
+            elif kind == "written":
+                facts.rows, facts.versions = facts.rows + value[0], facts.versions + value[1]
+            else:
+                facts.warnings[value[0]] += value[1]
+        return facts
 
 
 def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
@@ -219,21 +248,19 @@ def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
     seed = snapshot.rows_of(first.db, first.table) if snapshot and first.after is None else None
     out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), _replay_partition(
         task.source, task.versions, final, task.history, seed, snapshot.position if snapshot else None)).cache()
-    history_rows = None
     try:
         df = tagged_frame(spark, out, ("row",), gold_schema_ddl(final))
-        mode = _write_gold(spark, df, path, final, task.run_id)
+        mode = _write_gold(spark, cfg, df, path, final, task.run_id)
         if history_path is not None:
-            history_rows = _write_history(spark, out, final, history_path, task.run_id)
-        side = tagged_values(out, *SIDE_KINDS)
+            _write_history(spark, out, final, history_path, task.run_id)
+        facts = ReplayFacts.of(tagged_values(out, *SIDE_KINDS))
     finally:
         out.unpersist()
-    changes, fed, last, through, warnings = _side_facts(side)
-    rows = spark.read.format("delta").load(path).count()
     gold_version, history_version = versions_after(cfg, path, history_path)
-    return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows, changes,
-                           mode, tuple(sorted(warnings.items())), last, task.fingerprint, history_rows, FULL, reason,
-                           fed, through, gold_version, history_version, schema_digest(final), table_map=task.table_map,
+    return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, facts.rows,
+                           facts.changes, mode, tuple(sorted(facts.warnings.items())), facts.last, task.fingerprint,
+                           None if history_path is None else facts.versions, FULL, reason, facts.fed, facts.through,
+                           gold_version, history_version, schema_digest(final), table_map=task.table_map,
                            schema_status=schema_problem(task, final))
 
 
@@ -246,8 +273,8 @@ def _incremental_result(spark: SparkSession, cfg: BinlakeConfig, task: TableTask
     warnings: Counter[str] = Counter(state.warnings or {})
     warnings.update(outcome.warnings)
     last = state.last if outcome.last is None else last_change(outcome.last)
-    rows = spark.read.format("delta").load(path).count()
-    history_rows = None if history_path is None else int(spark.read.format("delta").load(history_path).count())
+    rows = row_count(spark, cfg, path)
+    history_rows = None if history_path is None else row_count(spark, cfg, history_path)
     gold_version, history_version = versions_after(cfg, path, history_path)
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, rows,
                            state.changes + outcome.changes, "merge", tuple(sorted(warnings.items())), last,
@@ -295,7 +322,7 @@ def build_table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> Gol
     if task.inputs is not None:
         now = Versions(table_version(cfg, path), None if history_path is None else table_version(cfg, history_path))
         reason = replay_reason(task.state, task.inputs, task.versions, final, now, keep_history=task.history,
-                               force=task.force)
+                               force=task.force, min_changes=cfg.gold.incremental_min_changes)
     if reason is None and task.state is not None and task.state.through is not None:
         snapshot = task.snapshot
         job = TableJob(task.source, task.versions, final, task.state.through, task.history,

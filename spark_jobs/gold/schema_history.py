@@ -1,9 +1,10 @@
-"""Gold's first step on Spark: ``silver.schema_history`` rebuilt for a source from the DDL in
+"""Gold's first step: ``silver.schema_history`` rebuilt for a source from the DDL in
 ``silver.statements`` (and an optional ``SHOW CREATE TABLE`` / dump seed).
 
-The history itself is pure (:func:`binlake.gold.schema_history.build_history`); this module reads
-its input from silver, writes its rows (one commit per run and source), and digests each table's
-part for the input fingerprints (a table whose schema history changed is replayed again).
+The history itself is pure (:func:`binlake.gold.schema_history.build_history`), its input read by
+:func:`binlake.gold.reads.load_ddl` (delta-rs); this module writes its rows (one commit per run and
+source), and digests each table's part for the input fingerprints (a table whose schema history
+changed is replayed again).
 """
 
 from __future__ import annotations
@@ -14,25 +15,13 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from binlake.gold.schema_history import Coordinates, DdlStatement, SchemaVersion, is_table_ddl, split_dump
-from spark_jobs.gold.tables import coordinates, read_silver, replace_source_rows
+from binlake.gold.schema_history import Coordinates, DdlStatement, SchemaVersion, split_dump
+from spark_jobs.gold.tables import replace_source_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from binlake.config import BinlakeConfig
-
-
-def load_ddl(spark: SparkSession, cfg: BinlakeConfig, source: str) -> list[DdlStatement]:
-    """The source's table DDL from silver.statements (small: collected on the driver)."""
-    from pyspark.sql import functions as F
-
-    rows = (read_silver(spark, cfg, "silver.statements")
-            .where((F.col("source") == source) & (F.col("kind") == "DDL")
-                   & (F.coalesce(F.col("error_code"), F.lit(0)) == 0))
-            .select("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid").collect())
-    return [DdlStatement(coordinates(r), r["db"], r["sql"], r["gtid"]) for r in rows
-            if r["sql"] and is_table_ddl(r["sql"])]
 
 
 def seed_statements(initial_schema_sql: str | None, default_db: str | None = None) -> list[DdlStatement]:

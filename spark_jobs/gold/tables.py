@@ -107,6 +107,21 @@ def table_version(cfg: BinlakeConfig, path: str) -> int | None:
     return None if table is None else int(table.version())
 
 
+def row_count(spark: SparkSession, cfg: BinlakeConfig, path: str) -> int:
+    """Rows of the Delta table at ``path``: the sum of its data files' ``numRecords`` statistics, read
+    from the log by delta-rs (no Spark job); a Spark count where the log cannot tell (a file written
+    without the statistic, or deletion vectors: a file's count then includes the rows its vector
+    deletes)."""
+    from binlake.lake.delta_tables import add_actions, open_delta_table
+
+    table = open_delta_table(path, cfg.s3)
+    if table is not None and "deletionVectors" not in (table.protocol().reader_features or ()):
+        counts = add_actions(table).get("num_records", [])
+        if None not in counts:
+            return int(sum(counts))
+    return int(spark.read.format("delta").load(path).count())
+
+
 def replace_source_rows(spark: SparkSession, cfg: BinlakeConfig, full_name: str, rows: list[tuple[Any, ...]],
                         source: str, run_id: str) -> None:
     """Replace the source's rows of a gold side table (``silver.schema_history``, ``meta.gold_status``),
@@ -156,12 +171,6 @@ def is_delta(spark: SparkSession, path: str) -> bool:
     from spark_jobs.lake import is_delta_table  # every mode, Spark Connect included
 
     return is_delta_table(spark, path)
-
-
-def coordinates(row: Row, row_index: int = -1) -> Coordinates:
-    payload = row["payload_index"]
-    return Coordinates(row["file_seq"] or 0, row["pos"], -1 if payload is None else payload,
-                       row_index, row["file"])
 
 
 def stream_item(row: Row) -> StreamItem:
