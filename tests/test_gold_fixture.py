@@ -168,28 +168,6 @@ def test_scd2_history_follows_the_scenario(spark: Any, gold: dict[str, Any]) -> 
     assert status[gold_table_name(SOURCE, "shop", "orders") + HISTORY_SUFFIX] == 6
 
 
-def test_scd2_history_identical_after_rerun_and_out_of_order_backfill(
-        spark: Any, gold: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
-    """The newest two files first (gold built on them), then the oldest two backfilled, then a
-    forced re-run: the same versions as the in-order run (valid_from/valid_to included)."""
-    want = {t: [tuple(r) for r in _history(spark, gold["cfg"], t)] for t in ("customer", "orders")}
-    root = tmp_path_factory.mktemp("gold-fixture-backfill")
-    objects = _copy_chain(root)
-    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history_tables": ["SHOP.orders", "shop.customer"]})
-    run_ingest(spark, cfg, objects[2:], "late-first")
-    run_gold(spark, cfg, SOURCE, "gold-late")
-    assert [tuple(r) for r in _history(spark, cfg, "orders")] != want["orders"]
-    run_ingest(spark, cfg, objects[:2], "backfill")
-    run_gold(spark, cfg, SOURCE, "gold-backfilled")
-    assert {t: [tuple(r) for r in _history(spark, cfg, t)] for t in want} == want
-    forced = run_gold(spark, cfg, SOURCE, "gold-forced", force=True)
-    assert {t: [tuple(r) for r in _history(spark, cfg, t)] for t in want} == want
-    assert {t.table: t.history_rows for t in forced.tables} == {"customer": 6, "orders": 6}
-    skipped = run_gold(spark, cfg, SOURCE, "gold-skipped")
-    assert {t.write_mode for t in skipped.tables} == {"unchanged"}
-    assert {t.table: t.history_rows for t in skipped.tables} == {"customer": 6, "orders": 6}
-
-
 def _gold_rows(spark: Any, cfg: Any) -> dict[str, list[tuple[Any, ...]]]:
     return {t: sorted((tuple(r) for r in spark.read.format("delta")
                        .load(gold_location(cfg, gold_table_name(SOURCE, "shop", t))).collect()), key=repr)
@@ -199,13 +177,16 @@ def _gold_rows(spark: Any, cfg: Any) -> dict[str, list[tuple[Any, ...]]]:
 def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, Any],
                                                  tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
     """binlog.000003 missing: reconciliation finds the gap, gold applies what it has and flags every
-    table incomplete since the file after the gap; the backfilled file repairs gold to the
-    in-order state and clears the flag."""
+    table incomplete since the file after the gap; the backfilled file (out of order) repairs gold
+    and the SCD2 ``__history`` tables to the in-order state (valid_from/valid_to included) and clears
+    the flag. A forced re-run then gives the same versions, and a run with unchanged inputs rewrites
+    nothing."""
     from binlake.reconcile.job import run_reconcile
 
+    want = {t: [tuple(r) for r in _history(spark, gold["cfg"], t)] for t in ("customer", "orders")}
     root = tmp_path_factory.mktemp("gold-fixture-gap")
     objects = _copy_chain(root)
-    cfg = make_test_config(root, s3_server.endpoint_url)
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history_tables": ["SHOP.orders", "shop.customer"]})
     run_ingest(spark, cfg, [o for o in objects if o.file != "binlog.000003"], "gap-ingest")
     run_reconcile(cfg, "gap-reconcile", sources=[SOURCE])
     run_gold(spark, cfg, SOURCE, "gap-gold")
@@ -221,6 +202,13 @@ def test_gap_is_flagged_and_a_backfill_repairs_it(spark: Any, gold: dict[str, An
              for r in spark.read.format("delta").load(status_path).collect()}
     assert flags == {("customer", True, None), ("orders", True, None)}
     assert _gold_rows(spark, cfg) == _gold_rows(spark, gold["cfg"])
+    assert {t: [tuple(r) for r in _history(spark, cfg, t)] for t in want} == want
+    forced = run_gold(spark, cfg, SOURCE, "gap-gold-forced", force=True)
+    assert {t: [tuple(r) for r in _history(spark, cfg, t)] for t in want} == want
+    assert {t.table: t.history_rows for t in forced.tables} == {"customer": 6, "orders": 6}
+    skipped = run_gold(spark, cfg, SOURCE, "gap-gold-skipped")
+    assert {t.write_mode for t in skipped.tables} == {"unchanged"}
+    assert {t.table: t.history_rows for t in skipped.tables} == {"customer": 6, "orders": 6}
 
 
 # ------------------------------------------------------------------ a fleet's union table
