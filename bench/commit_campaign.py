@@ -137,7 +137,7 @@ def _delta_rs_writer(args: argparse.Namespace) -> None:
 
 def _spark_writer(args: argparse.Namespace) -> None:
     from binlake.config import REPO_ROOT, config_from_dict
-    from spark_jobs.session import build_spark_session
+    from spark_jobs.session import build_spark_session, stop_session
 
     extra = {"spark.databricks.delta.delta.log.cacheSize": "4", "spark.sql.ui.retainedExecutions": "1",
              # commits are small: S3A buffers them in memory, not in /tmp (which a shared machine may clean)
@@ -173,7 +173,7 @@ def _spark_writer(args: argparse.Namespace) -> None:
                 time.sleep(rnd.uniform(0.2, 1.0))
         else:
             raise SystemExit(f"{args.name}: commit {commit} failed 8 times")
-    spark.stop()
+    stop_session(spark)
 
 
 # ----------------------------------------------------------------------------- the campaign

@@ -422,6 +422,8 @@ def _warm_up(spark: Any, cfg: Any, args: argparse.Namespace, first: list[Path], 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from spark_jobs.session import stop_session
+
     args = _parser().parse_args(argv)
     if args.cluster_workers:
         return scaling(args)
@@ -446,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     night = measure_second_night(spark, cfg, next_file(paths[0].parent, args.size, args.files),
                                  results[-1][1].mb) if args.gold_incremental else []
     parallelism = spark.sparkContext.defaultParallelism
-    spark.stop()
+    stop_session(spark)
     load_end = os.getloadavg()
     print(report(results, split, parallelism, load_start, load_end, gold, night, rounds=args.rounds))
     (work / "results.json").write_text(json.dumps({
@@ -562,7 +564,7 @@ def scaling(args: argparse.Namespace) -> int:
     from binlake.config import config_from_dict
     from binlake_testing.spark_cluster import SparkStandaloneCluster
     from spark_jobs.ingest import BinlogObject, run_ingest
-    from spark_jobs.session import build_spark_session
+    from spark_jobs.session import build_spark_session, stop_session
 
     work = Path(args.workdir)
     archive = work / "archive" / "bench"
@@ -590,7 +592,7 @@ def scaling(args: argparse.Namespace) -> int:
             r = run_ingest(spark, cfg, objs, f"bench-{n}w", force=True,
                            split_threshold=args.split_threshold_mib << 20, split_target=args.split_target_mib << 20)
             wall, cpu = time.time() - t, _cluster_cpu_seconds(cl) - cpu0
-            spark.stop()
+            stop_session(spark)
         rows.append({"workers": n, "wall_seconds": wall, "executor_cpu_seconds": cpu, "decode_seconds": r.decode_seconds,
                      "write_seconds": r.write_seconds, "tasks": r.tasks, "mb_per_s": total / 1e6 / wall,
                      "load_avg": os.getloadavg()[0]})

@@ -47,7 +47,9 @@ class LazySpark:
 
     def stop(self) -> None:
         if self._session is not None and self._owned:
-            self._session.stop()
+            from spark_jobs.session import stop_session
+
+            stop_session(self._session)
         self._session = None
 
 

@@ -13,6 +13,7 @@ Nothing here starts Spark at import time; pyspark is imported lazily.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import logging
@@ -161,7 +162,7 @@ def build_class_share_archive(jars_dir: str | os.PathLike[str] = ".jars") -> Pat
         spark.range(100).selectExpr("id", "cast(id as string) AS s").write.format("delta").save(table)
         spark.read.format("delta").load(table).where("id > 10").count()
         gateway = spark.sparkContext._gateway
-        spark.stop()
+        stop_session(spark)
         proc = getattr(gateway, "proc", None)
         if proc is not None:  # the JVM exits when its stdin closes, dumping the archive first
             proc.stdin.close()
@@ -306,6 +307,8 @@ def build_spark_session(cfg: BinlakeConfig, app_name: str = "binlake", *, ui: bo
         spark.sparkContext.setLogLevel(cfg.spark.log_level)
         if spark.sparkContext.getConf().get("spark.extraListeners", "") == OPENLINEAGE_LISTENER:
             quiet_lineage_logs(spark)
+            atexit.unregister(_drain_listeners_at_exit)  # one entry however many steps build a session
+            atexit.register(_drain_listeners_at_exit)
     return spark
 
 
@@ -337,6 +340,45 @@ def connect_session(cfg: BinlakeConfig, app_name: str = "binlake") -> SparkSessi
             f"{cfg.config_path or 'the config'}): {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; "
             "is `binlake serve --connect` running there?") from exc
     return spark
+
+
+#: how long :func:`stop_session` waits for the listeners to handle the session's last events
+LISTENER_DRAIN_SECONDS = 300
+
+
+def _drain_listeners(spark_context: Any) -> None:
+    """Wait (up to :data:`LISTENER_DRAIN_SECONDS`) until Spark's listeners have handled every event."""
+    try:  # throws java.util.concurrent.TimeoutException when the listeners are not done by then
+        spark_context._jsc.sc().listenerBus().waitUntilEmpty(LISTENER_DRAIN_SECONDS * 1000)
+    except Exception as exc:  # noqa: BLE001 - a drain that fails must not keep the session open
+        log.warning("Spark's listeners had not handled every event before the stop (%s); stopping anyway",
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+def _drain_listeners_at_exit() -> None:
+    """At the interpreter's exit, drain the listeners of a session nobody stopped (a step's process
+    ends with it running): the JVM's own shutdown hook stops the SparkContext, and would hang as
+    :func:`stop_session` describes, leaving the JVM behind."""
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        _drain_listeners(active)
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop ``spark`` after its listeners have handled every event it posted (a classic session; a
+    Spark Connect client just closes).
+
+    Why not ``spark.stop()`` alone: the OpenLineage listener (1.53.0, the newest on Maven Central)
+    builds an input's statistics with ``HadoopFsRelation.inputFiles()``, which for a Delta table
+    runs a Spark job on the listener thread (OpenLineage issue 4976). ``SparkContext.stop()`` stops
+    the DAG scheduler before it drains the listener bus, so a query event still queued then waits
+    for a job that never runs, and the stop never returns. Draining first runs those jobs while the
+    scheduler still does."""
+    if not is_connect(spark):
+        _drain_listeners(spark.sparkContext)
+    spark.stop()
 
 
 def is_connect(spark: SparkSession) -> bool:
@@ -487,7 +529,7 @@ def spark_session(cfg: BinlakeConfig, app_name: str = "binlake", **kwargs: objec
         yield spark
     finally:
         if not existed:
-            spark.stop()
+            stop_session(spark)
 
 
 def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:

@@ -142,7 +142,7 @@ def make_test_config(tmp: Path, endpoint: str, **overrides: Any) -> BinlakeConfi
     """A config for tests: local warehouse in ``tmp``, the loopback S3 endpoint, Spark UI off.
 
     ``[gold] incremental_min_changes = 0``: the tests' tables hold a few dozen row changes, under
-    the production floor (10,000) below which gold replays a table in full; the gold tests are about
+    the production floor (50,000) below which gold replays a table in full; the gold tests are about
     the incremental path's rules and fallbacks, so they take it wherever it is exact. Configs the
     tests write as files (the Airflow and CLI runs) keep the production default."""
     raw: dict[str, Any] = {
@@ -174,13 +174,13 @@ def binlake_config(session_tmp: Path, s3_server: S3Server) -> BinlakeConfig:
 @pytest.fixture(scope="session")
 def spark(binlake_config: BinlakeConfig) -> Iterator[Any]:
     """One SparkSession (Delta + S3A against the loopback server) for the whole test session."""
-    from spark_jobs.session import build_spark_session
+    from spark_jobs.session import build_spark_session, stop_session
 
     session = build_spark_session(binlake_config, "binlake-tests", ui=False)
     try:
         yield session
     finally:
-        session.stop()
+        stop_session(session)
 
 
 # --- order of the modules for `pytest -n 2` (pytest-xdist, `make test`) --------------------------
