@@ -267,7 +267,7 @@ class GoldSettings:
     deletion_vectors: StrictBool = False
     #: a table with fewer row changes than this in silver is replayed in full every run, even where the
     #: incremental path is exact (its fixed cost is more than replaying a small table); 0: always incremental
-    incremental_min_changes: StrictInt = Field(default=10_000, ge=0)
+    incremental_min_changes: StrictInt = Field(default=50_000, ge=0)
 
     @field_validator("union")
     @classmethod
