@@ -143,8 +143,10 @@ def make_test_config(tmp: Path, endpoint: str, **overrides: Any) -> BinlakeConfi
 
     ``[gold] incremental_min_changes = 0``: the tests' tables hold a few dozen row changes, under
     the production floor (50,000) below which gold replays a table in full; the gold tests are about
-    the incremental path's rules and fallbacks, so they take it wherever it is exact. Configs the
-    tests write as files (the Airflow and CLI runs) keep the production default."""
+    the incremental path's rules and fallbacks, so they take it wherever it is exact.
+    ``[lineage] enabled = false``: the OpenLineage listener runs a Spark job per Delta input of a
+    query (docs/lineage.md, "Cost"); tests/test_lineage.py checks lineage. Configs the tests write
+    as files (the Airflow and CLI runs) keep the production defaults of both."""
     raw: dict[str, Any] = {
         "pipeline": {
             "warehouse": str(tmp / "warehouse"),
@@ -156,6 +158,7 @@ def make_test_config(tmp: Path, endpoint: str, **overrides: Any) -> BinlakeConfi
         "spark": {"master": "local[2]", "shuffle_partitions": 2, "ui_enabled": False, "driver_memory": "2g",
                   "conf": dict(TEST_SESSION_SPARK_CONF)},
         "gold": {"incremental_min_changes": 0},
+        "lineage": {"enabled": False},
     }
     for section, values in overrides.items():
         if isinstance(values, dict):
