@@ -22,7 +22,8 @@ full, and the status says why. The conditions (docs/gold.md, "Incremental replay
 
 Where the incremental path is exact but the table is small (``[gold] incremental_min_changes``), the
 full replay runs anyway: the incremental path's fixed cost (reading the touched rows back, a MERGE
-of the gold table and one of its ``__history``) is more than replaying a few thousand changes.
+of the gold table and one of its ``__history``) is more than replaying the whole of a small table
+(docs/gold.md, "When", has the measurement behind the default).
 """
 
 from __future__ import annotations
