@@ -139,8 +139,9 @@ def replay_reason(state: ReplayState | None, inputs: TableInputs, versions: Sequ
     table whose silver holds fewer than ``min_changes`` row changes in all (``[gold]
     incremental_min_changes``) is replayed in full even where the incremental path is exact."""
     reason = _why_not_incremental(state, inputs, versions, final, now, keep_history=keep_history, force=force)
-    if reason is None and change_count(inputs) < min_changes:
-        return (f"a small table: {change_count(inputs)} row changes, fewer than [gold] incremental_min_changes "
+    changes = change_count(inputs)
+    if reason is None and changes < min_changes:
+        return (f"a small table: {changes} row changes, fewer than [gold] incremental_min_changes "
                 f"({min_changes}), so the full replay costs less")
     return reason
 

@@ -30,10 +30,12 @@ def load_ddl(cfg: BinlakeConfig, source: str) -> list[DdlStatement] | None:
         return None
     where = (ds.field("source") == source) & (ds.field("kind") == "DDL")
     rows = table.to_pyarrow_dataset().to_table(columns=list(DDL_COLUMNS), filter=where).to_pylist()
-    return [DdlStatement(_coordinates(r), r["db"], r["sql"], r["gtid"]) for r in rows
+    return [DdlStatement(row_coordinates(r), r["db"], r["sql"], r["gtid"]) for r in rows
             if (r["error_code"] or 0) == 0 and r["sql"] and is_table_ddl(r["sql"])]
 
 
-def _coordinates(row: dict[str, Any]) -> Coordinates:
-    payload = row["payload_index"]
-    return Coordinates(row["file_seq"] or 0, row["pos"], -1 if payload is None else payload, -1, row["file"])
+def row_coordinates(row: dict[str, Any], row_index: int = -1) -> Coordinates:
+    """The binlog coordinates of a silver / bronze row read as a dict (``file_seq`` NULL reads as 0,
+    ``payload_index`` NULL as -1, as Spark's :func:`spark_jobs.gold.tables.stream_coordinates` orders them)."""
+    payload = row.get("payload_index")
+    return Coordinates(row.get("file_seq") or 0, row["pos"], -1 if payload is None else payload, row_index, row["file"])

@@ -15,6 +15,7 @@ from typing import Any
 
 from binlake.config import BinlakeConfig
 from binlake.gold.reads import load_ddl as gold_ddl
+from binlake.gold.reads import row_coordinates
 from binlake.gold.schema_history import Coordinates, DdlStatement
 from binlake.gold.state import Segment, StreamItem
 from binlake.history.errors import HistoryError
@@ -69,11 +70,6 @@ def load_reconciliation(cfg: BinlakeConfig, source: str) -> list[dict[str, Any]]
                      ("file", "seq", "chain_index", "status", "missing_gtids", "missing_files", "detail"))
 
 
-def _at(row: dict[str, Any], row_index: int = -1) -> Coordinates:
-    payload = row.get("payload_index")
-    return Coordinates(row.get("file_seq") or 0, row["pos"], -1 if payload is None else payload, row_index, row["file"])
-
-
 def _within(at: Coordinates, seg: Segment, after: Coordinates | None, until: Coordinates | None) -> bool:
     return ((seg.after is None or at > seg.after) and (seg.before is None or at < seg.before)
             and (after is None or at > after) and (until is None or at < until))
@@ -108,7 +104,7 @@ def count_changes(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], 
         rows = _must(read_rows(cfg, "silver.row_changes", _table_filter(source, seg),
                                ("file", "file_seq", "pos", "payload_index", "row_index")), "silver.row_changes", cfg)
         for r in rows:
-            at = _at(r, r["row_index"])
+            at = row_coordinates(r, r["row_index"])
             if _within(at, seg, None, None):
                 before += at < split
                 after += split <= at <= end
@@ -128,14 +124,14 @@ def load_stream(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], *,
         maps = _must(read_rows(cfg, "bronze.events", mine & (ds.field("event_type") == "TABLE_MAP"),
                                ("file", "file_seq", "pos", "payload_index", "fields", "gtid")), "bronze.events", cfg)
         for r in maps:
-            at = _at(r)
+            at = row_coordinates(r)
             if _within(at, seg, after, until):
                 items.append(StreamItem(at, "table_map", r["fields"], gtid=r["gtid"]))
         rows = _must(read_rows(cfg, "silver.row_changes", mine,
                                ("file", "file_seq", "pos", "payload_index", "row_index", "operation", "before",
                                 "after", "gtid", "commit_time")), "silver.row_changes", cfg)
         for r in rows:
-            at = _at(r, r["row_index"])
+            at = row_coordinates(r, r["row_index"])
             if _within(at, seg, after, until):
                 items.append(StreamItem(at, "row", None, r["operation"], r["before"], r["after"],
                                         r["gtid"], r["commit_time"]))
