@@ -31,11 +31,11 @@ from typing import Any, TypeVar
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
 from binlake.step_results import (
+    BinlogObject,
     ChecksResult,
     DecodeResult,
     DiscoverResult,
     GoldStepResult,
-    PlannedFile,
     ReconcileProblem,
     ReconcileResult,
     RunPlan,
@@ -276,7 +276,7 @@ def discover(source: str, run_id: str, params: Mapping[str, Any] | None = None, 
                               from_time=p["from_time"], to_time=p["to_time"])
     put_doc(cfg, run_id, source, "discovery", disc.as_dict())
     plan = RunPlan(source=source, run_id=run_id, mode=ingest_plan.mode, force=ingest_plan.force,
-                   dry_run=p["dry_run"], files=tuple(PlannedFile(**f) for f in ingest_plan.files),
+                   dry_run=p["dry_run"], files=tuple(BinlogObject(**f) for f in ingest_plan.files),
                    skipped=tuple(ingest_plan.skipped), reasons=dict(ingest_plan.reasons),
                    range=dict(ingest_plan.range))
     put_doc(cfg, run_id, source, "plan", plan)

@@ -42,14 +42,18 @@ def from_doc(cls: type[R], doc: Mapping[str, Any]) -> R:
 
 
 @dataclass(frozen=True)
-class PlannedFile:
-    """One object the decode step ingests."""
+class BinlogObject:
+    """One archived binlog object the decode step ingests; ``file`` defaults to the URI's last part."""
 
     source: str
-    file: str
     uri: str
     size: int
     etag: str | None = None
+    file: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.file:
+            object.__setattr__(self, "file", self.uri.rstrip("/").rsplit("/", 1)[-1])
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class RunPlan:
     mode: str
     force: bool = False
     dry_run: bool = False
-    files: tuple[PlannedFile, ...] = ()
+    files: tuple[BinlogObject, ...] = ()
     skipped: tuple[str, ...] = ()
     reasons: dict[str, str] = field(default_factory=dict)
     range: dict[str, Any] = field(default_factory=dict)

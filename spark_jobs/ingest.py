@@ -58,6 +58,7 @@ from binlake.ingest.parquet_parts import DirectTable
 from binlake.lake.delta_files import STATS_STRING_PREFIX, DataFile
 from binlake.lake.sql_text import files_predicate
 from binlake.run_ids import new_run_id
+from binlake.step_results import BinlogObject
 from spark_jobs.errors import DirectWriteRefused
 from spark_jobs.lake import delta_log, ensure_table, replace_few_rows, table_path, table_version, write_replace
 from spark_jobs.schemas import TableSpec, spec
@@ -80,21 +81,6 @@ READ_CHUNK = 8 << 20
 # ---------------------------------------------------------------------------------------
 # Inputs and results
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BinlogObject:
-    """One archived binlog object to ingest."""
-
-    source: str
-    uri: str
-    size: int
-    etag: str | None = None
-    file: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.file:
-            object.__setattr__(self, "file", self.uri.rstrip("/").rsplit("/", 1)[-1])
 
 
 def as_binlog_object(item: Any, source: str | None = None) -> BinlogObject:

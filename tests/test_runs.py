@@ -29,10 +29,10 @@ from binlake.runs import (
     summarize,
 )
 from binlake.step_results import (
+    BinlogObject,
     ChecksResult,
     DecodeResult,
     GoldStepResult,
-    PlannedFile,
     ReconcileProblem,
     ReconcileResult,
     to_doc,
@@ -88,7 +88,7 @@ def test_discover_plans_the_chain_and_the_summary_names_what_did_not_run(cfg: Bi
     plan = get_plan(cfg, "scheduled__2026-01-01T02:00:00+00:00", "chain")
     assert plan.run_id == "scheduled__2026-01-01T02:00:00+00:00" and plan.mode == "nightly" and not plan.force
     assert plan.file_names == list(MARIADB_FILES)
-    assert plan.files[0] == PlannedFile(source="chain", file="binlog.000001", uri=plan.files[0].uri,
+    assert plan.files[0] == BinlogObject(source="chain", file="binlog.000001", uri=plan.files[0].uri,
                                         size=len(read_fixture("binlog.000001")), etag=plan.files[0].etag)
     assert plan.reasons == {name: "new" for name in MARIADB_FILES}
     disc = get_discovery(cfg, "scheduled__2026-01-01T02:00:00+00:00", "chain")

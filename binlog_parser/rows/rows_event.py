@@ -263,7 +263,7 @@ def _inline_column_source(i: int, dec: Any, ns: dict[str, Any]) -> list[str]:
         ns[f"u{i}"] = fixed[0]
         fast.append(f"        v{i} = u{i}(buf, pos)[0]; pos += {fixed[1]}")
     elif inline is not None and inline[0] == "utf8":
-        # values.py dec1_utf8 / dec2_utf8, inlined
+        # values.py _length_prefixed with a utf-8 text decoder, inlined
         if inline[1] == 1:
             fast.append("        s_ = pos + 1; e_ = s_ + buf[pos]")
         else:

@@ -67,53 +67,26 @@ def _int_decoder(size: int, unsigned: bool):
 
 
 def _length_prefixed(nlen: int, convert=None):
-    if nlen == 1 and getattr(convert, "python_codec", None) == "utf-8":
-        # the common VARCHAR(<256) utf8mb4 column: the text decoder inlined
-        def dec1_utf8(buf, pos):
-            n = buf[pos]
-            end = pos + 1 + n
-            if end > len(buf):
-                raise ValueError("value runs past the end of the event")
-            data = buf[pos + 1:end]
-            try:
-                return data.decode("utf-8"), end
-            except UnicodeDecodeError:
-                return data, end
-        dec1_utf8.inline = ("utf8", 1)  # type: ignore[attr-defined]  # see rows_event
-        return dec1_utf8
-    if nlen == 2 and getattr(convert, "python_codec", None) == "utf-8":
-        from_bytes = int.from_bytes
-
-        def dec2_utf8(buf, pos):
-            start = pos + 2
-            end = start + from_bytes(buf[pos:start], "little")
-            if end > len(buf):
-                raise ValueError("value runs past the end of the event")
-            data = buf[start:end]
-            try:
-                return data.decode("utf-8"), end
-            except UnicodeDecodeError:
-                return data, end
-        dec2_utf8.inline = ("utf8", 2)  # type: ignore[attr-defined]
-        return dec2_utf8
     if nlen == 1:
-        def dec1(buf, pos):
+        def dec(buf, pos):
             n = buf[pos]
             end = pos + 1 + n
             if end > len(buf):
                 raise ValueError("value runs past the end of the event")
             data = buf[pos + 1:end]
             return (convert(data) if convert else data), end
-        return dec1
-
-    def dec(buf, pos):
-        n = int.from_bytes(buf[pos:pos + nlen], "little")
-        start = pos + nlen
-        end = start + n
-        if end > len(buf):
-            raise ValueError("value runs past the end of the event")
-        data = buf[start:end]
-        return (convert(data) if convert else data), end
+    else:
+        def dec(buf, pos):
+            n = int.from_bytes(buf[pos:pos + nlen], "little")
+            start = pos + nlen
+            end = start + n
+            if end > len(buf):
+                raise ValueError("value runs past the end of the event")
+            data = buf[start:end]
+            return (convert(data) if convert else data), end
+    if nlen in (1, 2) and getattr(convert, "python_codec", None) == "utf-8":
+        # the common VARCHAR utf8mb4 column: rows_event inlines the length prefix and the decode
+        dec.inline = ("utf8", nlen)  # type: ignore[attr-defined]
     return dec
 
 

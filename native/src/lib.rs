@@ -493,14 +493,7 @@ impl ImageReader {
     }
 
     #[inline]
-    fn value<'py>(
-        &self,
-        py: Python<'py>,
-        t: &ValueTypes,
-        col: &Col,
-        body: &EventBytes<'_, 'py>,
-        pos: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    fn value<'py>(&self, py: Python<'py>, t: &ValueTypes, col: &Col, body: &EventBytes<'_, 'py>, pos: usize) -> ValueAt<'py> {
         let buf = body.as_bytes();
         Ok(match col {
             Col::Int { size, unsigned } => {
@@ -575,94 +568,84 @@ impl ImageReader {
                 (v, pos + size)
             }
             Col::Py(dec) => return call_py(py, dec, body, pos),
-            _ => return self.temporal(py, t, col, body, pos),
+            _ => return temporal(py, t, col, body, pos),
         })
     }
-    /// TIME2 / DATETIME2 / TIMESTAMP2 (MySQL 5.6+ fractional encodings): `temporal.py`'s decoders.
-    fn temporal<'py>(
-        &self,
-        py: Python<'py>,
-        t: &ValueTypes,
-        col: &Col,
-        body: &EventBytes<'_, 'py>,
-        pos: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-        let buf = body.as_bytes();
-        Ok(match col {
-            Col::DateTime2 { fsp } => {
-                let size = 5 + frac_bytes(*fsp);
-                let vals = datetime2_fields(take(buf, pos, size)?, *fsp).map(|v| int(py, v));
-                (t.datetime.make(py, vals)?, pos + size)
-            }
-            Col::Timestamp2 { fsp } => {
-                let size = 4 + frac_bytes(*fsp);
-                let vals = timestamp2_fields(take(buf, pos, size)?, *fsp).map(|v| int(py, v));
-                (t.timestamp.make(py, vals)?, pos + size)
-            }
-            Col::Time2 { fsp } => {
-                let size = 3 + frac_bytes(*fsp);
-                let (neg, fields) = time2_fields(take(buf, pos, size)?, *fsp);
-                let [h, mi, sec, us, fsp] = fields.map(|v| int(py, v));
-                let vals = [pyo3::types::PyBool::new(py, neg).to_owned().into_any(), h, mi, sec, us, fsp];
-                (t.time.make(py, vals)?, pos + size)
-            }
-            _ => return self.temporal_old(py, t, col, body, pos),
-        })
-    }
+}
 
-    /// DATE and the pre-5.6 TIME / DATETIME / TIMESTAMP encodings.
-    fn temporal_old<'py>(
-        &self,
-        py: Python<'py>,
-        t: &ValueTypes,
-        col: &Col,
-        body: &EventBytes<'_, 'py>,
-        pos: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-        let buf = body.as_bytes();
-        Ok(match col {
-            Col::Date => {
-                let vals = date_fields(take(buf, pos, 3)?).map(|v| int(py, v));
-                (t.date.make(py, vals)?, pos + 3)
+/// A decoded column value and the position just after its bytes.
+type ValueAt<'py> = PyResult<(Bound<'py, PyAny>, usize)>;
+
+/// TIME2 / DATETIME2 / TIMESTAMP2 (MySQL 5.6+ fractional encodings): `temporal.py`'s decoders.
+fn temporal<'py>(py: Python<'py>, t: &ValueTypes, col: &Col, body: &EventBytes<'_, 'py>, pos: usize) -> ValueAt<'py> {
+    let buf = body.as_bytes();
+    Ok(match col {
+        Col::DateTime2 { fsp } => {
+            let size = 5 + frac_bytes(*fsp);
+            let vals = datetime2_fields(take(buf, pos, size)?, *fsp).map(|v| int(py, v));
+            (t.datetime.make(py, vals)?, pos + size)
+        }
+        Col::Timestamp2 { fsp } => {
+            let size = 4 + frac_bytes(*fsp);
+            let vals = timestamp2_fields(take(buf, pos, size)?, *fsp).map(|v| int(py, v));
+            (t.timestamp.make(py, vals)?, pos + size)
+        }
+        Col::Time2 { fsp } => {
+            let size = 3 + frac_bytes(*fsp);
+            let (neg, fields) = time2_fields(take(buf, pos, size)?, *fsp);
+            let [h, mi, sec, us, fsp] = fields.map(|v| int(py, v));
+            let vals = [pyo3::types::PyBool::new(py, neg).to_owned().into_any(), h, mi, sec, us, fsp];
+            (t.time.make(py, vals)?, pos + size)
+        }
+        _ => return temporal_old(py, t, col, body, pos),
+    })
+}
+
+/// DATE and the pre-5.6 TIME / DATETIME / TIMESTAMP encodings.
+fn temporal_old<'py>(py: Python<'py>, t: &ValueTypes, col: &Col, body: &EventBytes<'_, 'py>, pos: usize) -> ValueAt<'py> {
+    let buf = body.as_bytes();
+    Ok(match col {
+        Col::Date => {
+            let vals = date_fields(take(buf, pos, 3)?).map(|v| int(py, v));
+            (t.date.make(py, vals)?, pos + 3)
+        }
+        Col::TimestampOld => {
+            let v = le(take(buf, pos, 4)?);
+            let vals = [uint(py, v), int(py, 0), int(py, 0)];
+            (t.timestamp.make(py, vals)?, pos + 4)
+        }
+        Col::DateTimeOld(slow) => {
+            let v = le(take(buf, pos, 8)?);
+            let (d, tm) = (v / 1_000_000, v % 1_000_000);
+            let f = [d / 10000, (d / 100) % 100, d % 100, tm / 10000, (tm / 100) % 100, tm % 100];
+            if f[0] > 9999 || f[1] > 12 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
+                return call_py(py, slow, body, pos); // raises the exact error
             }
-            Col::TimestampOld => {
-                let v = le(take(buf, pos, 4)?);
-                let vals = [uint(py, v), int(py, 0), int(py, 0)];
-                (t.timestamp.make(py, vals)?, pos + 4)
+            let vals = [
+                uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
+                uint(py, f[5]), int(py, 0), int(py, 0),
+            ];
+            (t.datetime.make(py, vals)?, pos + 8)
+        }
+        Col::TimeOld(slow) => {
+            let raw = le(take(buf, pos, 3)?);
+            let mut v = ((raw << 40) as i64) >> 40;
+            let neg = v < 0;
+            if neg {
+                v = -v;
             }
-            Col::DateTimeOld(slow) => {
-                let v = le(take(buf, pos, 8)?);
-                let (d, tm) = (v / 1_000_000, v % 1_000_000);
-                let f = [d / 10000, (d / 100) % 100, d % 100, tm / 10000, (tm / 100) % 100, tm % 100];
-                if f[0] > 9999 || f[1] > 12 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
-                    return call_py(py, slow, body, pos); // raises the exact error
-                }
-                let vals = [
-                    uint(py, f[0]), uint(py, f[1]), uint(py, f[2]), uint(py, f[3]), uint(py, f[4]),
-                    uint(py, f[5]), int(py, 0), int(py, 0),
-                ];
-                (t.datetime.make(py, vals)?, pos + 8)
+            let (h, m, s) = (v / 10000, (v / 100) % 100, v % 100);
+            if m > 59 || s > 59 || h > 838 {
+                return call_py(py, slow, body, pos);
             }
-            Col::TimeOld(slow) => {
-                let raw = le(take(buf, pos, 3)?);
-                let mut v = ((raw << 40) as i64) >> 40;
-                let neg = v < 0;
-                if neg {
-                    v = -v;
-                }
-                let (h, m, s) = (v / 10000, (v / 100) % 100, v % 100);
-                if m > 59 || s > 59 || h > 838 {
-                    return call_py(py, slow, body, pos);
-                }
-                let vals = [
-                    pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
-                    int(py, h), int(py, m), int(py, s), int(py, 0), int(py, 0),
-                ];
-                (t.time.make(py, vals)?, pos + 3)
-            }
-            _ => return Err(PyValueError::new_err("not a temporal column")),
-        })
-    }
+            let vals = [
+                pyo3::types::PyBool::new(py, neg).to_owned().into_any(),
+                int(py, h), int(py, m), int(py, s), int(py, 0), int(py, 0),
+            ];
+            (t.time.make(py, vals)?, pos + 3)
+        }
+        _ => return Err(PyValueError::new_err("not a temporal column")),
+    })
 }
 
 /// DATETIME2 (`temporal.py`): year, month, day, hour, minute, second, microsecond, fsp.
