@@ -376,7 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      jars_dir=Path(args.jars_dir).resolve())
         os.environ["BINLAKE_CONFIG"] = str(cfg_path)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        env = airflow_env(airflow_home, dag_files)
+        from orchestration.lineage import airflow_lineage_env
+
+        # [lineage] before Airflow is imported: its OpenLineage provider reads them as it loads
+        env = {**airflow_env(airflow_home, dag_files), **airflow_lineage_env(load_config(cfg_path))}
         os.environ.update(env)
         say(f"migrating the Airflow metadata DB (SQLite, {airflow_home})", t0)
         migrate_airflow_db(env)
