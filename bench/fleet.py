@@ -29,7 +29,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,12 +36,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.tree_cpu import TreeCpu  # noqa: E402
 from binlake.config import S3Settings  # noqa: E402
 from binlake_testing.airflow_services import AirflowServices  # noqa: E402
 from binlake_testing.configs import s3_lake_config_lines  # noqa: E402
@@ -53,50 +51,6 @@ from binlake_testing.synthetic import SyntheticConfig, generate  # noqa: E402
 BUCKET = "binlake-fleet"
 DAG = "binlake_nightly"
 STEPS = ("discover", "decode", "reconcile", "gold", "data_checks", "summary")
-
-
-class TreeCpu:
-    """CPU-seconds (user + system) of every descendant of this process, sampled in a thread."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self.seen: dict[tuple[int, float], float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def sample(self) -> None:
-        try:
-            procs = psutil.Process().children(recursive=True)
-        except psutil.Error:
-            return
-        for p in procs:
-            try:
-                with p.oneshot():
-                    t = p.cpu_times()
-                    self.seen[(p.pid, p.create_time())] = t.user + t.system
-            except psutil.Error:
-                continue
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
-
-    def start(self) -> TreeCpu:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def snapshot(self) -> dict[tuple[int, float], float]:
-        self.sample()
-        return dict(self.seen)
-
-    @staticmethod
-    def between(before: dict[tuple[int, float], float], after: dict[tuple[int, float], float]) -> float:
-        return sum(v - before.get(k, 0.0) for k, v in after.items())
 
 
 @dataclass
@@ -173,10 +127,10 @@ def _connect_server(stack: contextlib.ExitStack, config: Path, endpoint: str, so
 def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mode: str = "local") -> list[Night]:
     """Two nights of ``n`` sources; every process started here is stopped before returning."""
     tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
-    cpu = TreeCpu(interval).start()
+    stack = contextlib.ExitStack()
+    cpu = stack.enter_context(TreeCpu(interval))
     server = S3Server(mode="process").start()
     airflow: AirflowServices | None = None
-    stack = contextlib.ExitStack()
     try:
         os.environ.update(server.env())
         client = server.client()
@@ -207,7 +161,6 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mo
             airflow.stop()
         stack.close()
         server.stop()
-        cpu.stop()
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:

@@ -65,6 +65,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.tree_cpu import TreeCpu  # noqa: E402
+
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 BYTES_PER_TRX = 1100  # measured: ~1.1 KB per generated transaction (10-row insert, 1/5 update)
 
@@ -168,85 +170,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--gold-incremental", action="store_true",
                    help="then a second night: one more file ingested, gold incremental vs. a forced full replay")
     return p
-
-
-class TreeCpu:
-    """User + system CPU-seconds of this process and all its descendants (the driver JVM, the
-    Python daemon and workers) over a job, each process sampled every ``interval`` seconds.
-
-    Why sampling: a descendant that exits during the job keeps the CPU it had at its last sample,
-    while its parent's ``children_user`` / ``children_system`` need not ever hold it (the Python
-    workers of ``mapInArrow`` exited uncounted: reading the tree at the start and the end alone
-    missed a third of the old ingest's CPU). The sampler thread's own CPU is left out."""
-
-    def __init__(self, interval: float = 0.25) -> None:
-        import threading
-
-        self.interval = interval
-        self._cpu: dict[int, list[float]] = {}  # pid -> [CPU at the start (0 if born since), last seen]
-        self._procs: dict[int, Any] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._sampler_cpu = 0.0
-
-    def _sample(self, first: bool = False) -> None:
-        import psutil
-
-        me = psutil.Process()
-        for p in [me, *me.children(recursive=True)]:
-            proc = self._procs.setdefault(p.pid, p)
-            try:
-                t = proc.cpu_times()
-            except psutil.Error:
-                continue
-            cpu = t.user + t.system
-            seen = self._cpu.setdefault(p.pid, [cpu if first else 0.0, cpu])
-            seen[1] = cpu
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._sample()
-        self._sampler_cpu = time.thread_time()
-
-    def __enter__(self) -> TreeCpu:
-        self._sample(first=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
-
-    @property
-    def seconds(self) -> float:
-        return sum(last - start for start, last in self._cpu.values()) - self._sampler_cpu
-
-    def by_process(self) -> dict[str, float]:
-        """The CPU-seconds by kind of process: ``driver`` (this Python process, less the
-        sampler), ``JVM``, ``Python workers`` (the daemon and the workers it forks); and
-        ``Python processes``, how many of those used CPU in the job."""
-        out = dict.fromkeys(("driver", "JVM", "Python workers", "Python processes"), 0.0)
-        me = os.getpid()
-        for pid, (start, last) in self._cpu.items():
-            if pid == me:
-                out["driver"] += last - start - self._sampler_cpu
-            elif "java" in _name(self._procs[pid]):
-                out["JVM"] += last - start
-            else:  # the Python daemon and the workers it forks (gone ones: only those come and go)
-                out["Python workers"] += last - start
-                out["Python processes"] += last > start
-        return out
-
-
-def _name(proc: Any) -> str:
-    """A process's name, "" once it is gone."""
-    import psutil
-
-    try:
-        return str(proc.name())
-    except psutil.Error:
-        return ""
 
 
 @dataclasses.dataclass(frozen=True)

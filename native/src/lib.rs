@@ -438,13 +438,7 @@ impl ImageReader {
     }
 
     /// One image at `pos`: (dict, position after it).
-    fn read<'py>(
-        &self,
-        py: Python<'py>,
-        t: &ValueTypes,
-        body: &EventBytes<'_, 'py>,
-        mut pos: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    fn read<'py>(&self, py: Python<'py>, t: &ValueTypes, body: &EventBytes<'_, 'py>, mut pos: usize) -> ValueAt<'py> {
         let buf = body.as_bytes();
         let n = self.cols.len();
         let nb = (n + 7) >> 3;
@@ -735,12 +729,7 @@ impl<'a, 'py> EventBytes<'a, 'py> {
 }
 
 /// `dec(buf, pos) -> (value, new_pos)`: a column decoded by its Python decoder.
-fn call_py<'py>(
-    py: Python<'py>,
-    dec: &Py<PyAny>,
-    body: &EventBytes<'_, 'py>,
-    pos: usize,
-) -> PyResult<(Bound<'py, PyAny>, usize)> {
+fn call_py<'py>(py: Python<'py>, dec: &Py<PyAny>, body: &EventBytes<'_, 'py>, pos: usize) -> ValueAt<'py> {
     let out = dec.bind(py).call1((body.object(py), pos))?;
     let (value, next): (Bound<'py, PyAny>, usize) = out.extract()?;
     if next > body.as_bytes().len() {
