@@ -1,7 +1,9 @@
 """``[spark] mode = "connect"``: the night's Spark steps as thin clients of one warm Spark Connect server.
 
-One module-scoped ``binlake serve --connect`` (loopback, ``local[2]``, the Delta jars and extension on
-the server) serves every step of the connect-mode run; the same archive is run in local mode in this
+One module-scoped ``binlake serve --connect`` (loopback, the Delta jars and extension on the server)
+serves every step of the connect-mode run, its executors on a loopback Spark standalone cluster (a
+master and one worker of 2 cores, started by this module: the executors are JVMs of their own, with
+their own Python workers); the same archive is run in local mode in this
 process (the session fixture's JVM). Two nights: the fixture chain's first file, then the other three.
 Night 2 brings ``customer`` up to date incrementally through the server (its new row changes MERGEd,
 no DDL) and writes ``orders`` in full (created, then its schema changed). After each night every table
@@ -33,6 +35,7 @@ import pytest
 from binlake.config import REPO_ROOT, BinlakeConfig, load_config
 from binlake_testing.processes import binlake_serve
 from binlake_testing.s3server import free_port
+from binlake_testing.spark_cluster import SparkStandaloneCluster
 from binlake_testing.table_digest import TableDigest, delta_table_digest, warehouse_digests
 from spark_jobs.schemas import ALL_TABLES
 from tests._chain_util import MARIADB_FILES, read_fixture
@@ -71,7 +74,7 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-def _config(folder: Path, archive: Path, *, mode: str, remote: str) -> BinlakeConfig:
+def _config(folder: Path, archive: Path, *, mode: str, remote: str, master: str = "local[2]") -> BinlakeConfig:
     jars = os.environ.get("BINLAKE_JARS_DIR", str(REPO_ROOT / ".jars"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "binlake.toml"
@@ -79,8 +82,8 @@ def _config(folder: Path, archive: Path, *, mode: str, remote: str) -> BinlakeCo
         "[pipeline]", f'warehouse = "{folder / "warehouse"}"', f'state_dir = "{folder / "state"}"',
         f'jars_dir = "{jars}"', "",
         "[[sources]]", f'name = "{SOURCE}"', f'uri = "{archive}/"', "",
-        "[spark]", f'mode = "{mode}"', 'master = "local[2]"', "shuffle_partitions = 2", "ui_enabled = false",
-        f'remote = "{remote}"', "",
+        "[spark]", f'mode = "{mode}"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
+        f'remote = "{remote}"', *(["jars_on_workers = true"] if master.startswith("spark://") else []), "",
         "[gold]", "incremental_min_changes = 0  # night 2's customer: the incremental MERGE, through Connect", ""]))
     return load_config(path)
 
@@ -110,23 +113,27 @@ class Server:
     proc: subprocess.Popen[str]
     remote: str
     started: set[int]
+    cluster: SparkStandaloneCluster
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``binlake serve --no-thrift --connect`` on a free loopback port; stopped (SIGTERM) at the end."""
+    """``binlake serve --no-thrift --connect`` on a free loopback port, its master the module's
+    standalone cluster; stopped (SIGTERM) at the end, then the cluster."""
     folder = tmp_path_factory.mktemp("connect-server")
     port = free_port()
     remote = f"sc://127.0.0.1:{port}"
-    cfg = _config(folder, folder / "no-archive", mode="local", remote=remote)
-    args = ["--config", str(cfg.config_path), "--no-thrift", "--connect", "--connect-port", str(port)]
-    with binlake_serve(args, cwd=folder, wait_seconds=300) as (proc, lines):
-        assert f"Spark Connect: {remote}" in lines
-        started: set[int] = {proc.pid}
-        try:
-            yield Server(proc, remote, started)
-        finally:
-            _remember(proc.pid, started)
+    with SparkStandaloneCluster(folder / "cluster", workers=1, cores=2, memory="1g") as cluster:
+        cfg = _config(folder, folder / "no-archive", mode="local", remote=remote, master=cluster.master_url)
+        args = ["--config", str(cfg.config_path), "--no-thrift", "--connect", "--connect-port", str(port)]
+        started: set[int] = set(cluster.pids())
+        with binlake_serve(args, cwd=folder, wait_seconds=300) as (proc, lines):
+            assert f"Spark Connect: {remote}" in lines
+            started.add(proc.pid)
+            try:
+                yield Server(proc, remote, started, cluster)
+            finally:
+                _remember(proc.pid, started)
 
 
 def _remember(pid: int, started: set[int]) -> None:
@@ -168,7 +175,8 @@ def nights(server: Server, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         server.started.add(client.pid)
         stdout, stderr = client.communicate(timeout=600)
-        _remember(server.proc.pid, server.started)
+        for pid in [server.proc.pid, *server.cluster.pids()]:  # the server's workers, the executors
+            _remember(pid, server.started)
         assert client.returncode == 0, stderr[-4000:]
         modes["connect"] = next(line for line in stdout.splitlines() if line.startswith("gold "))
         out.append({"local": _digests(local), "connect": _digests(connect), "modes": modes,
@@ -202,10 +210,23 @@ def test_gold_writes_the_same_way_in_both_modes(nights: list[dict[str, Any]]) ->
     assert nights[1]["replays"]["connect"] == {"alpha__shop__customer": "incremental", "alpha__shop__orders": "full"}
 
 
+def test_the_servers_executors_ran_on_the_cluster(server: Server, nights: list[dict[str, Any]]) -> None:
+    """The server is an application of the standalone master, with cores, and its executor ran on the
+    worker (the worker's folder for the application holds an executor's log of tasks it ran)."""
+    apps = server.cluster.state().get("activeapps", [])
+    assert len(apps) == 1 and apps[0]["state"] == "RUNNING" and int(apps[0]["cores"]) == 2, apps
+    app_id = str(apps[0]["id"])
+    assert server.cluster.workers_running(app_id) == [0]
+    logs = (server.cluster.work_dir / "worker0" / app_id).glob("*/stderr")
+    assert any("Running task" in p.read_text(errors="replace") for p in logs)
+
+
 def test_no_process_is_left(server: Server, nights: list[dict[str, Any]]) -> None:
-    """The server's JVM and Python workers and the clients: all gone once the server stops."""
+    """The server's JVM, its executors and their Python workers, the clients and the cluster: all
+    gone once the server and the cluster stop."""
     server.proc.send_signal(signal.SIGTERM)
     server.proc.wait(timeout=120)
+    server.cluster.stop()
     deadline = time.monotonic() + 30
     alive = [p for p in server.started if psutil.pid_exists(p)]
     while alive and time.monotonic() < deadline:
