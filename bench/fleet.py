@@ -8,7 +8,7 @@ or ``"connect"`` (``--mode connect``: the script starts one ``binlake serve --no
 ``--master``, the tasks are its thin clients; its JVM and Python workers count in the tree). Two nightly
 runs: night 1 ingests everything,
 night 2 finds nothing new. Per night it prints the wall time, the CPU-seconds of the whole process
-tree (this script, the S3 server, the Airflow services, every task process and its JVM), the task-seconds per
+tree (the S3 server, the Airflow services, every task process and its JVM), the task-seconds per
 step (Airflow's task instances: end - start, summed over sources), the Delta commits the night
 added (``_delta_log/*.json`` objects, per table family) and how many step instances started Spark
 (their documents' ``spark`` field). Last, per night, the least-squares line CPU = fixed + per_source × N.
@@ -128,7 +128,7 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mo
     """Two nights of ``n`` sources; every process started here is stopped before returning."""
     tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
     stack = contextlib.ExitStack()
-    cpu = stack.enter_context(TreeCpu(interval))
+    cpu = stack.enter_context(TreeCpu(interval, children_only=True))  # the processes it started
     server = S3Server(mode="process").start()
     airflow: AirflowServices | None = None
     try:

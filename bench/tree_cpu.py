@@ -33,9 +33,11 @@ class TreeCpu:
     CPU is left out of :attr:`seconds`. The one sampler of ``bench/``: pipeline.py (a job's CPU, by
     kind of process), fleet.py (a night's, by :meth:`snapshot` / :meth:`between`) and this script."""
 
-    def __init__(self, interval: float = 0.25, root: psutil.Process | None = None) -> None:
+    def __init__(self, interval: float = 0.25, root: psutil.Process | None = None, *,
+                 children_only: bool = False) -> None:
         self.interval = interval
         self.root = root or psutil.Process()
+        self.children_only = children_only  # leave the root out (a harness measuring what it started)
         self._cpu: dict[ProcessKey, list[float]] = {}  # [CPU at the start (0 if born since), last seen]
         self._names: dict[ProcessKey, str] = {}  # as first seen: a process that exited has none
         self._lock = threading.Lock()
@@ -45,7 +47,7 @@ class TreeCpu:
 
     def _sample(self, first: bool = False) -> None:
         try:
-            procs = [self.root, *self.root.children(recursive=True)]
+            procs = [*([] if self.children_only else [self.root]), *self.root.children(recursive=True)]
         except psutil.Error:
             return
         for p in procs:

@@ -231,10 +231,19 @@ class AirflowServices:
         raise AirflowServiceError(f"run {dag_id}/{run_id} not finished after {timeout:.0f}s")
 
     def task_instances(self, dag_id: str, run_id: str) -> list[TaskInstanceInfo]:
-        doc = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=1000")
-        return [TaskInstanceInfo(t["task_id"], int(t["map_index"]), t.get("state"), t.get("start_date"),
-                                 t.get("end_date"), int(t.get("try_number") or 0),
-                                 t.get("rendered_map_index")) for t in doc["task_instances"]]
+        """Every task instance of the run, page by page: the API returns at most ``[api]
+        maximum_page_limit`` (100 by default) per request, whatever ``limit`` asks (a 32-source night
+        has 162)."""
+        out: list[TaskInstanceInfo] = []
+        while True:
+            doc = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=100&offset={len(out)}"
+                           "&order_by=id")
+            page = doc["task_instances"]
+            out += [TaskInstanceInfo(t["task_id"], int(t["map_index"]), t.get("state"), t.get("start_date"),
+                                     t.get("end_date"), int(t.get("try_number") or 0),
+                                     t.get("rendered_map_index")) for t in page]
+            if not page or len(out) >= int(doc.get("total_entries", len(out))):
+                return out
 
     def xcom(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> Any:
         doc = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/"
