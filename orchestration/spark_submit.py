@@ -1,11 +1,10 @@
 """``[spark] mode = "submit"``: the operator of a Spark step that ``spark-submit`` runs.
 
 Why a module of its own: Airflow's Spark provider's operator module imports the OpenLineage
-provider's listener and Spark helpers as it loads, and every task process parses the DAG file, so
-the tasks of the local and connect modes, which never use the operator, paid for it in each of
-them: 0.6-0.7 CPU-s per parse with lineage off (``[lineage] enabled = false``); with it on, the
-provider's listener loads those modules in the task process anyway. :func:`orchestration.tasks.spark_step`
-imports this module only in submit mode.
+provider's Spark helpers as it loads (about half a CPU-second), and every task process parses the
+DAG file, so the tasks of the local and connect modes, which never use the operator, would pay
+for it in each of them (:func:`orchestration.tasks.spark_step` imports this module only in submit
+mode).
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ def test_the_demo_sends_spark_lines_to_its_log_file(tmp_path: Path, caplog: pyte
 
 def test_a_local_mode_dag_file_does_not_import_the_spark_submit_operator(tmp_path: Path) -> None:
     """Every task process parses the DAG file: in local (and connect) mode it must not load Airflow's
-    Spark provider operator (0.6-0.7 CPU-s per task process with lineage off, orchestration/spark_submit.py)."""
+    Spark provider operator (about half a CPU-second per task process, orchestration/spark_submit.py)."""
     path = tmp_path / "c.toml"
     path.write_text('[pipeline]\nwarehouse = "/tmp/wh"\n[[sources]]\nname = "a"\nuri = "/tmp/a/"\n')
     dags = Path(__file__).resolve().parent.parent / "dags"
