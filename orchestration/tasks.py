@@ -8,7 +8,7 @@ Airflow: operators, retries, Assets, credentials, alerts; the logic lives below 
 
 A Spark step is either an in-process ``@task`` (``[spark].mode = "local"``: the task process
 starts a SparkSession; ``"connect"``: the task process is a thin Spark Connect client of the warm
-server at ``[spark].remote``) or a :class:`~orchestration.spark_submit.BinlakeSparkSubmitOperator` (``"submit"``: ``spark-submit
+server at ``[spark].remote``) or a :class:`BinlakeSparkSubmitOperator` (``"submit"``: ``spark-submit
 spark_jobs/__main__.py STEP --source S --run-id R`` through the ``spark_default`` connection, the
 driver in the task's process tree, executors on the cluster). Same DAG, chosen by configuration.
 
@@ -27,6 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
 
 from binlake.config import BinlakeConfig, load_config
@@ -38,6 +39,7 @@ from binlake.runs import (
     DataCheckError,
     RunFailedError,
     discover,
+    get_result,
     resolve_sources,
     summarize,
 )
@@ -197,6 +199,26 @@ def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[s
         raise AirflowFailException(str(exc)) from exc
 
 
+class BinlakeSparkSubmitOperator(SparkSubmitOperator):
+    """SparkSubmitOperator that first exports the Airflow AWS connection's credentials (if any),
+    so the spark-submit child process (driver) and S3A find them in its environment."""
+
+    def execute(self, context: Any) -> Any:
+        """Without spark-submit when the step has nothing for Spark (dry run, nothing new)."""
+        from spark_jobs.steps import WITHOUT_SPARK
+
+        cfg = load_config()
+        step, source = list(self.application_args or ())[0:3:2]
+        quick = run_reporting_expected_failures(lambda: WITHOUT_SPARK[step](cfg, source, context["run_id"]))
+        if quick is not None:
+            return to_doc(quick)
+        export_airflow_aws_credentials(cfg)
+        super().execute(context)
+        if step == "gold":  # the application wrote its result document: the tables it wrote
+            emit_gold_assets(cfg, context, get_result(cfg, context["run_id"], source, "gold", GoldStepResult))
+        return None
+
+
 def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: str = "all_success") -> Any:
     """The task of one Spark step of the source that ``discovered`` (the discover task's output) names."""
     outlets: list[Asset | AssetAlias] = [*table_assets(cfg, STEP_TABLES[step])]
@@ -204,7 +226,6 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
         outlets.append(AssetAlias(GOLD_ASSET_ALIAS))
     retries = STEP_RETRIES[step]
     if cfg.spark.mode == "submit":
-        from orchestration.spark_submit import BinlakeSparkSubmitOperator
         from spark_jobs.session import spark_submit_kwargs
 
         submit = spark_submit_kwargs(cfg)

@@ -5,8 +5,6 @@ discovering, decoding, reconciling and checking them into Delta."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -150,17 +148,3 @@ def test_the_demo_sends_spark_lines_to_its_log_file(tmp_path: Path, caplog: pyte
         "ERROR spark: ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)",
     ]
     assert spark_log.propagate and not [h for h in spark_log.handlers if isinstance(h, logging.FileHandler)]
-
-
-def test_a_local_mode_dag_file_does_not_import_the_spark_submit_operator(tmp_path: Path) -> None:
-    """Every task process parses the DAG file: in local (and connect) mode it must not load Airflow's
-    Spark provider operator (about half a CPU-second per task process, orchestration/spark_submit.py)."""
-    path = tmp_path / "c.toml"
-    path.write_text('[pipeline]\nwarehouse = "/tmp/wh"\n[[sources]]\nname = "a"\nuri = "/tmp/a/"\n')
-    dags = Path(__file__).resolve().parent.parent / "dags"
-    code = ("import runpy, sys; runpy.run_path(sys.argv[1]); "
-            "print(sorted(m for m in sys.modules if m.startswith('airflow.providers.apache.spark.operators')))")
-    env = {**os.environ, "BINLAKE_CONFIG": str(path), "AIRFLOW_HOME": str(tmp_path / "airflow")}
-    out = subprocess.run([sys.executable, "-c", code, str(dags / "binlake_nightly.py")], env=env,
-                         capture_output=True, text=True, timeout=300, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]", out[-2000:]
