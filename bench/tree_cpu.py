@@ -11,6 +11,7 @@ process's user + system time as last seen, by process name.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -30,8 +31,9 @@ class TreeCpu:
     ``children_user`` / ``children_system`` need not ever hold it (the Python workers of ``mapInArrow``
     exited uncounted: reading the tree at the start and the end alone missed a third of the old
     ingest's CPU). A process alive at the start counts from what it had then; the sampler thread's own
-    CPU is left out of :attr:`seconds`. The one sampler of ``bench/``: pipeline.py (a job's CPU, by
-    kind of process), fleet.py (a night's, by :meth:`snapshot` / :meth:`between`) and this script."""
+    CPU is left out of :attr:`seconds` (when the root is this process, where it runs). The one
+    sampler of ``bench/``: pipeline.py (a job's CPU, by kind of process), fleet.py (a night's, by
+    :meth:`snapshot` / :meth:`between`) and this script."""
 
     def __init__(self, interval: float = 0.25, root: psutil.Process | None = None, *,
                  children_only: bool = False) -> None:
@@ -77,8 +79,13 @@ class TreeCpu:
         self._sample()
 
     @property
+    def _sampler_in_tree(self) -> float:
+        """The sampler thread's CPU where the tree counts it: only when the root is this process."""
+        return 0.0 if self.children_only or self.root.pid != os.getpid() else self._sampler_cpu
+
+    @property
     def seconds(self) -> float:
-        return sum(last - start for start, last in self._cpu.values()) - self._sampler_cpu
+        return sum(last - start for start, last in self._cpu.values()) - self._sampler_in_tree
 
     def snapshot(self) -> dict[ProcessKey, float]:
         """Each process's CPU-seconds now (sampled now): two snapshots' :meth:`between` is what
@@ -106,7 +113,7 @@ class TreeCpu:
         out = dict.fromkeys(("driver", "JVM", "Python workers", "Python processes"), 0.0)
         for key, (start, last) in self._cpu.items():
             if key[0] == self.root.pid:
-                out["driver"] += last - start - self._sampler_cpu
+                out["driver"] += last - start - self._sampler_in_tree
             elif "java" in self._names[key]:
                 out["JVM"] += last - start
             else:  # the Python daemon and the workers it forks (gone ones: only those come and go)

@@ -379,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orchestration.lineage import airflow_lineage_env
 
         # [lineage] before Airflow is imported: its OpenLineage provider reads them as it loads
-        env = {**airflow_env(airflow_home, dag_files), **airflow_lineage_env(load_config(cfg_path))}
+        cfg = load_config(cfg_path)
+        env = {**airflow_env(airflow_home, dag_files), **airflow_lineage_env(cfg)}
         os.environ.update(env)
         say(f"migrating the Airflow metadata DB (SQLite, {airflow_home})", t0)
         migrate_airflow_db(env)
@@ -393,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             say(f"DAG run {result.run_id} ended {result.state}; task logs are under {airflow_home}/logs", t0)
             return 1
         say(f"DAG run {result.run_id}: success", t0)
-        print_summary(load_config(cfg_path))
+        print_summary(cfg)
         say(f"done in {time.monotonic() - t0:.0f}s. Query more: BINLAKE_CONFIG={cfg_path} "
             f"{'.venv/bin/' if _in_checkout() else ''}binlake sql \"SHOW TABLES IN meta\" "
             "(the S3 server is gone; the warehouse stays)")
