@@ -61,6 +61,8 @@ STEP_TABLES: dict[str, tuple[str, ...]] = {
     "data_checks": (),
 }
 XCOM_LIST_LIMIT = 50
+#: the run-folder document of a source the run's discover task could not discover (``{"error": ...}``)
+DISCOVERY_FAILED = "discovery_failed"
 #: the result class of each step's document
 STEP_RESULTS: dict[str, type] = {"discover": RunPlan, "decode": DecodeResult, "reconcile": ReconcileResult,
                                  "gold": GoldStepResult, "data_checks": ChecksResult}
@@ -89,6 +91,11 @@ class RunParamsError(BinlakeError, ValueError):
 
 class MissingPlanError(BinlakeError):
     """A Spark step found no ingest plan: its run's discover step did not run."""
+
+
+class DiscoveryFailedError(BinlakeError):
+    """The run's discover task could not discover the source (its lease is held by another run, an
+    archived object was replaced, storage failed after retries): the source's first step fails with it."""
 
 
 # --------------------------------------------------------------------------- run folder
@@ -134,6 +141,9 @@ def get_plan(cfg: BinlakeConfig, run_id: str, source: str) -> RunPlan:
     """The run's ingest plan of the source (MissingPlanError when discover did not write one)."""
     plan = get_result(cfg, run_id, source, "plan", RunPlan)
     if plan is None:
+        failed = get_doc(cfg, run_id, source, DISCOVERY_FAILED)
+        if failed is not None:
+            raise DiscoveryFailedError(f"source {source}: not discovered in run {run_id}: {failed['error']}")
         raise MissingPlanError(f"no ingest plan for source {source} in run {run_id}: did discover run?")
     return plan
 
@@ -342,6 +352,9 @@ def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[Sourc
         why = "; ".join(part for part in (f"did not complete: {', '.join(missing)}" if missing else "",
                                           f"failed: {', '.join(bad)}" if bad else "") if part)
         problems.append(f"source {source}: {why}")
+        failed = get_doc(cfg, run_id, source, DISCOVERY_FAILED)
+        if failed is not None:
+            problems.append(f"source {source}: not discovered: {failed['error']}")
     if isinstance(gold, GoldStepResult):  # reported, not fatal: the other tables are right
         problems.extend(f"source {source}: {u} (seed it from a dump: [gold] seed_dumps)" for u in gold.unknown_schemas)
     chain: list[str] = []

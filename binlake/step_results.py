@@ -94,6 +94,26 @@ class DiscoverResult:
 
 
 @dataclass(frozen=True)
+class RunDiscovery:
+    """The run's one discover task over all its sources (Airflow XComs, one per field).
+
+    Why one task and not one per source: a task instance costs a Python process, Airflow's task
+    runner and a DAG parse (seconds of CPU), and on a routine night most sources of a fleet have
+    nothing new. So the discover task discovers every source and finishes in its own process each
+    source no step of which needs Spark (``settled``: nothing new, nothing to report); the
+    per-source tasks run only for ``busy`` sources: work for Spark, a stored GAP to report again
+    (and alert), or a discovery that failed (``failed``: its first step fails with the reason)."""
+
+    sources: tuple[str, ...]
+    busy: tuple[str, ...] = ()
+    settled: tuple[str, ...] = ()
+    found: tuple[DiscoverResult, ...] = ()
+    failed: dict[str, str] = field(default_factory=dict)
+    #: why each busy source's tasks run ("decode has work", "gold has work", "ChainBrokenError: ...")
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class DecodeResult:
     """The decode step (``decode`` document). ``spark`` is False when no Spark ran: a dry run, or
     nothing new to ingest."""

@@ -117,7 +117,7 @@ class DagRunResult:
 
     @property
     def success(self) -> bool:
-        return self.state == "success" and all(s == "success" for s in self.task_states.values())
+        return self.state == "success" and all(s in ("success", "skipped") for s in self.task_states.values())
 
 
 def run_dag(dag: Any, run_conf: dict[str, Any] | None = None) -> DagRunResult:

@@ -5,7 +5,8 @@ Trigger it from the UI (params form) or the CLI, e.g.::
     airflow dags trigger binlake_backfill --conf '{"source": "orders-primary",
         "from_file": "binlog.000100", "to_file": "binlog.000120", "mode": "reprocess"}'
 
-Per source: ``discover >> decode >> reconcile >> gold >> data_checks``, then one summary.
+One ``discover`` task for the chosen sources, then per source with work: ``decode >> reconcile >> gold
+>> data_checks``, then one summary (as in the nightly DAG).
 ``mode``: ``missing`` (ingest only files not yet ingested, or changed) or ``reprocess`` (ingest
 the range again; rows are replaced, tables end up identical). ``dry_run`` plans and reports only.
 New DAGs start paused: unpause it once (UI toggle or ``airflow dags unpause binlake_backfill``).
@@ -21,10 +22,9 @@ from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
 from orchestration.tasks import (
     data_checks_task,
-    discover_task,
     reconcile_step,
     release_run_leases,
-    sources_task,
+    run_discovery,
     spark_step,
     summary_task,
 )
@@ -58,12 +58,11 @@ with DAG(
 
     @task_group(group_id="per_source")
     def per_source(source: str) -> None:
-        found = discover_task(source, backfill=True)
-        decoded = spark_step(cfg, "decode", found)
-        reconciled = reconcile_step(cfg, found)
-        gold = spark_step(cfg, "gold", found)
-        checked = data_checks_task(found)
-        found >> decoded >> reconciled >> gold >> checked
+        decoded = spark_step(cfg, "decode", source)
+        reconciled = reconcile_step(cfg, source)
+        gold = spark_step(cfg, "gold", source)
+        checked = data_checks_task(source)
+        decoded >> reconciled >> gold >> checked
 
-    names = sources_task()
-    per_source.expand(source=names) >> summary_task(names)
+    found = run_discovery(backfill=True)
+    per_source.expand(source=found.busy) >> summary_task(found.sources)

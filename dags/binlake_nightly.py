@@ -1,14 +1,16 @@
 """binlake nightly DAG: archived MySQL/MariaDB binlogs -> bronze/silver/gold/meta Delta tables.
 
-Per source (dynamic task mapping: one source failing does not stop the others)::
+One discover task for every source, then per source with work (dynamic task mapping: one source
+failing does not stop the others)::
 
-    discover >> decode >> reconcile >> gold >> data_checks        then one summary for the run
+    discover >> per source: decode >> reconcile >> gold >> data_checks >> one summary for the run
 
-``discover`` follows the ROTATE chain and plans the run; ``reconcile`` fails on a GTID GAP or a
-broken chain, naming it (one error line, then the alert); ``gold`` and ``data_checks`` do not run
-for a source whose chain is broken. ``reconcile`` never starts Spark (delta-rs, in the task
-process); a night with nothing new starts none for ``decode``, and none for ``gold`` when its inputs
-are unchanged (a GAP found before is still reported, from meta.gtid_reconciliation).
+``discover`` follows each source's ROTATE chain, plans the run, and finishes there every source with
+nothing for Spark (nothing new, gold's inputs unchanged): a quiet source costs no task of its own.
+``reconcile`` fails on a GTID GAP or a broken chain, naming it (one error line, then the alert);
+``gold`` and ``data_checks`` do not run for a source whose chain is broken, and a GAP found before is
+reported again every night (from meta.gtid_reconciliation). ``reconcile`` never starts Spark
+(delta-rs, in the task process); ``gold`` starts none when its inputs are unchanged.
 Schedule: ``[pipeline].nightly_cron``. Whether Spark runs in the task process or through
 spark-submit on a cluster is ``[spark].mode`` (conf/binlake.toml or $BINLAKE_CONFIG). The tasks
 are in ``orchestration.tasks``; see docs/operations.md.
@@ -23,9 +25,9 @@ from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
 from orchestration.tasks import (
     data_checks_task,
-    discover_task,
     reconcile_step,
     release_run_leases,
+    run_discovery,
     spark_step,
     summary_task,
 )
@@ -48,11 +50,11 @@ with DAG(
 
     @task_group(group_id="per_source")
     def per_source(source: str) -> None:
-        found = discover_task(source)
-        decoded = spark_step(cfg, "decode", found)
-        reconciled = reconcile_step(cfg, found)
-        gold = spark_step(cfg, "gold", found)
-        checked = data_checks_task(found)
-        found >> decoded >> reconciled >> gold >> checked
+        decoded = spark_step(cfg, "decode", source)
+        reconciled = reconcile_step(cfg, source)
+        gold = spark_step(cfg, "gold", source)
+        checked = data_checks_task(source)
+        decoded >> reconciled >> gold >> checked
 
-    per_source.expand(source=[s.name for s in cfg.sources]) >> summary_task()
+    found = run_discovery()
+    per_source.expand(source=found.busy) >> summary_task(found.sources)

@@ -37,8 +37,9 @@ STEP_INPUT_TABLES: dict[str, tuple[str, ...]] = {
     "data_checks": ("meta.ingested_files", "bronze.events", "silver.transactions", "silver.row_changes",
                     "silver.statements"),
 }
-#: the tasks (of the per-source group) this extractor names datasets for
+#: the tasks (of the per-source group) this extractor names datasets for, and the run's discover task
 STEP_TASK_PREFIX = "per_source."
+DISCOVER_TASK = "discover"
 #: the operator classes of those tasks (TaskFlow tasks and the submit-mode Spark steps)
 OPERATOR_CLASSES = ("_PythonDecoratedOperator", "BinlakeSparkSubmitOperator")
 EXTRACTOR_PATH = "orchestration.lineage.BinlakeStepExtractor"
@@ -121,9 +122,7 @@ def step_datasets(cfg: BinlakeConfig, step: str, source: str, run_id: str) -> tu
     inputs = [table_dataset(cfg, t) for t in STEP_INPUT_TABLES.get(step, ())]
     outputs = [table_dataset(cfg, t) for t in STEP_TABLES.get(step, ())]
     plan = get_doc(cfg, run_id, source, "plan") or {}
-    if step == "discover":
-        inputs.append(object_dataset(cfg.source(source).uri))
-    elif step == "decode":
+    if step == "decode":
         inputs += [object_dataset(str(f["uri"])) for f in plan.get("files", ())]
     elif step == "gold":
         gold = get_doc(cfg, run_id, source, "gold") or {}
@@ -132,9 +131,21 @@ def step_datasets(cfg: BinlakeConfig, step: str, source: str, run_id: str) -> tu
 
 
 def _task_source(task_instance: Any) -> str | None:
-    """The source of a mapped per-source task instance (the discover task's XCom names it)."""
-    doc = task_instance.xcom_pull(task_ids=f"{STEP_TASK_PREFIX}discover", map_indexes=task_instance.map_index)
-    return str(doc["source"]) if isinstance(doc, dict) and doc.get("source") else None
+    """The source of a mapped per-source task instance: the group maps over the discover task's
+    return value (the busy sources), so the task's map index is the source's place in it."""
+    busy = task_instance.xcom_pull(task_ids=DISCOVER_TASK)
+    index = int(task_instance.map_index)
+    return str(busy[index]) if isinstance(busy, list) and 0 <= index < len(busy) else None
+
+
+def discover_datasets(cfg: BinlakeConfig, task_instance: Any) -> tuple[list[Any], list[Any]]:
+    """(inputs, outputs) of the run's discover task: every discovered source's objects (it reads
+    meta.ingested_files too), and the tables its settled sources' steps would name (none: a settled
+    source writes no table)."""
+    found = task_instance.xcom_pull(task_ids=DISCOVER_TASK, key="found") or []
+    inputs = [table_dataset(cfg, t) for t in STEP_INPUT_TABLES["discover"]]
+    inputs += [object_dataset(cfg.source(str(doc["source"])).uri) for doc in found if isinstance(doc, dict)]
+    return inputs, []
 
 
 def _make_extractor() -> type:
@@ -156,6 +167,9 @@ def _make_extractor() -> type:
 
         def extract_on_complete(self, task_instance: Any) -> Any:
             task_id = str(self.operator.task_id)
+            if task_id == DISCOVER_TASK:
+                inputs, outputs = discover_datasets(load_config(), task_instance)
+                return OperatorLineage(inputs=inputs, outputs=outputs)
             if not task_id.startswith(STEP_TASK_PREFIX):
                 return OperatorLineage()
             step = task_id.removeprefix(STEP_TASK_PREFIX)

@@ -45,9 +45,11 @@ class PipelineRun:
         return self.state == "success"
 
     def lines(self) -> list[str]:
-        """What the terminal shows: the verdict, then every task instance not in success."""
+        """What the terminal shows: the verdict, then every task instance not in success (nor skipped:
+        the per-source tasks are skipped as a whole when no source had work, which is no news)."""
         out = [f"{self.dag_id} run {self.run_id}: {self.state}"]
-        out += [f"  {task}: {state}" for task, state in sorted(self.task_states.items()) if state != "success"]
+        out += [f"  {task}: {state}" for task, state in sorted(self.task_states.items())
+                if state not in ("success", "skipped")]
         out.append(f"  summary: {self.summary_uri}")
         return out
 

@@ -1,10 +1,11 @@
 """The Airflow tasks of binlake's DAGs; the DAG files in ``dags/`` put them together.
 
-Per source (a mapped task group, so one source failing does not stop the others):
-``discover`` (plain Python) -> ``decode`` -> ``reconcile`` -> ``gold`` (Spark steps,
-:mod:`spark_jobs.steps`) -> ``data_checks`` (delta-rs + DuckDB, no JVM), then one ``summary``. This module only adapts them to
-Airflow: operators, retries, Assets, credentials, alerts; the logic lives below (``binlake.runs``,
-``spark_jobs.steps``).
+One ``discover`` task for every source of the run (plain Python: it also finishes each source that
+has nothing for Spark, see :class:`binlake.step_results.RunDiscovery`), then per source with work
+(a mapped task group, so one source failing does not stop the others): ``decode`` -> ``reconcile``
+-> ``gold`` (:mod:`spark_jobs.steps`) -> ``data_checks`` (delta-rs + DuckDB, no JVM), then one
+``summary``. This module only adapts them to Airflow: operators, retries, Assets, credentials,
+alerts; the logic lives below (``binlake.runs``, ``spark_jobs.steps``).
 
 A Spark step is either an in-process ``@task`` (``[spark].mode = "local"``: the task process
 starts a SparkSession; ``"connect"``: the task process is a thin Spark Connect client of the warm
@@ -12,11 +13,11 @@ server at ``[spark].remote``) or a :class:`BinlakeSparkSubmitOperator` (``"submi
 spark_jobs/__main__.py STEP --source S --run-id R`` through the ``spark_default`` connection, the
 driver in the task's process tree, executors on the cluster). Same DAG, chosen by configuration.
 
-Retries (see docs/operations.md): ``discover`` 2 (S3 hiccups), ``decode`` 1 (a lost executor or
-driver: the re-run replaces the same rows, exactly once), the others 0: a GAP or a failed data check
-is deterministic and must fail at once (and alert). Within a step, Spark itself retries a task whose
-executor died (``spark.task.maxFailures``), and Delta commit conflicts are retried by
-:func:`spark_jobs.lake.committed_write`.
+Retries (see docs/operations.md): ``discover`` 2 (and up to 3 tries per source inside it: S3
+hiccups), ``decode`` 1 (a lost executor or driver: the re-run replaces the same rows, exactly once),
+the others 0: a GAP or a failed data check is deterministic and must fail at once (and alert).
+Within a step, Spark itself retries a task whose executor died (``spark.task.maxFailures``), and
+Delta commit conflicts are retried by :func:`spark_jobs.lake.committed_write`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, AssetAlias, task
+from airflow.sdk import Asset, AssetAlias, XComArg, task
+from airflow.sdk.definitions.xcom_arg import PlainXComArg
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
@@ -37,8 +39,8 @@ from binlake.runs import (
     STEP_TABLES,
     ChainBrokenError,
     DataCheckError,
+    DiscoveryFailedError,
     RunFailedError,
-    discover,
     get_result,
     resolve_sources,
     summarize,
@@ -57,7 +59,11 @@ RETRY_DELAY = timedelta(seconds=30)
 #: mapped task instances are labelled by their source in the UI (not 0, 1, 2): the TaskFlow tasks
 #: put the name in their context, the submit operator pulls it from the discover task's XCom
 SOURCE_LABEL = "{{ binlake_source }}"
-SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='" + GROUP_ID + ".discover', map_indexes=ti.map_index)['source'] }}"
+#: the discover task's return value is the list of sources whose per-source tasks run (the group is
+#: mapped over it: Airflow maps over return values only), so a task's map index is its source's place
+SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='discover')[ti.map_index] }}"
+#: the discover task's other XComs (keys): the fields of :class:`binlake.step_results.RunDiscovery`
+DISCOVERY_XCOMS = ("sources", "settled", "found", "failed", "reasons")
 #: the gold step's outlet alias: gold table names are known at run time only, so the step adds one
 #: asset event per gold table it wrote through this alias (:func:`emit_gold_assets`); downstream DAGs
 #: schedule on the alias (any gold table) or on a table's Asset (:func:`table_assets`)
@@ -65,7 +71,8 @@ GOLD_ASSET_ALIAS = "binlake.gold"
 
 
 #: failures that are an expected, fully explained outcome (the message says it all)
-EXPECTED_FAILURES: tuple[type[BinlakeError], ...] = (ChainBrokenError, DataCheckError, RunFailedError)
+EXPECTED_FAILURES: tuple[type[BinlakeError], ...] = (ChainBrokenError, DataCheckError, DiscoveryFailedError,
+                                                     RunFailedError)
 
 
 class BinlakeTaskFailed(SystemExit):
@@ -179,24 +186,38 @@ def release_run_leases(context: Any) -> None:
         release_source(cfg, src.name, str(run_id))
 
 
-@task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True,
-      map_index_template=SOURCE_LABEL)
-def discover_task(source: str, backfill: bool = False, **context: Any) -> dict[str, Any]:
-    """List the source's objects, follow the ROTATE chain, plan the run; take the source's lease."""
-    from airflow.sdk.exceptions import AirflowFailException
+@task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True)
+def discover_task(backfill: bool = False, **context: Any) -> list[str]:
+    """Every source of the run in one task: list its objects, follow the ROTATE chain, plan, take its
+    lease; finish here each source no step of which needs Spark (``spark_jobs.steps.discover_run``).
+    Returns the ``busy`` sources (the per-source group maps over them); XComs ``sources`` (all),
+    ``settled``, ``found``, ``failed``, ``reasons``. The backfill's sources are ``params.source`` or all."""
+    from spark_jobs.steps import discover_run
 
-    from binlake.discovery.discover import ReplacedObjectError
-    from binlake.lake.leases import LeaseHeldError
-
-    _label(source)
     cfg = load_config()
+    params = context.get("params")
+    names = resolve_sources((params or {}).get("source"), cfg) if backfill else [s.name for s in cfg.sources]
     export_airflow_aws_credentials(cfg)
-    try:
-        return to_doc(discover(source, context["run_id"], context.get("params"), backfill=backfill, cfg=cfg,
-                               dag_id=str(getattr(context.get("dag"), "dag_id", "") or ""),
-                               holder_finished=airflow_run_over(context)))
-    except (LeaseHeldError, ReplacedObjectError) as exc:  # retrying in 30 s would not help
-        raise AirflowFailException(str(exc)) from exc
+    doc = to_doc(discover_run(cfg, names, context["run_id"], params, backfill=backfill,
+                              dag_id=str(getattr(context.get("dag"), "dag_id", "") or ""),
+                              holder_finished=airflow_run_over(context)))
+    for key in DISCOVERY_XCOMS:
+        context["ti"].xcom_push(key=key, value=doc[key])
+    return list(doc["busy"])
+
+
+class RunDiscoveryOutputs(NamedTuple):
+    """The discover task's XComs the DAG wires: the sources to map the per-source group over, and
+    every source of the run (for the summary)."""
+
+    busy: XComArg
+    sources: XComArg
+
+
+def run_discovery(*, backfill: bool = False) -> RunDiscoveryOutputs:
+    """The run's discover task (:func:`discover_task`), as the DAG files wire it."""
+    busy = cast(PlainXComArg, discover_task(backfill=backfill))
+    return RunDiscoveryOutputs(busy=busy, sources=PlainXComArg(busy.operator, key="sources"))
 
 
 class BinlakeSparkSubmitOperator(SparkSubmitOperator):
@@ -219,8 +240,8 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
         return None
 
 
-def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: str = "all_success") -> Any:
-    """The task of one Spark step of the source that ``discovered`` (the discover task's output) names."""
+def spark_step(cfg: BinlakeConfig, step: str, source: Any, *, trigger_rule: str = "all_success") -> Any:
+    """The task of one Spark step of ``source`` (the mapped group's argument)."""
     outlets: list[Asset | AssetAlias] = [*table_assets(cfg, STEP_TABLES[step])]
     if step == "gold":
         outlets.append(AssetAlias(GOLD_ASSET_ALIAS))
@@ -236,67 +257,59 @@ def spark_step(cfg: BinlakeConfig, step: str, discovered: Any, *, trigger_rule: 
             name=f"binlake-{step}", env_vars=env, outlets=outlets, trigger_rule=trigger_rule,
             retries=retries, retry_delay=RETRY_DELAY, conn_id=str(submit["conn_id"]),
             conf=cast(dict[str, Any], submit["conf"]), jars=cast(str | None, submit.get("jars")))
-        discovered >> operator
         return operator
 
     @task(task_id=step, outlets=outlets, trigger_rule=trigger_rule, retries=retries, retry_delay=RETRY_DELAY,
           map_index_template=SOURCE_LABEL)
-    def in_process_step(found: dict[str, Any], **context: Any) -> dict[str, Any]:
+    def in_process_step(source: str, **context: Any) -> dict[str, Any]:
         from spark_jobs.steps import run_spark_step
 
-        _label(found["source"])
+        _label(source)
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
-        result = run_reporting_expected_failures(
-            lambda: run_spark_step(step, found["source"], context["run_id"], step_cfg))
+        result = run_reporting_expected_failures(lambda: run_spark_step(step, source, context["run_id"], step_cfg))
         if isinstance(result, GoldStepResult):
             emit_gold_assets(step_cfg, context, result)
         return to_doc(result)
 
-    return in_process_step(discovered)
+    return in_process_step(source)
 
 
-def reconcile_step(cfg: BinlakeConfig, discovered: Any) -> Any:
-    """The reconcile task of the source that ``discovered`` names: in the task process in every
+def reconcile_step(cfg: BinlakeConfig, source: Any) -> Any:
+    """The reconcile task of ``source`` (the mapped group's argument): in the task process in every
     ``[spark].mode``, no JVM (delta-rs, :func:`spark_jobs.steps.run_reconcile_step`): its data is a
     few rows per archived file. Fails on a GAP or a broken chain (one error line, then the alert)."""
 
     @task(task_id="reconcile", outlets=table_assets(cfg, STEP_TABLES["reconcile"]), retries=STEP_RETRIES["reconcile"],
           retry_delay=RETRY_DELAY, map_index_template=SOURCE_LABEL)
-    def reconcile_task(found: dict[str, Any], **context: Any) -> dict[str, Any]:
+    def reconcile_task(source: str, **context: Any) -> dict[str, Any]:
         from spark_jobs.steps import run_reconcile_step
 
-        _label(found["source"])
+        _label(source)
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
-        return to_doc(run_reporting_expected_failures(
-            lambda: run_reconcile_step(found["source"], context["run_id"], step_cfg)))
+        return to_doc(run_reporting_expected_failures(lambda: run_reconcile_step(source, context["run_id"], step_cfg)))
 
-    return reconcile_task(discovered)
+    return reconcile_task(source)
 
 
 @task(task_id="data_checks", map_index_template=SOURCE_LABEL)
-def data_checks_task(found: Any, **context: Any) -> dict[str, Any]:
+def data_checks_task(source: str, **context: Any) -> dict[str, Any]:
     """The source's data checks (no Spark, in both modes); releases the source's run lease.
 
     Runs only when every earlier step succeeded (``upstream_failed`` otherwise: a source whose
     reconcile failed is not a checked source); the summary then releases the lease."""
     from spark_jobs.steps import run_data_checks
 
-    _label(found["source"])
+    _label(source)
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
-    return to_doc(run_reporting_expected_failures(lambda: run_data_checks(found["source"], context["run_id"], cfg)))
-
-
-@task(task_id="sources")
-def sources_task(**context: Any) -> list[str]:
-    """The backfill's sources: ``params.source`` (comma separated) or all configured ones."""
-    return resolve_sources((context.get("params") or {}).get("source"))
+    return to_doc(run_reporting_expected_failures(lambda: run_data_checks(source, context["run_id"], cfg)))
 
 
 @task(task_id="summary", trigger_rule="all_done")
 def summary_task(source_names: Any = None, **context: Any) -> dict[str, Any]:
-    """One verdict for the run; fails it when any source did not complete cleanly."""
+    """One verdict for the run (every source, settled or not); fails it when any source did not
+    complete cleanly. Without the discover task's list (it failed): every configured source."""
     wanted = list(source_names) if source_names is not None else [s.name for s in load_config().sources]
     return to_doc(run_reporting_expected_failures(lambda: summarize(wanted, context["run_id"])))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig, load_config
@@ -41,9 +41,11 @@ from binlake.runs import (
 from binlake.step_results import (
     ChecksResult,
     DecodeResult,
+    DiscoverResult,
     GoldStepResult,
     ReconcileProblem,
     ReconcileResult,
+    RunDiscovery,
     RunPlan,
 )
 
@@ -224,6 +226,7 @@ def run_reconcile_step(source: str, run_id: str, cfg: BinlakeConfig | None = Non
     stored verdict when nothing new was ingested (no Delta write at all), else recompute it with
     delta-rs. Why no JVM: its data is a few rows per archived file (docs/architecture.md)."""
     cfg = cfg or load_config()
+    get_plan(cfg, run_id, source)  # a source the run could not discover fails here, with the reason
     hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
     quick = reconcile_without_spark(cfg, source, run_id)
     return quick if quick is not None else step_reconcile(cfg, source, run_id)
@@ -434,6 +437,79 @@ def run_data_checks(source: str, run_id: str, cfg: BinlakeConfig | None = None) 
         release_source(cfg, source, run_id)  # let the next run in
 
 
+# --------------------------------------------------------------------------- the run's discover task
+
+
+#: a source's discovery is tried this often in the discover task when it fails with an error that is not
+#: binlake's own (storage unreachable, throttled): the task covers every source, so it retries per source
+DISCOVER_ATTEMPTS = 3
+
+
+def settle_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> str | None:
+    """Finish the source's run here when no step of it needs Spark (nothing new and gold's inputs
+    unchanged, or a dry run): each step's document, the data checks, the lease released; None then.
+    Otherwise why its per-source tasks must run: the first step that needs Spark, or the failure a
+    step reports (a GAP found before is reported again, by its own task, which alerts)."""
+    from binlake.errors import BinlakeError
+
+    try:
+        for step in ("decode", "reconcile", "gold"):
+            if WITHOUT_SPARK[step](cfg, source, run_id) is None:
+                return f"{step} has work"
+        run_data_checks(source, run_id, cfg)
+    except BinlakeError as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    log.info("source %s: settled in the discover task (nothing for Spark to do)", source)
+    return None
+
+
+def discover_run(cfg: BinlakeConfig, sources: Sequence[str], run_id: str, params: Mapping[str, Any] | None = None,
+                 *, backfill: bool = False, dag_id: str = "",
+                 holder_finished: Callable[[Any], bool] | None = None) -> RunDiscovery:
+    """Discover every source of the run in this process (:func:`binlake.runs.discover`), settle the
+    ones that need no Spark (:func:`settle_without_spark`), and name the rest (see
+    :class:`binlake.step_results.RunDiscovery`). A source whose discovery fails does not stop the
+    others: the reason goes to its ``discovery_failed`` document, and its first step fails with it."""
+    import tenacity
+
+    from binlake.errors import BinlakeError
+    from binlake.runs import DISCOVERY_FAILED, discover
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(DISCOVER_ATTEMPTS), wait=tenacity.wait_exponential(multiplier=2, max=30),
+        retry=tenacity.retry_if_not_exception_type(BinlakeError), reraise=True,
+        before_sleep=lambda state: log.warning("discovery failed (attempt %d), retrying: %s", state.attempt_number,
+                                               state.outcome.exception() if state.outcome else ""))
+    busy: list[str] = []
+    settled: list[str] = []
+    found: list[DiscoverResult] = []
+    failed: dict[str, str] = {}
+    reasons: dict[str, str] = {}
+    for source in sources:
+        try:
+            result = retrying(discover, source, run_id, params, backfill=backfill, cfg=cfg, dag_id=dag_id,
+                              holder_finished=holder_finished)
+        except Exception as exc:  # noqa: BLE001 - one source's failure is reported by its own task
+            failed[source] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, BinlakeError) else str(exc)
+            put_doc(cfg, run_id, source, DISCOVERY_FAILED, {"error": failed[source]})
+            log.error("source %s: discovery failed: %s", source, failed[source])
+            busy.append(source)
+            reasons[source] = "discovery failed"
+            continue
+        found.append(result)
+        why = settle_without_spark(cfg, source, run_id)
+        if why is None:
+            settled.append(source)
+        else:
+            busy.append(source)
+            reasons[source] = why
+            log.info("source %s: its steps run as tasks: %s", source, why)
+    log.info("run %s: %d source(s) with steps to run %s, %d settled here", run_id, len(busy),
+             busy[:XCOM_LIST_LIMIT], len(settled))
+    return RunDiscovery(sources=tuple(sources), busy=tuple(busy), settled=tuple(settled), found=tuple(found),
+                        failed=failed, reasons=reasons)
+
+
 StepResult = DecodeResult | ReconcileResult | GoldStepResult
 #: the steps that need Spark when they have work (``python -m spark_jobs`` runs these and ``reconcile``)
 STEPS: dict[str, Callable[[SparkSession, BinlakeConfig, str, str], StepResult]] = {
@@ -464,6 +540,7 @@ def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | Non
     cfg = cfg or load_config()
     if step in WITHOUT_JVM:
         return WITHOUT_JVM[step](source, run_id, cfg)
+    get_plan(cfg, run_id, source)  # a source the run could not discover fails here, with the reason
     hold_source(cfg, source, run_id)  # renew; fails if another run took over an expired lease
     quick = WITHOUT_SPARK[step](cfg, source, run_id)
     if quick is not None:

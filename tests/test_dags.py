@@ -68,15 +68,15 @@ def _states_by_index(dag_id: str, run_id: str) -> dict[tuple[str, int], str]:
         return {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state)) for ti in tis}
 
 
-def _xcoms(dag_id: str, run_id: str, task_id: str) -> list[Any]:
-    """Return values of every map index of a (mapped) task, by map index."""
+def _xcoms(dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> list[Any]:
+    """The XCom ``key`` (default: the return value) of every map index of a (mapped) task, by map index."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     with create_session() as session:
         rows = session.query(XComModel).filter(XComModel.dag_id == dag_id, XComModel.run_id == run_id,
                                                XComModel.task_id == task_id,
-                                               XComModel.key == "return_value").all()
+                                               XComModel.key == key).all()
         return [XComModel.deserialize_value(r) for r in sorted(rows, key=lambda r: r.map_index)]
 
 
@@ -188,7 +188,8 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
     assert r1.state == "failed", r1
     states = _states_by_index("binlake_nightly", r1.run_id)
     good, gappy, hostile = 0, 1, 2
-    for step in ("discover", "decode", "reconcile", "gold", "data_checks"):
+    assert states[("discover", -1)] == "success"  # one task for every source
+    for step in ("decode", "reconcile", "gold", "data_checks"):
         assert states[(f"per_source.{step}", good)] == "success", (step, states)
     for broken in (gappy, hostile):
         assert states[("per_source.reconcile", broken)] == "failed"
@@ -234,21 +235,36 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
         for t in ("customer", "orders")]
 
 
-def test_night2_nothing_new_starts_no_spark_and_still_reports_the_gap(
+def test_night2_nothing_new_runs_no_task_for_the_quiet_source_and_still_reports_the_gap(
         world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlake.runs import get_doc, run_key
+
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy"])
     r2 = _run(world, dag, "night2")
     assert r2.state == "failed", r2
     states = _states_by_index("binlake_nightly", r2.run_id)
-    assert states[("per_source.data_checks", 0)] == "success" and states[("per_source.reconcile", 1)] == "failed"
-    found = _xcoms("binlake_nightly", r2.run_id, "per_source.discover")
-    assert [(f["to_ingest"], f["bytes_read"] < 8192) for f in found] == [(0, True), (0, True)]
-    decoded = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
-    assert [(d["source"], d["files"], d["spark"]) for d in decoded] == [("good", 0, False), ("gappy", 0, False)]
-    reconciled, = _xcoms("binlake_nightly", r2.run_id, "per_source.reconcile")  # gappy failed: no XCom
-    assert reconciled["persisted"] and reconciled["spark"] is False and reconciled["statuses"] == {"OK": 3}
-    gold, = _xcoms("binlake_nightly", r2.run_id, "per_source.gold")
-    assert gold["spark"] is False
+    # good has nothing new: the discover task finished it; gappy's stored GAP fails its reconcile again
+    assert [_xcoms("binlake_nightly", r2.run_id, "discover", key)[0] for key in ("return_value", "settled")] == [
+        ["gappy"], ["good"]], _xcoms("binlake_nightly", r2.run_id, "discover", "reasons")  # busy: the group's map
+    reasons, = _xcoms("binlake_nightly", r2.run_id, "discover", "reasons")
+    assert reasons == {"gappy": "ChainBrokenError: source gappy: binlog chain broken"}
+    assert {k: v for k, v in states.items() if k[0].startswith("per_source.")} == {
+        ("per_source.decode", 0): "success", ("per_source.reconcile", 0): "failed",
+        ("per_source.gold", 0): "upstream_failed", ("per_source.data_checks", 0): "upstream_failed"}
+    found, = _xcoms("binlake_nightly", r2.run_id, "discover", "found")
+    assert [(f["source"], f["to_ingest"], f["bytes_read"] < 8192) for f in found] == [
+        ("good", 0, True), ("gappy", 0, True)]
+    decoded, = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
+    assert (decoded["source"], decoded["files"], decoded["spark"]) == ("gappy", 0, False)
+    assert _xcoms("binlake_nightly", r2.run_id, "per_source.reconcile") == []  # gappy failed: no XCom
+    cfg = world["cfg"]
+    reconciled = get_doc(cfg, r2.run_id, "good", "reconcile")  # the settled source's documents, as a task's
+    assert reconciled is not None and reconciled["persisted"] and reconciled["spark"] is False
+    assert reconciled["statuses"] == {"OK": 3}
+    assert [(get_doc(cfg, r2.run_id, "good", step) or {}).get(key) for step, key in (
+        ("decode", "spark"), ("gold", "spark"), ("checks", "note"))] == [False, False, "nothing ingested"]
+    summary = json.loads((Path(cfg.warehouse) / "_binlake" / "runs" / run_key(r2.run_id) / "summary.json").read_text())
+    assert summary["sources"]["good"]["ok"] and not summary["sources"]["gappy"]["ok"]  # the run's verdict has both
     alerts = [json.loads(line) for line in (world["state"] / "alerts.jsonl").read_text().splitlines()]
     assert any(a["run_id"] == r2.run_id and a["task_id"] == "per_source.reconcile" and "binlog.000003" in a["reason"]
                for a in alerts)
@@ -275,7 +291,7 @@ def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: An
     dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gen1"])
     r3 = _run(world, dag, "night3")
     assert r3.success, r3
-    found = {d["source"]: d for d in _xcoms("binlake_nightly", r3.run_id, "per_source.discover")}
+    found = {d["source"]: d for d in _xcoms("binlake_nightly", r3.run_id, "discover", "found")[0]}
     assert found["good"]["files"] == ["binlog.000004"]
     assert set(found["gen1"]["files"]) == gen_closed
     assert set(_ingested(spark, world, "gen1")) == gen_closed
@@ -316,9 +332,12 @@ def test_a_dry_run_backfill_writes_nothing_and_starts_no_spark(world: dict[str, 
     rd = _run(world, bdag, "dry_run", run_conf={"source": "good", "mode": "reprocess", "dry_run": True})
     assert rd.success, rd
     assert _ingested(spark, world, "good") == world["good_runs"]
+    from binlake.runs import get_doc
+
+    assert _xcoms("binlake_backfill", rd.run_id, "discover", "settled") == [["good"]]  # no per-source task
     for step in ("decode", "reconcile", "gold"):
-        doc, = _xcoms("binlake_backfill", rd.run_id, f"per_source.{step}")
-        assert doc["dry_run"] and doc["spark"] is False, (step, doc)
+        doc = get_doc(world["cfg"], rd.run_id, "good", step)
+        assert doc is not None and doc["dry_run"] and doc["spark"] is False, (step, doc)
     assert (world["state"] / "alerts.jsonl").read_text() == alerts_before  # no alert
     print("\nDAG run times (s):", world["timings"])
 
@@ -343,8 +362,8 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
             assert op._conn_id == "spark_cluster"
             assert op.application.endswith("spark_jobs/__main__.py")
             assert op.application_args[0] == step
-        for step in ("discover", "reconcile", "data_checks"):  # plain Python tasks in both modes
-            assert not isinstance(dag.get_task(f"per_source.{step}"), SparkSubmitOperator)
+        for task_id in ("discover", "per_source.reconcile", "per_source.data_checks"):  # plain Python in both modes
+            assert not isinstance(dag.get_task(task_id), SparkSubmitOperator)
         outlets = {a.extra["table"]: a.uri for a in dag.get_task("per_source.decode").outlets}
         assert outlets["bronze.events"] == "s3://lake/wh/bronze/events"
         assert "meta.ingested_files" in outlets

@@ -22,7 +22,7 @@ from binlake_testing.demo import (
 from binlake_testing.s3server import S3Server
 from orchestration.run_local import load_dag, migrate_airflow_db
 
-NIGHTLY_TASKS = {"per_source.discover", "per_source.decode", "per_source.reconcile", "per_source.gold",
+NIGHTLY_TASKS = {"discover", "per_source.decode", "per_source.reconcile", "per_source.gold",
                  "per_source.data_checks", "summary"}
 
 
@@ -78,7 +78,8 @@ def test_dag_file_is_thin_and_switches_to_spark_submit(tmp_path: Path, monkeypat
     assert op.application_args[0] == "decode"
     # the DAG file shows the graph and holds no task logic (the tasks are in orchestration.tasks)
     text = (Path(__file__).resolve().parent.parent / "dags" / "binlake_nightly.py").read_text()
-    assert "found >> decoded >> reconciled >> gold >> checked" in text
+    assert "decoded >> reconciled >> gold >> checked" in text
+    assert "per_source.expand(source=found.busy) >> summary_task(found.sources)" in text
     assert "@task(" not in text and "import spark_jobs" not in text
 
 

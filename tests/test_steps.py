@@ -117,6 +117,57 @@ def test_a_dry_run_starts_no_spark_and_raises_nothing(cfg: BinlakeConfig) -> Non
     assert checks.ok and checks.note == "dry run" and checks.checked_files == 0
 
 
+def _gold_ran_before(cfg: BinlakeConfig, source: str) -> None:
+    """What the source's last successful gold step leaves: gold's inputs as they are now."""
+    import json
+
+    from binlake.runs import runs_store
+
+    runs_store(cfg).put(steps._gold_inputs_key(source), json.dumps(steps.gold_inputs(cfg, source)).encode())
+
+
+def test_the_discover_task_settles_quiet_sources_and_names_the_rest(cfg: BinlakeConfig) -> None:
+    """One task discovers every source: ``quiet`` (nothing new, gold's inputs unchanged) is finished
+    there, documents and lease release included; ``chain``, whose lease another run holds, is named
+    with the reason, and its first step fails with it; once the lease is free it has files to ingest."""
+    from binlake.runs import DiscoveryFailedError, get_doc, source_leases
+
+    _gold_ran_before(cfg, "quiet")
+    source_leases(cfg).take("chain", "other-run")
+    night = steps.discover_run(cfg, ["chain", "quiet"], "night")
+    assert (night.sources, night.busy, night.settled) == (("chain", "quiet"), ("chain",), ("quiet",))
+    assert [f.source for f in night.found] == ["quiet"] and list(night.failed) == ["chain"]
+    assert night.failed["chain"].startswith("source chain is being processed by run 'other-run'")
+    with pytest.raises(DiscoveryFailedError, match=r"^source chain: not discovered in run night: source chain is "
+                                                   "being processed by run 'other-run'"):
+        steps.run_spark_step("decode", "chain", "night", cfg)
+    assert [(get_doc(cfg, "night", "quiet", step) or {}).get(key) for step, key in (
+        ("decode", "spark"), ("reconcile", "ok"), ("gold", "spark"), ("checks", "note"))] == [
+        False, True, False, "nothing ingested"]
+    source_leases(cfg).take("quiet", "next-run")  # released by the discover task: no LeaseHeldError
+    release_source(cfg, "chain", "other-run")
+    night2 = steps.discover_run(cfg, ["chain"], "night2")
+    assert night2.busy == ("chain",) and night2.failed == {} and night2.found[0].to_ingest == len(MARIADB_FILES)
+    assert night2.reasons == {"chain": "decode has work"}
+
+
+def test_a_quiet_source_with_a_stored_gap_keeps_its_tasks(cfg: BinlakeConfig) -> None:
+    """Nothing new, gold unchanged, but a GAP stored: not settled, so its reconcile task fails and
+    alerts again; its lease stays with the run for those tasks."""
+    from binlake.lake.leases import LeaseHeldError
+    from binlake.runs import source_leases
+
+    _store_verdict(cfg, "quiet")
+    _gold_ran_before(cfg, "quiet")
+    night = steps.discover_run(cfg, ["quiet"], "night")
+    assert night.busy == ("quiet",) and night.settled == ()
+    assert night.reasons == {"quiet": "ChainBrokenError: source quiet: binlog chain broken"}
+    with pytest.raises(LeaseHeldError):
+        source_leases(cfg).take("quiet", "next-run")
+    with pytest.raises(ChainBrokenError, match="binlog.000003: GAP"):
+        steps.run_spark_step("reconcile", "quiet", "night", cfg)
+
+
 def test_stop_successors_come_from_discovery(cfg: BinlakeConfig) -> None:
     discover("chain", "n", cfg=cfg)
     assert steps.stop_successors(cfg, "chain", "n") == {}  # binlog.000005 is not archived (yet)
