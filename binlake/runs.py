@@ -370,8 +370,15 @@ def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[Sourc
 
 def write_coverage_pages(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[str | None, str | None]:
     """The source's coverage page (HTML, and PNG when Chromium is installed) into the run folder,
-    next to the summary; returns their URIs. Never fails the run: a missing picture is logged."""
-    from binlake.reconcile.report import chromium_binary, write_coverage_report
+    next to the summary; returns their URIs. Never fails the run: a missing picture is logged.
+
+    Why the copy under ``_sources/<source>/coverage/``: the page is a function of the source's rows
+    of the three meta tables it draws, and drawing it (plotly, a headless Chromium) costs seconds of
+    CPU; on a night that changed none of them (most nights of most sources) the last page is copied."""
+    import hashlib
+
+    from binlake.lake.storage import ObjectNotFound
+    from binlake.reconcile.report import chromium_binary, load_coverage, render_coverage_report
 
     try:
         try:
@@ -379,10 +386,24 @@ def write_coverage_pages(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[
             png = True
         except BinlakeError:
             png = False
-        with tempfile.TemporaryDirectory(prefix="binlake-coverage-") as tmp:
-            report = write_coverage_report(cfg, source, Path(tmp), png=png)
-            uris = [runs_store(cfg).put(f"{run_key(run_id)}/{source}/{p.name}", p.read_bytes()).uri
-                    for p in report.files]
+        store = runs_store(cfg)
+        data = load_coverage(cfg, source)
+        key = hashlib.sha256(repr((data, png)).encode()).hexdigest()
+        kept = f"_sources/{source}/coverage/"
+        try:
+            last = json.loads(store.read_all(kept + "page.json"))
+        except ObjectNotFound:
+            last = {}
+        if last.get("key") == key:
+            pages = {name: store.read_all(kept + name) for name in last["files"]}
+        else:
+            with tempfile.TemporaryDirectory(prefix="binlake-coverage-") as tmp:
+                report = render_coverage_report(data, source, Path(tmp), png=png)
+                pages = {p.name: p.read_bytes() for p in report.files}
+            for name, body in pages.items():
+                store.put(kept + name, body)
+            store.put(kept + "page.json", json.dumps({"key": key, "files": list(pages)}).encode())
+        uris = [store.put(f"{run_key(run_id)}/{source}/{name}", body).uri for name, body in pages.items()]
         return uris[0], (uris[1] if len(uris) > 1 else None)
     except Exception as exc:  # noqa: BLE001 - a report, not a step: the run's verdict stands without it
         log.warning("source %s: no coverage page for run %s: %s", source, run_id, exc)

@@ -159,8 +159,10 @@ def test_the_run_lease_is_released_by_the_summary(cfg: BinlakeConfig) -> None:
     assert discover("chain", "run-b", cfg=cfg).source == "chain"
 
 
-def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig) -> None:
-    """Stored meta tables of a MySQL chain whose binlog.000002 (GNOs 6-8) was never archived."""
+def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored meta tables of a MySQL chain whose binlog.000002 (GNOs 6-8) was never archived; a page
+    drawn from unchanged tables is copied from the last one."""
     import datetime as dt
 
     import pyarrow as pa
@@ -198,3 +200,24 @@ def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig
     assert "binlog.000002" in html and f"{uuid}:6-8" in html and "GAP" in html
     png = page.with_suffix(".png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # the next night changed none of the three tables: the page is copied, not drawn again
+    import binlake.reconcile.report
+
+    def no_drawing(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the page was drawn again")
+
+    monkeypatch.setattr(binlake.reconcile.report, "render_coverage_report", no_drawing)
+    for night in ("night2", "night3"):
+        if night == "night3":  # binlog.000004 arrived: the page must be drawn again (here: refused)
+            write_deltalake(delta_uri(table_location(cfg.warehouse, "meta.binlog_files")), pa.Table.from_pylist(
+                [{"source": "chain", "file": "binlog.000004", "first_event_time": noon + dt.timedelta(hours=3),
+                  "last_event_time": noon + dt.timedelta(hours=3, minutes=50)}]), partition_by=["source"], mode="append")
+        discover("chain", night, cfg=cfg)
+        put_doc(cfg, night, "chain", "decode", DecodeResult("chain", files=0, spark=False))
+        with pytest.raises(RunFailedError):
+            summarize(["chain"], night, cfg)
+    again = Path(cfg.warehouse) / "_binlake/runs/night2/chain/coverage-chain"
+    assert again.with_suffix(".png").read_bytes() == png.read_bytes()
+    assert again.with_suffix(".html").read_text() == html
+    assert not (Path(cfg.warehouse) / "_binlake/runs/night3/chain/coverage-chain.html").exists()

@@ -389,7 +389,12 @@ def screenshot(html_path: Path, png_path: Path, width: int, height: int) -> Path
 
 def write_coverage_report(cfg: BinlakeConfig, source: str, out_dir: Path, *, png: bool = True) -> CoverageReport:
     """``coverage-SOURCE.html`` (and ``.png``) under ``out_dir``."""
-    data = load_coverage(cfg, source)
+    return render_coverage_report(load_coverage(cfg, source), source, out_dir, png=png)
+
+
+def render_coverage_report(data: CoverageData, source: str, out_dir: Path, *, png: bool = True) -> CoverageReport:
+    """The page of ``data`` (from :func:`load_coverage`): a function of ``data`` alone, so a page
+    drawn from equal data can be reused (:func:`binlake.runs.write_coverage_pages`)."""
     html_path = write_html(data, Path(out_dir) / f"coverage-{source}.html")
     png_path = None
     if png:
