@@ -368,13 +368,14 @@ def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[Sourc
     return s, problems
 
 
-def write_coverage_pages(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[str | None, str | None]:
-    """The source's coverage page (HTML, and PNG when Chromium is installed) into the run folder,
-    next to the summary; returns their URIs. Never fails the run: a missing picture is logged.
+def write_coverage_pages(cfg: BinlakeConfig, source: str) -> tuple[str | None, str | None]:
+    """The source's coverage page (HTML, and PNG when Chromium is installed) as it stands; returns
+    their URIs for the run's summary. Never fails the run: a missing picture is logged.
 
-    Why the copy under ``_sources/<source>/coverage/``: the page is a function of the source's rows
-    of the three meta tables it draws, and drawing it (plotly, a headless Chromium) costs seconds of
-    CPU; on a night that changed none of them (most nights of most sources) the last page is copied."""
+    The page is a function of the source's rows of the three meta tables it draws, so it is kept by
+    a digest of those rows (``_sources/<source>/coverage/<digest>/``) and drawn only when they
+    changed. Why: drawing (plotly, a headless Chromium) costs seconds of CPU and the page with
+    plotly.js inline is megabytes, while most nights of most sources change none of those rows."""
     import hashlib
 
     from binlake.lake.storage import ObjectNotFound
@@ -388,25 +389,17 @@ def write_coverage_pages(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[
             png = False
         store = runs_store(cfg)
         data = load_coverage(cfg, source)
-        key = hashlib.sha256(repr((data, png)).encode()).hexdigest()
-        kept = f"_sources/{source}/coverage/"
+        kept = f"_sources/{source}/coverage/{hashlib.sha256(repr((data, png)).encode()).hexdigest()[:20]}/"
+        names = [f"coverage-{source}.html"] + ([f"coverage-{source}.png"] if png else [])
         try:
-            last = json.loads(store.read_all(kept + "page.json"))
+            uris = [store.head(kept + name).uri for name in names]
         except ObjectNotFound:
-            last = {}
-        if last.get("key") == key:
-            pages = {name: store.read_all(kept + name) for name in last["files"]}
-        else:
             with tempfile.TemporaryDirectory(prefix="binlake-coverage-") as tmp:
                 report = render_coverage_report(data, source, Path(tmp), png=png)
-                pages = {p.name: p.read_bytes() for p in report.files}
-            for name, body in pages.items():
-                store.put(kept + name, body)
-            store.put(kept + "page.json", json.dumps({"key": key, "files": list(pages)}).encode())
-        uris = [store.put(f"{run_key(run_id)}/{source}/{name}", body).uri for name, body in pages.items()]
+                uris = [store.put(kept + p.name, p.read_bytes()).uri for p in report.files]
         return uris[0], (uris[1] if len(uris) > 1 else None)
     except Exception as exc:  # noqa: BLE001 - a report, not a step: the run's verdict stands without it
-        log.warning("source %s: no coverage page for run %s: %s", source, run_id, exc)
+        log.warning("source %s: no coverage page: %s", source, exc)
         return None, None
 
 
@@ -415,26 +408,29 @@ def summarize(sources: Sequence[str], run_id: str, cfg: BinlakeConfig | None = N
     """Collect every source's step documents, log a run summary, fail when a source is not clean."""
     import dataclasses
 
+    from binlake.lake.delta_tables import reused_delta_tables
+
     cfg = cfg or load_config()
     log.info("binlake run %s", run_id)
     problems: list[str] = []
     fatal: list[str] = []
     by_source: dict[str, SourceSummary] = {}
-    for source in sources:
-        release_source(cfg, source, run_id)  # normally done by data_checks; here if it never ran
-        s, source_problems = _source_summary(cfg, source, run_id)
-        if coverage_pages and not s.dry_run:
-            html_uri, png_uri = write_coverage_pages(cfg, source, run_id)
-            s = dataclasses.replace(s, coverage_html=html_uri, coverage_png=png_uri)
-        problems += source_problems
-        if not s.ok:
-            fatal += source_problems
-        by_source[source] = s
-        log.info("  %s: objects=%s planned=%s ingested=%s rows=%s reconciliation=%s gold_tables=%s checks_ok=%s%s -> %s",
-                 source, s.discovered, s.planned, s.ingested, s.rows, s.reconciliation, s.gold_tables,
-                 s.checks_ok, " (dry run)" if s.dry_run else "", "OK" if s.ok else "FAILED")
-        if s.coverage_html:
-            log.info("  %s: coverage page %s", source, s.coverage_png or s.coverage_html)
+    with reused_delta_tables():  # the same meta tables, once per source
+        for source in sources:
+            release_source(cfg, source, run_id)  # normally done by data_checks; here if it never ran
+            s, source_problems = _source_summary(cfg, source, run_id)
+            if coverage_pages and not s.dry_run:
+                html_uri, png_uri = write_coverage_pages(cfg, source)
+                s = dataclasses.replace(s, coverage_html=html_uri, coverage_png=png_uri)
+            problems += source_problems
+            if not s.ok:
+                fatal += source_problems
+            by_source[source] = s
+            log.info("  %s: objects=%s planned=%s ingested=%s rows=%s reconciliation=%s gold_tables=%s checks_ok=%s%s -> %s",
+                     source, s.discovered, s.planned, s.ingested, s.rows, s.reconciliation, s.gold_tables,
+                     s.checks_ok, " (dry run)" if s.dry_run else "", "OK" if s.ok else "FAILED")
+            if s.coverage_html:
+                log.info("  %s: coverage page %s", source, s.coverage_png or s.coverage_html)
     out = RunSummary(run_id=run_id, sources=by_source, problems=tuple(problems), ok=not fatal)
     runs_store(cfg).put(f"{run_key(run_id)}/summary.json", json.dumps(to_doc(out), sort_keys=True).encode())
     if fatal:

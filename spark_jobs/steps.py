@@ -473,6 +473,7 @@ def discover_run(cfg: BinlakeConfig, sources: Sequence[str], run_id: str, params
     import tenacity
 
     from binlake.errors import BinlakeError
+    from binlake.lake.delta_tables import reused_delta_tables
     from binlake.runs import DISCOVERY_FAILED, discover
 
     retrying = tenacity.Retrying(
@@ -485,25 +486,26 @@ def discover_run(cfg: BinlakeConfig, sources: Sequence[str], run_id: str, params
     found: list[DiscoverResult] = []
     failed: dict[str, str] = {}
     reasons: dict[str, str] = {}
-    for source in sources:
-        try:
-            result = retrying(discover, source, run_id, params, backfill=backfill, cfg=cfg, dag_id=dag_id,
-                              holder_finished=holder_finished)
-        except Exception as exc:  # noqa: BLE001 - one source's failure is reported by its own task
-            failed[source] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, BinlakeError) else str(exc)
-            put_doc(cfg, run_id, source, DISCOVERY_FAILED, {"error": failed[source]})
-            log.error("source %s: discovery failed: %s", source, failed[source])
-            busy.append(source)
-            reasons[source] = "discovery failed"
-            continue
-        found.append(result)
-        why = settle_without_spark(cfg, source, run_id)
-        if why is None:
-            settled.append(source)
-        else:
-            busy.append(source)
-            reasons[source] = why
-            log.info("source %s: its steps run as tasks: %s", source, why)
+    with reused_delta_tables():  # the same meta tables, once per source
+        for source in sources:
+            try:
+                result = retrying(discover, source, run_id, params, backfill=backfill, cfg=cfg, dag_id=dag_id,
+                                  holder_finished=holder_finished)
+            except Exception as exc:  # noqa: BLE001 - one source's failure is reported by its own task
+                failed[source] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, BinlakeError) else str(exc)
+                put_doc(cfg, run_id, source, DISCOVERY_FAILED, {"error": failed[source]})
+                log.error("source %s: discovery failed: %s", source, failed[source])
+                busy.append(source)
+                reasons[source] = "discovery failed"
+                continue
+            found.append(result)
+            why = settle_without_spark(cfg, source, run_id)
+            if why is None:
+                settled.append(source)
+            else:
+                busy.append(source)
+                reasons[source] = why
+                log.info("source %s: its steps run as tasks: %s", source, why)
     log.info("run %s: %d source(s) with steps to run %s, %d settled here", run_id, len(busy),
              busy[:XCOM_LIST_LIMIT], len(settled))
     return RunDiscovery(sources=tuple(sources), busy=tuple(busy), settled=tuple(settled), found=tuple(found),

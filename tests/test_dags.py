@@ -224,8 +224,8 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
     assert gap_alert["kind"] == "ChainBrokenError" and "binlog.000003" in gap_alert["reason"]
     summary = _xcoms("binlake_nightly", r1.run_id, "summary")
     assert summary == []  # the summary failed: its verdict is in the run folder
-    page = Path(cfg.warehouse) / "_binlake" / "runs"
-    assert list(page.glob("*/good/coverage-good.html")) and list(page.glob("*/gappy/coverage-gappy.png"))
+    page = Path(cfg.warehouse) / "_binlake" / "runs" / "_sources"
+    assert list(page.glob("good/coverage/*/coverage-good.html")) and list(page.glob("gappy/coverage/*/coverage-gappy.png"))
     world["good_runs"] = _ingested(spark, world, "good")
     # one asset event per gold table written, through the gold task's alias (gappy's and hostile's gold never ran)
     gold_doc, = _xcoms("binlake_nightly", r1.run_id, "per_source.gold")

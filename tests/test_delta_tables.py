@@ -61,6 +61,21 @@ def test_open_delta_table_in_a_folder(tmp_path: Path) -> None:
     assert table.to_pyarrow_table().sort_by("n").to_pydict() == {"source": ["a", "b"], "n": [1, 2]}
 
 
+def test_reused_tables_are_opened_once_and_still_read_the_latest_version(tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+
+    from binlake.lake.delta_tables import reused_delta_tables
+
+    with reused_delta_tables():
+        assert open_delta_table(str(tmp_path / "t")) is None  # absent: not kept, looked up again
+        write_deltalake(str(tmp_path / "t"), ROWS)
+        first = open_delta_table(str(tmp_path / "t"))
+        write_deltalake(str(tmp_path / "t"), ROWS, mode="append")  # another writer's commit
+        again = open_delta_table(str(tmp_path / "t"))
+        assert again is first and again is not None and again.version() == 1 and again.to_pyarrow_table().num_rows == 4
+    assert open_delta_table(str(tmp_path / "t")) is not first  # outside the block: a fresh open
+
+
 def test_add_actions_name_each_data_file_with_its_partition_and_statistics(tmp_path: Path) -> None:
     from deltalake import DeltaTable, write_deltalake
 

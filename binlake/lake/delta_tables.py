@@ -10,11 +10,13 @@ and credentials it uses.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import S3Settings, is_s3_uri
@@ -70,19 +72,46 @@ def storage_options(s3: S3Settings, location: str | None = None) -> dict[str, st
     return options
 
 
+#: the tables :func:`open_delta_table` keeps open inside :func:`reused_delta_tables` (None outside)
+_reused: ContextVar[dict[str, DeltaTable] | None] = ContextVar("binlake_reused_delta_tables", default=None)
+
+
+@contextlib.contextmanager
+def reused_delta_tables() -> Iterator[None]:
+    """Inside the block, :func:`open_delta_table` opens each table once and later brings it up to
+    date (``update_incremental``: only the log entries since) instead of reading its log again.
+
+    Why: the run's discover task and its summary read the same few meta tables once per source; a
+    fresh open lists and reads the table's log each time, which for a fleet is most of their cost.
+    Every call still sees the latest version, so a reader inside the block sees what one outside would."""
+    token = _reused.set({})
+    try:
+        yield
+    finally:
+        _reused.reset(token)
+
+
 def open_delta_table(location: str, s3: S3Settings | None = None) -> DeltaTable | None:
     """The Delta table at ``location`` (a path, ``s3://`` / ``s3a://``), or None when there is none yet."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     uri = delta_uri(location)
+    reused = _reused.get()
+    if reused is not None and uri in reused:
+        table = reused[uri]
+        table.update_incremental()
+        return table
     options = storage_options(s3 or S3Settings(), location) or None
     # Not DeltaTable.is_deltatable: it holds the GIL while it waits on S3 (deltalake 1.x), so an
     # S3 API served by a thread of this process (the tests' moto server) never answers it.
     try:
-        return DeltaTable(uri, storage_options=options)
+        table = DeltaTable(uri, storage_options=options)
     except TableNotFoundError:
         return None
+    if reused is not None:
+        reused[uri] = table
+    return table
 
 
 def add_actions(table: DeltaTable) -> dict[str, list[Any]]:
