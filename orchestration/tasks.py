@@ -309,7 +309,9 @@ def data_checks_task(source: str, **context: Any) -> dict[str, Any]:
 
 @task(task_id="summary", trigger_rule="all_done")
 def summary_task(source_names: Any = None, **context: Any) -> dict[str, Any]:
-    """One verdict for the run (every source, settled or not); fails it when any source did not
-    complete cleanly. Without the discover task's list (it failed): every configured source."""
+    """One verdict for the run over ``source_names`` (the discover task's ``sources``: settled or
+    not; every configured source when called without them); fails it when any source did not
+    complete cleanly. When the discover task itself failed there is no list and this task fails too;
+    the DAG's ``release_run_leases`` callback then frees the sources."""
     wanted = list(source_names) if source_names is not None else [s.name for s in load_config().sources]
     return to_doc(run_reporting_expected_failures(lambda: summarize(wanted, context["run_id"])))
