@@ -93,6 +93,20 @@ def test_s3_client_uses_standard_retries(s3_server: S3Server) -> None:
     assert client.meta.endpoint_url == s3_server.endpoint_url
 
 
+def test_s3_clients_are_shared_until_the_credentials_change(s3_server: S3Server,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlake.lake.storage import make_s3_client
+
+    settings = S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True)
+    first = make_s3_client(settings)
+    assert make_s3_client(S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True)) is first
+    assert make_s3_client(S3Settings(endpoint_url=s3_server.endpoint_url, path_style_access=True,
+                                     max_attempts=9)) is not first
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rotated-key")
+    rotated = make_s3_client(settings)
+    assert rotated is not first and rotated._request_signer._credentials.access_key == "rotated-key"  # noqa: SLF001
+
+
 # -- a body dropped mid-stream: resumed where it broke, bounded ---------------------------------
 
 

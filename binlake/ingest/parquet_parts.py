@@ -22,7 +22,6 @@ overwritten by a retry's files that are (they stay as uncommitted files until ``
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,8 +49,6 @@ OPEN_FILES_PARTS = 2
 #: still cut at their size and row count; bench/HISTORY.md).
 WRITE_BATCH_ROWS = 8192
 
-_S3_CLIENTS: dict[str, Any] = {}
-
 #: the string columns that hold free text (JSON, SQL, messages, the row images' JSON): no
 #: Parquet dictionary for them, nor for any non-string column. A dictionary pays off
 #: for short repeated strings (names, kinds, GTIDs); tried on every value, it
@@ -75,19 +72,14 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 
 
 def staging_store(folder: str, s3: Mapping[str, Any] | None) -> ObjectStore:
-    """The object store of a run's staging folder; on S3 with one client per process and
-    settings (a boto3 client is costly, and a Python worker serves many tasks and runs)."""
+    """The object store of a run's staging folder (on S3 with the process's shared client for the
+    settings, :func:`binlake.lake.storage.make_s3_client`: a Python worker serves many tasks and runs)."""
     from binlake.config import S3Settings, is_s3_uri
-    from binlake.lake.storage import LocalObjectStore, S3ObjectStore, make_s3_client
+    from binlake.lake.storage import LocalObjectStore, S3ObjectStore
 
     if not is_s3_uri(folder):
         return LocalObjectStore(folder)
-    settings = S3Settings(**(s3 or {}))
-    key = json.dumps(s3 or {}, sort_keys=True)
-    client = _S3_CLIENTS.get(key)
-    if client is None:
-        client = _S3_CLIENTS[key] = make_s3_client(settings)
-    return S3ObjectStore(folder.rstrip("/") + "/", settings, client=client)
+    return S3ObjectStore(folder.rstrip("/") + "/", S3Settings(**(s3 or {})))
 
 
 class PartWriter:
