@@ -16,18 +16,11 @@ Relation to ``airflow backfill create``: see docs/operations.md.
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, Param, task_group
+from airflow.sdk import DAG, Param
 
 from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
-from orchestration.tasks import (
-    data_checks_task,
-    reconcile_step,
-    release_run_leases,
-    run_discovery,
-    spark_step,
-    summary_task,
-)
+from orchestration.tasks import pipeline_tasks, release_run_leases
 
 cfg = load_config()
 OPTIONAL_TEXT = ["null", "string"]  # may be left empty in the trigger form
@@ -55,14 +48,4 @@ with DAG(
     },
     tags=["binlake"],
 ) as dag:
-
-    @task_group(group_id="per_source")
-    def per_source(source: str) -> None:
-        decoded = spark_step(cfg, "decode", source)
-        reconciled = reconcile_step(cfg, source)
-        gold = spark_step(cfg, "gold", source)
-        checked = data_checks_task(source)
-        decoded >> reconciled >> gold >> checked
-
-    found = run_discovery(backfill=True)
-    per_source.expand(source=found.busy) >> summary_task(found.sources)
+    pipeline_tasks(cfg, backfill=True)  # discover >> per source: decode >> reconcile >> gold >> data_checks >> summary

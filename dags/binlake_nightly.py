@@ -19,18 +19,11 @@ are in ``orchestration.tasks``; see docs/operations.md.
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, task_group
+from airflow.sdk import DAG
 
 from binlake.config import load_config
 from orchestration.alerts import BinlakeAlert
-from orchestration.tasks import (
-    data_checks_task,
-    reconcile_step,
-    release_run_leases,
-    run_discovery,
-    spark_step,
-    summary_task,
-)
+from orchestration.tasks import pipeline_tasks, release_run_leases
 
 cfg = load_config()
 
@@ -47,14 +40,4 @@ with DAG(
     on_failure_callback=[BinlakeAlert(), release_run_leases],
     tags=["binlake"],
 ) as dag:
-
-    @task_group(group_id="per_source")
-    def per_source(source: str) -> None:
-        decoded = spark_step(cfg, "decode", source)
-        reconciled = reconcile_step(cfg, source)
-        gold = spark_step(cfg, "gold", source)
-        checked = data_checks_task(source)
-        decoded >> reconciled >> gold >> checked
-
-    found = run_discovery()
-    per_source.expand(source=found.busy) >> summary_task(found.sources)
+    pipeline_tasks(cfg)  # discover >> per source: decode >> reconcile >> gold >> data_checks >> summary

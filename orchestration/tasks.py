@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, AssetAlias, XComArg, task
+from airflow.sdk import Asset, AssetAlias, XComArg, task, task_group
 from airflow.sdk.definitions.xcom_arg import PlainXComArg
 
 from binlake.config import BinlakeConfig, load_config
@@ -218,6 +218,25 @@ def run_discovery(*, backfill: bool = False) -> RunDiscoveryOutputs:
     """The run's discover task (:func:`discover_task`), as the DAG files wire it."""
     busy = cast(PlainXComArg, discover_task(backfill=backfill))
     return RunDiscoveryOutputs(busy=busy, sources=PlainXComArg(busy.operator, key="sources"))
+
+
+def pipeline_tasks(cfg: BinlakeConfig, *, backfill: bool = False) -> None:
+    """The tasks of one run, as both DAGs wire them (call it inside ``with DAG(...)``)::
+
+        discover >> per_source (mapped over the busy sources): decode >> reconcile >> gold >> data_checks
+                 >> summary (every source of the run)
+    """
+
+    @task_group(group_id=GROUP_ID)
+    def per_source(source: str) -> None:
+        decoded = spark_step(cfg, "decode", source)
+        reconciled = reconcile_step(cfg, source)
+        gold = spark_step(cfg, "gold", source)
+        checked = data_checks_task(source)
+        decoded >> reconciled >> gold >> checked
+
+    found = run_discovery(backfill=backfill)
+    per_source.expand(source=found.busy) >> summary_task(found.sources)
 
 
 class BinlakeSparkSubmitOperator(SparkSubmitOperator):

@@ -41,7 +41,6 @@ from binlake.runs import (
 from binlake.step_results import (
     ChecksResult,
     DecodeResult,
-    DiscoverResult,
     GoldStepResult,
     ReconcileProblem,
     ReconcileResult,
@@ -475,6 +474,7 @@ def discover_run(cfg: BinlakeConfig, sources: Sequence[str], run_id: str, params
     from binlake.errors import BinlakeError
     from binlake.lake.delta_tables import reused_delta_tables
     from binlake.runs import DISCOVERY_FAILED, discover
+    from binlake.step_results import DiscoverResult
 
     retrying = tenacity.Retrying(
         stop=tenacity.stop_after_attempt(DISCOVER_ATTEMPTS), wait=tenacity.wait_exponential(multiplier=2, max=30),

@@ -78,8 +78,7 @@ def test_dag_file_is_thin_and_switches_to_spark_submit(tmp_path: Path, monkeypat
     assert op.application_args[0] == "decode"
     # the DAG file shows the graph and holds no task logic (the tasks are in orchestration.tasks)
     text = (Path(__file__).resolve().parent.parent / "dags" / "binlake_nightly.py").read_text()
-    assert "decoded >> reconciled >> gold >> checked" in text
-    assert "per_source.expand(source=found.busy) >> summary_task(found.sources)" in text
+    assert "pipeline_tasks(cfg)  # discover >> per source: decode >> reconcile >> gold >> data_checks >> summary" in text
     assert "@task(" not in text and "import spark_jobs" not in text
 
 
