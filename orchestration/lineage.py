@@ -139,9 +139,8 @@ def _task_source(task_instance: Any) -> str | None:
 
 
 def discover_datasets(cfg: BinlakeConfig, task_instance: Any) -> tuple[list[Any], list[Any]]:
-    """(inputs, outputs) of the run's discover task: every discovered source's objects (it reads
-    meta.ingested_files too), and the tables its settled sources' steps would name (none: a settled
-    source writes no table)."""
+    """(inputs, outputs) of the run's discover task: meta.ingested_files and every discovered
+    source's objects; no outputs (a source it settles writes run documents, no table)."""
     found = task_instance.xcom_pull(task_ids=DISCOVER_TASK, key="found") or []
     inputs = [table_dataset(cfg, t) for t in STEP_INPUT_TABLES["discover"]]
     inputs += [object_dataset(cfg.source(str(doc["source"])).uri) for doc in found if isinstance(doc, dict)]
