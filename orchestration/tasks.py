@@ -26,10 +26,10 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, AssetAlias, XComArg, task, task_group
+from airflow.sdk import Asset, AssetAlias, task, task_group
 from airflow.sdk.definitions.xcom_arg import PlainXComArg
 
 from binlake.config import BinlakeConfig, load_config
@@ -206,20 +206,6 @@ def discover_task(backfill: bool = False, **context: Any) -> list[str]:
     return list(doc["busy"])
 
 
-class RunDiscoveryOutputs(NamedTuple):
-    """The discover task's XComs the DAG wires: the sources to map the per-source group over, and
-    every source of the run (for the summary)."""
-
-    busy: XComArg
-    sources: XComArg
-
-
-def run_discovery(*, backfill: bool = False) -> RunDiscoveryOutputs:
-    """The run's discover task (:func:`discover_task`), as the DAG files wire it."""
-    busy = cast(PlainXComArg, discover_task(backfill=backfill))
-    return RunDiscoveryOutputs(busy=busy, sources=PlainXComArg(busy.operator, key="sources"))
-
-
 def pipeline_tasks(cfg: BinlakeConfig, *, backfill: bool = False) -> None:
     """The tasks of one run, as both DAGs wire them (call it inside ``with DAG(...)``)::
 
@@ -235,8 +221,8 @@ def pipeline_tasks(cfg: BinlakeConfig, *, backfill: bool = False) -> None:
         checked = data_checks_task(source)
         decoded >> reconciled >> gold >> checked
 
-    found = run_discovery(backfill=backfill)
-    per_source.expand(source=found.busy) >> summary_task(found.sources)
+    busy = cast(PlainXComArg, discover_task(backfill=backfill))  # the group maps over its return value
+    per_source.expand(source=busy) >> summary_task(PlainXComArg(busy.operator, key="sources"))
 
 
 class BinlakeSparkSubmitOperator(SparkSubmitOperator):
