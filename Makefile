@@ -5,7 +5,7 @@
 #   make demo    end-to-end run of the nightly DAG on the bundled sample binlogs.
 #   make lint    ruff + mypy (config in pyproject.toml); fails on any finding.
 #   make test-fast  the `unit` tests only, no setup: the two-minute loop.
-#   make test    lint, the extension's cargo tests (when it is built), then pytest over tests/ on 2 xdist
+#   make test    lint, the extension's cargo tests (when it is built), then pytest over tests/ on 3 xdist
 #                workers, incl. the scale-out test (exit 5 "no tests collected" fails).
 #   make lock    re-resolve requirements.in into requirements.lock (needs network).
 
@@ -19,10 +19,15 @@ JARS_DIR := .jars
 VPY := $(VENV)/bin/python
 PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
-# `make test` runs the suite on 2 xdist workers, whole modules at a time (module-scoped fixtures
-# are built once), the longest modules first (tests/conftest.py, LONGEST_FIRST). PYTEST_WORKERS=0: serial.
-PYTEST_WORKERS ?= 2
-PYTEST_DIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# `make test` runs the suite on 3 xdist workers on this 2-core machine, whole modules at a time
+# (module-scoped fixtures are built once), the longest modules first (tests/conftest.py,
+# LONGEST_FIRST): with 2 the cores idled 7-14% of the run (workers waiting on Airflow's services, a
+# subprocess, a server), and a third fills that (docs/testing.md). PYTEST_WORKERS=0: serial.
+# `make test-fast` is pure CPU: one worker per core.
+PYTEST_WORKERS ?= 3
+PYTEST_FAST_WORKERS ?= 2
+xdist = $(if $(filter-out 0,$(1)),-n $(1) --dist loadfile --no-loadscope-reorder)
+PYTEST_DIST := $(call xdist,$(PYTEST_WORKERS))
 # binlake's own packages, compiled with the venv (a stale .pyc is ignored, never wrong)
 BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
@@ -167,7 +172,7 @@ test: setup
 # The fast loop: the tests marked `unit` (no JVM, no server, no subprocess; tests/conftest.py marks
 # every test by cost), no setup or lint first. A `unit` test that starts Spark fails here.
 test-fast:
-	BINLAKE_UNIT_ONLY=1 $(VENV)/bin/pytest -q -m unit --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests
+	BINLAKE_UNIT_ONLY=1 $(VENV)/bin/pytest -q -m unit --timeout=$(PYTEST_TIMEOUT) $(call xdist,$(PYTEST_FAST_WORKERS)) $(PYTEST_ARGS) tests
 
 # Only the scale-out test (a Spark standalone cluster + Airflow's services on loopback).
 test-cluster: setup

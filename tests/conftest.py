@@ -186,7 +186,7 @@ def spark(binlake_config: BinlakeConfig) -> Iterator[Any]:
         stop_session(session)
 
 
-# --- order of the modules for `pytest -n 2` (pytest-xdist, `make test`) --------------------------
+# --- order of the modules for `pytest -n 3` (pytest-xdist, `make test`) --------------------------
 #: Modules that take longest on their own, longest first (fresh-clone CI log, --durations). With
 #: ``--dist loadfile --no-loadscope-reorder`` xdist hands whole modules to its workers in collection
 #: order, so these start first and the many short modules fill in around them: the scale-out
