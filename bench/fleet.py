@@ -5,10 +5,11 @@ each holding a generated chain of about ``--size`` bytes (``binlake_testing.synt
 the warehouse on ``s3a://``, Airflow's scheduler, dag-processor and api-server (LocalExecutor,
 parallelism 2, SQLite), ``[spark] mode = "local"`` (``--mode local``: every Spark task starts its own JVM)
 or ``"connect"`` (``--mode connect``: the script starts one ``binlake serve --no-thrift --connect`` with
-``--master``, the tasks are its thin clients; its JVM and Python workers count in the tree). Two nightly
-runs: night 1 ingests everything,
-night 2 finds nothing new. Per night it prints the wall time, the CPU-seconds of the whole process
-tree (the S3 server, the Airflow services, every task process and its JVM), the task-seconds per
+``--master``, the tasks are its thin clients; its JVM and Python workers count in the tree). Three nightly
+runs: night 1 ingests every file but each source's two newest, night 2 finds nothing new, night 3
+finds one small new file per source (:data:`NIGHTS`). Per night it prints the wall time, the
+CPU-seconds of the whole process tree (the S3 server, the Airflow services, every task process and
+its JVM) and how they split (:func:`process_kind`), the task-seconds per
 step (Airflow's task instances: end - start, summed over sources), the Delta commits the night
 added (``_delta_log/*.json`` objects, per table family) and how many step instances started Spark
 (their documents' ``spark`` field). Last, per night, the least-squares line CPU = fixed + per_source × N.
@@ -35,6 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -63,6 +66,35 @@ class Night:
     task_seconds: dict[str, float] = field(default_factory=dict)
     commits: dict[str, int] = field(default_factory=dict)
     spark_started: dict[str, int] = field(default_factory=dict)
+    cpu_by_kind: dict[str, float] = field(default_factory=dict)
+
+
+#: the parts of the tree a night's CPU is split into (:func:`process_kind`)
+KINDS = ("tasks", "Spark server", "Airflow services", "S3 server", "other")
+
+
+def process_kind(proc: psutil.Process) -> str:
+    """Which part of the fleet ``proc`` belongs to, from its and its ancestors' command lines
+    (Airflow titles its processes with ``setproctitle``): ``tasks`` (an Airflow task's supervisor
+    and runner and what they start, their JVM in local mode), ``Spark server`` (``binlake serve``,
+    its JVM and Python workers), ``Airflow services`` (scheduler, dag-processor, api-server, an
+    idle executor worker), ``S3 server`` (moto) or ``other``."""
+    titles = []
+    for p in (proc, *proc.parents()):
+        try:
+            titles.append(" ".join(p.cmdline()))
+        except psutil.Error:
+            continue
+    for title in titles:
+        if title.startswith("airflow worker -- ") and "<idle>" not in title:
+            return "tasks"  # the executor's worker while it supervises a task, the task runner
+        if " serve " in f" {title} " and "binlake" in title:
+            return "Spark server"
+        if "moto" in title:
+            return "S3 server"
+    if any(t.startswith("airflow") or "airflow " in t for t in titles):
+        return "Airflow services"
+    return "other"
 
 
 def _seconds(start: str | None, end: str | None) -> float:
@@ -83,6 +115,34 @@ def _commits(client: Any) -> Counter[str]:
     return out
 
 
+#: night 1: every file but the two newest of each source; night 2: nothing new; night 3: one small
+#: new file per source (the next of the chain; the newest stays away, so the chain is still awaiting
+#: its successor, as a live archive always is): the night issue 36's per-source target is about
+NIGHTS = (1, 2, 3)
+HELD = "held/"
+
+
+def _hold_back(client: Any, truth: dict[str, Any]) -> list[str]:
+    """Move each source's two newest files under :data:`HELD`; the keys night 3 brings back (the
+    older of the two)."""
+    back = []
+    prefix = truth["dest"].removeprefix(f"s3://{BUCKET}/").rstrip("/") + "/"
+    for source in truth["sources"].values():
+        files = [f for f in source["files"] if f["present"]]
+        for i, f in enumerate(files[-2:]):
+            key = prefix + f["object"]
+            client.copy_object(Bucket=BUCKET, Key=HELD + key, CopySource={"Bucket": BUCKET, "Key": key})
+            client.delete_object(Bucket=BUCKET, Key=key)
+            if i == 0:
+                back.append(key)
+    return back
+
+
+def _release(client: Any, keys: list[str]) -> None:
+    for key in keys:
+        client.copy_object(Bucket=BUCKET, Key=key, CopySource={"Bucket": BUCKET, "Key": HELD + key})
+
+
 def _write_config(path: Path, endpoint: str, sources: list[str], master: str, mode: str = "local",
                   remote: str = "sc://127.0.0.1:15002") -> None:
     lines = s3_lake_config_lines(bucket=BUCKET, state_dir=str(path.parent / "state"), endpoint=endpoint,
@@ -98,7 +158,8 @@ def _night(airflow: AirflowServices, cpu: TreeCpu, client: Any, n: int, night: i
     run_id = airflow.trigger(DAG)
     state = airflow.wait_for_run(DAG, run_id, timeout=3600)
     wall = time.monotonic() - t0
-    used = TreeCpu.between(before, cpu.snapshot())
+    after = cpu.snapshot()
+    used, by_kind = TreeCpu.between(before, after), cpu.between_by_kind(before, after)
     tis = airflow.task_instances(DAG, run_id)
     per_step: dict[str, float] = {}
     spark: dict[str, int] = {}
@@ -110,7 +171,7 @@ def _night(airflow: AirflowServices, cpu: TreeCpu, client: Any, n: int, night: i
             spark[step] = spark.get(step, 0) + int(bool(doc.get("spark", True)))
     added = _commits(client) - commits_before
     return Night(n, night, state, round(wall, 1), round(used, 1), {k: round(v, 1) for k, v in per_step.items()},
-                 dict(sorted(added.items())), spark)
+                 dict(sorted(added.items())), spark, {k: round(by_kind.get(k, 0.0), 1) for k in KINDS})
 
 
 def _connect_server(stack: contextlib.ExitStack, config: Path, endpoint: str, sources: list[str],
@@ -125,20 +186,22 @@ def _connect_server(stack: contextlib.ExitStack, config: Path, endpoint: str, so
 
 
 def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mode: str = "local") -> list[Night]:
-    """Two nights of ``n`` sources; every process started here is stopped before returning."""
+    """The :data:`NIGHTS` of ``n`` sources; every process started here is stopped before returning."""
     tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
     stack = contextlib.ExitStack()
-    cpu = stack.enter_context(TreeCpu(interval, children_only=True))  # the processes it started
+    cpu = stack.enter_context(TreeCpu(interval, children_only=True, kind_of=process_kind))  # what it started
     server = S3Server(mode="process").start()
     airflow: AirflowServices | None = None
     try:
         os.environ.update(server.env())
+        os.environ["PYTHONPATH"] = str(repo)  # binlake serve (connect mode) and its workers run --repo's code too
         client = server.client()
         client.create_bucket(Bucket=BUCKET)
         truth = generate(f"s3://{BUCKET}/archive", SyntheticConfig(servers=n, bytes_per_server=size,
                                                                      max_binlog_size=max(size // 4, 16 << 10)),
                          s3_settings=S3Settings(endpoint_url=server.endpoint_url, path_style_access=True))
         sources = sorted(truth["sources"])
+        held = _hold_back(client, truth)
         config = tmp / "binlake.toml"
         remote = "sc://127.0.0.1:15002"
         if mode == "connect":
@@ -152,7 +215,9 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mo
         airflow.start()
         airflow.wait_for_dag(DAG)
         nights = []
-        for night in (1, 2):
+        for night in NIGHTS:
+            if night == 3:
+                _release(client, held)
             nights.append(_night(airflow, cpu, client, n, night))
             print(json.dumps(nights[-1].__dict__), flush=True)
         return nights
@@ -177,7 +242,8 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 def table(nights: list[Night]) -> str:
     steps = [s for s in STEPS if any(s in x.task_seconds for x in nights)]
-    head = ["sources", "night", "state", "wall s", "CPU s", "CPU s/source", *[f"{s} task-s" for s in steps],
+    head = ["sources", "night", "state", "wall s", "CPU s", "CPU s/source",
+            "CPU s: tasks / Spark server / Airflow services / S3 server", *[f"{s} task-s" for s in steps],
             "Delta commits", "steps that started Spark"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for x in nights:
@@ -185,14 +251,18 @@ def table(nights: list[Night]) -> str:
         started = ", ".join(f"{k} {v}" for k, v in sorted(x.spark_started.items()) if v) or "none"
         lines.append("| " + " | ".join([str(x.sources), str(x.night), x.state, f"{x.wall:.0f}", f"{x.cpu:.0f}",
                                         f"{x.cpu / x.sources:.1f}",
+                                        " / ".join(f"{x.cpu_by_kind.get(k, 0):.0f}" for k in KINDS[:4]),
                                         *[f"{x.task_seconds.get(s, 0):.0f}" for s in steps],
                                         str(commits), started]) + " |")
-    for night in (1, 2):
+    for night in NIGHTS:
         pts = [(x.sources, x.cpu) for x in nights if x.night == night]
         if pts:
             fixed, per = fit(pts)
+            kinds = "; ".join(f"{k} {a:.1f} + {b:.1f} x N" for k in KINDS[:2]
+                              for a, b in [fit([(x.sources, x.cpu_by_kind.get(k, 0.0)) for x in nights
+                                                if x.night == night])])
             lines.append(f"\nnight {night}: CPU-s = {fixed:.1f} + {per:.1f} x sources (least squares over N = "
-                         f"{', '.join(str(n) for n, _ in pts)})")
+                         f"{', '.join(str(n) for n, _ in pts)}; of it {kinds})")
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import psutil
 
@@ -36,8 +37,12 @@ class TreeCpu:
     :meth:`snapshot` / :meth:`between`) and this script."""
 
     def __init__(self, interval: float = 0.25, root: psutil.Process | None = None, *,
-                 children_only: bool = False) -> None:
+                 children_only: bool = False, kind_of: Callable[[psutil.Process], str] | None = None) -> None:
         self.interval = interval
+        #: names each process's part of the tree (fleet.py: services, tasks, the Spark server), asked at
+        #: every sample: a forked process takes its title (``setproctitle``) after it is first seen
+        self.kind_of = kind_of
+        self._kinds: dict[ProcessKey, str] = {}
         self.root = root or psutil.Process()
         self.children_only = children_only  # leave the root out (a harness measuring what it started)
         self._cpu: dict[ProcessKey, list[float]] = {}  # [CPU at the start (0 if born since), last seen]
@@ -56,12 +61,15 @@ class TreeCpu:
             try:
                 with p.oneshot():
                     key, t, name = (p.pid, p.create_time()), p.cpu_times(), p.name()
+                kind = self.kind_of(p) if self.kind_of is not None else None
             except psutil.Error:
                 continue
             cpu = t.user + t.system
             with self._lock:
                 self._names.setdefault(key, name)
                 self._cpu.setdefault(key, [cpu if first else 0.0, cpu])[1] = cpu
+                if kind is not None:
+                    self._kinds[key] = kind
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -97,6 +105,16 @@ class TreeCpu:
     @staticmethod
     def between(before: dict[ProcessKey, float], after: dict[ProcessKey, float]) -> float:
         return sum(v - before.get(k, 0.0) for k, v in after.items())
+
+    def between_by_kind(self, before: dict[ProcessKey, float], after: dict[ProcessKey, float]) -> dict[str, float]:
+        """:meth:`between` split by ``kind_of``'s last answer for each process."""
+        out: dict[str, float] = {}
+        with self._lock:
+            kinds = dict(self._kinds)
+        for key, v in after.items():
+            kind = kinds.get(key, "other")
+            out[kind] = out.get(kind, 0.0) + v - before.get(key, 0.0)
+        return out
 
     def by_name(self) -> dict[str, float]:
         """CPU-seconds by process name (``java``, ``python3.11``, ...)."""
