@@ -268,9 +268,6 @@ class GoldSettings:
     #: a table with fewer row changes than this in silver is replayed in full every run, even where the
     #: incremental path is exact (its fixed cost is more than replaying a small table); 0: always incremental
     incremental_min_changes: StrictInt = Field(default=50_000, ge=0)
-    #: a replay that reads at most this many row changes (a full one: the table's; an incremental one:
-    #: the night's new ones) runs in the driver's process instead of on an executor; 0: never
-    driver_replay_max_changes: StrictInt = Field(default=20_000, ge=0)
 
     @field_validator("union")
     @classmethod

@@ -30,7 +30,6 @@ from spark_jobs.errors import MissingJarsError, SparkJobError
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame, Row, SparkSession
-    from pyspark.sql.types import StructType
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -490,94 +489,14 @@ def tagged_frame(spark: SparkSession, tagged: DataFrame, kinds: Sequence[str], d
             if data:
                 yield from LocalDataToArrowConversion.convert(data, schema, False).to_batches()
 
-    return _plain_strings(spark, tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl), schema)
-
-
-def _plain_strings(spark: SparkSession, out: DataFrame, schema: StructType) -> DataFrame:
-    """``out`` as it is in classic mode; on Spark Connect its columns cast to their own types: a
-    Connect server gives mapInArrow's string columns an explicit collation, and Delta then writes
-    `string collate UTF8_BINARY` into the table's schema (which delta-rs cannot read); a cast to
-    the same type drops it."""
-    from pyspark.sql import functions as F
-
+    out = tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl)
     if not is_connect(spark):
         return out
+    # a Spark Connect server gives mapInArrow's string columns an explicit collation, and Delta
+    # then writes `string collate UTF8_BINARY` into the table's schema (which delta-rs cannot
+    # read); a cast to the same type drops it
     return out.select(*[F.col("`" + f.name.replace("`", "``") + "`").cast(f.dataType.simpleString()).alias(f.name)
                         for f in schema.fields])
-
-
-def local_frame(spark: SparkSession, data: Sequence[Sequence[Any]], ddl: str) -> DataFrame:
-    """A DataFrame of schema ``ddl`` holding ``data``, made on the driver: typed by the conversion
-    :func:`tagged_frame` runs on the executors (``LocalDataToArrowConversion``), so the same values
-    give the same cells either way."""
-    from pyspark.sql.conversion import LocalDataToArrowConversion
-
-    empty = spark.createDataFrame([], ddl)
-    if not data:  # the conversion wants at least one row
-        return empty
-    schema = empty.schema
-    table = LocalDataToArrowConversion.convert(list(data), schema, False)
-    return _plain_strings(spark, spark.createDataFrame(table, schema), schema)
-
-
-def driver_rows(df: DataFrame) -> list[Row]:
-    """``df``'s rows collected to the driver as :func:`map_partitions_tagged`'s ``fn`` gets them on
-    an executor (the same Arrow conversion: naive local datetimes, ``bytes`` for BINARY)."""
-    from pyspark.sql.conversion import ArrowTableToRowsConversion
-
-    return list(ArrowTableToRowsConversion.convert(df.toArrow(), df.schema, binary_as_bytes=True))
-
-
-class TaggedOutput:
-    """What a partition function of ``(kind, value)`` pairs made (:func:`map_partitions_tagged`),
-    read as typed DataFrames (:meth:`frame`) or values (:meth:`values`) wherever it ran.
-
-    Why two places: a table's replay is a Python function over its binlog-ordered stream. A large
-    one runs on an executor and its output stays there (a cached DataFrame); a small one runs on
-    the driver (:func:`tagged_output` over :func:`driver_rows`): its stream is collected, the function
-    runs here, and the written frames are local data, which saves the cache, the Python workers and
-    a Spark job per read of the output (docs/architecture.md, "The JVM line")."""
-
-    def __init__(self, spark: SparkSession, cached: DataFrame | None, pairs: list[tuple[str, Any]] | None) -> None:
-        self._spark, self._cached, self._pairs = spark, cached, pairs
-
-    def frame(self, kinds: Sequence[str], ddl: str,
-              as_row: Callable[[tuple[str, Any]], Sequence[Any]] = lambda kv: kv[1]) -> DataFrame:
-        """As :func:`tagged_frame`."""
-        if self._pairs is None:
-            assert self._cached is not None
-            return tagged_frame(self._spark, self._cached, kinds, ddl, as_row)
-        return local_frame(self._spark, [as_row(kv) for kv in self._pairs if kv[0] in kinds], ddl)
-
-    def values(self, *kinds: str) -> list[tuple[str, Any]]:
-        """As :func:`tagged_values`."""
-        if self._pairs is None:
-            assert self._cached is not None
-            return tagged_values(self._cached, *kinds)
-        return [kv for kv in self._pairs if kv[0] in kinds]
-
-    def first(self, kind: str) -> tuple[str, Any] | None:
-        """The first pair of ``kind`` (None: none), without reading the rest on the driver."""
-        if self._pairs is None:
-            from pyspark.sql import functions as F
-
-            assert self._cached is not None
-            found = tagged_values(self._cached.where(F.col("kind") == kind).limit(1), kind)
-            return found[0] if found else None
-        return next((kv for kv in self._pairs if kv[0] == kind), None)
-
-    def release(self) -> None:
-        if self._cached is not None:
-            self._cached.unpersist()
-
-
-def tagged_output(spark: SparkSession, stream: DataFrame | list[Row],
-                  fn: Callable[[Iterator[Row]], Iterable[tuple[str, Any]]]) -> TaggedOutput:
-    """``fn`` over ``stream``: on the executors, its output cached, when ``stream`` is a DataFrame;
-    on the driver when it is the rows :func:`driver_rows` collected."""
-    if isinstance(stream, list):
-        return TaggedOutput(spark, None, list(fn(iter(stream))))
-    return TaggedOutput(spark, map_partitions_tagged(stream, fn).cache(), None)
 
 
 def default_parallelism(spark: SparkSession) -> int:

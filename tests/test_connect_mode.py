@@ -84,10 +84,7 @@ def _config(folder: Path, archive: Path, *, mode: str, remote: str, master: str 
         "[[sources]]", f'name = "{SOURCE}"', f'uri = "{archive}/"', "",
         "[spark]", f'mode = "{mode}"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
         f'remote = "{remote}"', *(["jars_on_workers = true"] if master.startswith("spark://") else []), "",
-        "[gold]", "incremental_min_changes = 0  # night 2's customer: the incremental MERGE, through Connect",
-        # connect mode replays on the cluster's executors (mapInArrow through Connect), local mode in
-        # the driver's process (the default for tables this small): the digests compare both ways
-        *(["driver_replay_max_changes = 0"] if mode == "connect" else []), ""]))
+        "[gold]", "incremental_min_changes = 0  # night 2's customer: the incremental MERGE, through Connect", ""]))
     return load_config(path)
 
 
@@ -252,20 +249,11 @@ TYPED_DDL = "id INT, name STRING, at TIMESTAMP, day DATE, price DECIMAL(10,2), r
 def test_mapinarrow_gives_the_values_the_rdd_gave(spark: Any) -> None:
     """The replacements of ``rdd.mapPartitions`` and ``createDataFrame(rdd)`` (local mode, where both
     exist): the partition function sees the same Python values (naive local datetimes, bytes),
-    and the typed rows it yields come back as the same table; so does the same function run on the
-    driver over the collected rows (``tagged_output``: where a small gold replay runs)."""
+    and the typed rows it yields come back as the same table."""
     import datetime as dt
     from decimal import Decimal
 
-    from spark_jobs.session import (
-        driver_rows,
-        local_frame,
-        map_partitions_tagged,
-        run_on_executors,
-        tagged_frame,
-        tagged_output,
-        tagged_values,
-    )
+    from spark_jobs.session import map_partitions_tagged, run_on_executors, tagged_frame, tagged_values
 
     rows = [(1, "a", dt.datetime(2024, 3, 31, 1, 30, tzinfo=dt.UTC), dt.date(2024, 3, 31), Decimal("1.50"),
              b"\x00\xff", True), (2, None, None, None, None, None, None)]
@@ -283,13 +271,3 @@ def test_mapinarrow_gives_the_values_the_rdd_gave(spark: Any) -> None:
     assert typed.schema == df.schema
     assert sorted(typed.collect(), key=repr) == sorted(df.collect(), key=repr)
     assert run_on_executors(spark, lambda x: x * 2, [3, 1, 2]) == [6, 2, 4]
-    # the driver's twin (a small table's replay): the same values in, the same typed rows out
-    for stream in (df, driver_rows(df)):
-        out = tagged_output(spark, stream, seen)
-        assert sorted(out.values("row", "types"), key=repr) == old
-        assert out.first("types") in [kv for kv in old if kv[0] == "types"] and out.first("gone") is None
-        frame = out.frame(("row",), TYPED_DDL)
-        assert frame.schema == df.schema
-        assert sorted(frame.collect(), key=repr) == sorted(df.collect(), key=repr)
-        out.release()
-    assert local_frame(spark, [], TYPED_DDL).collect() == []

@@ -376,13 +376,11 @@ def test_one_file_a_night_is_incremental_and_equals_one_run(
     its TIMESTAMP(3), BIT, BLOB, FLOAT, DECIMAL values read back from Delta exactly), the union's part
     by a MERGE of the touched keys; ``orders`` is created on night 2 and altered on night 3 (full
     replays, the DDL said). At the end every gold and __history table and the status equal the
-    one in-order run's. The nights replay on an executor (``driver_replay_max_changes = 0``), the
-    in-order run in the driver's process (the default for tables this small): the same cells."""
+    one in-order run's."""
     root = tmp_path_factory.mktemp("gold-nightly")
     objects = _copy_chain(root)
     cfg = make_test_config(root, s3_server.endpoint_url,
-                           gold={"history": True, "union": {"fleet_customer": "shop.customer"},
-                                 "driver_replay_max_changes": 0})
+                           gold={"history": True, "union": {"fleet_customer": "shop.customer"}})
     nights = []
     for i, obj in enumerate(objects[:3]):  # file 4 holds no row change
         run_ingest(spark, cfg, [obj], f"nightly-ingest-{i}")

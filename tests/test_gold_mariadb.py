@@ -233,10 +233,7 @@ def gold_snapshot(spark: Any, cfg: Any) -> dict[str, list[tuple[Any, ...]]]:
 @pytest.fixture(scope="module")
 def in_order(spark: Any, server_files: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
              s3_server: Any) -> dict[str, Any]:
-    """Every file in one run, each table replayed on an executor (``driver_replay_max_changes = 0``;
-    the nightly test's runs replay in the driver's process and must give the same cells)."""
-    cfg = make_test_config(tmp_path_factory.mktemp("gold-wh"), s3_server.endpoint_url,
-                           gold={"driver_replay_max_changes": 0})
+    cfg = _fresh_config(tmp_path_factory.mktemp("gold-wh"), s3_server)
     run_ingest(spark, cfg, _objects(server_files["files"]), "ingest-1")
     result = run_gold(spark, cfg, SOURCE, "gold-1")
     return {"cfg": cfg, "result": result, "snapshot": gold_snapshot(spark, cfg)}

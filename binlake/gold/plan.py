@@ -151,13 +151,6 @@ def change_count(inputs: TableInputs) -> int:
     return int(inputs.fingerprint.split(":", 1)[0])
 
 
-def new_change_count(inputs: TableInputs) -> int | None:
-    """How many of the table's row changes lie after the previous run's W (None: not split at one)."""
-    if inputs.old_fingerprint is None:
-        return None
-    return change_count(inputs) - int(inputs.old_fingerprint.split(":", 1)[0])
-
-
 def _why_not_incremental(state: ReplayState | None, inputs: TableInputs, versions: Sequence[SchemaVersion],
                          final: TableSchema, now: Versions, *, keep_history: bool, force: bool) -> str | None:
     if force:

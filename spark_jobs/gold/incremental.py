@@ -4,14 +4,13 @@ Why it is exact (docs/gold.md, "Incremental replay"): ``binlake.gold.plan`` has 
 table holds the replay of every change up to W (the status row's ``replayed_through``) and that
 silver's part up to W is unchanged, so the full replay would be that state followed by the changes
 after W. Those changes read and write only the keys ``TableReplayer.keys_touched_by`` names; every
-other row stays as the gold table holds it. So (both passes on one executor, or in this process
-when the night's new changes are few: ``[gold] driver_replay_max_changes``):
+other row stays as the gold table holds it. So:
 
-1. pass 1: the stream after W, plus the last TABLE_MAP at or before it, gives the
+1. pass 1 (one executor): the stream after W, plus the last TABLE_MAP at or before it, gives the
    touched keys;
 2. the gold table's rows of those keys are read back exactly (TIMESTAMP as microseconds, BINARY as
    bytes: the replay's own values) and collected on the driver (a night's worth, not the table);
-3. pass 2: a replayer resumed from those rows is fed the changes after W; its rows
+3. pass 2 (one executor): a replayer resumed from those rows is fed the changes after W; its rows
    and the touched keys it no longer holds are the MERGE source: one Delta commit updates, inserts
    and deletes just those keys (and the ``__history`` table's versions of them).
 
@@ -47,7 +46,7 @@ from spark_jobs.gold.tables import (
     table_stream,
     table_version,
 )
-from spark_jobs.session import TaggedOutput, driver_rows, tagged_output
+from spark_jobs.session import map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -226,7 +225,7 @@ def fetch_rows(spark: SparkSession, path: str, final: TableSchema, keys: DataFra
     return out
 
 
-def _merge_source(out: TaggedOutput, final: TableSchema, source: str) -> DataFrame:
+def _merge_source(spark: SparkSession, out: DataFrame, final: TableSchema, source: str) -> DataFrame:
     """The MERGE source: held rows (``GONE`` false) and touched keys no longer held (``GONE`` true,
     their other columns NULL)."""
     names = [c.name for c in final.columns]
@@ -244,7 +243,7 @@ def _merge_source(out: TaggedOutput, final: TableSchema, source: str) -> DataFra
         row[source_at] = source
         return (*row, True)
 
-    return out.frame(("row", "gone"), gold_schema_ddl(final) + f", {GONE} BOOLEAN", as_row)
+    return tagged_frame(spark, out, ("row", "gone"), gold_schema_ddl(final) + f", {GONE} BOOLEAN", as_row)
 
 
 def merge_rows(spark: SparkSession, path: str, src: DataFrame, on: str, columns: Sequence[str], *,
@@ -262,65 +261,59 @@ def merge_rows(spark: SparkSession, path: str, src: DataFrame, on: str, columns:
     merge_into(spark, path, src, on, " ".join(clauses), job=job, run_id=run_id)
 
 
-def _merge_history(spark: SparkSession, out: TaggedOutput, final: TableSchema, within: str, path: str,
+def _merge_history(spark: SparkSession, out: DataFrame, final: TableSchema, within: str, path: str,
                    run_id: str) -> None:
     """The touched rows' versions into ``__history``: keyed by (primary key, where the version
     starts); versions are never deleted, an ended one is updated (its ``_valid_to*``)."""
-    df = out.frame(("history",), history_schema_ddl(final))
+    df = tagged_frame(spark, out, ("history",), history_schema_ddl(final))
     on = _null_safe_on([*final.primary_key, *HISTORY_START], "t", "s") + " AND " + within
     merge_rows(spark, path, df, on, df.columns, gone=False, run_id=run_id, job="gold-history")
 
 
-def touched_keys(spark: SparkSession, stream: DataFrame | list[Row], job: TableJob) -> DataFrame | str:
-    """Pass 1 as a DataFrame of keys (typed as the gold table's key columns; cached when pass 1 ran
-    on an executor), or the reason the table cannot be resumed (a string)."""
-    out = tagged_output(spark, stream, _keys_partition(job))
-    try:
-        aborted = out.first("abort")
-        if aborted:
-            return f"cannot resume the replay: {aborted[1]}"
-        keys = out.frame(("key",), _key_ddl(job.final))
-        if isinstance(stream, list):
-            return keys  # local data: nothing to keep
-        keys = keys.cache()
-        keys.count()
-        return keys
-    finally:
-        out.release()
+def touched_keys(spark: SparkSession, stream: DataFrame, job: TableJob) -> DataFrame | str:
+    """Pass 1 as a cached DataFrame of keys (typed as the gold table's key columns), or the reason
+    the table cannot be resumed (a string)."""
+    from pyspark.sql import functions as F
+
+    out = map_partitions_tagged(stream, _keys_partition(job)).cache()
+    aborted = tagged_values(out.where(F.col("kind") == "abort").limit(1), "abort")
+    if aborted:
+        out.unpersist()
+        return f"cannot resume the replay: {aborted[0][1]}"
+    keys = tagged_frame(spark, out, ("key",), _key_ddl(job.final)).cache()
+    keys.count()
+    out.unpersist()
+    return keys
 
 
 def replay_new(spark: SparkSession, cfg: BinlakeConfig, job: TableJob, names: tuple[str, str, str], paths: tuple[str, str | None],
-               run_id: str, *, on_driver: bool = False) -> Outcome | str:
+               run_id: str) -> Outcome | str:
     """Bring one gold table (and its ``__history`` table, ``paths[1]``) up to date with the changes
     after ``job.through``: see the module doc. ``names`` = (source, db, table). A string result
-    says why the table must be replayed in full instead (nothing was written then). ``on_driver``:
-    both passes run in this process over the collected stream (a night of few changes:
-    :class:`spark_jobs.session.TaggedOutput`)."""
+    says why the table must be replayed in full instead (nothing was written then)."""
 
     source, db, table = names
     path, history_path = paths
-    sorted_new = new_stream(spark, cfg, source, db, table, job.through)
-    stream: DataFrame | list[Row] = driver_rows(sorted_new) if on_driver else sorted_new.cache()
+    stream = new_stream(spark, cfg, source, db, table, job.through).cache()
     try:
         keys = touched_keys(spark, stream, job)
         if isinstance(keys, str):
             return keys
         within = key_range(keys, "t")
         held = fetch_rows(spark, path, job.final, keys, within)
-        out = tagged_output(spark, stream, _merge_partition(job, held))
+        out = map_partitions_tagged(stream, _merge_partition(job, held)).cache()
         try:
-            src = _merge_source(out, job.final, source)
+            src = _merge_source(spark, out, job.final, source)
             on = _null_safe_on(job.final.primary_key, "t", "s") + " AND " + within
             merge_rows(spark, path, src, on, [c for c in src.columns if c != GONE], gone=True, run_id=run_id,
                        job="gold")
             if history_path is not None:
                 _merge_history(spark, out, job.final, within, history_path, run_id)
-            side = [value for _kind, value in out.values("side")]
+            side = [value for _kind, value in tagged_values(out, "side")]
         finally:
-            out.release()
+            out.unpersist()
     finally:
-        if not isinstance(stream, list):
-            stream.unpersist()
+        stream.unpersist()
     changes, fed, last, through, warnings, in_snapshot = side[0]
     counts = Counter(warnings)
     if in_snapshot:

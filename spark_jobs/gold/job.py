@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from binlake.gold.plan import ReplayState, TableInputs, change_count
+from binlake.gold.plan import ReplayState, TableInputs
 from binlake.gold.reads import load_ddl
 from binlake.gold.schema_history import SchemaVersion, TableKey, build_history
 from binlake.gold.seed import Snapshot, parse_dump
@@ -131,9 +131,7 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
             if only_tables is None or (db, table) in only_tables:
                 line = lineages[(db, table)]
                 task = TableTask(source, db, table, line.versions, run_id, None, cfg.gold.keeps_history(db, table),
-                                 snapshot, force=force, segments=line.segments,
-                                 stream_changes=sum(change_count(inputs[seg.key]) for seg in line.segments
-                                                    if seg.key in inputs))
+                                 snapshot, force=force, segments=line.segments)
                 results.append(_table(spark, cfg, task, inputs.get((db, table)), previous, seed))
         unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
         write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions,

@@ -1,9 +1,8 @@
 """One gold table brought up to date: the full replay, or the incremental one when
 ``binlake.gold.plan`` proves it exact (:func:`build_table`).
 
-The full replay reads the table's TABLE_MAPs and row changes in binlog order on one executor, or
-in this process when they are few (``[gold] driver_replay_max_changes``; docs/architecture.md, "The
-JVM line") (``binlake.gold.state.TableReplayer``), and writes the result: a MERGE on the primary key when the
+The full replay reads the table's TABLE_MAPs and row changes in binlog order on one executor
+(``binlake.gold.state.TableReplayer``), and writes the result: a MERGE on the primary key when the
 schema is unchanged, else an overwrite with the new schema; the ``__history`` table (when kept) is
 rewritten from the same replay. The incremental path lives in :mod:`spark_jobs.gold.incremental`.
 A table without DDL takes its columns from its best-informed TABLE_MAP; when its schema cannot be
@@ -25,7 +24,6 @@ from binlake.gold.plan import (
     ReplayState,
     TableInputs,
     Versions,
-    new_change_count,
     old_part_unchanged,
     replay_reason,
     schema_digest,
@@ -54,7 +52,7 @@ from spark_jobs.gold.tables import (
     stream_item,
     table_version,
 )
-from spark_jobs.session import TaggedOutput, driver_rows, tagged_output
+from spark_jobs.session import map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -83,8 +81,6 @@ class TableTask:
     #: the source tables (and coordinate ranges) whose row changes feed the gold table: more than
     #: one when rows were renamed into it (``binlake.gold.state.lineage``)
     segments: tuple[Segment, ...] = ()
-    #: the row changes silver holds for those tables (None: not known): where the full replay runs
-    stream_changes: int | None = None
 
 
 def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
@@ -120,10 +116,10 @@ def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: Tab
     return run
 
 
-def _write_history(out: TaggedOutput, final: TableSchema, path: str, run_id: str) -> None:
+def _write_history(spark: SparkSession, out: DataFrame, final: TableSchema, path: str, run_id: str) -> None:
     """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
     replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
-    df = out.frame(("history",), history_schema_ddl(final))
+    df = tagged_frame(spark, out, ("history",), history_schema_ddl(final))
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
 
@@ -250,18 +246,16 @@ def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
     segments = task.segments or (Segment(task.db, task.table),)
     first = segments[0]  # a seed snapshot's rows are the first table's, before any archived change
     seed = snapshot.rows_of(first.db, first.table) if snapshot and first.after is None else None
-    stream = sorted_stream(lineage_stream(spark, cfg, task.source, segments))
-    on_driver = task.stream_changes is not None and task.stream_changes <= cfg.gold.driver_replay_max_changes
-    out = tagged_output(spark, driver_rows(stream) if on_driver else stream, _replay_partition(
-        task.source, task.versions, final, task.history, seed, snapshot.position if snapshot else None))
+    out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), _replay_partition(
+        task.source, task.versions, final, task.history, seed, snapshot.position if snapshot else None)).cache()
     try:
-        df = out.frame(("row",), gold_schema_ddl(final))
+        df = tagged_frame(spark, out, ("row",), gold_schema_ddl(final))
         mode = _write_gold(spark, cfg, df, path, final, task.run_id)
         if history_path is not None:
-            _write_history(out, final, history_path, task.run_id)
-        facts = ReplayFacts.of(out.values(*SIDE_KINDS))
+            _write_history(spark, out, final, history_path, task.run_id)
+        facts = ReplayFacts.of(tagged_values(out, *SIDE_KINDS))
     finally:
-        out.release()
+        out.unpersist()
     gold_version, history_version = versions_after(cfg, path, history_path)
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, facts.rows,
                            facts.changes, mode, tuple(sorted(facts.warnings.items())), facts.last, task.fingerprint,
@@ -333,10 +327,7 @@ def build_table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> Gol
         snapshot = task.snapshot
         job = TableJob(task.source, task.versions, final, task.state.through, task.history,
                        snapshot.position if snapshot else None)
-        new = new_change_count(task.inputs) if task.inputs is not None else None
-        on_driver = new is not None and new <= cfg.gold.driver_replay_max_changes
-        outcome = replay_new(spark, cfg, job, (task.source, task.db, task.table), paths, task.run_id,
-                             on_driver=on_driver)
+        outcome = replay_new(spark, cfg, job, (task.source, task.db, task.table), paths, task.run_id)
         if isinstance(outcome, Outcome):
             log.info("gold.%s: incremental, %d new row change(s) replayed on %d row(s) read back", name,
                      outcome.replayed, outcome.fetched)
