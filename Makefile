@@ -32,14 +32,22 @@ PYTEST_DIST := $(call xdist,$(PYTEST_WORKERS))
 BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
-.PHONY: help setup setup-python setup-jars setup-logstore setup-system setup-native demo lint lint-only test-native test test-fast test-cluster cluster-demo lock clean
+.PHONY: help setup setup-venv setup-python setup-jars setup-logstore setup-system setup-native demo lint lint-only test-native test test-fast test-cluster cluster-demo lock clean
 
 help:
 	@echo "make setup | make demo | make lint | make test | make test-fast | make test-cluster | make cluster-demo | make lock | make clean"
 
-setup: setup-system setup-python setup-jars setup-logstore
-	@$(MAKE) --no-print-directory setup-native
+# Two at a time where the steps do not wait on each other (two cores): the Python packages beside the
+# jars, the LogStore and the Rust build (which needs only the venv's interpreter), then the class-data
+# sharing archive (beside lint and the cargo tests, in `make test`). Each step keeps its own stamp.
+SETUP_BUILDS := setup-python setup-jars setup-logstore setup-native
+setup: setup-system setup-venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(SETUP_BUILDS)
 	@$(MAKE) --no-print-directory setup-cds
+
+# The venv's interpreter alone (its packages come in setup-python): setup-native builds against it.
+setup-venv:
+	@[ -x "$(VPY)" ] || $(PYTHON) -m venv $(VENV)
 
 # Stamp keyed on the lock + pyproject hash: a second run is a no-op.
 # Bytecode is compiled at install (uv does not by default): with none, and PYTHONDONTWRITEBYTECODE
@@ -163,8 +171,9 @@ test-native:
 # Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
 # and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
 # setup once, then lint (mypy: one core) beside the cargo tests' build, then pytest; any failure stops it.
-test: setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint-only test-native
+test: setup-system setup-venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(SETUP_BUILDS)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target setup-cds lint-only test-native
 	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
 	exit $$rc
