@@ -21,8 +21,8 @@ PYTEST_TIMEOUT ?= 900
 PYTEST_ARGS ?=
 # `make test` runs the suite on 3 xdist workers on this 2-core machine, whole modules at a time
 # (module-scoped fixtures are built once), the longest modules first (tests/conftest.py,
-# LONGEST_FIRST): with 2 the cores idled 7-14% of the run (workers waiting on Airflow's services, a
-# subprocess, a server), and a third fills that (docs/testing.md). PYTEST_WORKERS=0: serial.
+# LONGEST_FIRST): with 2 the cores idled about 7% of the run (workers waiting on Airflow's services,
+# a subprocess, a server), and a third fills that (docs/testing.md). PYTEST_WORKERS=0: serial.
 # `make test-fast` is pure CPU: one worker per core.
 PYTEST_WORKERS ?= 3
 PYTEST_FAST_WORKERS ?= 2
@@ -170,7 +170,7 @@ test-native:
 
 # Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
 # and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
-# setup once, then lint (mypy: one core) beside the cargo tests' build, then pytest; any failure stops it.
+# setup's steps, then the CDS archive, lint and the cargo tests two at a time, then pytest; any failure stops it.
 test: setup-system setup-venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target $(SETUP_BUILDS)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target setup-cds lint-only test-native
