@@ -32,7 +32,7 @@ PYTEST_DIST := $(call xdist,$(PYTEST_WORKERS))
 BYTECODE_DIRS := binlake binlog_parser spark_jobs orchestration binlake_cli
 APT_PACKAGES := mariadb-server mariadb-client docker-compose chromium
 
-.PHONY: help setup setup-venv setup-python setup-jars setup-logstore setup-system setup-native demo lint lint-only test-native test test-fast test-cluster cluster-demo lock clean
+.PHONY: help setup setup-builds setup-venv setup-python setup-jars setup-logstore setup-system setup-native demo lint lint-only test-native test test-fast test-cluster cluster-demo lock clean
 
 help:
 	@echo "make setup | make demo | make lint | make test | make test-fast | make test-cluster | make cluster-demo | make lock | make clean"
@@ -40,10 +40,11 @@ help:
 # Two at a time where the steps do not wait on each other (two cores): the Python packages beside the
 # jars, the LogStore and the Rust build (which needs only the venv's interpreter), then the class-data
 # sharing archive (beside lint and the cargo tests, in `make test`). Each step keeps its own stamp.
-SETUP_BUILDS := setup-python setup-jars setup-logstore setup-native
-setup: setup-system setup-venv
-	@$(MAKE) --no-print-directory -j2 --output-sync=target $(SETUP_BUILDS)
+setup: setup-system setup-builds
 	@$(MAKE) --no-print-directory setup-cds
+
+setup-builds: setup-venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target setup-python setup-jars setup-logstore setup-native
 
 # The venv's interpreter alone (its packages come in setup-python): setup-native builds against it.
 setup-venv:
@@ -171,8 +172,7 @@ test-native:
 # Everything, the scale-out test included (marker `cluster`: Airflow's scheduler, dag-processor
 # and api-server driving a loopback Spark standalone cluster, tests/test_scale_out.py).
 # setup's steps, then the CDS archive, lint and the cargo tests two at a time, then pytest; any failure stops it.
-test: setup-system setup-venv
-	@$(MAKE) --no-print-directory -j2 --output-sync=target $(SETUP_BUILDS)
+test: setup-system setup-builds
 	@$(MAKE) --no-print-directory -j2 --output-sync=target setup-cds lint-only test-native
 	@rc=0; $(VENV)/bin/pytest -q --durations=25 --timeout=$(PYTEST_TIMEOUT) $(PYTEST_DIST) $(PYTEST_ARGS) tests || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests: failing" >&2; exit 5; fi; \
