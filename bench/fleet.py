@@ -13,13 +13,15 @@ its JVM) and how they split (:func:`process_kind`), the task-seconds per
 step (Airflow's task instances: end - start, summed over sources), the Delta commits the night
 added (``_delta_log/*.json`` objects, per table family) and how many step instances started Spark
 (their documents' ``spark`` field). Last, per night, the least-squares line CPU = fixed + per_source × N.
+``--per-task K`` sets ``[pipeline] sources_per_task``: the busy sources share one task per step, K at a time.
 
 CPU is sampled: every process of the tree is read (psutil) every ``--interval`` seconds and its last
 reading counts; a process that lives shorter than the interval is missed, so the figures are a
 floor. ``--repo PATH`` runs the DAGs and jobs of another checkout (e.g. ``git worktree add
 /tmp/fleet-base HEAD`` before a change) with this checkout's harness.
 
-    python bench/fleet.py --sources 1,4 [--mode local|connect] [--size 256KiB] [--repo /tmp/fleet-base] [--json out.json]
+    python bench/fleet.py --sources 1,4 [--mode local|connect] [--per-task K] [--size 256KiB] [--repo /tmp/fleet-base]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -144,9 +146,11 @@ def _release(client: Any, keys: list[str]) -> None:
 
 
 def _write_config(path: Path, endpoint: str, sources: list[str], master: str, mode: str = "local",
-                  remote: str = "sc://127.0.0.1:15002") -> None:
+                  remote: str = "sc://127.0.0.1:15002", per_task: int = 1) -> None:
     lines = s3_lake_config_lines(bucket=BUCKET, state_dir=str(path.parent / "state"), endpoint=endpoint,
                                  sources=sources)
+    if per_task != 1:  # only then: a --repo checkout from before the key still reads the file
+        lines.insert(lines.index("[pipeline]") + 1, f"sources_per_task = {per_task}")
     lines += ["[spark]", f'mode = "{mode}"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
               'driver_memory = "1g"', f'remote = "{remote}"', ""]
     path.write_text("\n".join(lines))
@@ -167,8 +171,9 @@ def _night(airflow: AirflowServices, cpu: TreeCpu, client: Any, n: int, night: i
         step = ti.task_id.rsplit(".", 1)[-1]
         per_step[step] = per_step.get(step, 0.0) + _seconds(ti.start_date, ti.end_date)
         if step in ("decode", "reconcile", "gold") and ti.state == "success":
-            doc = airflow.xcom(DAG, run_id, ti.task_id, ti.map_index) or {}
-            spark[step] = spark.get(step, 0) + int(bool(doc.get("spark", True)))
+            docs = airflow.xcom(DAG, run_id, ti.task_id, ti.map_index) or []
+            for doc in docs if isinstance(docs, list) else [docs]:  # one per source of the task's batch
+                spark[step] = spark.get(step, 0) + int(bool(doc.get("spark", True)))
     added = _commits(client) - commits_before
     return Night(n, night, state, round(wall, 1), round(used, 1), {k: round(v, 1) for k, v in per_step.items()},
                  dict(sorted(added.items())), spark, {k: round(by_kind.get(k, 0.0), 1) for k in KINDS})
@@ -185,7 +190,8 @@ def _connect_server(stack: contextlib.ExitStack, config: Path, endpoint: str, so
     return f"sc://127.0.0.1:{port}"
 
 
-def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mode: str = "local") -> list[Night]:
+def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mode: str = "local",
+              per_task: int = 1) -> list[Night]:
     """The :data:`NIGHTS` of ``n`` sources; every process started here is stopped before returning."""
     tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
     stack = contextlib.ExitStack()
@@ -206,7 +212,7 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mo
         remote = "sc://127.0.0.1:15002"
         if mode == "connect":
             remote = _connect_server(stack, config, server.endpoint_url, sources, master)
-        _write_config(config, server.endpoint_url, sources, master, mode, remote)
+        _write_config(config, server.endpoint_url, sources, master, mode, remote, per_task)
         venv_bin = str(Path(sys.executable).parent)
         env = {"BINLAKE_CONFIG": str(config), "PYTHONPATH": str(repo), "SPARK_LOCAL_IP": "127.0.0.1",
                "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
@@ -274,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]", help="Spark master of the sessions (connect: of the server)")
     parser.add_argument("--mode", choices=("local", "connect"), default="local",
                         help="[spark] mode: a JVM per task (local) or thin clients of one binlake serve --connect")
+    parser.add_argument("--per-task", type=int, default=1, help="[pipeline] sources_per_task (default 1)")
     parser.add_argument("--interval", type=float, default=0.5, help="CPU sampling interval, seconds")
     parser.add_argument("--json", type=Path, help="also write the nights as JSON here")
     args = parser.parse_args(argv)
@@ -282,9 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     nights: list[Night] = []
     for n in (int(x) for x in args.sources.split(",")):
         nights += run_fleet(n, repo=args.repo.resolve(), size=_size(args.size), master=args.master,
-                            interval=args.interval, mode=args.mode)
+                            interval=args.interval, mode=args.mode, per_task=args.per_task)
     print(f"fleet benchmark, {datetime.now():%Y-%m-%d %H:%M} UTC, code of {args.repo}, {os.cpu_count()} cores, "
-          f"size {args.size} per source, Spark {args.master}, mode {args.mode}")
+          f"size {args.size} per source, Spark {args.master}, mode {args.mode}, {args.per_task} source(s) per task")
     print(table(nights))
     if args.json:
         args.json.write_text(json.dumps([x.__dict__ for x in nights], indent=1))

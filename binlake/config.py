@@ -356,6 +356,10 @@ class BinlakeConfig:
     nightly_cron: StrictStr = "0 2 * * *"
     #: an ingested object listed again with another etag/size: ingest it again or fail (discovery)
     on_replaced_object: Literal["reingest", "fail"] = "reingest"
+    #: how many busy sources share one task per step (the DAGs' mapped group maps over batches of
+    #: this many): 1 gives each source its own tasks; more makes a night of many small sources cost
+    #: a few task processes (and Spark sessions) per step instead of a few per source
+    sources_per_task: StrictInt = Field(default=1, ge=1)
     s3: S3Settings = S3Settings()
     spark: SparkSettings = SparkSettings()
     config_path: StrictStr | None = None
@@ -416,7 +420,8 @@ class BinlakeConfig:
 # ---------------------------------------------------------------------------------------------
 
 #: the ``[pipeline]`` table's keys: top-level fields of BinlakeConfig
-_PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object")
+_PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object",
+                                   "sources_per_task")
 #: file key -> field name, per section
 _FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
 _FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold", "maintenance",

@@ -12,12 +12,15 @@ Spark nor Airflow, so the Spark steps (:mod:`spark_jobs.steps`), the Airflow tas
 * the run **parameters** (nightly defaults, the backfill DAG's params) and the source list;
 * :func:`discover` (plain Python: heads/tails via :mod:`binlake.discovery.discover`, the plan via
   :mod:`binlake.ingest.state`), which also takes the source's run lease (:mod:`binlake.lake.leases`);
+* :func:`run_for_sources`: one step for a batch of sources in one task (``[pipeline]
+  sources_per_task``), each source on its own: one's failure neither stops nor hides the others;
 * :func:`summarize`: every source's documents into one verdict; it fails when a source did not
   complete cleanly, so the run's state tells the truth.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -26,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
@@ -93,6 +96,11 @@ class MissingPlanError(BinlakeError):
     """A Spark step found no ingest plan: its run's discover step did not run."""
 
 
+class SourcesFailedError(BinlakeError):
+    """A step failed for more than one source of its task (``[pipeline] sources_per_task`` > 1);
+    the message names each source and its reason (one failure is raised as itself)."""
+
+
 class DiscoveryFailedError(BinlakeError):
     """The run's discover task could not discover the source (its lease is held by another run, an
     archived object was replaced, storage failed after retries): the source's first step fails with it."""
@@ -153,6 +161,77 @@ def get_discovery(cfg: BinlakeConfig, run_id: str, source: str) -> Any:
     from binlake.discovery.discover import SourceDiscovery
 
     return get_result(cfg, run_id, source, "discovery", SourceDiscovery)
+
+
+# --------------------------------------------------------------------------- a step for a batch of sources
+
+#: the step whose success a source's step needs, within one run
+STEP_BEFORE = {"reconcile": "decode", "gold": "reconcile", "data_checks": "gold"}
+
+
+def batches(sources: Sequence[str], size: int) -> list[list[str]]:
+    """``sources`` in order, cut into lists of at most ``size``: one task per list and step."""
+    return [list(sources[i:i + size]) for i in range(0, len(sources), max(1, size))]
+
+
+def earlier_step_failed(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> str | None:
+    """Why ``step`` must not run for ``source`` in this run (the step before it wrote no document,
+    or one that is not ok), or None. Why: in a batched task the next step runs after a failure of
+    the one before (for the batch's other sources); a source with a failed step stops there, as
+    Airflow stops a source's own tasks (``upstream_failed``)."""
+    before = STEP_BEFORE.get(step)
+    if before is None:
+        return None
+    doc = get_doc(cfg, run_id, source, STEP_DOCS[before])
+    if doc is None:
+        return f"its {before} step did not run"
+    return None if doc.get("ok", True) else f"its {before} step failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchOutcome(Generic[R]):
+    """One step over a batch of sources: each source's result, the sources left out (why), the
+    sources it failed for (the exception)."""
+
+    step: str
+    results: dict[str, R]
+    left_out: dict[str, str]
+    failures: dict[str, Exception]
+
+    def raise_failures(self) -> None:
+        """Nothing when every source ran; one failure raised as itself (its message names its
+        source); several as one :class:`SourcesFailedError` naming each."""
+        if not self.failures:
+            return
+        if len(self.failures) == 1:
+            raise next(iter(self.failures.values()))
+        reasons = [f"{source}: {(str(exc).splitlines() or [type(exc).__name__])[0]}"
+                   for source, exc in self.failures.items()]
+        raise SourcesFailedError(f"{self.step} failed for {len(reasons)} sources:\n  " + "\n  ".join(reasons))
+
+
+def run_for_sources(step: str, sources: Sequence[str], run_id: str, cfg: BinlakeConfig,
+                    run_one: Callable[[str], R]) -> BatchOutcome[R]:
+    """``run_one(source)`` for each source of a batch whose earlier step succeeded
+    (:func:`earlier_step_failed`), in order; a failure is kept and logged, and the next source runs.
+    The caller raises them (:meth:`BatchOutcome.raise_failures`) after reporting what succeeded."""
+    results: dict[str, R] = {}
+    left_out: dict[str, str] = {}
+    failures: dict[str, Exception] = {}
+    for source in sources:
+        why = earlier_step_failed(cfg, run_id, source, step)
+        if why is not None:
+            left_out[source] = why
+            log.info("source %s: no %s: %s", source, step, why)
+            continue
+        try:
+            results[source] = run_one(source)
+        except Exception as exc:  # noqa: BLE001 - kept and raised after the batch's other sources ran
+            failures[source] = exc
+            if len(sources) > 1:
+                detail = None if isinstance(exc, BinlakeError) else exc  # a bug: its traceback too
+                log.error("source %s: %s failed: %s", source, step, exc, exc_info=detail)
+    return BatchOutcome(step, results, left_out, failures)
 
 
 def source_leases(cfg: BinlakeConfig) -> Any:

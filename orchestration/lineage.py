@@ -130,12 +130,14 @@ def step_datasets(cfg: BinlakeConfig, step: str, source: str, run_id: str) -> tu
     return inputs, outputs
 
 
-def _task_source(task_instance: Any) -> str | None:
-    """The source of a mapped per-source task instance: the group maps over the discover task's
-    return value (the busy sources), so the task's map index is the source's place in it."""
-    busy = task_instance.xcom_pull(task_ids=DISCOVER_TASK)
+def _task_sources(task_instance: Any) -> list[str]:
+    """The sources of a mapped step task instance: the group maps over the discover task's return
+    value (the busy sources in batches), so the task's map index is its batch's place in it."""
+    batches = task_instance.xcom_pull(task_ids=DISCOVER_TASK)
     index = int(task_instance.map_index)
-    return str(busy[index]) if isinstance(busy, list) and 0 <= index < len(busy) else None
+    if not isinstance(batches, list) or not 0 <= index < len(batches) or not isinstance(batches[index], list):
+        return []
+    return [str(source) for source in batches[index]]
 
 
 def discover_datasets(cfg: BinlakeConfig, task_instance: Any) -> tuple[list[Any], list[Any]]:
@@ -172,10 +174,13 @@ def _make_extractor() -> type:
             if not task_id.startswith(STEP_TASK_PREFIX):
                 return OperatorLineage()
             step = task_id.removeprefix(STEP_TASK_PREFIX)
-            source = _task_source(task_instance)
-            if step not in STEP_INPUT_TABLES or source is None:
+            if step not in STEP_INPUT_TABLES:
                 return OperatorLineage()
-            inputs, outputs = step_datasets(load_config(), step, source, str(task_instance.run_id))
+            cfg, inputs, outputs = load_config(), [], []
+            for source in _task_sources(task_instance):
+                more_in, more_out = step_datasets(cfg, step, source, str(task_instance.run_id))
+                inputs += [d for d in more_in if d not in inputs]
+                outputs += [d for d in more_out if d not in outputs]
             return OperatorLineage(inputs=inputs, outputs=outputs)
 
     BinlakeStepExtractor.__module__ = __name__

@@ -1,11 +1,17 @@
 """The Airflow tasks of binlake's DAGs; the DAG files in ``dags/`` put them together.
 
 One ``discover`` task for every source of the run (plain Python: it also finishes each source that
-has nothing for Spark, see :class:`binlake.step_results.RunDiscovery`), then per source with work
-(a mapped task group, so one source failing does not stop the others): ``decode`` -> ``reconcile``
--> ``gold`` (:mod:`spark_jobs.steps`) -> ``data_checks`` (delta-rs + DuckDB, no JVM), then one
-``summary``. This module only adapts them to Airflow: operators, retries, Assets, credentials,
-alerts; the logic lives below (``binlake.runs``, ``spark_jobs.steps``).
+has nothing for Spark, see :class:`binlake.step_results.RunDiscovery`), then per batch of sources
+with work (a mapped task group over batches of ``[pipeline] sources_per_task`` sources, 1 by
+default: one task per source and step): ``decode`` -> ``reconcile`` -> ``gold``
+(:mod:`spark_jobs.steps`) -> ``data_checks`` (delta-rs + DuckDB, no JVM), then one ``summary``.
+One source failing does not stop the others: with one source per batch Airflow stops that
+source's later tasks (``upstream_failed``); in a larger batch each task runs its step for the
+batch's sources whose step before succeeded, and fails at its end naming the sources it failed for
+(:func:`binlake.runs.run_for_sources`). Why batches: a task process, its Spark session and the
+scheduler's work for it cost seconds of CPU each, whatever the source's bytes; a fleet of many
+small sources pays that per batch, not per source. This module only adapts them to Airflow:
+operators, retries, Assets, credentials, alerts; the logic lives below (``binlake.runs``, ``spark_jobs.steps``).
 
 A Spark step is either an in-process ``@task`` (``[spark].mode = "local"``: the task process
 starts a SparkSession; ``"connect"``: the task process is a thin Spark Connect client of the warm
@@ -36,13 +42,19 @@ from binlake.config import BinlakeConfig, load_config
 from binlake.errors import BinlakeError
 from binlake.lake.tables import table_location
 from binlake.runs import (
+    STEP_DOCS,
     STEP_TABLES,
+    BatchOutcome,
     ChainBrokenError,
     DataCheckError,
     DiscoveryFailedError,
     RunFailedError,
+    SourcesFailedError,
+    batches,
+    get_doc,
     get_result,
     resolve_sources,
+    run_for_sources,
     summarize,
 )
 from binlake.step_results import GoldStepResult, to_doc
@@ -56,12 +68,12 @@ SPARK_APPLICATION = Path(__file__).resolve().parent.parent / "spark_jobs" / "__m
 #: retries per step where a retry can help (see module doc)
 STEP_RETRIES = {"decode": 1, "reconcile": 0, "gold": 0}
 RETRY_DELAY = timedelta(seconds=30)
-#: mapped task instances are labelled by their source in the UI (not 0, 1, 2): the TaskFlow tasks
-#: put the name in their context, the submit operator pulls it from the discover task's XCom
+#: mapped task instances are labelled by their sources in the UI (not 0, 1, 2): the TaskFlow tasks
+#: put the names in their context, the submit operator pulls them from the discover task's XCom
 SOURCE_LABEL = "{{ binlake_source }}"
-#: the discover task's return value is the list of sources whose per-source tasks run (the group is
-#: mapped over it: Airflow maps over return values only), so a task's map index is its source's place
-SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='discover')[ti.map_index] }}"
+#: the discover task's return value is the list of batches of sources whose tasks run (the group is
+#: mapped over it: Airflow maps over return values only), so a task's map index is its batch's place
+SOURCE_FROM_XCOM = "{{ ti.xcom_pull(task_ids='discover')[ti.map_index] | join(',') }}"
 #: the discover task's other XComs (keys): the fields of :class:`binlake.step_results.RunDiscovery`
 DISCOVERY_XCOMS = ("sources", "settled", "found", "failed", "reasons")
 #: the gold step's outlet alias: gold table names are known at run time only, so the step adds one
@@ -72,7 +84,7 @@ GOLD_ASSET_ALIAS = "binlake.gold"
 
 #: failures that are an expected, fully explained outcome (the message says it all)
 EXPECTED_FAILURES: tuple[type[BinlakeError], ...] = (ChainBrokenError, DataCheckError, DiscoveryFailedError,
-                                                     RunFailedError)
+                                                     RunFailedError, SourcesFailedError)
 
 
 class BinlakeTaskFailed(SystemExit):
@@ -99,11 +111,32 @@ def run_reporting_expected_failures(fn: Callable[[], Any]) -> Any:
         raise BinlakeTaskFailed(str(exc), type(exc).__name__) from None
 
 
-def _label(source: str) -> None:
-    """Name this mapped task instance after its source (rendered into ``map_index_template``)."""
+#: a mapped instance's label names at most this many of its sources
+LABEL_SOURCES = 3
+
+
+def _label(sources: Sequence[str]) -> None:
+    """Name this mapped task instance after its sources (rendered into ``map_index_template``)."""
     from airflow.sdk import get_current_context
 
-    get_current_context()["binlake_source"] = source  # type: ignore[typeddict-unknown-key]
+    more = len(sources) - LABEL_SOURCES
+    label = ", ".join(sources[:LABEL_SOURCES]) + (f" (+{more} more)" if more > 0 else "")
+    get_current_context()["binlake_source"] = label  # type: ignore[typeddict-unknown-key]
+
+
+def finish_batch(cfg: BinlakeConfig, context: Any, outcome: BatchOutcome[Any]) -> list[dict[str, Any]]:
+    """The task's end for a batch: gold's asset events for every source it wrote, then the batch's
+    failures (one error line each, the alert naming them); a batch whose every source was left out
+    (an earlier step failed for each) is skipped; else one document per source (the XCom)."""
+    from airflow.exceptions import AirflowSkipException
+
+    if outcome.step == "gold":
+        for result in outcome.results.values():
+            emit_gold_assets(cfg, context, result)
+    run_reporting_expected_failures(outcome.raise_failures)
+    if not outcome.results:
+        raise AirflowSkipException("; ".join(f"{s}: {why}" for s, why in outcome.left_out.items()))
+    return [to_doc(r) for r in outcome.results.values()]
 
 
 def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
@@ -187,11 +220,12 @@ def release_run_leases(context: Any) -> None:
 
 
 @task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True)
-def discover_task(backfill: bool = False, **context: Any) -> list[str]:
+def discover_task(backfill: bool = False, **context: Any) -> list[list[str]]:
     """Every source of the run in one task: list its objects, follow the ROTATE chain, plan, take its
     lease; finish here each source no step of which needs Spark (``spark_jobs.steps.discover_run``).
-    Returns the ``busy`` sources (the per-source group maps over them); XComs ``sources`` (all),
-    ``settled``, ``found``, ``failed``, ``reasons``. The backfill's sources are ``params.source`` or all."""
+    Returns the ``busy`` sources in batches of ``[pipeline] sources_per_task`` (the group maps over
+    them); XComs ``sources`` (all), ``settled``, ``found``, ``failed``, ``reasons``. The backfill's
+    sources are ``params.source`` or all."""
     from spark_jobs.steps import discover_run
 
     cfg = load_config()
@@ -203,26 +237,30 @@ def discover_task(backfill: bool = False, **context: Any) -> list[str]:
                               holder_finished=airflow_run_over(context)))
     for key in DISCOVERY_XCOMS:
         context["ti"].xcom_push(key=key, value=doc[key])
-    return list(doc["busy"])
+    return batches(list(doc["busy"]), cfg.sources_per_task)
 
 
 def pipeline_tasks(cfg: BinlakeConfig, *, backfill: bool = False) -> None:
     """The tasks of one run, as both DAGs wire them (call it inside ``with DAG(...)``)::
 
-        discover >> per_source (mapped over the busy sources): decode >> reconcile >> gold >> data_checks
+        discover >> per_source (mapped over batches of busy sources): decode >> reconcile >> gold >> data_checks
                  >> summary (every source of the run)
-    """
+
+    With batches of one source, a step runs only after the one before succeeded (Airflow's
+    ``all_success``); with larger batches after it ended (``all_done``), for the batch's sources
+    whose step before succeeded (:func:`binlake.runs.earlier_step_failed`)."""
+    after = "all_success" if cfg.sources_per_task == 1 else "all_done"
 
     @task_group(group_id=GROUP_ID)
-    def per_source(source: str) -> None:
-        decoded = spark_step(cfg, "decode", source)
-        reconciled = reconcile_step(cfg, source)
-        gold = spark_step(cfg, "gold", source)
-        checked = data_checks_task(source)
+    def per_source(sources: list[str]) -> None:
+        decoded = spark_step(cfg, "decode", sources)
+        reconciled = reconcile_step(cfg, sources, trigger_rule=after)
+        gold = spark_step(cfg, "gold", sources, trigger_rule=after)
+        checked = data_checks_task.override(trigger_rule=after)(sources)
         decoded >> reconciled >> gold >> checked
 
     busy = cast(PlainXComArg, discover_task(backfill=backfill))  # the group maps over its return value
-    per_source.expand(source=busy) >> summary_task(PlainXComArg(busy.operator, key="sources"))
+    per_source.expand(sources=busy) >> summary_task(PlainXComArg(busy.operator, key="sources"))
 
 
 class BinlakeSparkSubmitOperator(SparkSubmitOperator):
@@ -230,23 +268,45 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
     so the spark-submit child process (driver) and S3A find them in its environment."""
 
     def execute(self, context: Any) -> Any:
-        """Without spark-submit when the step has nothing for Spark (dry run, nothing new)."""
+        """spark-submit for the batch's sources whose step needs Spark (none: no spark-submit at all);
+        the others answer here (dry run, nothing new, an earlier step failed)."""
         from spark_jobs.steps import WITHOUT_SPARK
 
         cfg = load_config()
-        step, source = list(self.application_args or ())[0:3:2]
-        quick = run_reporting_expected_failures(lambda: WITHOUT_SPARK[step](cfg, source, context["run_id"]))
-        if quick is not None:
-            return to_doc(quick)
-        export_airflow_aws_credentials(cfg)
-        super().execute(context)
-        if step == "gold":  # the application wrote its result document: the tables it wrote
-            emit_gold_assets(cfg, context, get_result(cfg, context["run_id"], source, "gold", GoldStepResult))
-        return None
+        args = list(self.application_args or ())
+        step, sources, run_id = str(args[0]), str(args[2]).split(","), context["run_id"]
+        quick = run_for_sources(step, sources, run_id, cfg, lambda s: WITHOUT_SPARK[step](cfg, s, run_id))
+        spark_sources = [s for s, result in quick.results.items() if result is None]
+        submitted: BatchOutcome[Any] = BatchOutcome(step, {}, {}, {})
+        if spark_sources:
+            export_airflow_aws_credentials(cfg)
+            self.application_args = [step, "--source", ",".join(spark_sources), "--run-id", run_id]
+            try:
+                super().execute(context)
+            except Exception as exc:  # noqa: BLE001 - the application's own message is in the task log above
+                failed = {s: exc for s in spark_sources if not _step_ok(cfg, run_id, s, step)}
+                submitted = BatchOutcome(step, {}, {}, failed or {spark_sources[0]: exc})
+        results = {s: r for s, r in quick.results.items() if r is not None}
+        results.update({s: _result(cfg, run_id, s, step) for s in spark_sources if s not in submitted.failures})
+        outcome = BatchOutcome(step, results, quick.left_out, {**quick.failures, **submitted.failures})
+        return finish_batch(cfg, context, outcome)
 
 
-def spark_step(cfg: BinlakeConfig, step: str, source: Any, *, trigger_rule: str = "all_success") -> Any:
-    """The task of one Spark step of ``source`` (the mapped group's argument)."""
+def _step_ok(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> bool:
+    """Whether the source's step wrote an ok document in this run (a spark-submit application ran it)."""
+    doc = get_doc(cfg, run_id, source, STEP_DOCS[step])
+    return doc is not None and bool(doc.get("ok", True))
+
+
+def _result(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> Any:
+    """The step's document the spark-submit application wrote for the source, as its result class."""
+    from binlake.runs import STEP_RESULTS
+
+    return get_result(cfg, run_id, source, STEP_DOCS[step], STEP_RESULTS[step])
+
+
+def spark_step(cfg: BinlakeConfig, step: str, sources: Any, *, trigger_rule: str = "all_success") -> Any:
+    """The task of one Spark step of a batch of ``sources`` (the mapped group's argument)."""
     outlets: list[Asset | AssetAlias] = [*table_assets(cfg, STEP_TABLES[step])]
     if step == "gold":
         outlets.append(AssetAlias(GOLD_ASSET_ALIAS))
@@ -266,50 +326,55 @@ def spark_step(cfg: BinlakeConfig, step: str, source: Any, *, trigger_rule: str 
 
     @task(task_id=step, outlets=outlets, trigger_rule=trigger_rule, retries=retries, retry_delay=RETRY_DELAY,
           map_index_template=SOURCE_LABEL)
-    def in_process_step(source: str, **context: Any) -> dict[str, Any]:
+    def in_process_step(sources: list[str], **context: Any) -> list[dict[str, Any]]:
         from spark_jobs.steps import run_spark_step
 
-        _label(source)
+        _label(sources)
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
-        result = run_reporting_expected_failures(lambda: run_spark_step(step, source, context["run_id"], step_cfg))
-        if isinstance(result, GoldStepResult):
-            emit_gold_assets(step_cfg, context, result)
-        return to_doc(result)
+        run_id = context["run_id"]
+        return finish_batch(step_cfg, context, run_for_sources(
+            step, sources, run_id, step_cfg, lambda source: run_spark_step(step, source, run_id, step_cfg)))
 
-    return in_process_step(source)
+    return in_process_step(sources)
 
 
-def reconcile_step(cfg: BinlakeConfig, source: Any) -> Any:
-    """The reconcile task of ``source`` (the mapped group's argument): in the task process in every
-    ``[spark].mode``, no JVM (delta-rs, :func:`spark_jobs.steps.run_reconcile_step`): its data is a
-    few rows per archived file. Fails on a GAP or a broken chain (one error line, then the alert)."""
+def reconcile_step(cfg: BinlakeConfig, sources: Any, *, trigger_rule: str = "all_success") -> Any:
+    """The reconcile task of a batch of ``sources`` (the mapped group's argument): in the task
+    process in every ``[spark].mode``, no JVM (delta-rs, :func:`spark_jobs.steps.run_reconcile_step`):
+    its data is a few rows per archived file. Fails on a GAP or a broken chain (one error line, then
+    the alert)."""
 
     @task(task_id="reconcile", outlets=table_assets(cfg, STEP_TABLES["reconcile"]), retries=STEP_RETRIES["reconcile"],
-          retry_delay=RETRY_DELAY, map_index_template=SOURCE_LABEL)
-    def reconcile_task(source: str, **context: Any) -> dict[str, Any]:
+          retry_delay=RETRY_DELAY, map_index_template=SOURCE_LABEL, trigger_rule=trigger_rule)
+    def reconcile_task(sources: list[str], **context: Any) -> list[dict[str, Any]]:
         from spark_jobs.steps import run_reconcile_step
 
-        _label(source)
+        _label(sources)
         step_cfg = load_config()
         export_airflow_aws_credentials(step_cfg)
-        return to_doc(run_reporting_expected_failures(lambda: run_reconcile_step(source, context["run_id"], step_cfg)))
+        run_id = context["run_id"]
+        return finish_batch(step_cfg, context, run_for_sources(
+            "reconcile", sources, run_id, step_cfg, lambda source: run_reconcile_step(source, run_id, step_cfg)))
 
-    return reconcile_task(source)
+    return reconcile_task(sources)
 
 
 @task(task_id="data_checks", map_index_template=SOURCE_LABEL)
-def data_checks_task(source: str, **context: Any) -> dict[str, Any]:
-    """The source's data checks (no Spark, in both modes); releases the source's run lease.
+def data_checks_task(sources: list[str], **context: Any) -> list[dict[str, Any]]:
+    """The data checks of a batch of sources (no Spark, in every mode); releases each one's run lease.
 
-    Runs only when every earlier step succeeded (``upstream_failed`` otherwise: a source whose
-    reconcile failed is not a checked source); the summary then releases the lease."""
+    Runs for a source only when its earlier steps succeeded (with one source per batch the task is
+    ``upstream_failed`` otherwise: a source whose reconcile failed is not a checked source); the
+    summary then releases the lease."""
     from spark_jobs.steps import run_data_checks
 
-    _label(source)
+    _label(sources)
     cfg = load_config()
     export_airflow_aws_credentials(cfg)
-    return to_doc(run_reporting_expected_failures(lambda: run_data_checks(source, context["run_id"], cfg)))
+    run_id = context["run_id"]
+    return finish_batch(cfg, context, run_for_sources(
+        "data_checks", sources, run_id, cfg, lambda source: run_data_checks(source, run_id, cfg)))
 
 
 @task(task_id="summary", trigger_rule="all_done")

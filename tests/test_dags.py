@@ -3,14 +3,16 @@ loopback S3 server, with Spark in-process and Delta tables in a tmp warehouse.
 
 One module, one story (each night is a real DAG run; kept to five runs on 2 cores):
 
-1. night 1, three sources: ``good`` (fixture chain, last file still open), ``gappy`` (a middle
-   file missing) and ``hostile`` (a ROTATE naming ``../``). The run fails; ``good`` completes
-   anyway (per-source mapping); the gap is named in the task log, recorded as GAP in
+1. night 1, three sources, two to a task (``[pipeline] sources_per_task = 2``): ``good`` (fixture
+   chain, last file still open) and ``gappy`` (a middle file missing) share one task per step,
+   ``hostile`` (a ROTATE naming ``../``) has its own. The run fails; ``good`` completes anyway
+   (its task's later steps run for it alone); the gap is named in the task log, recorded as GAP in
    meta.gtid_reconciliation and alerted; the hostile ROTATE is rejected; ``good``'s gold task
    emits one asset event per gold table it wrote (night 3 too).
-2. night 2, ``good`` only: nothing new is ingested.
+2. night 2, one source to a task: ``good`` has nothing new (settled by the discover task), ``gappy``
+   reports its GAP again.
 3. the open file rotates (closed version uploaded) and a new file appears: night 3 ingests
-   exactly those.
+   exactly those, ``good`` and a new source in one task per step.
 4. a backfill ``reprocess`` over binlog.000002..binlog.000003 re-ingests exactly those files and
    leaves every table's rows identical; a ``dry_run`` backfill writes nothing.
 """
@@ -35,10 +37,11 @@ DATA_TABLES = ("bronze.events", "bronze.quarantine", "silver.transactions", "sil
                "silver.statements", "meta.binlog_files", "meta.gtid_coverage", "meta.gtid_reconciliation")
 
 
-def _write_config(path: Path, endpoint: str, warehouse: Path, state: Path, sources: list[str]) -> Path:
+def _write_config(path: Path, endpoint: str, warehouse: Path, state: Path, sources: list[str],
+                  per_task: int = 1) -> Path:
     jars = os.environ.get("BINLAKE_JARS_DIR", str(Path(__file__).resolve().parent.parent / ".jars"))
     lines = ["[pipeline]", f'warehouse = "{warehouse}"', f'state_dir = "{state}"', f'jars_dir = "{jars}"',
-             'nightly_cron = "0 3 * * *"', ""]
+             'nightly_cron = "0 3 * * *"', f"sources_per_task = {per_task}", ""]
     for s in sources:
         lines += ["[[sources]]", f'name = "{s}"', f'uri = "s3://{BUCKET}/{s}/"', ""]
     lines += ["[s3]", f'endpoint_url = "{endpoint}"', "path_style_access = true", "max_attempts = 3", "",
@@ -118,11 +121,12 @@ def world(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> dict
             "endpoint": s3_server.endpoint_url, "airflow_home": Path(os.environ["AIRFLOW_HOME"])}
 
 
-def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, sources: list[str]) -> Any:
+def _dag(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, dag_id: str, sources: list[str],
+         per_task: int = 1) -> Any:
     from binlake.config import load_config
 
     path = _write_config(world["tmp"] / f"{dag_id}-{'-'.join(sources)}.toml", world["endpoint"], world["warehouse"],
-                         world["state"], sources)
+                         world["state"], sources, per_task)
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     world["cfg"] = load_config(path)
     return _load(dag_id)
@@ -182,18 +186,22 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
     from binlake.lake.tables import table_location
 
     caplog.set_level(logging.INFO)
-    dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy", "hostile"])
+    dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gappy", "hostile"], per_task=2)
     assert dag.max_active_runs == 1 and not dag.catchup
     r1 = _run(world, dag, "night1")
     assert r1.state == "failed", r1
     states = _states_by_index("binlake_nightly", r1.run_id)
-    good, gappy, hostile = 0, 1, 2
+    good_and_gappy, hostile = 0, 1  # the discover task's batches: [good, gappy], [hostile]
+    assert _xcoms("binlake_nightly", r1.run_id, "discover") == [[["good", "gappy"], ["hostile"]]]
     assert states[("discover", -1)] == "success"  # one task for every source
-    for step in ("decode", "reconcile", "gold", "data_checks"):
-        assert states[(f"per_source.{step}", good)] == "success", (step, states)
-    for broken in (gappy, hostile):
-        assert states[("per_source.reconcile", broken)] == "failed"
-        assert states[("per_source.data_checks", broken)] == "upstream_failed"  # never "success"
+    assert {k: v for k, v in states.items() if k[0].startswith("per_source.")} == {
+        ("per_source.decode", good_and_gappy): "success", ("per_source.decode", hostile): "success",
+        ("per_source.reconcile", good_and_gappy): "failed",  # gappy's GAP; good was reconciled
+        ("per_source.reconcile", hostile): "failed",
+        ("per_source.gold", good_and_gappy): "success",  # for good; gappy left out
+        ("per_source.gold", hostile): "skipped",  # hostile left out: nothing for the task
+        ("per_source.data_checks", good_and_gappy): "success",  # good checked, gappy never "success"
+        ("per_source.data_checks", hostile): "skipped"}
     assert states[("summary", -1)] == "failed"
 
     cfg = world["cfg"]
@@ -228,11 +236,13 @@ def test_night1_three_sources_two_of_them_broken(world: dict[str, Any], spark: A
     assert list(page.glob("good/coverage/*/coverage-good.html")) and list(page.glob("gappy/coverage/*/coverage-gappy.png"))
     world["good_runs"] = _ingested(spark, world, "good")
     # one asset event per gold table written, through the gold task's alias (gappy's and hostile's gold never ran)
-    gold_doc, = _xcoms("binlake_nightly", r1.run_id, "per_source.gold")
-    assert gold_doc["written"] == ["gold.good__shop__customer", "gold.good__shop__orders"]
+    (gold_doc,), = _xcoms("binlake_nightly", r1.run_id, "per_source.gold")  # good's only
+    assert (gold_doc["source"], gold_doc["written"]) == ("good", ["gold.good__shop__customer", "gold.good__shop__orders"])
     assert [e for e in asset_events("binlake_nightly", r1.run_id, "per_source.gold") if e[3]] == [
-        (good, f"file://{cfg.warehouse}/gold/good__shop__{t}", f"gold.good__shop__{t}", ("binlake.gold",))
+        (good_and_gappy, f"file://{cfg.warehouse}/gold/good__shop__{t}", f"gold.good__shop__{t}", ("binlake.gold",))
         for t in ("customer", "orders")]
+    (checked,), = _xcoms("binlake_nightly", r1.run_id, "per_source.data_checks")
+    assert (checked["source"], checked["ok"], checked["checked_files"]) == ("good", True, 3)
 
 
 def test_night2_nothing_new_runs_no_task_for_the_quiet_source_and_still_reports_the_gap(
@@ -245,7 +255,7 @@ def test_night2_nothing_new_runs_no_task_for_the_quiet_source_and_still_reports_
     states = _states_by_index("binlake_nightly", r2.run_id)
     # good has nothing new: the discover task finished it; gappy's stored GAP fails its reconcile again
     assert [_xcoms("binlake_nightly", r2.run_id, "discover", key)[0] for key in ("return_value", "settled")] == [
-        ["gappy"], ["good"]], _xcoms("binlake_nightly", r2.run_id, "discover", "reasons")  # busy: the group's map
+        [["gappy"]], ["good"]], _xcoms("binlake_nightly", r2.run_id, "discover", "reasons")  # busy: the group's map
     reasons, = _xcoms("binlake_nightly", r2.run_id, "discover", "reasons")
     assert reasons == {"gappy": "ChainBrokenError: source gappy: binlog chain broken"}
     assert {k: v for k, v in states.items() if k[0].startswith("per_source.")} == {
@@ -254,7 +264,7 @@ def test_night2_nothing_new_runs_no_task_for_the_quiet_source_and_still_reports_
     found, = _xcoms("binlake_nightly", r2.run_id, "discover", "found")
     assert [(f["source"], f["to_ingest"], f["bytes_read"] < 8192) for f in found] == [
         ("good", 0, True), ("gappy", 0, True)]
-    decoded, = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
+    (decoded,), = _xcoms("binlake_nightly", r2.run_id, "per_source.decode")
     assert (decoded["source"], decoded["files"], decoded["spark"]) == ("gappy", 0, False)
     assert _xcoms("binlake_nightly", r2.run_id, "per_source.reconcile") == []  # gappy failed: no XCom
     cfg = world["cfg"]
@@ -288,7 +298,7 @@ def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: An
     gen_files = truth["sources"]["gen1"]["files"]
     gen_closed = {f["name"] for f in gen_files if f["present"] and f["closing_event"] and not f["in_use"]}
     assert 2 <= len(gen_closed) < len(gen_files)
-    dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gen1"])
+    dag = _dag(world, monkeypatch, "binlake_nightly", ["good", "gen1"], per_task=4)
     r3 = _run(world, dag, "night3")
     assert r3.success, r3
     found = {d["source"]: d for d in _xcoms("binlake_nightly", r3.run_id, "discover", "found")[0]}
@@ -300,9 +310,12 @@ def test_night3_a_rotated_file_and_a_new_source(world: dict[str, Any], spark: An
     good_runs = _ingested(spark, world, "good")
     assert good_runs == dict(world["good_runs"], **{"binlog.000004": r3.run_id})
     world["good_runs"] = good_runs
-    # the gold asset events are exactly the tables each source's gold step says it wrote
-    written = [(i, name) for i, doc in enumerate(_xcoms("binlake_nightly", r3.run_id, "per_source.gold"))
-               for name in doc["written"]]
+    # one task per step for both sources: its gold asset events are exactly the tables each
+    # source's gold step says it wrote
+    assert _xcoms("binlake_nightly", r3.run_id, "discover") == [[["good", "gen1"]]]
+    docs, = _xcoms("binlake_nightly", r3.run_id, "per_source.gold")
+    assert [d["source"] for d in docs] == ["good", "gen1"]
+    written = [(0, name) for doc in docs for name in doc["written"]]
     assert any(name.startswith("gold.gen1__") for _i, name in written), written
     assert [(i, table) for i, _uri, table, alias in asset_events("binlake_nightly", r3.run_id, "per_source.gold")
             if alias] == sorted(written)
@@ -353,6 +366,8 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
                     '[[sources]]\nname = "a"\nuri = "s3://arch/a/"\n'
                     '[[sources]]\nname = "b"\nuri = "s3://arch/b/"\n'
                     '[spark]\nmode = "submit"\nconn_id = "spark_cluster"\n')
+    batched = tmp_path / "batched.toml"
+    batched.write_text(path.read_text().replace("[pipeline]\n", "[pipeline]\nsources_per_task = 8\n"))
     monkeypatch.setenv("BINLAKE_CONFIG", str(path))
     for dag_id in ("binlake_nightly", "binlake_backfill"):
         dag = _load(dag_id)
@@ -370,6 +385,14 @@ def test_spark_submit_mode_by_configuration(tmp_path: Path, monkeypatch: pytest.
         assert any(a.uri.startswith("s3://lake/wh/") for a in dag.get_task("per_source.decode").outlets)
         names = {a.extra["table"]: a.name for a in dag.get_task("per_source.decode").outlets}
         assert names["silver.row_changes"] == "silver.row_changes @ s3://lake/wh"  # named by table
+        assert {dag.get_task(f"per_source.{s}").trigger_rule for s in ("reconcile", "gold", "data_checks")} == {
+            "all_success"}  # one source to a task: Airflow stops a source after its failed step
+    monkeypatch.setenv("BINLAKE_CONFIG", str(batched))
+    dag = _load("binlake_nightly")  # several sources to a task: later steps run for those that succeeded
+    assert [dag.get_task(f"per_source.{s}").trigger_rule for s in ("decode", "reconcile", "gold", "data_checks")] == [
+        "all_success", "all_done", "all_done", "all_done"]
+    assert dag.get_task("per_source.gold").application_args[2] == (
+        "{{ ti.xcom_pull(task_ids='discover')[ti.map_index] | join(',') }}")
 
 
 def test_the_backfill_trigger_form_can_be_submitted_with_its_text_fields_empty(

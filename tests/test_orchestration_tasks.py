@@ -84,8 +84,10 @@ def test_submit_mode_gold_emits_an_asset_event_per_gold_table_it_wrote(
     """``[spark] mode = "submit"``: the gold application runs in another process; the task learns
     the tables it wrote from its ``gold`` document in the run folder and adds one asset event per
     table through the alias. The real nightly DAG through ``dag.test()`` over two empty archives
-    (decode and reconcile answer without Spark, gold needs it: no gold step ran before); only
-    spark-submit is replaced by what the gold application leaves behind: its document."""
+    (decode and reconcile answer without Spark, gold needs it: no gold step ran before), both sources
+    in one task per step (``sources_per_task = 2``: one application for both); only spark-submit is
+    replaced by what the gold application leaves behind: a document per source. (One source per
+    task, for real: tests/test_scale_out.py.)"""
     import os
 
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -102,7 +104,7 @@ def test_submit_mode_gold_emits_an_asset_event_per_gold_table_it_wrote(
     (tmp_path / "b").mkdir()
     config = tmp_path / "c.toml"
     config.write_text(f'[pipeline]\nwarehouse = "{tmp_path / "wh"}"\nstate_dir = "{tmp_path / "state"}"\n'
-                      f'jars_dir = "{jars}"\n[[sources]]\nname = "a"\nuri = "{tmp_path}/a"\n'
+                      f'jars_dir = "{jars}"\nsources_per_task = 2\n[[sources]]\nname = "a"\nuri = "{tmp_path}/a"\n'
                       f'[[sources]]\nname = "b"\nuri = "{tmp_path}/b"\n[spark]\nmode = "submit"\n')
     monkeypatch.setenv("BINLAKE_CONFIG", str(config))
     cfg = load_config()
@@ -112,18 +114,17 @@ def test_submit_mode_gold_emits_an_asset_event_per_gold_table_it_wrote(
 
     def application(self: SparkSubmitOperator, context: Any) -> None:  # what `spark_jobs gold` leaves behind
         submitted.append(list(self.application_args))
-        source = self.application_args[2]
-        put_doc(cfg, context["run_id"], source, "gold", GoldStepResult(source=source, written=wrote[source]))
+        for source in self.application_args[2].split(","):
+            put_doc(cfg, context["run_id"], source, "gold", GoldStepResult(source=source, written=wrote[source]))
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", application)
     migrate_airflow_db()
     run = run_dag(load_dag("binlake_nightly"))
     assert run.success, run
-    assert sorted(args[:3] for args in submitted) == [["gold", "--source", "a"], ["gold", "--source", "b"]]
+    assert [args[:3] for args in submitted] == [["gold", "--source", "a,b"]]
     wh = tmp_path / "wh"
     static = [(f"file://{wh}/meta/gold_status", "meta.gold_status", ()),
               (f"file://{wh}/silver/schema_history", "silver.schema_history", ())]
-    want = sorted([(i, f"file://{wh}/gold/{name[5:]}", name, (GOLD_ASSET_ALIAS,))
-                   for i, source in enumerate("ab") for name in wrote[source]]
-                  + [(i, *s) for i in (0, 1) for s in static])
+    want = sorted({(0, f"file://{wh}/gold/{name[5:]}", name, (GOLD_ASSET_ALIAS,))
+                   for source in "ab" for name in wrote[source]} | {(0, *s) for s in static})
     assert asset_events("binlake_nightly", run.run_id, "per_source.gold") == want

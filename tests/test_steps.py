@@ -168,6 +168,54 @@ def test_a_quiet_source_with_a_stored_gap_keeps_its_tasks(cfg: BinlakeConfig) ->
         steps.run_spark_step("reconcile", "quiet", "night", cfg)
 
 
+def test_a_batch_runs_each_source_and_names_every_failure(tmp_path: Path, cfg: BinlakeConfig) -> None:
+    """``[pipeline] sources_per_task`` > 1: one task runs a step for several sources. ``quiet`` and
+    ``loud`` have a GAP stored, ``calm`` nothing at all: every source is decoded; reconcile fails for
+    the two with a GAP (one error naming both), ``calm`` is reconciled all the same; gold leaves the
+    failed ones out, and a source whose decode never ran is left out of its reconcile."""
+    from binlake.runs import SourcesFailedError, run_for_sources
+
+    for name in ("loud", "calm"):
+        (tmp_path / name).mkdir()
+    batch = make_test_config(tmp_path, "http://127.0.0.1:9", sources=[
+        {"name": n, "uri": str(tmp_path / n)} for n in ("quiet", "loud", "calm")])
+    _store_verdict(batch, "quiet")
+    _store_verdict(batch, "loud")
+    _gold_ran_before(batch, "calm")
+    names = ["quiet", "loud", "calm"]
+    for name in names:
+        discover(name, "night", cfg=batch)
+
+    def run(step: str, sources: list[str]) -> Any:
+        return run_for_sources(step, sources, "night", batch, lambda s: steps.run_spark_step(step, s, "night", batch))
+
+    decoded = run("decode", names)
+    assert [(s, r.files, r.spark) for s, r in decoded.results.items()] == [
+        ("quiet", 0, False), ("loud", 0, False), ("calm", 0, False)]
+    assert decoded.failures == {} and decoded.left_out == {}
+    decoded.raise_failures()  # nothing failed: nothing raised
+    reconciled = run("reconcile", names)
+    assert list(reconciled.results) == ["calm"] and reconciled.results["calm"].ok
+    assert {s: type(e).__name__ for s, e in reconciled.failures.items()} == {
+        "quiet": "ChainBrokenError", "loud": "ChainBrokenError"}
+    with pytest.raises(SourcesFailedError) as both:
+        reconciled.raise_failures()
+    assert str(both.value) == ("reconcile failed for 2 sources:\n"
+                               "  quiet: source quiet: binlog chain broken\n  loud: source loud: binlog chain broken")
+    one = run("reconcile", ["calm", "quiet"])
+    with pytest.raises(ChainBrokenError, match="^source quiet: binlog chain broken"):
+        one.raise_failures()  # one failure: raised as itself
+    gold = run("gold", names)
+    assert gold.left_out == {"quiet": "its reconcile step failed", "loud": "its reconcile step failed"}
+    assert list(gold.results) == ["calm"] and gold.failures == {}
+    checks = run_for_sources("data_checks", names, "night", batch, lambda s: steps.run_data_checks(s, "night", batch))
+    assert checks.left_out == {"quiet": "its gold step did not run", "loud": "its gold step did not run"}
+    assert [(s, r.note) for s, r in checks.results.items()] == [("calm", "nothing ingested")]
+    discover("calm", "night2", cfg=batch)  # calm's lease was released by its data checks
+    unready = run_for_sources("reconcile", ["calm"], "night2", batch, lambda s: steps.run_reconcile_step(s, "night2", batch))
+    assert (unready.left_out, unready.results) == ({"calm": "its decode step did not run"}, {})
+
+
 def test_stop_successors_come_from_discovery(cfg: BinlakeConfig) -> None:
     discover("chain", "n", cfg=cfg)
     assert steps.stop_successors(cfg, "chain", "n") == {}  # binlog.000005 is not archived (yet)
