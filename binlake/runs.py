@@ -215,22 +215,25 @@ def run_for_sources(step: str, sources: Sequence[str], run_id: str, cfg: Binlake
     """``run_one(source)`` for each source of a batch whose earlier step succeeded
     (:func:`earlier_step_failed`), in order; a failure is kept and logged, and the next source runs.
     The caller raises them (:meth:`BatchOutcome.raise_failures`) after reporting what succeeded."""
+    from binlake.lake.delta_tables import reused_delta_tables
+
     results: dict[str, R] = {}
     left_out: dict[str, str] = {}
     failures: dict[str, Exception] = {}
-    for source in sources:
-        why = earlier_step_failed(cfg, run_id, source, step)
-        if why is not None:
-            left_out[source] = why
-            log.info("source %s: no %s: %s", source, step, why)
-            continue
-        try:
-            results[source] = run_one(source)
-        except Exception as exc:  # noqa: BLE001 - kept and raised after the batch's other sources ran
-            failures[source] = exc
-            if len(sources) > 1:
-                detail = None if isinstance(exc, BinlakeError) else exc  # a bug: its traceback too
-                log.error("source %s: %s failed: %s", source, step, exc, exc_info=detail)
+    with reused_delta_tables():  # the sources' steps read the same tables' logs: once, then what is new
+        for source in sources:
+            why = earlier_step_failed(cfg, run_id, source, step)
+            if why is not None:
+                left_out[source] = why
+                log.info("source %s: no %s: %s", source, step, why)
+                continue
+            try:
+                results[source] = run_one(source)
+            except Exception as exc:  # noqa: BLE001 - kept and raised after the batch's other sources ran
+                failures[source] = exc
+                if len(sources) > 1:
+                    detail = None if isinstance(exc, BinlakeError) else exc  # a bug: its traceback too
+                    log.error("source %s: %s failed: %s", source, step, exc, exc_info=detail)
     return BatchOutcome(step, results, left_out, failures)
 
 
