@@ -287,7 +287,10 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
                 failed = {s: exc for s in spark_sources if not _step_ok(cfg, run_id, s, step)}
                 submitted = BatchOutcome(step, {}, {}, failed or {spark_sources[0]: exc})
         results = {s: r for s, r in quick.results.items() if r is not None}
-        results.update({s: _result(cfg, run_id, s, step) for s in spark_sources if s not in submitted.failures})
+        for source in (s for s in spark_sources if s not in submitted.failures):
+            written = _result(cfg, run_id, source, step)
+            if written is not None:  # the application printed it too; the document is what lasts
+                results[source] = written
         outcome = BatchOutcome(step, results, quick.left_out, {**quick.failures, **submitted.failures})
         return finish_batch(cfg, context, outcome)
 
