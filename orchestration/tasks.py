@@ -220,12 +220,13 @@ def release_run_leases(context: Any) -> None:
 
 
 @task(task_id="discover", retries=2, retry_delay=RETRY_DELAY, retry_exponential_backoff=True)
-def discover_task(backfill: bool = False, **context: Any) -> list[list[str]]:
+def discover_task(backfill: bool = False, per_task: int = 1, **context: Any) -> list[list[str]]:
     """Every source of the run in one task: list its objects, follow the ROTATE chain, plan, take its
     lease; finish here each source no step of which needs Spark (``spark_jobs.steps.discover_run``).
-    Returns the ``busy`` sources in batches of ``[pipeline] sources_per_task`` (the group maps over
-    them); XComs ``sources`` (all), ``settled``, ``found``, ``failed``, ``reasons``. The backfill's
-    sources are ``params.source`` or all."""
+    Returns the ``busy`` sources in batches of ``per_task`` (the group maps over them: the DAG's
+    ``[pipeline] sources_per_task`` when it was parsed, so the batches match the trigger rules the DAG
+    was built with); XComs ``sources`` (all), ``settled``, ``found``, ``failed``, ``reasons``. The
+    backfill's sources are ``params.source`` or all."""
     from spark_jobs.steps import discover_run
 
     cfg = load_config()
@@ -237,7 +238,7 @@ def discover_task(backfill: bool = False, **context: Any) -> list[list[str]]:
                               holder_finished=airflow_run_over(context)))
     for key in DISCOVERY_XCOMS:
         context["ti"].xcom_push(key=key, value=doc[key])
-    return batches(list(doc["busy"]), cfg.sources_per_task)
+    return batches(list(doc["busy"]), per_task)
 
 
 def pipeline_tasks(cfg: BinlakeConfig, *, backfill: bool = False) -> None:
@@ -259,7 +260,7 @@ def pipeline_tasks(cfg: BinlakeConfig, *, backfill: bool = False) -> None:
         checked = data_checks_task.override(trigger_rule=after)(sources)
         decoded >> reconciled >> gold >> checked
 
-    busy = cast(PlainXComArg, discover_task(backfill=backfill))  # the group maps over its return value
+    busy = cast(PlainXComArg, discover_task(backfill=backfill, per_task=cfg.sources_per_task))  # the group's map
     per_source.expand(sources=busy) >> summary_task(PlainXComArg(busy.operator, key="sources"))
 
 
