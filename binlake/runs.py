@@ -174,18 +174,23 @@ def batches(sources: Sequence[str], size: int) -> list[list[str]]:
     return [list(sources[i:i + size]) for i in range(0, len(sources), max(1, size))]
 
 
+def step_not_done(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> str | None:
+    """None when the source's ``step`` wrote an ok document in this run; else why not (``"did not
+    run"``: no document, ``"failed"``: one that is not ok)."""
+    doc = get_doc(cfg, run_id, source, STEP_DOCS[step])
+    if doc is None:
+        return "did not run"
+    return None if doc.get("ok", True) else "failed"
+
+
 def earlier_step_failed(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> str | None:
-    """Why ``step`` must not run for ``source`` in this run (the step before it wrote no document,
-    or one that is not ok), or None. Why: in a batched task the next step runs after a failure of
+    """Why ``step`` must not run for ``source`` in this run (the step before it did not succeed,
+    :func:`step_not_done`), or None. Why: in a batched task the next step runs after a failure of
     the one before (for the batch's other sources); a source with a failed step stops there, as
     Airflow stops a source's own tasks (``upstream_failed``)."""
     before = STEP_BEFORE.get(step)
-    if before is None:
-        return None
-    doc = get_doc(cfg, run_id, source, STEP_DOCS[before])
-    if doc is None:
-        return f"its {before} step did not run"
-    return None if doc.get("ok", True) else f"its {before} step failed"
+    why = None if before is None else step_not_done(cfg, run_id, source, before)
+    return None if why is None else f"its {before} step {why}"
 
 
 @dataclasses.dataclass(frozen=True)

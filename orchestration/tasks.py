@@ -51,10 +51,10 @@ from binlake.runs import (
     RunFailedError,
     SourcesFailedError,
     batches,
-    get_doc,
     get_result,
     resolve_sources,
     run_for_sources,
+    step_not_done,
     summarize,
 )
 from binlake.step_results import GoldStepResult, to_doc
@@ -137,6 +137,18 @@ def finish_batch(cfg: BinlakeConfig, context: Any, outcome: BatchOutcome[Any]) -
     if not outcome.results:
         raise AirflowSkipException("; ".join(f"{s}: {why}" for s, why in outcome.left_out.items()))
     return [to_doc(r) for r in outcome.results.values()]
+
+
+def run_batch_task(step: str, sources: list[str], context: Any,
+                   run_one: Callable[[BinlakeConfig, str, str], Any]) -> list[dict[str, Any]]:
+    """What every in-process step task does: label the instance, load the config and the Airflow
+    credentials, ``run_one(cfg, source, run_id)`` for each source of the batch, end the batch."""
+    _label(sources)
+    cfg = load_config()
+    export_airflow_aws_credentials(cfg)
+    run_id = context["run_id"]
+    outcome = run_for_sources(step, sources, run_id, cfg, lambda source: run_one(cfg, source, run_id))
+    return finish_batch(cfg, context, outcome)
 
 
 def table_assets(cfg: BinlakeConfig, tables: Sequence[str]) -> list[Asset]:
@@ -285,7 +297,7 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
             try:
                 super().execute(context)
             except Exception as exc:  # noqa: BLE001 - the application's own message is in the task log above
-                failed = {s: exc for s in spark_sources if not _step_ok(cfg, run_id, s, step)}
+                failed = {s: exc for s in spark_sources if step_not_done(cfg, run_id, s, step) is not None}
                 submitted = BatchOutcome(step, {}, {}, failed or {spark_sources[0]: exc})
         results = {s: r for s, r in quick.results.items() if r is not None}
         for source in (s for s in spark_sources if s not in submitted.failures):
@@ -294,12 +306,6 @@ class BinlakeSparkSubmitOperator(SparkSubmitOperator):
                 results[source] = written
         outcome = BatchOutcome(step, results, quick.left_out, {**quick.failures, **submitted.failures})
         return finish_batch(cfg, context, outcome)
-
-
-def _step_ok(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> bool:
-    """Whether the source's step wrote an ok document in this run (a spark-submit application ran it)."""
-    doc = get_doc(cfg, run_id, source, STEP_DOCS[step])
-    return doc is not None and bool(doc.get("ok", True))
 
 
 def _result(cfg: BinlakeConfig, run_id: str, source: str, step: str) -> Any:
@@ -333,12 +339,8 @@ def spark_step(cfg: BinlakeConfig, step: str, sources: Any, *, trigger_rule: str
     def in_process_step(sources: list[str], **context: Any) -> list[dict[str, Any]]:
         from spark_jobs.steps import run_spark_step
 
-        _label(sources)
-        step_cfg = load_config()
-        export_airflow_aws_credentials(step_cfg)
-        run_id = context["run_id"]
-        return finish_batch(step_cfg, context, run_for_sources(
-            step, sources, run_id, step_cfg, lambda source: run_spark_step(step, source, run_id, step_cfg)))
+        return run_batch_task(step, sources, context,
+                              lambda cfg, source, run_id: run_spark_step(step, source, run_id, cfg))
 
     return in_process_step(sources)
 
@@ -354,12 +356,8 @@ def reconcile_step(cfg: BinlakeConfig, sources: Any, *, trigger_rule: str = "all
     def reconcile_task(sources: list[str], **context: Any) -> list[dict[str, Any]]:
         from spark_jobs.steps import run_reconcile_step
 
-        _label(sources)
-        step_cfg = load_config()
-        export_airflow_aws_credentials(step_cfg)
-        run_id = context["run_id"]
-        return finish_batch(step_cfg, context, run_for_sources(
-            "reconcile", sources, run_id, step_cfg, lambda source: run_reconcile_step(source, run_id, step_cfg)))
+        return run_batch_task("reconcile", sources, context,
+                              lambda cfg, source, run_id: run_reconcile_step(source, run_id, cfg))
 
     return reconcile_task(sources)
 
@@ -373,12 +371,8 @@ def data_checks_task(sources: list[str], **context: Any) -> list[dict[str, Any]]
     summary then releases the lease."""
     from spark_jobs.steps import run_data_checks
 
-    _label(sources)
-    cfg = load_config()
-    export_airflow_aws_credentials(cfg)
-    run_id = context["run_id"]
-    return finish_batch(cfg, context, run_for_sources(
-        "data_checks", sources, run_id, cfg, lambda source: run_data_checks(source, run_id, cfg)))
+    return run_batch_task("data_checks", sources, context,
+                          lambda cfg, source, run_id: run_data_checks(source, run_id, cfg))
 
 
 @task(task_id="summary", trigger_rule="all_done")
