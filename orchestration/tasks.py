@@ -128,7 +128,7 @@ def finish_batch(cfg: BinlakeConfig, context: Any, outcome: BatchOutcome[Any]) -
     """The task's end for a batch: gold's asset events for every source it wrote, then the batch's
     failures (one error line each, the alert naming them); a batch whose every source was left out
     (an earlier step failed for each) is skipped; else one document per source (the XCom)."""
-    from airflow.exceptions import AirflowSkipException
+    from airflow.sdk.exceptions import AirflowSkipException
 
     if outcome.step == "gold":
         for result in outcome.results.values():

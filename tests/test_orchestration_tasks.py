@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from binlake.runs import ChainBrokenError, IngestFailedError
+from binlake.config import BinlakeConfig
+from binlake.runs import BatchOutcome, ChainBrokenError, IngestFailedError
 from orchestration.alerts import BinlakeAlert
-from orchestration.tasks import BinlakeTaskFailed, run_reporting_expected_failures
+from orchestration.tasks import BinlakeTaskFailed, finish_batch, run_reporting_expected_failures
 from tests._airflow_util import asset_events
 
 GAP = ("source gappy: binlog chain broken\n  gtid_reconciliation: binlog.000004: GAP "
@@ -41,6 +42,17 @@ def test_other_failures_keep_their_traceback() -> None:
     with pytest.raises(IngestFailedError):
         run_reporting_expected_failures(broken)
     assert run_reporting_expected_failures(lambda: 42) == 42
+
+
+def test_a_batch_whose_every_source_was_left_out_is_skipped_with_the_reasons() -> None:
+    """Airflow's own skip exception (``airflow.sdk``; the old import path warns, which pytest's
+    ``filterwarnings`` turns into an error for binlake's modules), naming each source and why."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    outcome = BatchOutcome("gold", {}, {"a": "reconcile failed in this run", "b": "decode failed in this run"}, {})
+    with pytest.raises(AirflowSkipException) as skipped:
+        finish_batch(BinlakeConfig(), {}, outcome)
+    assert str(skipped.value) == "a: reconcile failed in this run; b: decode failed in this run"
 
 
 def test_the_alert_carries_the_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -1,19 +1,24 @@
-"""What gold reads from silver through delta-rs, in this process: the source's table DDL.
+"""What gold reads through delta-rs, in this process: the source's table DDL, what its last run
+recorded (``meta.gold_status``) and what reconcile found (``meta.gtid_reconciliation``,
+``meta.gtid_coverage``).
 
-Why not Spark: the DDL of a source is a few rows of one partition of ``silver.statements``; a Spark
-read of it costs a Delta snapshot of the table and a job on the driver (the first read of a gold
-step's session pays the JVM's warm-up too), for rows that are collected to the driver anyway. The
-``asof`` / ``flashback`` commands (``binlake.history``) read the same DDL through this function.
+Why not Spark: each is a few rows of one partition of a table written with delta-rs; a Spark read
+costs a Delta snapshot of the table and a job on the driver (seconds; in connect mode on the shared
+server), for rows that are collected to the driver anyway. The ``asof`` / ``flashback`` commands
+(``binlake.history``) read the same DDL through :func:`load_ddl`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
 from binlake.gold.schema_history import Coordinates, DdlStatement, is_table_ddl
 from binlake.lake.delta_tables import open_delta_table
 from binlake.lake.tables import table_location
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deltalake import DeltaTable
 
 #: the columns of ``silver.statements`` a DDL statement is built from
 DDL_COLUMNS = ("file", "file_seq", "pos", "payload_index", "db", "sql", "gtid", "error_code")
@@ -32,6 +37,45 @@ def load_ddl(cfg: BinlakeConfig, source: str) -> list[DdlStatement] | None:
     rows = table.to_pyarrow_dataset().to_table(columns=list(DDL_COLUMNS), filter=where).to_pylist()
     return [DdlStatement(row_coordinates(r), r["db"], r["sql"], r["gtid"]) for r in rows
             if (r["error_code"] or 0) == 0 and r["sql"] and is_table_ddl(r["sql"])]
+
+
+def gold_status_rows(cfg: BinlakeConfig, source: str) -> dict[str, dict[str, Any]]:
+    """The source's rows of ``meta.gold_status`` by gold table name; empty when the table does not
+    exist yet or was written before the replay columns (``input_fingerprint``) existed."""
+    table = open_delta_table(table_location(cfg.warehouse, "meta.gold_status"), cfg.s3)
+    if table is None or "input_fingerprint" not in {f.name for f in table.schema().fields}:
+        return {}
+    return {r["gold_table"]: r for r in _source_rows(table, source)}
+
+
+def reconciled_gap(cfg: BinlakeConfig, source: str) -> tuple[bool | None, str | None]:
+    """(complete, the first file of the chain with a GAP or CHAIN_BREAK) from ``meta.gtid_reconciliation``;
+    (None, None) when the source was never reconciled."""
+    table = open_delta_table(table_location(cfg.warehouse, "meta.gtid_reconciliation"), cfg.s3)
+    if table is None:
+        return None, None
+    gaps = sorted((r["chain_index"], r["file"]) for r in _source_rows(table, source, ("chain_index", "file", "status"))
+                  if r["status"] in ("GAP", "CHAIN_BREAK"))
+    return not gaps, (gaps[0][1] if gaps else None)
+
+
+def coverage_text(cfg: BinlakeConfig, source: str) -> str | None:
+    """The source's ``meta.gtid_coverage`` intervals as one GTID-set text (in key order), or None."""
+    table = open_delta_table(table_location(cfg.warehouse, "meta.gtid_coverage"), cfg.s3)
+    if table is None:
+        return None
+    rows = sorted(_source_rows(table, source, ("sid", "tag", "gno_start", "gtid_set")),
+                  key=lambda r: (r["sid"], r["tag"], r["gno_start"]))
+    return ",".join(r["gtid_set"] for r in rows) or None
+
+
+def _source_rows(table: DeltaTable, source: str, columns: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The rows of one source's partition (a metadata-sized table read whole into this process)."""
+    import pyarrow.dataset as ds
+
+    data = table.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None,
+                                               filter=ds.field("source") == source)
+    return list(data.to_pylist())
 
 
 def row_coordinates(row: dict[str, Any], row_index: int = -1) -> Coordinates:

@@ -5,7 +5,7 @@ The stage reads in this order (the pure rules in ``binlake/gold/``, the Spark si
 
 1. ``spark_jobs.gold.schema_history``: ``silver.schema_history`` rebuilt for the source from the
    DDL in ``silver.statements`` (plus an optional ``SHOW CREATE TABLE`` / seed dump), one commit;
-2. ``spark_jobs.gold.status`` (read) and ``spark_jobs.gold.inputs``: what the last run recorded,
+2. ``binlake.gold.reads`` (``meta.gold_status``) and ``spark_jobs.gold.inputs``: what the last run recorded,
    and per table the input fingerprint of its row changes; a table whose inputs are those of its
    last run is skipped;
 3. ``spark_jobs.gold.replay``: every other table brought up to date, incrementally when
@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import ReplayState, TableInputs
-from binlake.gold.reads import load_ddl
+from binlake.gold.reads import gold_status_rows, load_ddl
 from binlake.gold.schema_history import SchemaVersion, TableKey, build_history
 from binlake.gold.seed import Snapshot, parse_dump
 from binlake.gold.state import Lineage, lineage
@@ -42,7 +42,7 @@ from spark_jobs.gold.inputs import input_fingerprints, previous_base
 from spark_jobs.gold.replay import TableTask, build_table
 from spark_jobs.gold.results import GoldResult, GoldTableResult, GoldUnionResult
 from spark_jobs.gold.schema_history import schema_digest_of, seed_statements, write_schema_history
-from spark_jobs.gold.status import gold_names, previous_status, replay_marks, unchanged_result, write_status
+from spark_jobs.gold.status import gold_names, replay_marks, unchanged_result, write_status
 from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
     gold_defaults,
@@ -114,7 +114,7 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
     ddl = [d for d in load_ddl(cfg, source) or () if snapshot is None or not snapshot.position.contains(d.gtid)]
     history = build_history(ddl, seeds)
     write_schema_history(spark, cfg, source, history, run_id)
-    previous = previous_status(spark, cfg, source)
+    previous = gold_status_rows(cfg, source)
     seed = snapshot.digest() if snapshot else None
     marks, names = replay_marks(previous), gold_names(source, previous)
     version, inputs, how = input_fingerprints(spark, cfg, source, schema_digest_of(source, history),

@@ -1,5 +1,6 @@
 """``meta.gold_status``: what the previous run says of each gold table (read at the start of a
-run: skip, resume or replay in full), and the source's rows written at its end.
+run with :func:`binlake.gold.reads.gold_status_rows`: skip, resume or replay in full), and the
+source's rows written at its end.
 
 One row per gold table, ``__history`` table and union part. Written after every table: the
 recorded ``table_version`` then proves the next run that nothing wrote the table since
@@ -13,32 +14,21 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import NONE, ReplayState, coordinates_of, coordinates_text
+from binlake.gold.reads import coverage_text, reconciled_gap
 from binlake.gold.schema_history import Coordinates, SchemaVersion
 from binlake.lake.leases import CommitFence
 from binlake.lake.sql_text import sql_identifier, sql_string
 from binlake.lake.tables import gold_table_name
 from spark_jobs.catalog import register_gold_tables
 from spark_jobs.gold.results import GoldTableResult, GoldUnionResult
-from spark_jobs.gold.tables import HISTORY_SUFFIX, gold_location, is_delta, replace_source_rows
-from spark_jobs.lake import committed_write, ensure_table, table_path
+from spark_jobs.gold.tables import HISTORY_SUFFIX, gold_location, replace_source_rows
+from spark_jobs.lake import committed_write, delta_log, ensure_table
 from spark_jobs.schemas import spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from binlake.config import BinlakeConfig
-
-
-def previous_status(spark: SparkSession, cfg: BinlakeConfig, source: str) -> dict[str, dict[str, Any]]:
-    from pyspark.sql import functions as F
-
-    path = table_path(cfg, "meta.gold_status")
-    if not is_delta(spark, path):
-        return {}
-    df = spark.read.format("delta").load(path)
-    if "input_fingerprint" not in df.columns:
-        return {}
-    return {r["gold_table"]: r.asDict() for r in df.where(F.col("source") == source).collect()}
 
 
 def unchanged_result(previous: dict[str, Any], history: dict[str, Any] | None) -> GoldTableResult:
@@ -71,30 +61,6 @@ def replay_marks(previous: dict[str, dict[str, Any]]) -> dict[tuple[str, str], C
     return out
 
 
-def _gap_since(spark: SparkSession, cfg: BinlakeConfig, source: str) -> tuple[bool | None, str | None]:
-    """(complete, first GAP file) from meta.gtid_reconciliation; (None, None) if not reconciled."""
-    from pyspark.sql import functions as F
-
-    path = table_path(cfg, "meta.gtid_reconciliation")
-    if not is_delta(spark, path):
-        return None, None
-    gaps = (spark.read.format("delta").load(path)
-            .where((F.col("source") == source) & F.col("status").isin("GAP", "CHAIN_BREAK"))
-            .orderBy("chain_index").select("file").first())
-    return (gaps is None), (None if gaps is None else gaps["file"])
-
-
-def _archive_gtids(spark: SparkSession, cfg: BinlakeConfig, source: str) -> str | None:
-    from pyspark.sql import functions as F
-
-    path = table_path(cfg, "meta.gtid_coverage")
-    if not is_delta(spark, path):
-        return None
-    sets = [r["gtid_set"] for r in spark.read.format("delta").load(path)
-            .where(F.col("source") == source).orderBy("sid", "tag", "gno_start").collect()]
-    return ",".join(sets) or None
-
-
 def _replay_columns(r: GoldTableResult, version: int | None, silver: int | None) -> tuple[Any, ...]:
     """The status row's replay columns (``replay`` … ``schema_status``) for table ``r`` at ``version``."""
     return (r.replay, r.replay_reason, r.replayed, coordinates_text(r.through), version, r.schema_digest, silver,
@@ -108,8 +74,8 @@ def write_status(spark: SparkSession, cfg: BinlakeConfig, source: str, results: 
     part (a union table has one row per source: its rows there, and what they were copied at).
     Written after every table: the recorded ``table_version`` then proves the next run that
     nothing wrote the table since (``binlake.gold.plan``)."""
-    complete, since = _gap_since(spark, cfg, source)
-    gtids = _archive_gtids(spark, cfg, source)
+    complete, since = reconciled_gap(cfg, source)
+    gtids = coverage_text(cfg, source)
     now = _dt.datetime.now(_dt.UTC)
     rows = []
     for r in results:
@@ -140,17 +106,22 @@ def _ensure_columns(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> 
     as the registry appends new columns), so the replace below finds the schema it writes."""
     path = ensure_table(spark, cfg, full_name)
     wanted = spec(full_name)
-    held = set(spark.read.format("delta").load(path).columns)
+    held = _column_names(cfg, path)
     missing = [c for c in wanted.table.columns if c.name not in held]
     if not missing:
         return
     columns = ", ".join(f"{sql_identifier(c.name)} {c.type} COMMENT {sql_string(c.comment)}" for c in missing)
 
     def alter(fence: CommitFence) -> None:
-        now_held = set(spark.read.format("delta").load(path).columns)
+        now_held = _column_names(cfg, path)
         if all(c.name in now_held for c in missing):
             return  # another source's gold task added them meanwhile
         fence.check()
         spark.sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
 
     committed_write(path, cfg.s3, alter, f"add columns to {full_name}")
+
+
+def _column_names(cfg: BinlakeConfig, path: str) -> set[str]:
+    table = delta_log(cfg, path)
+    return set() if table is None else {f.name for f in table.schema().fields}
