@@ -111,6 +111,41 @@ def test_gold_prints_what_the_server_printed(spark: Any, gold: dict[str, Any], t
     print(f"{table}: {len(rows) * len(header)} cells equal the server's printout", file=sys.stderr)
 
 
+def test_in_process_fingerprints_equal_sparks_aggregate(spark: Any, gold: dict[str, Any]) -> None:
+    """``binlake.gold.fingerprints`` over the source's partition (whole, split at a mark W per table,
+    and some of its data files) gives the counts, hash sums and first new rows Spark's aggregate gives."""
+    from pyspark.sql import functions as F
+
+    from binlake.gold.fingerprints import count_files
+    from binlake.gold.schema_history import Coordinates
+    from binlake.lake.delta_tables import add_actions, open_delta_table
+    from spark_jobs.gold.inputs import aggregate
+
+    cfg = gold["cfg"]
+    path = f"{cfg.warehouse}/silver/row_changes"
+    table = open_delta_table(path, cfg.s3)
+    assert table is not None
+    rows = spark.read.format("delta").load(path).where(F.col("source") == SOURCE)
+    ordered = sorted(rows.select("db", "table_name", "file_seq", "file", "pos", "payload_index", "row_index").collect(),
+                     key=lambda r: (r.file_seq or 0, r.file, r.pos, -1 if r.payload_index is None else r.payload_index,
+                                    r.row_index))
+    marks = {}  # each table's W: its middle row change
+    for key in {(r.db, r.table_name) for r in ordered}:
+        mine = [r for r in ordered if (r.db, r.table_name) == key]
+        r = mine[len(mine) // 2]
+        marks[key] = Coordinates(r.file_seq or 0, r.pos, -1 if r.payload_index is None else r.payload_index,
+                                 r.row_index, r.file)
+    paths = [p for p, s in zip(add_actions(table)["path"], add_actions(table)["partition.source"]) if s == SOURCE]
+    some = paths[: max(1, len(paths) // 2)]
+    for mark in ({}, marks):
+        whole = count_files(table, SOURCE, None, mark)
+        assert whole == aggregate(spark, rows, mark) and len(whole) == 2, mark
+        assert any(c.first_new for c in whole.values()) == bool(mark)
+        part = count_files(table, SOURCE, some, mark)
+        assert part == aggregate(spark, spark.read.parquet(*(f"{path}/{p}" for p in some)), mark) and part, some
+    assert sum(c.n for c in whole.values()) == len(ordered) == 14
+
+
 def test_binlake_sql_sees_the_gold_tables(spark: Any, gold: dict[str, Any]) -> None:
     """silver.schema_history, meta.gold_status and every gold table are in the registry that
     ``binlake sql`` reads: both engines list them and return the same rows."""

@@ -10,6 +10,7 @@ server), for rows that are collected to the driver anyway. The ``asof`` / ``flas
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
@@ -45,7 +46,15 @@ def gold_status_rows(cfg: BinlakeConfig, source: str) -> dict[str, dict[str, Any
     table = open_delta_table(table_location(cfg.warehouse, "meta.gold_status"), cfg.s3)
     if table is None or "input_fingerprint" not in {f.name for f in table.schema().fields}:
         return {}
-    return {r["gold_table"]: r for r in _source_rows(table, source)}
+    return {r["gold_table"]: {k: _naive_local(v) for k, v in r.items()} for r in _source_rows(table, source)}
+
+
+def _naive_local(value: Any) -> Any:
+    """A TIMESTAMP as Spark's ``collect`` gives it (naive, this process's local time), so a carried-over
+    status row's ``last_commit_time`` equals the one a replay in the same run reports."""
+    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        return value.astimezone().replace(tzinfo=None)
+    return value
 
 
 def reconciled_gap(cfg: BinlakeConfig, source: str) -> tuple[bool | None, str | None]:

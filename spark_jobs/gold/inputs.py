@@ -11,6 +11,9 @@ computing them must not cost a scan of the whole archive every night. The hash s
   files only** (a night's rows, read as the Parquet files they are when the table needs no Delta
   reader feature); an added row at or before a table's W is a backfill (the old part changed);
 * otherwise one aggregate over the source's whole partition.
+
+Either aggregate runs in this process (``binlake.gold.fingerprints``, the same numbers) when it
+covers at most ``IN_PROCESS_ROWS`` row changes, else as a Spark job.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from binlake.gold.fingerprints import IN_PROCESS_ROWS, Counts, count_files, rows_in
 from binlake.gold.plan import TableInputs, fingerprint
 from binlake.gold.schema_history import Coordinates
 from binlake.lake.tables import table_location
@@ -34,21 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from binlake.config import BinlakeConfig
 
 TableKey = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class Counts:
-    """One table's row changes in an aggregate: all, those at or before its W, the first after it."""
-
-    n: int = 0
-    h: Decimal = Decimal(0)
-    n_old: int = 0
-    h_old: Decimal = Decimal(0)
-    first_new: Coordinates | None = None
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(self.n + other.n, self.h + other.h, self.n_old + other.n_old, self.h_old + other.h_old,
-                      other.first_new if self.first_new is None else self.first_new)
 
 
 @dataclass(frozen=True)
@@ -87,12 +76,14 @@ def aggregate(spark: SparkSession, df: DataFrame, marks: dict[TableKey, Coordina
     return out
 
 
-def added_files(cfg: BinlakeConfig, source: str, since: int | None) -> tuple[int | None, list[str] | None]:
-    """``silver.row_changes``' version now, and the data files of the source's partition added since
-    version ``since`` (Spark paths). None instead of the files when the rows at ``since`` may not all
-    be there any more (a file of the partition removed: a re-ingested file, a compaction), ``since``
-    is unknown or gone from the log, or the data files are not plain Parquet (a reader feature such
-    as deletion vectors or column mapping: reader protocol > 1)."""
+def added_files(cfg: BinlakeConfig, source: str, since: int | None
+                ) -> tuple[DeltaTable | None, int | None, list[str] | None]:
+    """``silver.row_changes`` (delta-rs, at its version now), that version, and the data files of the
+    source's partition added since version ``since`` (paths as the log spells them). None instead
+    of the files when the rows at ``since`` may not all be there any more (a file of the partition
+    removed: a re-ingested file, a compaction), ``since`` is unknown or gone from the log, or the
+    data files are not plain Parquet (a reader feature such as deletion vectors or column mapping:
+    reader protocol > 1)."""
     from deltalake.exceptions import DeltaError
 
     from binlake.lake.delta_tables import add_actions, open_delta_table
@@ -100,10 +91,10 @@ def added_files(cfg: BinlakeConfig, source: str, since: int | None) -> tuple[int
     location = table_location(cfg.warehouse, "silver.row_changes")
     table = open_delta_table(location, cfg.s3)
     if table is None:
-        return None, None
+        return None, None, None
     now = int(table.version())
     if since is None or since > now or table.protocol().min_reader_version > 1:
-        return now, None
+        return table, now, None
 
     def mine(t: DeltaTable) -> set[str]:
         actions = add_actions(t)
@@ -113,12 +104,33 @@ def added_files(cfg: BinlakeConfig, source: str, since: int | None) -> tuple[int
     try:
         table.load_as_version(since)
     except DeltaError:
-        return now, None  # that version's log was cleaned up
+        table.load_as_version(now)
+        return table, now, None  # that version's log was cleaned up
     before = mine(table)
+    table.load_as_version(now)
     if before - current:
-        return now, None
-    root = table_path(cfg, "silver.row_changes").rstrip("/")
-    return now, [f"{root}/{urllib.parse.unquote(p)}" for p in sorted(current - before)]
+        return table, now, None
+    return table, now, sorted(current - before)
+
+
+def counts_of(spark: SparkSession, cfg: BinlakeConfig, table: DeltaTable | None, version: int | None, source: str,
+              files: list[str] | None, marks: dict[TableKey, Coordinates]) -> tuple[dict[TableKey, Counts], str]:
+    """The source's row changes aggregated (``files``: only those data files, else its whole
+    partition at ``version``), and where: in this process when they are few and plain Parquet
+    (``binlake.gold.fingerprints``), else by Spark."""
+    from pyspark.sql import functions as F
+
+    if table is not None and table.protocol().min_reader_version == 1:
+        rows = rows_in(table, source, files)
+        if rows is not None and rows <= IN_PROCESS_ROWS:
+            return count_files(table, source, files, marks), "in process"
+    if files is not None:
+        root = table_path(cfg, "silver.row_changes").rstrip("/")
+        df = spark.read.parquet(*(f"{root}/{urllib.parse.unquote(p)}" for p in files))
+        return aggregate(spark, df, marks), "Spark"
+    df = read_silver(spark, cfg, "silver.row_changes") if version is None else (
+        spark.read.format("delta").option("versionAsOf", version).load(table_path(cfg, "silver.row_changes")))
+    return aggregate(spark, df.where(F.col("source") == source), marks), "Spark"
 
 
 def previous_base(previous: dict[str, dict[str, Any]], gold_names: dict[str, TableKey]) -> Base | None:
@@ -154,19 +166,15 @@ def input_fingerprints(spark: SparkSession, cfg: BinlakeConfig, source: str, sch
                        ) -> tuple[int | None, dict[TableKey, TableInputs], str]:
     """(silver's version, per table its :class:`TableInputs`, how they were computed: ``added files``
     or ``full scan``). ``schema_of``: a table's schema history digest; ``marks``: per table its W."""
-    from pyspark.sql import functions as F
-
-    version, files = added_files(cfg, source, None if base is None else base.version)
+    table, version, files = added_files(cfg, source, None if base is None else base.version)
     if base is not None and files is not None:
-        added = aggregate(spark, spark.read.parquet(*files), marks) if files else {}
+        added, where = counts_of(spark, cfg, table, version, source, files, marks) if files else ({}, "no files")
         counts = {key: base.counts.get(key, Counts()) + added.get(key, Counts())
                   for key in set(base.counts) | set(added)}
-        how = "added files"
+        how = f"added files ({where})"
     else:
-        df = read_silver(spark, cfg, "silver.row_changes") if version is None else (
-            spark.read.format("delta").option("versionAsOf", version).load(table_path(cfg, "silver.row_changes")))
-        counts = aggregate(spark, df.where(F.col("source") == source), marks)
-        how = "full scan"
+        counts, where = counts_of(spark, cfg, table, version, source, None, marks)
+        how = f"full scan ({where})"
     out = {}
     for key, c in counts.items():
         if c.n == 0:
