@@ -30,6 +30,7 @@ from spark_jobs.errors import MissingJarsError, SparkJobError
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql.types import StructType
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -489,14 +490,26 @@ def tagged_frame(spark: SparkSession, tagged: DataFrame, kinds: Sequence[str], d
             if data:
                 yield from LocalDataToArrowConversion.convert(data, schema, False).to_batches()
 
-    out = tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl)
+    return _plain_types(spark, tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl), schema)
+
+
+def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], ddl: str) -> DataFrame:
+    """A DataFrame of schema ``ddl`` holding ``rows`` (Python values, made in this process): what
+    :func:`tagged_frame` makes on the executors, by the same conversion (``createDataFrame``'s)."""
+    schema = spark.createDataFrame([], ddl).schema
+    return _plain_types(spark, spark.createDataFrame(list(rows), schema), schema)
+
+
+def _plain_types(spark: SparkSession, df: DataFrame, schema: StructType) -> DataFrame:
+    """``df`` as written to Delta. A Spark Connect server gives Python-made string columns an
+    explicit collation, and Delta then writes `string collate UTF8_BINARY` into the table's schema
+    (which delta-rs cannot read); a cast to the same type drops it."""
+    from pyspark.sql import functions as F
+
     if not is_connect(spark):
-        return out
-    # a Spark Connect server gives mapInArrow's string columns an explicit collation, and Delta
-    # then writes `string collate UTF8_BINARY` into the table's schema (which delta-rs cannot
-    # read); a cast to the same type drops it
-    return out.select(*[F.col("`" + f.name.replace("`", "``") + "`").cast(f.dataType.simpleString()).alias(f.name)
-                        for f in schema.fields])
+        return df
+    return df.select(*[F.col("`" + f.name.replace("`", "``") + "`").cast(f.dataType.simpleString()).alias(f.name)
+                       for f in schema.fields])
 
 
 def default_parallelism(spark: SparkSession) -> int:

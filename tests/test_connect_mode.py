@@ -5,8 +5,10 @@ serves every step of the connect-mode run, its executors on a loopback Spark sta
 master and one worker of 2 cores, started by this module: the executors are JVMs of their own, with
 their own Python workers); the same archive is run in local mode in this
 process (the session fixture's JVM). Two nights: the fixture chain's first file, then the other three.
-Night 2 brings ``customer`` up to date incrementally through the server (its new row changes MERGEd,
-no DDL) and writes ``orders`` in full (created, then its schema changed). After each night every table
+Night 1 replays ``customer`` in the client process (its 3 row changes read with delta-rs, the rows
+written through the server); night 2 brings it up to date incrementally through the server (its new
+row changes MERGEd, no DDL) and writes ``orders`` in full by a Spark job (created, then its schema
+changed: 7 changes, over ``[gold] in_process_changes``). After each night every table
 (bronze, silver, meta, gold and its status) equals local mode's, by digest.
 
 The connect-mode steps run in a child process: a process that has run classic Spark cannot open a
@@ -57,6 +59,9 @@ CLIENT = textwrap.dedent("""
     from spark_jobs.session import build_spark_session, is_connect, run_on_executors
     from spark_jobs.steps import run_data_checks, run_spark_step
 
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("spark_jobs.gold.replay").setLevel(logging.INFO)  # where each full replay ran
     cfg = load_config(sys.argv[1])
     run_id = sys.argv[2]
     spark = build_spark_session(cfg, "binlake-test-connect")
@@ -84,7 +89,9 @@ def _config(folder: Path, archive: Path, *, mode: str, remote: str, master: str 
         "[[sources]]", f'name = "{SOURCE}"', f'uri = "{archive}/"', "",
         "[spark]", f'mode = "{mode}"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
         f'remote = "{remote}"', *(["jars_on_workers = true"] if master.startswith("spark://") else []), "",
-        "[gold]", "incremental_min_changes = 0  # night 2's customer: the incremental MERGE, through Connect", ""]))
+        "[gold]", "incremental_min_changes = 0  # night 2's customer: the incremental MERGE, through Connect",
+        "in_process_changes = 3  # night 1's customer (3 changes) replayed in the client, night 2's orders (7) by a Spark job",
+        ""]))
     return load_config(path)
 
 
@@ -179,7 +186,8 @@ def nights(server: Server, spark: Any, tmp_path_factory: pytest.TempPathFactory)
             _remember(pid, server.started)
         assert client.returncode == 0, stderr[-4000:]
         modes["connect"] = next(line for line in stdout.splitlines() if line.startswith("gold "))
-        out.append({"local": _digests(local), "connect": _digests(connect), "modes": modes,
+        where = sorted(line for line in stderr.splitlines() if line.endswith((" in this process", " by a Spark job")))
+        out.append({"local": _digests(local), "connect": _digests(connect), "modes": modes, "where": where,
                     "replays": {mode: _replays(cfg) for mode, cfg in (("local", local), ("connect", connect))},
                     "seconds": (t1 - t0, time.monotonic() - t1)})
     return out
@@ -188,6 +196,8 @@ def nights(server: Server, spark: Any, tmp_path_factory: pytest.TempPathFactory)
 @pytest.mark.parametrize("night", [1, 2])
 def test_every_table_equals_local_mode(nights: list[dict[str, Any]], night: int) -> None:
     got = nights[night - 1]
+    assert got["where"] == [["gold.alpha__shop__customer: 3 row change(s) replayed in this process"],
+                            ["gold.alpha__shop__orders: 7 row change(s) replayed by a Spark job"]][night - 1]
     assert sorted(got["connect"]) == sorted(got["local"])
     assert any(name.startswith("gold/alpha__") for name in got["local"])
     for name, digest in got["local"].items():

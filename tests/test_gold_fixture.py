@@ -437,6 +437,24 @@ def test_one_file_a_night_is_incremental_and_equals_one_run(
     print(f"one file a night == one run: {cells} cells (gold and __history tables)", file=sys.stderr)
 
 
+def test_a_replay_on_an_executor_equals_the_one_in_process(
+        spark: Any, gold: dict[str, Any], tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> None:
+    """``[gold] in_process_changes = 0``: every full replay runs as a Spark job (the stream read and
+    sorted by Spark, replayed in a Python worker); the module's run replayed the same tables in its
+    own process (the stream read with delta-rs). Same gold and __history tables, cell by cell, and
+    the same results (rows, changes, last change, the coordinates replayed through)."""
+    root = tmp_path_factory.mktemp("gold-on-executor")
+    cfg = make_test_config(root, s3_server.endpoint_url, gold={"history": True, "in_process_changes": 0})
+    run_ingest(spark, cfg, _copy_chain(root), "executor-ingest")
+    result = run_gold(spark, cfg, SOURCE, "executor-gold")
+
+    def facts(r: Any) -> list[tuple[Any, ...]]:
+        return [(t.table, t.replay, t.write_mode, t.rows, t.changes, t.last_change, t.through, t.replayed,
+                 t.history_rows, t.warnings) for t in r.tables]
+    assert facts(result) == facts(gold["result"]) and {t.replay for t in result.tables} == {"full"}
+    assert assert_same_as_one_run(spark, cfg, gold["cfg"]) > 100
+
+
 def _cut(path: Path, end: int, folder: Path) -> BinlogObject:
     """``path``'s bytes up to ``end`` (an event boundary) as the same file name with another etag:
     the archive object replaced by a shorter one."""

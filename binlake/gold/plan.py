@@ -115,6 +115,7 @@ class TableInputs:
     fingerprint: str
     old_fingerprint: str | None = None
     first_new: Coordinates | None = None
+    changes: int = 0  # the table's row changes in silver
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ server), for rows that are collected to the driver anyway. The ``asof`` / ``flas
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
 from binlake.gold.schema_history import Coordinates, DdlStatement, is_table_ddl
+from binlake.gold.state import Segment, StreamItem
 from binlake.lake.delta_tables import open_delta_table
 from binlake.lake.tables import table_location
 
@@ -85,6 +87,47 @@ def _source_rows(table: DeltaTable, source: str, columns: tuple[str, ...] | None
     data = table.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None,
                                                filter=ds.field("source") == source)
     return list(data.to_pylist())
+
+
+#: a stream item's columns of ``bronze.events`` (a TABLE_MAP) and ``silver.row_changes`` (a row change)
+TABLE_MAP_COLUMNS = ("file", "file_seq", "pos", "payload_index", "fields", "gtid")
+ROW_CHANGE_COLUMNS = ("file", "file_seq", "pos", "payload_index", "row_index", "operation", "before", "after", "gtid",
+                      "commit_time")
+
+
+def stream_items(cfg: BinlakeConfig, source: str, segments: Sequence[Segment]) -> list[StreamItem]:
+    """The stream a full replay of a gold table is fed (``spark_jobs.gold.tables.lineage_stream``,
+    read here): each segment's TABLE_MAPs and row changes within its coordinates, in binlog order,
+    with the values a Spark ``Row`` carries (a TIMESTAMP naive in local time). For a table of a few
+    thousand changes, where a Spark job's fixed cost is most of the replay's."""
+    import pyarrow.dataset as ds
+
+    events = open_delta_table(table_location(cfg.warehouse, "bronze.events"), cfg.s3)
+    changes = open_delta_table(table_location(cfg.warehouse, "silver.row_changes"), cfg.s3)
+    items: list[StreamItem] = []
+    for seg in segments:
+        same = (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
+        found: list[StreamItem] = []
+        if events is not None:
+            maps = events.to_pyarrow_dataset().to_table(columns=list(TABLE_MAP_COLUMNS),
+                                                        filter=same & (ds.field("event_type") == "TABLE_MAP"))
+            found += [StreamItem(row_coordinates(r), "table_map", r["fields"], gtid=r["gtid"]) for r in maps.to_pylist()]
+        if changes is not None:
+            rows = changes.to_pyarrow_dataset().to_table(columns=list(ROW_CHANGE_COLUMNS), filter=same)
+            found += [StreamItem(row_coordinates(r, r["row_index"]), "row", None, r["operation"], r["before"], r["after"],
+                                 r["gtid"], _naive_local(r["commit_time"])) for r in rows.to_pylist()]
+        items += [item for item in found if _within(item.at, seg)]
+    return sorted(items, key=lambda item: order_key(item.at))
+
+
+def order_key(at: Coordinates) -> tuple[int, str, int, int, int]:
+    """``at`` in binlog order, as Spark compares :func:`spark_jobs.gold.tables.stream_coordinates`."""
+    return at.file_seq, at.file, at.pos, at.payload_index, at.row_index
+
+
+def _within(at: Coordinates, seg: Segment) -> bool:
+    key = order_key(at)
+    return (seg.after is None or key > order_key(seg.after)) and (seg.before is None or key < order_key(seg.before))
 
 
 def row_coordinates(row: dict[str, Any], row_index: int = -1) -> Coordinates:

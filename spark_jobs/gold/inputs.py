@@ -182,5 +182,5 @@ def input_fingerprints(spark: SparkSession, cfg: BinlakeConfig, source: str, sch
         schema = schema_of(key)
         out[key] = TableInputs(fingerprint(c.n, c.h, schema, seed),
                                fingerprint(c.n_old, c.h_old, schema, seed) if key in marks else None,
-                               c.first_new)
+                               c.first_new, c.n)
     return version, out, how

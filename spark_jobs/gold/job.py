@@ -124,6 +124,8 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
     check_gold_names(source, set(inputs) | seeded_tables | _renamed_into(history) | set(names.values()),
                      cfg.gold.keeps_history)
     lineages = {key: lineage(history, key) for key in set(inputs) | seeded_tables | _renamed_into(history)}
+    changes = {key: sum(inputs[seg.key].changes for seg in line.segments if seg.key in inputs)
+               for key, line in lineages.items()}
     inputs = _lineage_inputs(inputs, lineages, schema_digest_of(source, history))
     results = []
     try:
@@ -131,7 +133,7 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
             if only_tables is None or (db, table) in only_tables:
                 line = lineages[(db, table)]
                 task = TableTask(source, db, table, line.versions, run_id, None, cfg.gold.keeps_history(db, table),
-                                 snapshot, force=force, segments=line.segments)
+                                 snapshot, force=force, segments=line.segments, changes_fed=changes[(db, table)])
                 results.append(_table(spark, cfg, task, inputs.get((db, table)), previous, seed))
         unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
         write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions,

@@ -28,9 +28,10 @@ from binlake.gold.plan import (
     replay_reason,
     schema_digest,
 )
+from binlake.gold.reads import stream_items
 from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
 from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
-from binlake.gold.state import Segment, TableReplayer, best_table_map, final_schema
+from binlake.gold.state import Segment, StreamItem, TableReplayer, best_table_map, final_schema
 from binlake.lake.delta_tables import open_delta_table
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
@@ -52,7 +53,7 @@ from spark_jobs.gold.tables import (
     stream_item,
     table_version,
 )
-from spark_jobs.session import map_partitions_tagged, tagged_frame, tagged_values
+from spark_jobs.session import local_frame, map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -81,18 +82,33 @@ class TableTask:
     #: the source tables (and coordinate ranges) whose row changes feed the gold table: more than
     #: one when rows were renamed into it (``binlake.gold.state.lineage``)
     segments: tuple[Segment, ...] = ()
+    #: row changes silver holds for those tables (None: not counted): a full replay of at most
+    #: ``[gold] in_process_changes`` runs in the step's own process
+    changes_fed: int | None = None
 
 
 def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: TableSchema,
                       history: bool = False, seed: SeedTable | None = None,
                       position: SnapshotPosition | None = None) -> Callable[[Iterable[Row]], Iterator[tuple[str, Any]]]:
+    """The replay over a partition of Spark ``Row``s (:func:`sorted_stream`'s one partition)."""
+    replay = _replay(source, versions, final, history, seed, position)
+
     def run(rows: Iterable[Row]) -> Iterator[tuple[str, Any]]:
+        return replay(stream_item(r) for r in rows)
+    return run
+
+
+def _replay(source: str, versions: Sequence[SchemaVersion], final: TableSchema, history: bool = False,
+            seed: SeedTable | None = None, position: SnapshotPosition | None = None
+            ) -> Callable[[Iterable[StreamItem]], Iterator[tuple[str, Any]]]:
+    """The replay of a table's stream, in binlog order: its gold rows (``row``), its history
+    versions (``history``), then the side facts (:data:`SIDE_KINDS`), each as ``(kind, value)``."""
+    def run(items: Iterable[StreamItem]) -> Iterator[tuple[str, Any]]:
         replayer = TableReplayer(source, versions, final, history, position)
         if seed is not None:
             replayer.seed(seed)
         fed, through = 0, None
-        for r in rows:
-            item = stream_item(r)
+        for item in items:
             fed += item.kind == "row"
             through = item.at
             replayer.feed(item)
@@ -116,10 +132,9 @@ def _replay_partition(source: str, versions: Sequence[SchemaVersion], final: Tab
     return run
 
 
-def _write_history(spark: SparkSession, out: DataFrame, final: TableSchema, path: str, run_id: str) -> None:
+def _write_history(df: DataFrame, path: str, run_id: str) -> None:
     """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
     replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
-    df = tagged_frame(spark, out, ("history",), history_schema_ddl(final))
     (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
        .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
 
@@ -240,28 +255,61 @@ class ReplayFacts:
 
 def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
                  reason: str) -> GoldTableResult:
-    """Replay the table's whole history from silver and write its gold (and ``__history``) table."""
+    """Replay the table's whole history from silver and write its gold (and ``__history``) table:
+    in this process when few row changes feed it (``[gold] in_process_changes``), else on an executor."""
     path, history_path = paths
     snapshot = task.snapshot
     segments = task.segments or (Segment(task.db, task.table),)
     first = segments[0]  # a seed snapshot's rows are the first table's, before any archived change
     seed = snapshot.rows_of(first.db, first.table) if snapshot and first.after is None else None
-    out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), _replay_partition(
-        task.source, task.versions, final, task.history, seed, snapshot.position if snapshot else None)).cache()
-    try:
-        df = tagged_frame(spark, out, ("row",), gold_schema_ddl(final))
-        mode = _write_gold(spark, cfg, df, path, final, task.run_id)
-        if history_path is not None:
-            _write_history(spark, out, final, history_path, task.run_id)
-        facts = ReplayFacts.of(tagged_values(out, *SIDE_KINDS))
-    finally:
-        out.unpersist()
+    args = (task.source, task.versions, final, task.history, seed, snapshot.position if snapshot else None)
+    here = task.changes_fed is not None and task.changes_fed <= cfg.gold.in_process_changes
+    log.info("gold.%s: %d row change(s) replayed %s", gold_table_name(task.source, task.db, task.table),
+             task.changes_fed or 0, "in this process" if here else "by a Spark job")
+    if here:
+        mode, facts = _replay_here(spark, cfg, task, paths, final, _replay(*args), segments)
+    else:
+        mode, facts = _replay_on_executor(spark, cfg, task, paths, final, _replay_partition(*args), segments)
     gold_version, history_version = versions_after(cfg, path, history_path)
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, facts.rows,
                            facts.changes, mode, tuple(sorted(facts.warnings.items())), facts.last, task.fingerprint,
                            None if history_path is None else facts.versions, FULL, reason, facts.fed, facts.through,
                            gold_version, history_version, schema_digest(final), table_map=task.table_map,
                            schema_status=schema_problem(task, final))
+
+
+def _replay_on_executor(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
+                        final: TableSchema, replay: Callable[[Iterable[Row]], Iterator[tuple[str, Any]]],
+                        segments: tuple[Segment, ...]) -> tuple[str, ReplayFacts]:
+    """The replay as a Spark job: the stream sorted on one partition, replayed there, its output
+    cached for the writes and the side facts."""
+    path, history_path = paths
+    out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), replay).cache()
+    try:
+        mode = _write_gold(spark, cfg, tagged_frame(spark, out, ("row",), gold_schema_ddl(final)), path, final,
+                           task.run_id)
+        if history_path is not None:
+            _write_history(tagged_frame(spark, out, ("history",), history_schema_ddl(final)), history_path, task.run_id)
+        return mode, ReplayFacts.of(tagged_values(out, *SIDE_KINDS))
+    finally:
+        out.unpersist()
+
+
+def _replay_here(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
+                 final: TableSchema, replay: Callable[[Iterable[StreamItem]], Iterator[tuple[str, Any]]],
+                 segments: tuple[Segment, ...]) -> tuple[str, ReplayFacts]:
+    """The replay in this process over the stream read with delta-rs; Spark only writes its rows.
+    Why: for a table of a few thousand changes, the Spark job (silver's Delta snapshots, a Python
+    worker, the sort, the cached output) costs seconds of driver time for a few milliseconds of work."""
+    path, history_path = paths
+    out: dict[str, list[Any]] = {"row": [], "history": []}
+    side: list[tuple[str, Any]] = []
+    for kind, value in replay(stream_items(cfg, task.source, segments)):
+        (out[kind].append(value) if kind in out else side.append((kind, value)))
+    mode = _write_gold(spark, cfg, local_frame(spark, out["row"], gold_schema_ddl(final)), path, final, task.run_id)
+    if history_path is not None:
+        _write_history(local_frame(spark, out["history"], history_schema_ddl(final)), history_path, task.run_id)
+    return mode, ReplayFacts.of(side)
 
 
 def _incremental_result(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
