@@ -63,7 +63,10 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     archive = write_mariadb_chain(tmp / "archive")
     path = tmp / "binlake.toml"
     path.write_text(f'[pipeline]\nwarehouse = "{tmp / "wh"}"\nstate_dir = "{tmp / "state"}"\njars_dir = "{JARS}"\n'
-                    f'[spark]\nui_enabled = false\n[[sources]]\nname = "chain"\nuri = "{archive}"\n')
+                    f'[spark]\nui_enabled = false\n[[sources]]\nname = "chain"\nuri = "{archive}"\n'
+                    # the replays as Spark jobs, so the listener's events carry gold's silver input (a replay in
+                    # the step's process reads it with delta-rs: the task's event names it, docs/lineage.md)
+                    '[gold]\nin_process_changes = 0\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "BINLAKE_"))}
     proc = subprocess.run([sys.executable, "-c", "import sys, binlake_cli; sys.exit(binlake_cli.main(sys.argv[1:]))",
                            "run", "nightly", "--config", str(path)], env=env, cwd=tmp, capture_output=True,
