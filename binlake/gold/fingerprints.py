@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from binlake.gold.reads import order_key, row_coordinates
 from binlake.gold.schema_history import Coordinates
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,8 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TableKey = tuple[str, str]
 
-#: a night (or a partition) of at most this many row changes is fingerprinted in this process:
-#: about 1 s of Python (bench/RESULTS.md), less than a Spark job costs the driver
+#: a night (or a partition) of at most this many row changes is fingerprinted in this process: at
+#: this size the Python pass costs less than the Spark job it replaces (bench/RESULTS.md, session 30)
 IN_PROCESS_ROWS = 200_000
 
 #: the hashed columns in Spark's order and their Spark types: 'i' INT, 'q' BIGINT, 's' STRING
@@ -74,15 +75,10 @@ def spark_xxhash64(row: Mapping[str, Any]) -> int:
     return value - (1 << 64) if value > _U64 >> 1 else value
 
 
-def _order(row: Mapping[str, Any]) -> tuple[int, str, int, int, int]:
-    """The row's binlog order as Spark's ``stream_coordinates`` struct compares it (s, f, p, i, r)."""
-    payload = row["payload_index"]
-    return (row["file_seq"] or 0, row["file"], row["pos"], -1 if payload is None else payload, row["row_index"])
-
-
 def count_rows(rows: Iterable[Mapping[str, Any]], marks: Mapping[TableKey, Coordinates]) -> dict[TableKey, Counts]:
     """Per table of ``rows`` (row changes with :data:`ROW_COLUMNS`): count and hash sum, and split at
-    its mark W (a row at or before W is old; the first new row is the least after it)."""
+    its mark W (a row at or before W is old; the first new row is the least after it, in binlog
+    order: :func:`binlake.gold.reads.order_key`)."""
     sums: dict[TableKey, list[Any]] = {}
     for row in rows:
         key = (row["db"], row["table_name"])
@@ -93,14 +89,13 @@ def count_rows(rows: Iterable[Mapping[str, Any]], marks: Mapping[TableKey, Coord
         mark = marks.get(key)
         if mark is None:
             continue
-        at = _order(row)
-        if at <= (mark.file_seq, mark.file, mark.pos, mark.payload_index, mark.row_index):
+        at = row_coordinates(row, row["row_index"])
+        if order_key(at) <= order_key(mark):
             acc[2] += 1
             acc[3] += digest
-        elif acc[4] is None or at < acc[4]:
+        elif acc[4] is None or order_key(at) < order_key(acc[4]):
             acc[4] = at
-    return {key: Counts(n, Decimal(h), n_old, Decimal(h_old), None if first is None else
-                        Coordinates(first[0], first[2], first[3], first[4], first[1]))
+    return {key: Counts(n, Decimal(h), n_old, Decimal(h_old), first)
             for key, (n, h, n_old, h_old, first) in sums.items()}
 
 
@@ -139,5 +134,5 @@ def count_files(table: DeltaTable, source: str, files: Iterable[str] | None,
 def _merged(a: Counts, b: Counts) -> Counts:
     """Two parts of one table's rows: sums added, the least first new row kept."""
     firsts = [c for c in (a.first_new, b.first_new) if c is not None]
-    first = min(firsts, key=lambda c: (c.file_seq, c.file, c.pos, c.payload_index, c.row_index), default=None)
+    first = min(firsts, key=order_key, default=None)
     return Counts(a.n + b.n, a.h + b.h, a.n_old + b.n_old, a.h_old + b.h_old, first)

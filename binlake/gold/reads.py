@@ -11,7 +11,7 @@ server), for rows that are collected to the driver anyway. The ``asof`` / ``flas
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
@@ -130,7 +130,7 @@ def _within(at: Coordinates, seg: Segment) -> bool:
     return (seg.after is None or key > order_key(seg.after)) and (seg.before is None or key < order_key(seg.before))
 
 
-def row_coordinates(row: dict[str, Any], row_index: int = -1) -> Coordinates:
+def row_coordinates(row: Mapping[str, Any], row_index: int = -1) -> Coordinates:
     """The binlog coordinates of a silver / bronze row read as a dict (``file_seq`` NULL reads as 0,
     ``payload_index`` NULL as -1, as Spark's :func:`spark_jobs.gold.tables.stream_coordinates` orders them)."""
     payload = row.get("payload_index")

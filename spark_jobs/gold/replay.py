@@ -1,9 +1,10 @@
 """One gold table brought up to date: the full replay, or the incremental one when
 ``binlake.gold.plan`` proves it exact (:func:`build_table`).
 
-The full replay reads the table's TABLE_MAPs and row changes in binlog order on one executor
-(``binlake.gold.state.TableReplayer``), and writes the result: a MERGE on the primary key when the
-schema is unchanged, else an overwrite with the new schema; the ``__history`` table (when kept) is
+The full replay reads the table's TABLE_MAPs and row changes in binlog order
+(``binlake.gold.state.TableReplayer``): in the step's own process when few changes feed it
+(``[gold] in_process_changes``), else on one executor; and writes the result: a MERGE on the primary
+key when the schema is unchanged, else an overwrite with the new schema; the ``__history`` table (when kept) is
 rewritten from the same replay. The incremental path lives in :mod:`spark_jobs.gold.incremental`.
 A table without DDL takes its columns from its best-informed TABLE_MAP; when its schema cannot be
 known, the result says why (:func:`schema_problem`).
@@ -305,7 +306,10 @@ def _replay_here(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
     out: dict[str, list[Any]] = {"row": [], "history": []}
     side: list[tuple[str, Any]] = []
     for kind, value in replay(stream_items(cfg, task.source, segments)):
-        (out[kind].append(value) if kind in out else side.append((kind, value)))
+        if kind in out:
+            out[kind].append(value)
+        else:
+            side.append((kind, value))
     mode = _write_gold(spark, cfg, local_frame(spark, out["row"], gold_schema_ddl(final)), path, final, task.run_id)
     if history_path is not None:
         _write_history(local_frame(spark, out["history"], history_schema_ddl(final)), history_path, task.run_id)
