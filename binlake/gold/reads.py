@@ -11,7 +11,7 @@ server), for rows that are collected to the driver anyway. The ``asof`` / ``flas
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from binlake.config import BinlakeConfig
@@ -95,27 +95,46 @@ ROW_CHANGE_COLUMNS = ("file", "file_seq", "pos", "payload_index", "row_index", "
                       "commit_time")
 
 
-def stream_items(cfg: BinlakeConfig, source: str, segments: Sequence[Segment]) -> list[StreamItem]:
-    """The stream a full replay of a gold table is fed (``spark_jobs.gold.tables.lineage_stream``,
-    read here): each segment's TABLE_MAPs and row changes within its coordinates, in binlog order,
-    with the values a Spark ``Row`` carries (a TIMESTAMP naive in local time). For a table of a few
-    thousand changes, where a Spark job's fixed cost is most of the replay's."""
+def segment_filter(source: str, seg: Segment) -> Any:
+    """The pyarrow filter of a segment's table (its rows of the source's partition)."""
+    import pyarrow.dataset as ds
+
+    return (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
+
+
+def table_map_items(cfg: BinlakeConfig, where: Any) -> list[StreamItem] | None:
+    """The TABLE_MAPs of ``bronze.events`` matching ``where`` as stream items (None: no such table yet)."""
     import pyarrow.dataset as ds
 
     events = open_delta_table(table_location(cfg.warehouse, "bronze.events"), cfg.s3)
+    if events is None:
+        return None
+    rows = events.to_pyarrow_dataset().to_table(columns=list(TABLE_MAP_COLUMNS),
+                                                filter=where & (ds.field("event_type") == "TABLE_MAP")).to_pylist()
+    return [StreamItem(row_coordinates(r), "table_map", r["fields"], gtid=r["gtid"]) for r in rows]
+
+
+def row_change_items(cfg: BinlakeConfig, where: Any, commit_time: Callable[[Any], Any]) -> list[StreamItem] | None:
+    """The row changes of ``silver.row_changes`` matching ``where`` as stream items, their commit time
+    through ``commit_time`` (delta-rs gives it UTC-aware; the caller says which naive form it needs)
+    (None: no such table yet)."""
     changes = open_delta_table(table_location(cfg.warehouse, "silver.row_changes"), cfg.s3)
+    if changes is None:
+        return None
+    rows = changes.to_pyarrow_dataset().to_table(columns=list(ROW_CHANGE_COLUMNS), filter=where).to_pylist()
+    return [StreamItem(row_coordinates(r, r["row_index"]), "row", None, r["operation"], r["before"], r["after"],
+                       r["gtid"], commit_time(r["commit_time"])) for r in rows]
+
+
+def stream_items(cfg: BinlakeConfig, source: str, segments: Sequence[Segment]) -> list[StreamItem]:
+    """The stream a full replay of a gold table is fed (``spark_jobs.gold.tables.lineage_stream``,
+    read here): each segment's TABLE_MAPs and row changes within its coordinates, in Spark's binlog
+    order (:func:`order_key`), with the values a Spark ``Row`` carries (a TIMESTAMP naive in local
+    time). For a table of a few thousand changes, where a Spark job's fixed cost is most of the replay's."""
     items: list[StreamItem] = []
     for seg in segments:
-        same = (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
-        found: list[StreamItem] = []
-        if events is not None:
-            maps = events.to_pyarrow_dataset().to_table(columns=list(TABLE_MAP_COLUMNS),
-                                                        filter=same & (ds.field("event_type") == "TABLE_MAP"))
-            found += [StreamItem(row_coordinates(r), "table_map", r["fields"], gtid=r["gtid"]) for r in maps.to_pylist()]
-        if changes is not None:
-            rows = changes.to_pyarrow_dataset().to_table(columns=list(ROW_CHANGE_COLUMNS), filter=same)
-            found += [StreamItem(row_coordinates(r, r["row_index"]), "row", None, r["operation"], r["before"], r["after"],
-                                 r["gtid"], _naive_local(r["commit_time"])) for r in rows.to_pylist()]
+        where = segment_filter(source, seg)
+        found = (table_map_items(cfg, where) or []) + (row_change_items(cfg, where, _naive_local) or [])
         items += [item for item in found if _within(item.at, seg)]
     return sorted(items, key=lambda item: order_key(item.at))
 

@@ -11,11 +11,11 @@ cost more to start than these reads take up to millions of row changes; past tha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from binlake.config import BinlakeConfig
 from binlake.gold.reads import load_ddl as gold_ddl
-from binlake.gold.reads import row_coordinates
+from binlake.gold.reads import row_change_items, row_coordinates, segment_filter, table_map_items
 from binlake.gold.schema_history import Coordinates, DdlStatement
 from binlake.gold.state import Segment, StreamItem
 from binlake.history.errors import HistoryError
@@ -23,6 +23,8 @@ from binlake.history.moments import Transaction
 from binlake.lake.delta_tables import open_delta_table
 from binlake.lake.tables import table_location
 from binlake.sql.values import canonical
+
+T = TypeVar("T")
 
 
 def read_rows(cfg: BinlakeConfig, full_name: str, where: Any, columns: Sequence[str]) -> list[dict[str, Any]] | None:
@@ -37,7 +39,7 @@ def read_rows(cfg: BinlakeConfig, full_name: str, where: Any, columns: Sequence[
     return [dict(zip(names, values)) for values in zip(*lists)] if lists else []
 
 
-def _must(rows: list[dict[str, Any]] | None, full_name: str, cfg: BinlakeConfig) -> list[dict[str, Any]]:
+def _must(rows: list[T] | None, full_name: str, cfg: BinlakeConfig) -> list[T]:
     if rows is None:
         raise HistoryError(f"{full_name} does not exist under warehouse {cfg.warehouse}: nothing ingested yet")
     return rows
@@ -75,12 +77,6 @@ def _within(at: Coordinates, seg: Segment, after: Coordinates | None, until: Coo
             and (after is None or at > after) and (until is None or at < until))
 
 
-def _table_filter(source: str, seg: Segment) -> Any:
-    import pyarrow.dataset as ds
-
-    return (ds.field("source") == source) & (ds.field("db") == seg.db) & (ds.field("table_name") == seg.table)
-
-
 def _files_between(where: Any, after: Coordinates | None, until: Coordinates | None) -> Any:
     """``where`` narrowed to the numbered files between ``after`` and ``until`` (Parquet statistics
     then skip the data files of other files); files without a number are always read."""
@@ -101,7 +97,7 @@ def count_changes(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], 
     each work through, and what gold lacks before ``split`` (coordinates only are read)."""
     before = after = missing = 0
     for seg in segments:
-        rows = _must(read_rows(cfg, "silver.row_changes", _table_filter(source, seg),
+        rows = _must(read_rows(cfg, "silver.row_changes", segment_filter(source, seg),
                                ("file", "file_seq", "pos", "payload_index", "row_index")), "silver.row_changes", cfg)
         for r in rows:
             at = row_coordinates(r, r["row_index"])
@@ -116,24 +112,11 @@ def load_stream(cfg: BinlakeConfig, source: str, segments: Sequence[Segment], *,
                 after: Coordinates | None = None, until: Coordinates | None = None) -> list[StreamItem]:
     """The TABLE_MAPs and row changes feeding a table made of ``segments`` (gold's lineage), strictly
     after ``after`` and strictly before ``until`` (None: unbounded), in binlog order."""
-    import pyarrow.dataset as ds
-
     items: list[StreamItem] = []
     for seg in segments:
-        mine = _files_between(_table_filter(source, seg), after, until)
-        maps = _must(read_rows(cfg, "bronze.events", mine & (ds.field("event_type") == "TABLE_MAP"),
-                               ("file", "file_seq", "pos", "payload_index", "fields", "gtid")), "bronze.events", cfg)
-        for r in maps:
-            at = row_coordinates(r)
-            if _within(at, seg, after, until):
-                items.append(StreamItem(at, "table_map", r["fields"], gtid=r["gtid"]))
-        rows = _must(read_rows(cfg, "silver.row_changes", mine,
-                               ("file", "file_seq", "pos", "payload_index", "row_index", "operation", "before",
-                                "after", "gtid", "commit_time")), "silver.row_changes", cfg)
-        for r in rows:
-            at = row_coordinates(r, r["row_index"])
-            if _within(at, seg, after, until):
-                items.append(StreamItem(at, "row", None, r["operation"], r["before"], r["after"],
-                                        r["gtid"], r["commit_time"]))
+        mine = _files_between(segment_filter(source, seg), after, until)
+        found = (_must(table_map_items(cfg, mine), "bronze.events", cfg)
+                 + _must(row_change_items(cfg, mine, canonical), "silver.row_changes", cfg))
+        items += [item for item in found if _within(item.at, seg, after, until)]
     items.sort(key=lambda item: item.at)
     return items
