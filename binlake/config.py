@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import os
 import re
 import tomllib
@@ -114,7 +115,7 @@ def resolve_location(value: str, base: Path) -> str:
 # "4" is not an integer), unknown keys rejected, dataclasses.replace() works and re-validates.
 # ---------------------------------------------------------------------------------------------
 
-_SCHEMA = ConfigDict(extra="forbid")
+_SCHEMA = ConfigDict(extra="forbid", defer_build=True)
 
 
 def _conf_value_to_str(value: Any) -> Any:
@@ -567,7 +568,7 @@ def validate_config_file(raw: Mapping[str, Any], origin: str = "config") -> Binl
     cfg: BinlakeConfig | None = None
     exc: ValidationError | None = None
     try:
-        cfg = _CONFIG_ADAPTER.validate_python(fields)
+        cfg = _config_adapter().validate_python(fields)
     except ValidationError as err:
         exc = err
     if cfg is not None and not pre:
@@ -577,7 +578,12 @@ def validate_config_file(raw: Mapping[str, Any], origin: str = "config") -> Binl
     raise ConfigError(f"{origin}: " + f"\n{origin}: ".join(lines))
 
 
-_CONFIG_ADAPTER: TypeAdapter[BinlakeConfig] = TypeAdapter(BinlakeConfig)
+@functools.cache
+def _config_adapter() -> TypeAdapter[BinlakeConfig]:
+    """The whole schema's validator, built on first use: with ``defer_build`` each section's own
+    validator is built only if something validates that section alone (``dataclasses.replace``),
+    which a one-shot ``binlake sql`` never does."""
+    return TypeAdapter(BinlakeConfig)
 
 
 def _endpoint_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
