@@ -86,13 +86,22 @@ class MariaDBServer:
     def _root_user(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
 
+    def _env(self) -> dict[str, str]:
+        """The server's environment: its own ``TMPDIR`` (mariadbd's default ``tmpdir``). Servers of
+        parallel test workers bootstrapping at once in the shared /tmp failed now and then ("Could
+        not remove temporary table '/tmp/#sql-temptable-...', error: 2", then "Unknown table
+        'mysql.tmp_user_sys'")."""
+        tmp = self.base / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return {**os.environ, "TMPDIR": str(tmp)}
+
     def install(self) -> None:
         """mariadb-install-db into a fresh datadir."""
         if not (self.install_db and self.mariadbd and self.client):
             raise RuntimeError("mariadbd / mariadb-install-db / mariadb not found (apt-get install mariadb-server)")
         proc = subprocess.run([self.install_db, "--no-defaults", f"--datadir={self.datadir}",
                                "--auth-root-authentication-method=normal", "--skip-test-db", *self._root_user()],
-                              capture_output=True, text=True, timeout=180, check=False)
+                              capture_output=True, text=True, timeout=180, check=False, env=self._env())
         if proc.returncode != 0:
             raise RuntimeError(f"mariadb-install-db failed: {proc.stdout[-800:]} {proc.stderr[-800:]}")
 
@@ -112,7 +121,7 @@ class MariaDBServer:
             self.base.mkdir(parents=True, exist_ok=True)
             self.install()
         self.log = open(self.base / "server.log", "ab")  # noqa: SIM115 - open while the server runs
-        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT, env=self._env())
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -493,11 +493,31 @@ def tagged_frame(spark: SparkSession, tagged: DataFrame, kinds: Sequence[str], d
     return _plain_types(spark, tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl), schema)
 
 
+def ddl_schema(spark: SparkSession, ddl: str) -> StructType:
+    """The Spark schema of the DDL text ``ddl`` (Spark's own parser: one call, no job)."""
+    return spark.createDataFrame([], ddl).schema
+
+
 def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], ddl: str) -> DataFrame:
     """A DataFrame of schema ``ddl`` holding ``rows`` (Python values, made in this process): what
     :func:`tagged_frame` makes on the executors, by the same conversion (``createDataFrame``'s)."""
-    schema = spark.createDataFrame([], ddl).schema
+    schema = ddl_schema(spark, ddl)
     return _plain_types(spark, spark.createDataFrame(list(rows), schema), schema)
+
+
+def local_arrow(rows: Sequence[Sequence[Any]], schema: StructType) -> pa.Table:
+    """``rows`` (Python values) as the Arrow table Spark would write for them: pyspark's own
+    conversion, the one :func:`tagged_frame` and ``createDataFrame`` use (a naive datetime is local
+    time), with every column nullable, as a Spark Delta write stores a DataFrame's schema."""
+    import pyarrow as pa
+    from pyspark.sql.conversion import LocalDataToArrowConversion
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if rows:
+        table = LocalDataToArrowConversion.convert(list(rows), schema, False)
+    else:
+        table = to_arrow_schema(schema, timezone="UTC").empty_table()
+    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
 
 
 def _plain_types(spark: SparkSession, df: DataFrame, schema: StructType) -> DataFrame:

@@ -99,15 +99,27 @@ def _rows(spark: Any, location: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def small_files(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> Warehouse:
-    """Three nights of one file each, gold after each night (binlog.000004 holds no row changes)."""
+    """Three nights of one file each, gold after each night (binlog.000004 holds no row changes);
+    from night 2 a table with new changes is MERGEd incrementally (Spark)."""
+    return _three_nights(spark, tmp_path_factory.mktemp("maint"), s3_server.endpoint_url, {})
+
+
+@pytest.fixture(scope="module")
+def small_files_in_process(spark: Any, tmp_path_factory: pytest.TempPathFactory, s3_server: Any) -> Warehouse:
+    """The same nights with gold's production floors: every night replays each table in full in
+    the step's process, and delta-rs MERGEs the rows into the gold table."""
+    return _three_nights(spark, tmp_path_factory.mktemp("maint-in-process"), s3_server.endpoint_url,
+                         {"incremental_min_changes": 50_000, "in_process_changes": 50_000})
+
+
+def _three_nights(spark: Any, tmp: Path, endpoint: str, gold: dict[str, Any]) -> Warehouse:
     from binlake.reconcile.job import run_reconcile
     from spark_jobs.gold.job import gold_location, gold_table_name, run_gold
     from spark_jobs.ingest import run_ingest
 
-    tmp = tmp_path_factory.mktemp("maint")
     archive = tmp / "archive"
-    cfg = make_test_config(tmp, s3_server.endpoint_url, sources=[{"name": SOURCE, "uri": str(archive / SOURCE)}],
-                           maintenance={"min_files": 3, "vacuum_retention_hours": 24, "max_run_hours": 1})
+    cfg = make_test_config(tmp, endpoint, sources=[{"name": SOURCE, "uri": str(archive / SOURCE)}],
+                           maintenance={"min_files": 3, "vacuum_retention_hours": 24, "max_run_hours": 1}, gold=gold)
     nights: dict[tuple[int, str], Any] = {}
     names = [gold_table_name(SOURCE, "shop", t) for t in ("customer", "orders")]
     for i, night in enumerate(_objects(archive)[:3]):
@@ -158,9 +170,13 @@ def _net_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> d
     return {kind: sorted((_plain(r) for r in rows), key=repr) for kind, rows in out.items()}
 
 
-def test_change_data_feed_gives_each_nights_net_changes(spark: Any, small_files: Warehouse) -> None:
-    """Every night a gold table was MERGEd: ``readChangeFeed`` over the night's commits equals the
-    difference of the table before and after it (inserts, updates' pre and post images, deletes)."""
+@pytest.mark.parametrize("warehouse", ["small_files", "small_files_in_process"])
+def test_change_data_feed_gives_each_nights_net_changes(spark: Any, warehouse: str,
+                                                        request: pytest.FixtureRequest) -> None:
+    """Every night a gold table was MERGEd (by Spark, incrementally; by delta-rs after a replay in
+    the step's process): ``readChangeFeed`` over the night's commits equals the difference of the
+    table before and after it (inserts, updates' pre and post images, deletes)."""
+    small_files: Warehouse = request.getfixturevalue(warehouse)
     checked, kinds = [], set()
     for (night, name), (v0, v1, before, after, mode) in sorted(small_files.nights.items()):
         if v0 is None or v1 == v0 or mode != "merge":

@@ -15,7 +15,7 @@ import enum
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,12 @@ log = logging.getLogger("binlake.lake.delta_tables")
 #: 1 / 2, as :func:`spark_jobs.lake.ensure_table` creates them and Spark Delta keeps them), which
 #: delta-rs enforces as Spark does (NOT NULL columns; an append-only table refuses the replace).
 DELTA_RS_WRITER_FEATURES = frozenset({"appendOnly", "invariants"})
+#: What a gold table (and its ``__history``) adds, as Spark creates it with ``[gold]
+#: change_data_feed`` and a DATETIME column: the change feed (delta-rs 1.6 writes a MERGE's
+#: ``_change_data`` files as Spark does) and ``timestamp_ntz``. Deletion vectors are not among them:
+#: delta-rs 1.6 does not write them, so a table with them is left to Spark.
+DELTA_RS_GOLD_WRITER_FEATURES = DELTA_RS_WRITER_FEATURES | {"changeDataFeed", "timestampNtz"}
+DELTA_RS_GOLD_READER_FEATURES = frozenset({"timestampNtz"})
 #: commit attempts of :func:`replace_rows` (a concurrent metadata change: a local table's first
 #: CREATE or property change by another source's ingest; on S3 the commit lock excludes them)
 REPLACE_ATTEMPTS = 6
@@ -152,15 +158,18 @@ class Commit(enum.Enum):
     LEFT_TO_SPARK = "left to Spark"
 
 
-def delta_rs_writes(table: DeltaTable) -> bool:
-    """Whether :func:`replace_rows` may write the table: reader protocol 1, and writer protocol 2
-    or table features among :data:`DELTA_RS_WRITER_FEATURES`."""
+def delta_rs_writes(table: DeltaTable, writer_features: frozenset[str] = DELTA_RS_WRITER_FEATURES,
+                    reader_features: frozenset[str] = frozenset()) -> bool:
+    """Whether delta-rs may write the table: reader protocol 1 (or 3 with ``reader_features`` only),
+    and writer protocol 2 (4 where the change feed is allowed: its legacy version) or table features
+    among ``writer_features``."""
     protocol = table.protocol()
-    if protocol.min_reader_version > 1:
+    if protocol.min_reader_version > 1 and not (
+            protocol.min_reader_version == 3 and set(protocol.reader_features or ()) <= reader_features):
         return False
-    if protocol.min_writer_version <= 2:
+    if protocol.min_writer_version <= (4 if "changeDataFeed" in writer_features else 2):
         return True
-    return protocol.min_writer_version == 7 and set(protocol.writer_features or ()) <= DELTA_RS_WRITER_FEATURES
+    return protocol.min_writer_version == 7 and set(protocol.writer_features or ()) <= writer_features
 
 
 def replace_rows(location: str, s3: S3Settings | None, data: pa.Table, predicate: str, *, partition_by: Sequence[str],
@@ -181,7 +190,8 @@ def replace_rows(location: str, s3: S3Settings | None, data: pa.Table, predicate
     """
     from deltalake import write_deltalake
 
-    def commit(table: DeltaTable, properties: CommitProperties) -> None:
+    def commit(table: DeltaTable | None, properties: CommitProperties) -> None:
+        assert table is not None
         write_deltalake(table, data, mode="overwrite", predicate=predicate, partition_by=list(partition_by) or None,
                         commit_properties=properties)
 
@@ -205,7 +215,8 @@ def append_files(location: str, s3: S3Settings | None, files: Sequence[DataFile]
     actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, dict(f.partition_values), now, True, f.stats) for f in files]
 
-    def commit(table: DeltaTable, properties: CommitProperties) -> None:
+    def commit(table: DeltaTable | None, properties: CommitProperties) -> None:
+        assert table is not None
         _check_not_null(location, table, files)
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                        partition_by=list(partition_by) or None, commit_properties=properties)
@@ -223,30 +234,90 @@ def _check_not_null(location: str, table: DeltaTable, files: Sequence[DataFile])
             raise ValueError(f"{location}: {f.path} has NULLs in NOT NULL column(s) {', '.join(bad)}")
 
 
-def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTable, CommitProperties], None], *,
-                 txn_app: str, txn_version: int, user_metadata: str | None) -> Commit:
+def overwrite_table(location: str, s3: S3Settings | None, data: pa.Table, *, configuration: Mapping[str, str],
+                    user_metadata: str | None) -> Commit:
+    """Replace the whole table at ``location`` with ``data`` and its schema (created with
+    ``configuration`` when there is none yet): Spark's ``mode("overwrite")`` with ``overwriteSchema``,
+    as one delta-rs commit under :func:`binlake.lake.leases.committed_write`. ``LEFT_TO_SPARK`` for an
+    existing table whose protocol is beyond :data:`DELTA_RS_GOLD_WRITER_FEATURES`. Why: a gold table
+    of a few rows costs a Spark Delta write seconds of JVM time (its snapshot is a Spark job), delta-rs
+    milliseconds (issue 36)."""
+    from deltalake import write_deltalake
+
+    def commit(table: DeltaTable | None, properties: CommitProperties) -> None:
+        target = delta_uri(location) if table is None else table
+        write_deltalake(target, data, mode="overwrite", schema_mode="overwrite",
+                        configuration=dict(configuration) if table is None else None,
+                        storage_options=locked_storage_options(location, s3) if table is None else None,
+                        commit_properties=properties)
+
+    return _commit_once(location, s3, commit, txn_app=None, user_metadata=user_metadata, create=True,
+                        features=(DELTA_RS_GOLD_WRITER_FEATURES, DELTA_RS_GOLD_READER_FEATURES))
+
+
+def merge_rows(location: str, s3: S3Settings | None, data: pa.Table, keys: Sequence[str], *,
+               user_metadata: str | None) -> Commit:
+    """Make the existing table at ``location`` hold exactly ``data``, matched on ``keys``: rows whose
+    values differ are updated, new keys inserted, keys not in ``data`` deleted; an unchanged row is
+    not rewritten into the change feed. The delta-rs form of gold's ``MERGE INTO ... WHEN MATCHED AND
+    <a value differs> THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE
+    THEN DELETE``; ``data`` has the table's schema. ``LEFT_TO_SPARK`` as :func:`overwrite_table`, and
+    for a column name delta-rs's SQL parser cannot take (one holding a back-quote)."""
+    from binlake.lake.sql_text import delta_rs_identifier
+
+    if any("`" in name for name in data.column_names):
+        return Commit.LEFT_TO_SPARK
+    on = " AND ".join(f"t.{delta_rs_identifier(k)} = s.{delta_rs_identifier(k)}" for k in keys)
+    # null-safe equality: DataFusion 48 plans IS NOT DISTINCT FROM on a BINARY or ARRAY column as
+    # an error, the coalesce of = and both-NULL on every type
+    same = " AND ".join(f"coalesce(t.{q} = s.{q}, t.{q} IS NULL AND s.{q} IS NULL)"
+                        for q in map(delta_rs_identifier, data.column_names))
+
+    def commit(table: DeltaTable | None, properties: CommitProperties) -> None:
+        assert table is not None
+        (table.merge(data, predicate=on, source_alias="s", target_alias="t", commit_properties=properties)
+         .when_matched_update_all(predicate=f"NOT ({same})")
+         .when_not_matched_insert_all()
+         .when_not_matched_by_source_delete()
+         .execute())
+
+    return _commit_once(location, s3, commit, txn_app=None, user_metadata=user_metadata,
+                        features=(DELTA_RS_GOLD_WRITER_FEATURES, DELTA_RS_GOLD_READER_FEATURES))
+
+
+def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTable | None, CommitProperties], None],
+                 *, txn_app: str | None, txn_version: int = 0, user_metadata: str | None, create: bool = False,
+                 features: tuple[frozenset[str], frozenset[str]] = (DELTA_RS_WRITER_FEATURES, frozenset())) -> Commit:
     """Run ``commit(table, commit_properties)`` once per ``(txn_app, txn_version)``: a
     :func:`binlake.lake.leases.committed_write` (commit lock, fence, retried on a commit conflict),
-    skipped when the log holds the txn."""
+    skipped when the log holds the txn. Without ``txn_app`` the commit is tied to no run (a write
+    whose result is a function of its input: a re-run writes the same). ``create``: with no table
+    at ``location`` yet, ``commit`` gets None and creates it; else the table must exist."""
     from deltalake import CommitProperties, DeltaTable, Transaction
-    from deltalake.exceptions import CommitFailedError
+    from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
     from binlake.lake.leases import CommitFence, committed_write
 
     options = locked_storage_options(location, s3)
     metadata = {"userMetadata": user_metadata} if user_metadata is not None else None
+    transactions = None if txn_app is None else [Transaction(txn_app, txn_version)]
 
     def attempt(fence: CommitFence) -> Commit:
-        table = DeltaTable(delta_uri(location), storage_options=options)
-        if not delta_rs_writes(table):
+        try:
+            table: DeltaTable | None = DeltaTable(delta_uri(location), storage_options=options)
+        except TableNotFoundError:
+            if not create:
+                raise
+            table = None
+        if table is not None and not delta_rs_writes(table, *features):
             log.info("%s: protocol %s: delta-rs leaves the table to Spark", location, table.protocol())
             return Commit.LEFT_TO_SPARK
-        done = table.transaction_version(txn_app)
+        done = None if table is None or txn_app is None else table.transaction_version(txn_app)
         if done is not None and done >= txn_version:
             log.info("%s: %s (version %d) is committed already", location, txn_app, done)
             return Commit.ALREADY_COMMITTED
         fence.check()
-        commit(table, CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(txn_app, txn_version)]))
+        commit(table, CommitProperties(custom_metadata=metadata, app_transactions=transactions))
         return Commit.COMMITTED
 
     return committed_write(location, s3, attempt, what=f"delta-rs commit to {location}",

@@ -35,6 +35,11 @@ def sql_identifier(name: str) -> str:
     return str(exp.to_identifier(name, quoted=True).sql(dialect="spark"))
 
 
+def delta_rs_identifier(name: str) -> str:
+    """``name`` as a double-quoted identifier of :data:`DELTA_RS` (quotes doubled; case kept)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def source_predicate(source: str, dialect: str = SPARK) -> str:
     """``source = '<source>'``: the rows of one source (the partition column of every table)."""
     return f"source = {sql_string(source, dialect)}"

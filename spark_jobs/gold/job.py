@@ -85,12 +85,12 @@ def _snapshot(cfg: BinlakeConfig, source: str, seed_dump: str | None) -> Snapsho
     return parse_dump(seed_dump)
 
 
-def _is_current(spark: SparkSession, before: dict[str, Any] | None, before_history: dict[str, Any] | None,
+def _is_current(cfg: BinlakeConfig, before: dict[str, Any] | None, before_history: dict[str, Any] | None,
                 fingerprint: str, keep_history: bool) -> bool:
     """The table's inputs are those of its last run and its tables (history too, if kept) exist."""
-    if before is None or before["input_fingerprint"] != fingerprint or not is_delta(spark, before["location"]):
+    if before is None or before["input_fingerprint"] != fingerprint or not is_delta(cfg, before["location"]):
         return False
-    return keep_history == (before_history is not None and is_delta(spark, before_history["location"]))
+    return keep_history == (before_history is not None and is_delta(cfg, before_history["location"]))
 
 
 def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, *,
@@ -181,7 +181,7 @@ def _table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, inputs: Tab
     name = gold_table_name(task.source, task.db, task.table)
     fingerprint = inputs.fingerprint if inputs else "no changes" + (f":seed {seed}" if seed else "")
     before, before_history = previous.get(name), previous.get(name + HISTORY_SUFFIX)
-    if not task.force and _is_current(spark, before, before_history, fingerprint, task.history):
+    if not task.force and _is_current(cfg, before, before_history, fingerprint, task.history):
         assert before is not None
         return unchanged_result(before, before_history)
     state = None if before is None else ReplayState.from_status(before, before_history)

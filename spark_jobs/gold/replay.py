@@ -33,7 +33,7 @@ from binlake.gold.reads import stream_items
 from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
 from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
 from binlake.gold.state import Segment, StreamItem, TableReplayer, best_table_map, final_schema
-from binlake.lake.delta_tables import open_delta_table
+from binlake.lake.delta_tables import Commit, merge_rows, open_delta_table, overwrite_table
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
 from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
@@ -44,6 +44,7 @@ from spark_jobs.gold.tables import (
     ensure_gold_properties,
     event_coordinates,
     gold_location,
+    gold_properties,
     gold_schema_ddl,
     history_schema_ddl,
     lineage_stream,
@@ -54,7 +55,7 @@ from spark_jobs.gold.tables import (
     stream_item,
     table_version,
 )
-from spark_jobs.session import local_frame, map_partitions_tagged, tagged_frame, tagged_values
+from spark_jobs.session import ddl_schema, local_arrow, local_frame, map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -310,10 +311,41 @@ def _replay_here(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
             out[kind].append(value)
         else:
             side.append((kind, value))
-    mode = _write_gold(spark, cfg, local_frame(spark, out["row"], gold_schema_ddl(final)), path, final, task.run_id)
+    mode = _write_gold_here(spark, cfg, out["row"], path, final, task.run_id)
     if history_path is not None:
-        _write_history(local_frame(spark, out["history"], history_schema_ddl(final)), history_path, task.run_id)
+        _write_history_here(spark, cfg, out["history"], history_path, final, task.run_id)
     return mode, ReplayFacts.of(side)
+
+
+def _write_gold_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,
+                     run_id: str) -> str:
+    """:func:`_write_gold` of rows made in this process, committed by delta-rs: the same MERGE or
+    overwrite, decided the same way; Spark writes them where delta-rs may not (deletion vectors, a
+    table feature beyond :data:`binlake.lake.delta_tables.DELTA_RS_GOLD_WRITER_FEATURES`).
+    Why: a Spark Delta write of a few rows costs seconds of driver time (the table's snapshot
+    is a Spark job), delta-rs milliseconds; small tables are most tables of a small night."""
+    schema = ddl_schema(spark, gold_schema_ddl(final))
+    if not cfg.gold.deletion_vectors:
+        data = local_arrow(rows, schema)
+        meta = json.dumps({"job": "gold", "run_id": run_id})
+        if final.primary_key and _stored_schema(cfg, path) == schema.simpleString():
+            if merge_rows(path, cfg.s3, data, final.primary_key, user_metadata=meta) is not Commit.LEFT_TO_SPARK:
+                return "merge"
+        elif overwrite_table(path, cfg.s3, data, configuration=gold_properties(cfg),
+                             user_metadata=meta) is not Commit.LEFT_TO_SPARK:
+            return "overwrite"
+    return _write_gold(spark, cfg, local_frame(spark, rows, gold_schema_ddl(final)), path, final, run_id)
+
+
+def _write_history_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,
+                        run_id: str) -> None:
+    """:func:`_write_history` of rows made in this process, by delta-rs as :func:`_write_gold_here`."""
+    ddl = history_schema_ddl(final)
+    if not cfg.gold.deletion_vectors and overwrite_table(
+            path, cfg.s3, local_arrow(rows, ddl_schema(spark, ddl)), configuration=gold_properties(cfg),
+            user_metadata=json.dumps({"job": "gold-history", "run_id": run_id})) is not Commit.LEFT_TO_SPARK:
+        return
+    _write_history(local_frame(spark, rows, ddl), path, run_id)
 
 
 def _incremental_result(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],

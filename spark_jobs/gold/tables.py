@@ -167,10 +167,12 @@ def read_silver(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> Data
     return spark.read.format("delta").load(table_path(cfg, full_name))
 
 
-def is_delta(spark: SparkSession, path: str) -> bool:
-    from spark_jobs.lake import is_delta_table  # every mode, Spark Connect included
+def is_delta(cfg: BinlakeConfig, path: str) -> bool:
+    """Whether ``path`` holds a Delta table, from its log through delta-rs: a Spark Delta snapshot
+    is a Spark job of seconds on a small night, asked once per gold table and union."""
+    from spark_jobs.lake import delta_log
 
-    return is_delta_table(spark, path)
+    return delta_log(cfg, path) is not None
 
 
 def stream_item(row: Row) -> StreamItem:

@@ -10,6 +10,7 @@ and the status are written.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import INCREMENTAL
@@ -19,7 +20,7 @@ from spark_jobs.errors import GoldUnionError
 from spark_jobs.gold.incremental import merge_union_part
 from spark_jobs.gold.results import GoldTableResult, GoldUnionResult
 from spark_jobs.gold.tables import gold_location, is_delta
-from spark_jobs.lake import committed_write, write_replace
+from spark_jobs.lake import committed_write, delta_log, write_replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -31,12 +32,16 @@ if TYPE_CHECKING:  # pragma: no cover
 SOURCE_COLUMN = "_source"
 
 
-def _check_union_schema(spark: SparkSession, path: str, df: DataFrame, union: str, source: str) -> None:
+def _check_union_schema(cfg: BinlakeConfig, path: str, df: DataFrame, union: str, source: str) -> None:
     """Refuse a part whose column types differ from the union table's (Delta's own error does not
-    say which column); added or missing columns are fine: ``mergeSchema`` adds them, NULL elsewhere."""
-    if not is_delta(spark, path):
+    say which column); added or missing columns are fine: ``mergeSchema`` adds them, NULL elsewhere.
+    The union's schema is read from its Delta log (delta-rs), not a Spark snapshot."""
+    from pyspark.sql.types import StructType
+
+    log = delta_log(cfg, path)
+    if log is None:
         return
-    held = {f.name.casefold(): f.dataType for f in spark.read.format("delta").load(path).schema.fields}
+    held = {f.name.casefold(): f.dataType for f in StructType.fromJson(json.loads(log.schema().to_json())).fields}
     clash = [f"{f.name} ({f.dataType.simpleString()}, the union has {held[f.name.casefold()].simpleString()})"
              for f in df.schema.fields if f.name.casefold() in held and held[f.name.casefold()] != f.dataType]
     if clash:
@@ -54,7 +59,7 @@ def replace_union_rows(spark: SparkSession, cfg: BinlakeConfig, union: str, sour
     retried task whose commit landed is skipped by Delta (``txnAppId``).
     """
     path = gold_location(cfg, union)
-    _check_union_schema(spark, path, df, union, source)
+    _check_union_schema(cfg, path, df, union, source)
     write_replace(df, path, f"{SOURCE_COLUMN} = {sql_string(source)}", s3=cfg.s3, run_id=run_id,
                   job="gold-union", txn_app=f"binlake-gold-union:{union}:{source}:{run_id}",
                   extra_meta={"source": source}, partition_by=SOURCE_COLUMN, merge_schema=True)
@@ -88,7 +93,7 @@ def _union_part(spark: SparkSession, cfg: BinlakeConfig, source: str, union: str
     """Bring the source's part of ``gold.<union>`` to its gold table ``table`` (skipped when it was
     copied at the same input fingerprint and the table is unchanged)."""
     path = gold_location(cfg, union)
-    exists = is_delta(spark, path)
+    exists = is_delta(cfg, path)
     same = exists and before is not None and before["input_fingerprint"] == table.fingerprint
 
     def part(rows: int, mode: str, error: str | None = None) -> GoldUnionResult:
@@ -126,7 +131,7 @@ def update_unions(spark: SparkSession, cfg: BinlakeConfig, source: str, results:
     if every_table:
         kept = {u.name for u in parts}
         for name in sorted(previous):
-            if "__" not in name and name not in kept and is_delta(spark, gold_location(cfg, name)):
+            if "__" not in name and name not in kept and is_delta(cfg, gold_location(cfg, name)):
                 _remove_union_rows(spark, cfg, name, source, run_id)
                 left.append(name)
     return parts, tuple(left)
