@@ -773,7 +773,7 @@ def test_meta_tables_are_delta_rs_commits_that_a_rerun_finishes_and_spark_reads(
         assert DeltaTable(table_path(cfg, name)).transaction_version(txn_app) == 0
         DeltaTable(table_path(cfg, name)).create_checkpoint()
     # a table delta-rs may not write (an older or foreign writer's features): Spark writes it, same rows
-    monkeypatch.setattr(delta_tables, "delta_rs_writes", lambda table: False)
+    monkeypatch.setattr(delta_tables, "delta_rs_writes", lambda table, *features: False)
     run_ingest(spark, cfg, objs, "run-spark", force=True)
     for name in ("meta.binlog_files", "meta.ingested_files"):
         last = SparkDeltaTable.forPath(spark, table_path(cfg, name)).history(1).collect()[0]
