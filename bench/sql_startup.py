@@ -71,24 +71,26 @@ FLOORS = {"python -c pass": "pass", "import duckdb, deltalake": "import duckdb, 
 def run_once(config: Path, engine: str, query: str) -> Timing:
     """One run of ``binlake sql`` on ``engine``; see :func:`run_command`."""
     return run_command([str(BINLAKE), "sql", "--config", str(config), "--engine", engine, "--format", "csv", query],
-                       engine)
+                       engine, sample=engine == "spark")
 
 
-def run_command(argv: list[str], label: str) -> Timing:
+def run_command(argv: list[str], label: str, sample: bool = False) -> Timing:
     """One run; wall from start to the process's exit; CPU = user+sys of the command and every
     descendant (the JVM too), sampled by psutil in a thread while it runs and taken from the reaped
     process at its end.
 
     (``RUSAGE_CHILDREN`` misses the JVM: pyspark does not wait for it, so it is never reaped by us.)
     The wall clock stops when ``communicate`` returns, not at a sampler's tick: a poll loop in this
-    thread rounded every run up to its next 0.1 s tick (``python -c pass`` read 0.10 s).
+    thread rounded every run up to its next 0.1 s tick (``python -c pass`` read 0.10 s). Only a
+    command that leaves a process nobody reaps (``sample``: the Spark engine's JVM) is sampled: the
+    sampler's own CPU on a 2-core machine slowed a sub-second run by about a tenth.
     """
     import psutil
 
     cpu_by_pid: dict[int, float] = {}
     done = threading.Event()
 
-    def sample(root: psutil.Process) -> None:
+    def sample_tree(root: psutil.Process) -> None:
         while not done.is_set():
             with contextlib.suppress(psutil.Error):
                 for member in [root, *root.children(recursive=True)]:
@@ -100,12 +102,14 @@ def run_command(argv: list[str], label: str) -> Timing:
     start = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler = threading.Thread(target=sample, args=(psutil.Process(proc.pid),), daemon=True)
-    sampler.start()
+    sampler = threading.Thread(target=sample_tree, args=(psutil.Process(proc.pid),), daemon=True)
+    if sample:
+        sampler.start()
     _, stderr = proc.communicate()
     wall = time.perf_counter() - start
     done.set()
-    sampler.join()
+    if sample:
+        sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{label}: exit {proc.returncode}: {stderr.strip()}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
