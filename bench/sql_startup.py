@@ -82,8 +82,8 @@ def run_command(argv: list[str], label: str, sample: bool = False) -> Timing:
     (``RUSAGE_CHILDREN`` misses the JVM: pyspark does not wait for it, so it is never reaped by us.)
     The wall clock stops when ``communicate`` returns, not at a sampler's tick: a poll loop in this
     thread rounded every run up to its next 0.1 s tick (``python -c pass`` read 0.10 s). Only a
-    command that leaves a process nobody reaps (``sample``: the Spark engine's JVM) is sampled: the
-    sampler's own CPU on a 2-core machine slowed a sub-second run by about a tenth.
+    command that leaves a process nobody reaps (``sample``: the Spark engine's JVM) is sampled; for
+    the others the reaped figure is exact and a sampler would only share the two cores with the run.
     """
     import psutil
 
