@@ -270,7 +270,7 @@ class GoldSettings:
     #: incremental path is exact (its fixed cost is more than replaying a small table); 0: always incremental
     incremental_min_changes: StrictInt = Field(default=50_000, ge=0)
     #: a full replay fed by at most this many row changes runs in the gold step's own process (its
-    #: stream read with delta-rs, the rows written by Spark) instead of as a Spark job over silver; 0: never
+    #: stream read and its rows written with delta-rs) instead of as a Spark job over silver; 0: never
     in_process_changes: StrictInt = Field(default=50_000, ge=0)
 
     @field_validator("union")
