@@ -102,13 +102,13 @@ def run_command(argv: list[str], label: str, sample: bool = False) -> Timing:
     start = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler = threading.Thread(target=sample_tree, args=(psutil.Process(proc.pid),), daemon=True)
-    if sample:
+    sampler = threading.Thread(target=sample_tree, args=(psutil.Process(proc.pid),), daemon=True) if sample else None
+    if sampler is not None:
         sampler.start()
     _, stderr = proc.communicate()
     wall = time.perf_counter() - start
     done.set()
-    if sample:
+    if sampler is not None:
         sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{label}: exit {proc.returncode}: {stderr.strip()}")

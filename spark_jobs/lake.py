@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from deltalake import DeltaTable
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger("binlake.lake")
 
@@ -89,6 +90,15 @@ def delta_log(config: BinlakeConfig, path: str) -> DeltaTable | None:
     from binlake.lake.delta_tables import open_delta_table
 
     return open_delta_table(path, config.s3)
+
+
+def delta_schema(config: BinlakeConfig, path: str) -> StructType | None:
+    """The table's Spark schema read from its Delta log (delta-rs; the log holds Spark's own schema
+    JSON), None if absent. Why not a Spark read: that costs a snapshot of the table for a schema."""
+    from pyspark.sql.types import StructType
+
+    table = delta_log(config, path)
+    return None if table is None else StructType.fromJson(json.loads(table.schema().to_json()))
 
 
 def table_version(config: BinlakeConfig, path: str) -> int | None:

@@ -318,4 +318,3 @@ def test_append_files_refuses_nulls_in_a_not_null_column_and_other_features(tmp_
     assert append_files(other, None, [_data_file(other, "a", [("x", 1)], "p.parquet")], partition_by=["source"],
                         txn_app="app:1") is Commit.LEFT_TO_SPARK
     assert DeltaTable(other).version() == 0
-

@@ -33,7 +33,7 @@ from binlake.gold.reads import stream_items
 from binlake.gold.schema_history import Coordinates, SchemaVersion, TableSchema
 from binlake.gold.seed import SeedTable, Snapshot, SnapshotPosition
 from binlake.gold.state import Segment, StreamItem, TableReplayer, best_table_map, final_schema
-from binlake.lake.delta_tables import Commit, merge_rows, open_delta_table, overwrite_table
+from binlake.lake.delta_tables import Commit, merge_rows, overwrite_table
 from binlake.lake.sql_text import sql_identifier
 from binlake.lake.tables import gold_table_name
 from spark_jobs.gold.incremental import Outcome, TableJob, replay_new, versions_after
@@ -55,10 +55,12 @@ from spark_jobs.gold.tables import (
     stream_item,
     table_version,
 )
+from spark_jobs.lake import delta_schema
 from spark_jobs.session import ddl_schema, local_arrow, local_frame, map_partitions_tagged, tagged_frame, tagged_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql.types import StructType
 
     from binlake.config import BinlakeConfig
 
@@ -190,21 +192,17 @@ def _best_with_place(candidates: list[tuple[Coordinates, dict[str, Any]]]) -> tu
     return best, json.dumps({"at": [at.file_seq, at.pos, at.file], "fields": best}, sort_keys=True)
 
 
-def _stored_schema(cfg: BinlakeConfig, path: str) -> str | None:
-    """The Spark schema (``simpleString``) of the Delta table at ``path``, None when there is none.
-    Read from its log with delta-rs: the log's schema is Spark's own JSON, and a Spark read would
-    cost a snapshot of the table on the driver for a string."""
-    from pyspark.sql.types import StructType
-
-    table = open_delta_table(path, cfg.s3)
-    return None if table is None else StructType.fromJson(json.loads(table.schema().to_json())).simpleString()
+def _merges(cfg: BinlakeConfig, path: str, final: TableSchema, schema: StructType) -> bool:
+    """Whether the gold table at ``path`` is MERGEd rather than overwritten: it has a key and its
+    stored schema (read from the Delta log) is ``schema``."""
+    stored = delta_schema(cfg, path)
+    return bool(final.primary_key) and stored is not None and stored.simpleString() == schema.simpleString()
 
 
-def _write_gold(spark: SparkSession, cfg: BinlakeConfig, df: DataFrame, path: str, final: TableSchema,
-                run_id: str) -> str:
-    """MERGE when the schema is unchanged (and the table has a key), else overwrite."""
+def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchema, run_id: str, *, merge: bool) -> str:
+    """MERGE (``merge``: :func:`_merges`), else overwrite."""
     meta = json.dumps({"job": "gold", "run_id": run_id})
-    if final.primary_key and _stored_schema(cfg, path) == df.schema.simpleString():
+    if merge:
         on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
         # every column, not just the last change's coordinates: a backfill of older files
         # changes a row's values while its last change stays the same
@@ -288,8 +286,8 @@ def _replay_on_executor(spark: SparkSession, cfg: BinlakeConfig, task: TableTask
     path, history_path = paths
     out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), replay).cache()
     try:
-        mode = _write_gold(spark, cfg, tagged_frame(spark, out, ("row",), gold_schema_ddl(final)), path, final,
-                           task.run_id)
+        rows = tagged_frame(spark, out, ("row",), gold_schema_ddl(final))
+        mode = _write_gold(spark, rows, path, final, task.run_id, merge=_merges(cfg, path, final, rows.schema))
         if history_path is not None:
             _write_history(tagged_frame(spark, out, ("history",), history_schema_ddl(final)), history_path, task.run_id)
         return mode, ReplayFacts.of(tagged_values(out, *SIDE_KINDS))
@@ -324,17 +322,19 @@ def _write_gold_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], p
     table feature beyond :data:`binlake.lake.delta_tables.DELTA_RS_GOLD_WRITER_FEATURES`).
     Why: a Spark Delta write of a few rows costs seconds of driver time (the table's snapshot
     is a Spark job), delta-rs milliseconds; small tables are most tables of a small night."""
-    schema = ddl_schema(spark, gold_schema_ddl(final))
+    ddl = gold_schema_ddl(final)
+    schema = ddl_schema(spark, ddl)
+    merge = _merges(cfg, path, final, schema)
     if not cfg.gold.deletion_vectors:
         data = local_arrow(rows, schema)
         meta = json.dumps({"job": "gold", "run_id": run_id})
-        if final.primary_key and _stored_schema(cfg, path) == schema.simpleString():
+        if merge:
             if merge_rows(path, cfg.s3, data, final.primary_key, user_metadata=meta) is not Commit.LEFT_TO_SPARK:
                 return "merge"
         elif overwrite_table(path, cfg.s3, data, configuration=gold_properties(cfg),
                              user_metadata=meta) is not Commit.LEFT_TO_SPARK:
             return "overwrite"
-    return _write_gold(spark, cfg, local_frame(spark, rows, gold_schema_ddl(final)), path, final, run_id)
+    return _write_gold(spark, local_frame(spark, rows, ddl), path, final, run_id, merge=merge)
 
 
 def _write_history_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,

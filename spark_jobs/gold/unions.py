@@ -10,7 +10,6 @@ and the status are written.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from binlake.gold.plan import INCREMENTAL
@@ -20,7 +19,7 @@ from spark_jobs.errors import GoldUnionError
 from spark_jobs.gold.incremental import merge_union_part
 from spark_jobs.gold.results import GoldTableResult, GoldUnionResult
 from spark_jobs.gold.tables import gold_location, is_delta
-from spark_jobs.lake import committed_write, delta_log, write_replace
+from spark_jobs.lake import committed_write, delta_schema, write_replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -36,12 +35,10 @@ def _check_union_schema(cfg: BinlakeConfig, path: str, df: DataFrame, union: str
     """Refuse a part whose column types differ from the union table's (Delta's own error does not
     say which column); added or missing columns are fine: ``mergeSchema`` adds them, NULL elsewhere.
     The union's schema is read from its Delta log (delta-rs), not a Spark snapshot."""
-    from pyspark.sql.types import StructType
-
-    log = delta_log(cfg, path)
-    if log is None:
+    schema = delta_schema(cfg, path)
+    if schema is None:
         return
-    held = {f.name.casefold(): f.dataType for f in StructType.fromJson(json.loads(log.schema().to_json())).fields}
+    held = {f.name.casefold(): f.dataType for f in schema.fields}
     clash = [f"{f.name} ({f.dataType.simpleString()}, the union has {held[f.name.casefold()].simpleString()})"
              for f in df.schema.fields if f.name.casefold() in held and held[f.name.casefold()] != f.dataType]
     if clash:
