@@ -364,6 +364,10 @@ class BinlakeConfig:
     #: this many): 1 gives each source its own tasks; more makes a night of many small sources cost
     #: a few task processes (and Spark sessions) per step instead of a few per source
     sources_per_task: StrictInt = Field(default=1, ge=1)
+    #: a decode step whose new files total at most this many bytes decodes them in the step's own
+    #: process (the same decoder, its rows committed by delta-rs) instead of on Spark's executors,
+    #: starting no JVM; 0: always Spark (docs/architecture.md, "Where the JVM starts")
+    decode_in_process_bytes: StrictInt = Field(default=64 << 20, ge=0)
     s3: S3Settings = S3Settings()
     spark: SparkSettings = SparkSettings()
     config_path: StrictStr | None = None
@@ -425,7 +429,7 @@ class BinlakeConfig:
 
 #: the ``[pipeline]`` table's keys: top-level fields of BinlakeConfig
 _PIPELINE_KEYS: tuple[str, ...] = ("warehouse", "state_dir", "jars_dir", "nightly_cron", "on_replaced_object",
-                                   "sources_per_task")
+                                   "sources_per_task", "decode_in_process_bytes")
 #: file key -> field name, per section
 _FILE_RENAMES: dict[str, dict[str, str]] = {"spark": {"conf": "extra_conf"}}
 _FILE_SECTIONS: tuple[str, ...] = ("pipeline", "sources", "s3", "spark", "archive", "gold", "maintenance",

@@ -11,15 +11,18 @@ in-memory catalog that call does nothing, and ``binlake catalog sync`` brings th
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from binlake.config import BinlakeConfig
 from binlake.lake.catalog import GOLD_TABLES_SQL, HIVE, CatalogEntry, catalog_entries
 from binlake.lake.tables import DATABASES, GOLD_DATABASE, META_GOLD_STATUS
+from spark_jobs.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+    from spark_jobs.session import SparkSource
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +72,23 @@ def on_metastore(spark: SparkSession) -> bool:
     return (spark.conf.get("spark.sql.catalogImplementation", "in-memory") or "") == HIVE
 
 
-def register_gold_tables(spark: SparkSession, cfg: BinlakeConfig, names: Iterable[str]) -> list[str]:
+def _may_be_on_metastore(spark: SparkSource, cfg: BinlakeConfig) -> bool:
+    """:func:`on_metastore`, asked without starting a session that has not started: a jobs'
+    session is on the in-memory catalog unless ``[spark.conf]`` says otherwise, or it is a client of
+    ``binlake serve --connect`` (whose catalog is the metastore)."""
+    from spark_jobs.session import LazySession
+
+    if isinstance(spark, LazySession) and not spark.started:
+        return cfg.spark.mode == "connect" or cfg.spark.extra_conf.get("spark.sql.catalogImplementation") == HIVE
+    return on_metastore(session_of(spark))
+
+
+def register_gold_tables(spark: SparkSource, cfg: BinlakeConfig, names: Sequence[str]) -> list[str]:
     """Register the gold tables ``names`` (as gold writes their status rows) in the session's
     metastore; nothing on an in-memory catalog (the jobs' default: ``binlake catalog sync`` then)."""
+    if not names or not _may_be_on_metastore(spark, cfg):
+        return []
+    spark = session_of(spark)
     if not on_metastore(spark):
         return []
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {GOLD_DATABASE}")

@@ -47,9 +47,9 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from binlake.config import BinlakeConfig
 from binlake.ingest import records
@@ -68,8 +68,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
     from binlake.lake.storage import ObjectStore
+    from spark_jobs.session import SparkSource
 
 log = logging.getLogger("binlake.ingest")
+T = TypeVar("T")
+R = TypeVar("R")
 
 DEFAULT_SPLIT_THRESHOLD = 128 << 20
 DEFAULT_SPLIT_TARGET = 64 << 20
@@ -117,6 +120,8 @@ class IngestResult:
     decode_seconds: float = 0.0
     write_seconds: float = 0.0
     table_versions: dict[str, int] = field(default_factory=dict)
+    #: decoded in the calling process (at most ``[pipeline] decode_in_process_bytes``), not on executors
+    in_process: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -271,6 +276,9 @@ class TaskSettings:
     batch_rows: int = records.DEFAULT_BATCH_ROWS
     #: kind -> its table, for the kinds written straight into their table's folder
     direct: Mapping[str, DirectTable] = field(default_factory=dict)
+    #: the task runs in a Spark Python worker (tuned for it: :func:`freed_memory_kept`,
+    #: :func:`young_objects_collected_rarely`), not in the step's own long-lived process
+    spark_worker: bool = True
 
 
 #: the young generation's collection threshold while a task decodes (Python's default: 700)
@@ -341,8 +349,9 @@ def decode_task(task: tuple[int, list[dict[str, Any]]], settings: TaskSettings) 
     from binlake.ingest.parquet_parts import TaskStaging, staging_store
 
     task_id, pieces = task
-    freed_memory_kept()
-    with young_objects_collected_rarely():
+    if settings.spark_worker:
+        freed_memory_kept()
+    with young_objects_collected_rarely() if settings.spark_worker else contextlib.nullcontext():
         staging = TaskStaging(staging_store(settings.staging, settings.s3), task_id, direct=settings.direct,
                               s3=settings.s3)
         facts = []
@@ -425,7 +434,7 @@ def _delete_path(config: BinlakeConfig, path: str) -> None:
             store.delete(obj.name)
 
 
-def already_ingested(spark: SparkSession, config: BinlakeConfig) -> dict[tuple[str, str], tuple[str | None, int | None]]:
+def already_ingested(spark: SparkSource, config: BinlakeConfig) -> dict[tuple[str, str], tuple[str | None, int | None]]:
     """(source, file) -> (etag, size) of files meta.ingested_files marks done.
 
     Read with delta-rs (:func:`binlake.ingest.state.read_table_rows`, one row per file): a Spark
@@ -433,14 +442,16 @@ def already_ingested(spark: SparkSession, config: BinlakeConfig) -> dict[tuple[s
     table when delta-rs cannot."""
     from binlake.ingest.state import INGESTED_FILES, read_table_rows
     from spark_jobs.lake import is_delta_table
+    from spark_jobs.session import session_of
 
     columns = ("source", "file", "etag", "size", "status")
     rows = read_table_rows(config, INGESTED_FILES, columns)
     if rows is None:
         path = table_path(config, INGESTED_FILES)
-        if not is_delta_table(spark, path):
+        session = session_of(spark)
+        if not is_delta_table(session, path):
             return {}
-        rows = [r.asDict() for r in spark.read.format("delta").load(path).select(*columns).collect()]
+        rows = [r.asDict() for r in session.read.format("delta").load(path).select(*columns).collect()]
     return {(r["source"], r["file"]): (r["etag"], r["size"]) for r in rows if r["status"] != "failed"}
 
 
@@ -478,6 +489,8 @@ class StagedRun:
     counts: Mapping[tuple[str, str], Mapping[str, int]]
     direct: Mapping[str, DirectTable] = field(default_factory=dict)
     files: Mapping[str, list[DataFile]] = field(default_factory=dict)
+    #: the staging folder as binlake names it (a local path or an s3:// URI)
+    folder: str = ""
 
 
 @dataclass(frozen=True)
@@ -489,7 +502,7 @@ class FileOutcome:
     ingested_row: dict[str, Any]
 
 
-def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any], run_id: str | None = None, *,
+def run_ingest(spark: SparkSource, config: BinlakeConfig, files: Iterable[Any], run_id: str | None = None, *,
                force: bool = False, split_threshold: int = DEFAULT_SPLIT_THRESHOLD,
                split_target: int = DEFAULT_SPLIT_TARGET, pack_target: int = DEFAULT_PACK_TARGET,
                keep_raw: bool = False, batch_rows: int = records.DEFAULT_BATCH_ROWS,
@@ -501,6 +514,10 @@ def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any],
     unless ``force``; a changed etag or size means the object changed (an active file
     re-archived): it is ingested again and its rows replaced. ``record_run_id`` (the Airflow run
     id) goes into ``meta.ingested_files.run_id``; ``run_id`` (path-safe) names staging and commits.
+
+    Files totalling at most ``[pipeline] decode_in_process_bytes`` are decoded here, by the same
+    tasks one after another, and every table is committed by delta-rs (:func:`_decodes_here`):
+    ``spark`` is then not used, and a :class:`spark_jobs.session.LazySession` never starts.
     """
     t0 = time.time()
     opts = IngestOptions(split_threshold, split_target, pack_target, keep_raw, batch_rows, keep_staging,
@@ -511,6 +528,7 @@ def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any],
     for name in INGEST_TABLES:
         ensure_table(spark, config, name)
     if objects:
+        result.in_process = _decodes_here(config, result.bytes)
         tasks = _plan(spark, objects, opts, dataclasses.asdict(config.s3), result)
         direct = _direct_tables(config, objects) if opts.direct_writes else {}
         staged = _decode_to_staging(spark, config, tasks, opts, direct, result)
@@ -530,9 +548,28 @@ def run_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any],
         if not opts.keep_staging:
             _delete_path(config, staged.path)
     result.seconds = time.time() - t0
-    log.info("ingest %s: %d files, %d tasks, %.1f MB in %.1fs", result.run_id, result.files, result.tasks,
-             result.bytes / 1e6, result.seconds)
+    log.info("ingest %s: %d files, %d tasks%s, %.1f MB in %.1fs", result.run_id, result.files, result.tasks,
+             " (in process)" if result.in_process else "", result.bytes / 1e6, result.seconds)
     return result
+
+
+def _decodes_here(config: BinlakeConfig, total_bytes: int) -> bool:
+    """Whether the run decodes in this process: its files total at most ``[pipeline]
+    decode_in_process_bytes`` and delta-rs may commit to every table it writes.
+
+    Why a line in bytes: below it a Spark job's fixed cost (a JVM, or a Connect server's job and
+    its Python workers) is most of the run's CPU, while the decoder takes well under a second per
+    MB; above it Spark's executors decode the files in parallel (docs/architecture.md, "Where the
+    JVM starts")."""
+    from binlake.lake.delta_tables import delta_rs_writes
+
+    if total_bytes > config.decode_in_process_bytes:
+        return False
+    for name in INGEST_TABLES:
+        table = delta_log(config, table_path(config, name))
+        if table is None or not delta_rs_writes(table):
+            return False
+    return True
 
 
 def _clean_stale_staging(config: BinlakeConfig, run_id: str) -> int:
@@ -547,7 +584,7 @@ def _clean_stale_staging(config: BinlakeConfig, run_id: str) -> int:
         return 0
 
 
-def _objects_to_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterable[Any], force: bool,
+def _objects_to_ingest(spark: SparkSource, config: BinlakeConfig, files: Iterable[Any], force: bool,
                        result: IngestResult) -> list[BinlogObject]:
     """One object per (source, file) (the last listed wins), sorted, without the ones already
     ingested with the same etag and size (unless ``force``)."""
@@ -565,21 +602,22 @@ def _objects_to_ingest(spark: SparkSession, config: BinlakeConfig, files: Iterab
     return objects
 
 
-def _plan(spark: SparkSession, objects: Sequence[BinlogObject], opts: IngestOptions, s3: Mapping[str, Any],
+def _plan(spark: SparkSource, objects: Sequence[BinlogObject], opts: IngestOptions, s3: Mapping[str, Any],
           result: IngestResult) -> list[list[dict[str, Any]]]:
     """Split points of large files (a header scan on the executors), then the task list: at
-    least ``defaultParallelism`` tasks when the archive allows it (:func:`spread_targets`)."""
-    from spark_jobs.session import default_parallelism, run_on_executors
+    least ``defaultParallelism`` tasks when the archive allows it (:func:`spread_targets`); one
+    core's worth when the run decodes in process."""
+    from spark_jobs.session import default_parallelism, session_of
 
+    parallelism = 1 if result.in_process else default_parallelism(session_of(spark))
     threshold, target, pack = spread_targets(opts.split_threshold, opts.split_target, opts.pack_target,
-                                             total_bytes=sum(o.size for o in objects),
-                                             parallelism=default_parallelism(spark))
+                                             total_bytes=sum(o.size for o in objects), parallelism=parallelism)
     big = [o for o in objects if o.size > threshold]
     cuts: dict[tuple[str, str], list[int]] = {}
     if big:
-        found = run_on_executors(
-            spark, lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], target, s3, etag=t[4])),
-            [(o.source, o.file, o.uri, o.size, o.etag) for o in big])
+        found = _map(spark, result.in_process,
+                     lambda t: ((t[0], t[1]), scan_split_points(t[2], t[3], target, s3, etag=t[4])),
+                     [(o.source, o.file, o.uri, o.size, o.etag) for o in big])
         cuts = dict(found)
         result.split_files = sum(1 for v in cuts.values() if v)
     tasks = plan_tasks(objects, cuts, pack_target=pack)
@@ -611,21 +649,26 @@ def _direct_tables(config: BinlakeConfig, objects: Sequence[BinlogObject]) -> di
     return direct
 
 
-def _decode_to_staging(spark: SparkSession, config: BinlakeConfig, tasks: list[list[dict[str, Any]]],
+def _map(spark: SparkSource, here: bool, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``fn`` over ``items``: here, one after another, or one Spark task each on the executors."""
+    from spark_jobs.session import run_on_executors, session_of
+
+    return [fn(item) for item in items] if here else run_on_executors(session_of(spark), fn, items)
+
+
+def _decode_to_staging(spark: SparkSource, config: BinlakeConfig, tasks: list[list[dict[str, Any]]],
                        opts: IngestOptions, direct: Mapping[str, DirectTable], result: IngestResult) -> StagedRun:
-    """Decode every task once on the executors, which write each table's rows as Parquet (data
-    files of the ``direct`` tables, staging parts of the others); collect only the per-range
-    facts and the file names."""
+    """Decode every task once (on the executors, or here: ``result.in_process``), writing each
+    table's rows as Parquet (data files of the ``direct`` tables, staging parts of the others);
+    collect only the per-range facts and the file names."""
     from binlake.config import to_spark_uri
     from binlake.ingest.staging import staging_folder
 
     folder = staging_folder(config.warehouse, result.run_id)
     settings = TaskSettings(folder, dataclasses.asdict(config.s3), opts.keep_raw, result.run_id, opts.batch_rows,
-                            direct)
+                            direct, spark_worker=not result.in_process)
     t1 = time.time()
-    from spark_jobs.session import run_on_executors
-
-    done = run_on_executors(spark, functools.partial(decode_task, settings=settings), list(enumerate(tasks)))
+    done = _map(spark, result.in_process, functools.partial(decode_task, settings=settings), list(enumerate(tasks)))
     result.decode_seconds = time.time() - t1
     parts: dict[str, list[str]] = {k: [] for k in STAGE_KINDS}
     files: dict[str, list[DataFile]] = {k: [] for k in direct}
@@ -642,7 +685,7 @@ def _decode_to_staging(spark: SparkSession, config: BinlakeConfig, tasks: list[l
             file_counts = counts.setdefault(key, dict.fromkeys(STAGE_KINDS, 0))
             for kind, n in fact.pop("row_counts").items():
                 file_counts[kind] += n
-    return StagedRun(to_spark_uri(folder), parts, by_file, counts, direct, files)
+    return StagedRun(to_spark_uri(folder), parts, by_file, counts, direct, files, folder)
 
 
 def refuse_changed_objects(facts: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> None:
@@ -678,7 +721,7 @@ def _staged_df(spark: SparkSession, staged: StagedRun, kind: str) -> DataFrame:
     return spark.read.schema(ts.schema).parquet(*[f"{staged.path}/{n}" for n in names])
 
 
-def _write_tables(spark: SparkSession, config: BinlakeConfig, objects: Sequence[BinlogObject], staged: StagedRun,
+def _write_tables(spark: SparkSource, config: BinlakeConfig, objects: Sequence[BinlogObject], staged: StagedRun,
                   opts: IngestOptions, result: IngestResult) -> None:
     """The five row tables (from a few driver threads: an append of the data files the executors
     wrote, or a Spark replacement from the staged parts), then meta.binlog_files and
@@ -703,7 +746,13 @@ def _write_tables(spark: SparkSession, config: BinlakeConfig, objects: Sequence[
             # quarantine is nearly always empty), and each commit costs seconds of JVM CPU
             log.info("ingest %s: %s unchanged (no rows of these files before or now)", result.run_id, ts.name)
             return
-        df = _staged_df(spark, staged, kind)
+        if result.in_process:
+            _replace_from_parts(config, path, ts, staged, kind, pairs, txn_app=txn_app, run_id=result.run_id,
+                                n_files=len(objects))
+            return
+        from spark_jobs.session import session_of
+
+        df = _staged_df(session_of(spark), staged, kind)
         write_replace(df, path, predicate, s3=config.s3, run_id=result.run_id,
                       job="ingest", txn_app=txn_app, extra_meta={"files": len(objects)})
 
@@ -730,6 +779,32 @@ def _write_tables(spark: SparkSession, config: BinlakeConfig, objects: Sequence[
                          job="ingest", txn_app=txn_app)
     result.rows = {KIND_TO_TABLE[k]: n for k, n in counts.items()}
     result.quarantined = counts["quarantine"]
+
+
+def _replace_from_parts(config: BinlakeConfig, path: str, ts: TableSpec, staged: StagedRun, kind: str,
+                        pairs: set[tuple[str, str]], *, txn_app: str, run_id: str, n_files: int) -> None:
+    """The in-process run's replacement of a table that may hold rows of its files: the staged
+    parts read here and written over those files' rows in one delta-rs commit (the commit the
+    Spark path's ``replaceWhere`` write makes: predicate, txn id, ``userMetadata``). Raises
+    :class:`DirectWriteRefused` when the table's protocol changed since the run checked it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from binlake.ingest.parquet_parts import staging_store
+    from binlake.lake.delta_tables import Commit, replace_rows
+    from binlake.lake.sql_text import DELTA_RS
+
+    store = staging_store(staged.folder, dataclasses.asdict(config.s3))
+    parts = [pq.read_table(io.BytesIO(store.read_all(name)), schema=ts.arrow_schema)
+             for name in staged.parts.get(kind) or []]
+    data = pa.concat_tables(parts) if parts else ts.arrow_schema.empty_table()
+    done = replace_rows(path, config.s3, data, files_predicate(pairs, DELTA_RS), partition_by=ts.partition_by,
+                        txn_app=txn_app,
+                        user_metadata=json.dumps({"files": n_files, "job": "ingest", "run_id": run_id}, sort_keys=True))
+    if done is Commit.LEFT_TO_SPARK:
+        raise DirectWriteRefused(f"{path}: table {ts.name} now has Delta protocol features delta-rs does not write "
+                                 f"(changed since run {run_id} checked it); nothing written: re-run the step "
+                                 "(it writes the table with Spark)")
 
 
 def _append_files(config: BinlakeConfig, path: str, ts: TableSpec, files: Sequence[DataFile], *, txn_app: str, run_id: str,

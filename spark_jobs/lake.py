@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from spark_jobs.session import SparkSource
+
 log = logging.getLogger("binlake.lake")
 
 T = TypeVar("T")
@@ -106,7 +108,7 @@ def table_version(config: BinlakeConfig, path: str) -> int | None:
     return None if log_reader is None else int(log_reader.version())
 
 
-def ensure_table(spark: SparkSession, config: BinlakeConfig, name: str) -> str:
+def ensure_table(spark: SparkSource, config: BinlakeConfig, name: str) -> str:
     """Create the Delta table (schema, comments, partitioning) if it does not exist; race-safe.
 
     Created with delta-rs from the Spark schema (the Delta schema JSON is Spark's), so creating
@@ -135,7 +137,9 @@ def ensure_table(spark: SparkSession, config: BinlakeConfig, name: str) -> str:
             _create_table(config, path, ts)
             return
         if tuple(current.metadata().partition_columns) != ts.partition_by:
-            _repartition(spark, path, ts)
+            from spark_jobs.session import session_of
+
+            _repartition(session_of(spark), path, ts)
             current = delta_log(config, path)
         missing = _missing_properties(current, ts) if current is not None else {}
         if missing:
@@ -242,7 +246,7 @@ def write_replace(df: DataFrame, path: str, predicate: str, *, s3: S3Settings | 
     committed_write(path, s3, write, f"{job} write to {path}")
 
 
-def replace_few_rows(spark: SparkSession, config: BinlakeConfig, name: str, rows: Sequence[Mapping[str, Any]],
+def replace_few_rows(spark: SparkSource, config: BinlakeConfig, name: str, rows: Sequence[Mapping[str, Any]],
                      predicate: Callable[[str], str], *, run_id: str, job: str, txn_app: str,
                      extra_meta: Mapping[str, Any] | None = None) -> None:
     """Replace the rows of table ``name`` that ``predicate`` selects with ``rows`` (a few: one per
@@ -265,8 +269,10 @@ def replace_few_rows(spark: SparkSession, config: BinlakeConfig, name: str, rows
                         partition_by=ts.table.partition_by, txn_app=txn_app,
                         user_metadata=json.dumps(meta, sort_keys=True))
     if done is Commit.LEFT_TO_SPARK:
+        from spark_jobs.session import session_of
+
         log.info("%s: written with Spark (its protocol is left to Spark)", name)
-        write_replace(rows_df(spark, name, rows), path, predicate(SPARK), s3=config.s3, run_id=run_id,
+        write_replace(rows_df(session_of(spark), name, rows), path, predicate(SPARK), s3=config.s3, run_id=run_id,
                       job=job, txn_app=txn_app, extra_meta=extra_meta)
 
 

@@ -18,10 +18,11 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from binlake.config import BinlakeConfig, config_from_dict
 from binlake.lake.catalog import metastore_conf
@@ -387,6 +388,34 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+class LazySession:
+    """A step's Spark session, started the first time :func:`session_of` asks for it.
+
+    Why: a small night's steps do their work in their own process (a few MB decoded, gold's small
+    replays, delta-rs commits), and a Spark session costs more CPU than all of that (a JVM: tens of
+    CPU-seconds; a Connect client: its imports and a server round trip per call). Only the paths
+    that need Spark ask for it: a large night, a table delta-rs may not write, an old table's
+    one-off re-partitioning (docs/architecture.md, "Where the JVM starts")."""
+
+    def __init__(self, start: Callable[[], SparkSession]) -> None:
+        self._start = start
+        self._session: SparkSession | None = None
+
+    def get(self) -> SparkSession:
+        if self._session is None:
+            self._session = self._start()
+        return self._session
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+
+def session_of(spark: SparkSource) -> SparkSession:
+    """The session itself: ``spark``, or the :class:`LazySession`'s, started now if it was not."""
+    return spark.get() if isinstance(spark, LazySession) else spark
+
+
 def run_on_executors(spark: SparkSession, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``fn(item)`` for every item, one Spark task each, on the executors; the results in ``items``' order.
 
@@ -493,15 +522,54 @@ def tagged_frame(spark: SparkSession, tagged: DataFrame, kinds: Sequence[str], d
     return _plain_types(spark, tagged.where(F.col("kind").isin(*kinds)).mapInArrow(run, ddl), schema)
 
 
-def ddl_schema(spark: SparkSession, ddl: str) -> StructType:
-    """The Spark schema of the DDL text ``ddl`` (Spark's own parser: one call, no job)."""
-    return spark.createDataFrame([], ddl).schema
+#: the scalar types of the DDL binlake writes (gold's column types, its _meta and history columns)
+_DDL_SCALARS = {"TINYINT": "byte", "SMALLINT": "short", "INT": "integer", "BIGINT": "long", "FLOAT": "float",
+                "DOUBLE": "double", "BOOLEAN": "boolean", "STRING": "string", "BINARY": "binary", "DATE": "date",
+                "TIMESTAMP": "timestamp", "TIMESTAMP_NTZ": "timestamp_ntz"}
+_DDL_FIELD = re.compile(r"\s*(`(?:[^`]|``)+`|\w+)\s+(DECIMAL\(\d+,\s*\d+\)|ARRAY<\w+>|\w+)(\s+NOT\s+NULL)?\s*(?:,|$)",
+                        re.IGNORECASE)
+
+
+def ddl_schema(ddl: str) -> StructType:
+    """The Spark schema of binlake's DDL text ``ddl`` (``name TYPE [NOT NULL], ...``), read in
+    Python: what Spark's parser makes of it (tests/test_spark.py compares), without a session.
+
+    Why not Spark's parser: asking it is a JVM call, and a small gold table written by delta-rs
+    needs no JVM otherwise (docs/architecture.md, "Where the JVM starts"). Only the types
+    :func:`binlake.gold.types.spark_type` and gold's own columns use are known; another is an error."""
+    from pyspark.sql.types import ArrayType, DataType, DecimalType, StructField, StructType, _parse_datatype_json_value
+
+    def scalar(name: str) -> DataType:
+        if name.upper() not in _DDL_SCALARS:
+            raise SparkJobError(f"DDL type {name!r} is not one binlake writes")
+        return _parse_datatype_json_value(_DDL_SCALARS[name.upper()])
+
+    fields, pos = [], 0
+    while pos < len(ddl):
+        m = _DDL_FIELD.match(ddl, pos)
+        if m is None:
+            raise SparkJobError(f"cannot read DDL {ddl!r} at {pos}")
+        name, kind, not_null = m.groups()
+        if name.startswith("`"):
+            name = name[1:-1].replace("``", "`")
+        upper = kind.upper()
+        data_type: DataType
+        if upper.startswith("DECIMAL("):
+            precision, scale = (int(x) for x in upper[8:-1].split(","))
+            data_type = DecimalType(precision, scale)
+        elif upper.startswith("ARRAY<"):
+            data_type = ArrayType(scalar(upper[6:-1]), True)
+        else:
+            data_type = scalar(kind)
+        fields.append(StructField(name, data_type, nullable=not not_null))
+        pos = m.end()
+    return StructType(fields)
 
 
 def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], ddl: str) -> DataFrame:
     """A DataFrame of schema ``ddl`` holding ``rows`` (Python values, made in this process): what
     :func:`tagged_frame` makes on the executors, by the same conversion (``createDataFrame``'s)."""
-    schema = ddl_schema(spark, ddl)
+    schema = ddl_schema(ddl)
     return _plain_types(spark, spark.createDataFrame(list(rows), schema), schema)
 
 
@@ -582,3 +650,8 @@ def spark_submit_kwargs(cfg: BinlakeConfig) -> dict[str, object]:
     if shipped:
         kwargs["jars"] = shipped
     return kwargs
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    #: what a step's code takes where it needs Spark only on some paths: a session, or one started on first use
+    SparkSource: TypeAlias = SparkSession | LazySession

@@ -17,6 +17,7 @@ discovery), runs its Spark job and writes its own document, so a step runs the s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +52,8 @@ from binlake.step_results import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+    from spark_jobs.session import SparkSource
+
 log = logging.getLogger("binlake.pipeline")
 
 
@@ -76,7 +79,7 @@ def decode_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> Decode
     return result
 
 
-def step_decode(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult:
+def step_decode(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult:
     """Ingest the planned files (``run_ingest``); fails when a file could not be decoded."""
     from spark_jobs.ingest import run_ingest
 
@@ -90,7 +93,7 @@ def step_decode(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: st
         source=source, mode=plan.mode, files=res.files, skipped=res.skipped,
         ingested=tuple(sorted(res.file_status)[:XCOM_LIST_LIMIT]), rows=dict(res.rows), quarantined=res.quarantined,
         bytes=res.bytes, seconds=round(res.seconds, 2), failed=tuple(failed), partial=tuple(partial),
-        next_file_filled=tuple(filled), ok=not failed)
+        next_file_filled=tuple(filled), ok=not failed, spark=not res.in_process)
     put_doc(cfg, run_id, source, "decode", result)
     log.info("source %s: ingested %d file(s) (%d skipped as already ingested), rows %s, %d quarantined, %.1fs",
              source, res.files, res.skipped, res.rows, res.quarantined, res.seconds)
@@ -109,33 +112,32 @@ def stop_successors(cfg: BinlakeConfig, source: str, run_id: str) -> dict[str, s
             if f.closing_event == "STOP" and f.next_file and f.next_file in present}
 
 
-def fill_stop_successors(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str) -> list[str]:
+def fill_stop_successors(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str) -> list[str]:
     """Set ``meta.binlog_files.next_file`` of STOP-closed files to the successor discovery names.
 
     Why here and not in the decoder: a STOP event names no next file (the server stopped); the
     successor is only known from the archive's listing, and may appear nights after the STOP file
-    was ingested. The rows are replaced like any ingest write (``replaceWhere`` on those files).
+    was ingested. The rows (one per file) are read and replaced with delta-rs like the ingest's
+    meta rows (:func:`spark_jobs.lake.replace_few_rows`: one commit tied to the run).
     """
+    import functools
+
     from binlake.lake.sql_text import files_predicate
-    from spark_jobs.lake import is_delta_table, table_path, write_replace
+    from binlake.reconcile.report import read_table_rows
+    from spark_jobs.lake import replace_few_rows
 
     successors = stop_successors(cfg, source, run_id)
-    path = table_path(cfg, "meta.binlog_files")
-    if not successors or not is_delta_table(spark, path):
+    if not successors:
         return []
-    from pyspark.sql import functions as F
-
-    predicate = files_predicate((source, f) for f in successors)
-    rows = spark.read.format("delta").load(path).where(predicate).where("next_file IS NULL")
-    todo = sorted(r.file for r in rows.select("file").collect())
+    rows = [r for r in read_table_rows(cfg, "meta.binlog_files", source)
+            if r["file"] in successors and r["next_file"] is None]
+    todo = sorted(r["file"] for r in rows)
     if not todo:
         return []
-    mapping = F.create_map(*[F.lit(x) for f in todo for x in (f, successors[f])])
-    predicate = files_predicate((source, f) for f in todo)
-    patched = (spark.read.format("delta").load(path).where(predicate)
-               .withColumn("next_file", F.coalesce(F.col("next_file"), mapping[F.col("file")])))
-    write_replace(patched, path, predicate, s3=cfg.s3, run_id=run_key(run_id), job="next-file",
-                  txn_app=f"binlake-next-file:{run_key(run_id)}.{source}")
+    patched = [{**r, "next_file": successors[r["file"]]} for r in rows]
+    replace_few_rows(spark, cfg, "meta.binlog_files", patched,
+                     functools.partial(files_predicate, [(source, f) for f in todo]), run_id=run_key(run_id),
+                     job="next-file", txn_app=f"binlake-next-file:{run_key(run_id)}.{source}")
     log.info("source %s: next_file of STOP-closed file(s) set from discovery: %s", source,
              {f: successors[f] for f in todo})
     return todo
@@ -319,7 +321,7 @@ def gold_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> GoldStep
     return result
 
 
-def step_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult:
+def step_gold(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str) -> GoldStepResult:
     """Bring the source's gold tables up to date (only tables whose inputs changed are replayed)."""
     import json
 
@@ -514,7 +516,7 @@ def discover_run(cfg: BinlakeConfig, sources: Sequence[str], run_id: str, params
 
 StepResult = DecodeResult | ReconcileResult | GoldStepResult
 #: the steps that need Spark when they have work (``python -m spark_jobs`` runs these and ``reconcile``)
-STEPS: dict[str, Callable[[SparkSession, BinlakeConfig, str, str], StepResult]] = {
+STEPS: dict[str, Callable[[SparkSource, BinlakeConfig, str, str], StepResult]] = {
     "decode": step_decode,
     "gold": step_gold,
 }
@@ -534,9 +536,10 @@ def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | Non
     """Run one step in this process (the session is reused when one runs): what an in-process
     Airflow task and ``python -m spark_jobs`` (spark-submit) both call. A step with nothing for
     Spark to do (dry run, nothing new) answers without starting a session; ``reconcile`` never
-    starts one (:data:`WITHOUT_JVM`)."""
+    starts one (:data:`WITHOUT_JVM`); the others start it when their work first needs it
+    (:class:`spark_jobs.session.LazySession`: a small night's decode never does)."""
     from spark_jobs.progress import spark_progress
-    from spark_jobs.session import build_spark_session
+    from spark_jobs.session import LazySession, build_spark_session
     from spark_jobs.spark_logs import relay_jvm_stderr
 
     cfg = cfg or load_config()
@@ -547,13 +550,19 @@ def run_spark_step(step: str, source: str, run_id: str, cfg: BinlakeConfig | Non
     quick = WITHOUT_SPARK[step](cfg, source, run_id)
     if quick is not None:
         return quick
-    with relay_jvm_stderr():  # Spark's own log lines at their level, not as the task's stderr
-        spark = build_spark_session(cfg, f"binlake-{step}")
-    _ensure_pyspark_temp_dir(spark)
     plan = get_plan(cfg, run_id, source)
     size = sum(f.size for f in plan.files) if step == "decode" else 0
-    with spark_progress(spark, step, source, files=len(plan.files) if size else 0, total_bytes=size):
-        return STEPS[step](spark, cfg, source, run_id)
+    with contextlib.ExitStack() as stack:
+
+        def start() -> SparkSession:
+            with relay_jvm_stderr():  # Spark's own log lines at their level, not as the task's stderr
+                spark = build_spark_session(cfg, f"binlake-{step}")
+            _ensure_pyspark_temp_dir(spark)
+            stack.enter_context(spark_progress(spark, step, source, files=len(plan.files) if size else 0,
+                                               total_bytes=size))
+            return spark
+
+        return STEPS[step](LazySession(start), cfg, source, run_id)
 
 
 def _ensure_pyspark_temp_dir(spark: SparkSession) -> None:

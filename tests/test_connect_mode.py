@@ -85,7 +85,7 @@ def _config(folder: Path, archive: Path, *, mode: str, remote: str, master: str 
     path = folder / "binlake.toml"
     path.write_text("\n".join([
         "[pipeline]", f'warehouse = "{folder / "warehouse"}"', f'state_dir = "{folder / "state"}"',
-        f'jars_dir = "{jars}"', "",
+        f'jars_dir = "{jars}"', "decode_in_process_bytes = 0  # decoded on the executors, through Connect", "",
         "[[sources]]", f'name = "{SOURCE}"', f'uri = "{archive}/"', "",
         "[spark]", f'mode = "{mode}"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
         f'remote = "{remote}"', *(["jars_on_workers = true"] if master.startswith("spark://") else []), "",

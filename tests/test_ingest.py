@@ -32,6 +32,11 @@ from spark_jobs.schemas import spec
 
 pytestmark = pytest.mark.spark
 
+#: this module's runs decode on Spark's executors, the path its tests are about (the fixtures are
+#: small enough to decode in process: ``[pipeline] decode_in_process_bytes``);
+#: test_in_process_decode_writes_the_tables_of_the_spark_job compares that path with this one
+ON_SPARK: dict[str, Any] = {"pipeline": {"decode_in_process_bytes": 0}}
+
 FIX = Path(__file__).resolve().parent / "fixtures"
 MARIA = FIX / "mariadb-10.11"
 BB = FIX / "binlogs" / "blackbeam__rust_mysql_common"
@@ -106,7 +111,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def ingested(spark: Any, archive: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
              s3_server: Any) -> dict[str, Any]:
-    cfg = make_test_config(tmp_path_factory.mktemp("wh"), s3_server.endpoint_url)
+    cfg = make_test_config(tmp_path_factory.mktemp("wh"), s3_server.endpoint_url, **ON_SPARK)
     # small thresholds: the two 73 KB MariaDB files are split into ranges at transaction starts
     result = run_ingest(spark, cfg, archive["objects"], "run-1", split_threshold=20_000, split_target=8_000)
     digests = {name: dataclasses.asdict(d) for name, d in
@@ -210,7 +215,7 @@ def test_a_small_archive_gives_every_core_a_task(spark: Any, ingested: dict[str,
     """The MariaDB chain alone (150 KB, far below the default 64 MiB pack target) still makes at
     least ``defaultParallelism`` tasks, and the same rows as the run that cut and packed it otherwise."""
     maria = [o for o in archive["objects"] if o.source == "maria"]
-    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9", **ON_SPARK)
     r = run_ingest(spark, cfg, maria, "run-small")
     assert r.tasks >= spark.sparkContext.defaultParallelism >= 2
     assert r.rows == {n: sum(1 for row in ingested["snapshot"][n] if '"source":"maria"' in row)
@@ -391,7 +396,7 @@ def test_mid_file_corrupt_event_ends_partial_with_every_other_event_ingested(
         p = tmp_path / source / "binlog.000001"
         p.write_bytes(content)
         objs.append(BinlogObject(source=source, uri=str(p), size=len(content), etag=source))
-    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9", **ON_SPARK)
     result = run_ingest(spark, cfg, objs, "run-resync")
     assert result.file_status == {"good/binlog.000001": "ok", "bad/binlog.000001": "partial"}
     assert result.skipped_ranges == {"bad/binlog.000001": [[pos, next_pos]]}
@@ -454,7 +459,7 @@ def test_data_files_of_a_table_whose_protocol_changed_are_refused_under_the_erro
     from binlake.lake.delta_files import DataFile
     from spark_jobs.errors import DirectWriteRefused, SparkJobError
 
-    cfg = make_test_config(tmp_path, "http://127.0.0.1:9")
+    cfg = make_test_config(tmp_path, "http://127.0.0.1:9", **ON_SPARK)
     ts = spec("bronze.quarantine")
     path = table_path(cfg, ts.name)
     write_deltalake(path, pa.table({"source": ["a"], "file": ["binlog.000001"]}), partition_by=["source"],
@@ -549,7 +554,7 @@ def test_a_run_killed_during_its_appends_leaves_no_visible_row_and_reruns_to_ide
         return live, {p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet")}
 
     for rerun_id in ("run-a", "run-b"):
-        cfg = make_test_config(tmp_path / rerun_id, "http://127.0.0.1:9")
+        cfg = make_test_config(tmp_path / rerun_id, "http://127.0.0.1:9", **ON_SPARK)
         calls.clear()
         monkeypatch.setattr(delta_tables_mod, "append_files", dying)
         with pytest.raises(RuntimeError, match="killed"):
@@ -588,7 +593,7 @@ def test_staging_of_a_run_killed_during_its_writes_is_removed_by_a_later_run(
     src.mkdir()
     shutil.copyfile(MARIA / "binlog.000001", src / "binlog.000001")
     objs = objects_in(src, "maria")
-    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9", **ON_SPARK)
     staging = Path(cfg.warehouse) / "_staging"
 
     def killed(*a: Any, **kw: Any) -> None:
@@ -743,7 +748,7 @@ def test_meta_tables_are_delta_rs_commits_that_a_rerun_finishes_and_spark_reads(
     for name in ("binlog.000001", "binlog.000002"):
         shutil.copyfile(MARIA / name, src / name)
     objs = objects_in(src, "maria")
-    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9", **ON_SPARK)
     real = delta_tables.replace_rows
 
     def dying(location: str, *a: Any, **kw: Any) -> bool:
@@ -783,3 +788,50 @@ def test_meta_tables_are_delta_rs_commits_that_a_rerun_finishes_and_spark_reads(
     monkeypatch.undo()
     run_ingest(spark, cfg, objs, "run-rs", force=True)
     assert snapshot(spark, cfg) == clean
+
+
+def test_in_process_decode_writes_the_tables_of_the_spark_job(
+        ingested: dict[str, Any], archive: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``[pipeline] decode_in_process_bytes`` the archive is decoded in this process and
+    every table committed by delta-rs, starting no Spark session: the tables equal the Spark
+    job's (the recorded digests), new files (data files appended) and a forced re-ingest (rows
+    replaced from the staged parts) alike. Killed after two replacements and re-run with its run
+    id, the run skips what it committed (txn ids) and ends with the same tables."""
+    from spark_jobs.session import LazySession
+
+    def no_spark() -> Any:
+        raise AssertionError("a Spark session was started")
+
+    lazy = LazySession(no_spark)
+    cfg = make_test_config(tmp_path / "wh", "http://127.0.0.1:9")
+
+    def digests() -> dict[str, Any]:
+        return {name: dataclasses.asdict(d) for name, d in
+                warehouse_digests(cfg.warehouse, INGEST_TABLES, ignore_columns=DIGEST_IGNORED).items()}
+
+    first = run_ingest(lazy, cfg, archive["objects"], "run-here", split_threshold=20_000, split_target=8_000)
+    assert first.in_process and first.file_status == ingested["result"].file_status
+    assert first.rows == ingested["result"].rows and digests() == ingested["digests"]
+    maria = [o for o in archive["objects"] if o.source == "maria"]
+    real = ingest_mod._replace_from_parts
+    calls: list[str] = []
+
+    def dying(config: Any, path: str, *a: Any, **kw: Any) -> None:
+        calls.append(path)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        real(config, path, *a, **kw)
+
+    monkeypatch.setattr(ingest_mod, "_replace_from_parts", dying)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_ingest(lazy, cfg, maria, "run-again", split_threshold=20_000, split_target=8_000, force=True,
+                   write_threads=1)
+    monkeypatch.setattr(ingest_mod, "_replace_from_parts", real)
+    before = {n: table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES}
+    again = run_ingest(lazy, cfg, maria, "run-again", split_threshold=20_000, split_target=8_000, force=True)
+    after = {n: table_version(cfg, table_path(cfg, n)) for n in INGEST_TABLES}
+    committed = {n for n in INGEST_TABLES if table_path(cfg, n) in calls[:2]}
+    assert len(committed) == 2 and "bronze.quarantine" not in committed  # no rows of these files: never written
+    assert again.in_process and {n for n in INGEST_TABLES if after[n] != before[n]} == (
+        set(INGEST_TABLES) - committed - {"bronze.quarantine"})
+    assert digests() == ingested["digests"] and not lazy.started

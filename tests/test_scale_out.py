@@ -66,10 +66,13 @@ VOLATILE_COLUMNS = frozenset({"run_id", "location", "updated_at", "silver_versio
 
 
 def _write_config(path: Path, *, endpoint: str, master: str, py_files: Path) -> BinlakeConfig:
+    # every decode on the cluster's executors (the fixtures are small enough to decode in the task)
     lines = s3_lake_config_lines(bucket=BUCKET, state_dir=str(path.parent / "state"), endpoint=endpoint,
-                                 sources=SOURCES)
+                                 sources=SOURCES, decode_in_process_bytes=0)
     lines += ["[spark]", 'mode = "submit"', f'master = "{master}"', "shuffle_partitions = 2", "ui_enabled = false",
               "jars_on_workers = true", "",
+              # gold's replays as Spark jobs on the cluster (the fixture's tables are small enough for the task)
+              "[gold]", "in_process_changes = 0", "",
               "[spark.conf]", '"spark.executor.memory" = "512m"', '"spark.executor.cores" = "1"',
               f'"spark.submit.pyFiles" = "{py_files}"', '"spark.task.maxFailures" = "4"',
               # one core per application: two Airflow tasks' applications share the two workers
@@ -288,8 +291,9 @@ def test_nightly_run_healthy_sources_succeed_and_the_gap_is_named(stack: Stack, 
 def test_nightly_run_used_the_cluster_and_ran_tasks_in_parallel(stack: Stack, nightly: dict[str, Any]) -> None:
     apps = stack.cluster.state()["completedapps"]
     names = [a["name"] for a in apps]
-    # reconcile and data_checks need no Spark (delta-rs in the task process); a decode re-run by
-    # Airflow's retry would be a 3rd decode app
+    # reconcile and data_checks need no Spark (delta-rs in the task process); decode and gold do
+    # here (decode_in_process_bytes and in_process_changes are 0); a decode re-run by Airflow's retry
+    # would be a 3rd decode app
     assert set(names) == {"binlake-decode", "binlake-gold"}, names
     assert names.count("binlake-decode") >= 2, names
     assert names.count("binlake-gold") == 1, names

@@ -118,3 +118,32 @@ def test_spark_submit_helpers(binlake_config: BinlakeConfig) -> None:
     assert "delta-spark_" in str(kw["jars"])
     assert "spark.jars" not in kw["conf"]  # type: ignore[operator]
     assert kw["conf"]["spark.sql.extensions"] == DELTA_EXTENSION  # type: ignore[index]
+
+
+def test_ddl_schema_reads_what_sparks_parser_reads(spark: Any) -> None:
+    """``ddl_schema`` (no JVM) gives the StructType Spark's own parser gives, field by field with
+    nullability, for a gold table of every type ``spark_type`` writes, its ``__history`` table and a
+    table without a key (``_copies``); a type binlake never writes is an error, not a guess."""
+    from binlake.gold.schema_history import TableSchema
+    from binlake.gold.types import MySQLColumn, spark_type
+    from spark_jobs.errors import SparkJobError
+    from spark_jobs.gold.tables import gold_schema_ddl, history_schema_ddl
+    from spark_jobs.session import ddl_schema
+
+    mysql = [("tinyint", False), ("tinyint", True), ("smallint", True), ("mediumint", False), ("int", True),
+             ("bigint", False), ("bigint", True), ("decimal", False), ("float", False), ("double", False),
+             ("year", False), ("date", False), ("datetime", False), ("timestamp", False), ("vector", False),
+             ("blob", False), ("varchar", False)]
+    columns = tuple(MySQLColumn(f"c{i}`q" if i == 3 else f"c{i}", t, unsigned=u,
+                                precision=12 if t == "decimal" else None, scale=2 if t == "decimal" else None)
+                    for i, (t, u) in enumerate(mysql))
+    assert {spark_type(c) for c in columns} == {
+        "TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL(20,0)", "DECIMAL(12,2)", "FLOAT", "DOUBLE", "DATE",
+        "TIMESTAMP_NTZ", "TIMESTAMP", "ARRAY<FLOAT>", "BINARY", "STRING"}
+    for schema in (TableSchema(columns, ("c0",)), TableSchema(columns, ())):
+        for ddl in (gold_schema_ddl(schema), history_schema_ddl(schema)):
+            theirs = spark.createDataFrame([], ddl).schema
+            assert ddl_schema(ddl) == theirs, ddl
+            assert [f.nullable for f in ddl_schema(ddl).fields] == [f.nullable for f in theirs.fields]
+    with pytest.raises(SparkJobError, match="'MAP' is not one binlake writes"):
+        ddl_schema("m MAP")

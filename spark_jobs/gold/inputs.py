@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 TableKey = tuple[str, str]
 
@@ -113,17 +114,20 @@ def added_files(cfg: BinlakeConfig, source: str, since: int | None
     return table, now, sorted(current - before)
 
 
-def counts_of(spark: SparkSession, cfg: BinlakeConfig, table: DeltaTable | None, version: int | None, source: str,
+def counts_of(spark: SparkSource, cfg: BinlakeConfig, table: DeltaTable | None, version: int | None, source: str,
               files: list[str] | None, marks: dict[TableKey, Coordinates]) -> tuple[dict[TableKey, Counts], str]:
     """The source's row changes aggregated (``files``: only those data files, else its whole
     partition at ``version``), and where: in this process when they are few and plain Parquet
     (``binlake.gold.fingerprints``), else by Spark."""
     from pyspark.sql import functions as F
 
+    from spark_jobs.session import session_of
+
     if table is not None and table.protocol().min_reader_version == 1:
         rows = rows_in(table, source, files)
         if rows is not None and rows <= IN_PROCESS_ROWS:
             return count_files(table, source, files, marks), "in process"
+    spark = session_of(spark)
     if files is not None:
         root = table_path(cfg, "silver.row_changes").rstrip("/")
         df = spark.read.parquet(*(f"{root}/{urllib.parse.unquote(p)}" for p in files))
@@ -161,7 +165,7 @@ def previous_base(previous: dict[str, dict[str, Any]], gold_names: dict[str, Tab
     return None if version is None else Base(int(version), counts, marks)
 
 
-def input_fingerprints(spark: SparkSession, cfg: BinlakeConfig, source: str, schema_of: Callable[[TableKey], str],
+def input_fingerprints(spark: SparkSource, cfg: BinlakeConfig, source: str, schema_of: Callable[[TableKey], str],
                        base: Base | None, marks: dict[TableKey, Coordinates], seed: str | None = None
                        ) -> tuple[int | None, dict[TableKey, TableInputs], str]:
     """(silver's version, per table its :class:`TableInputs`, how they were computed: ``added files``

@@ -45,7 +45,6 @@ from spark_jobs.gold.schema_history import schema_digest_of, seed_statements, wr
 from spark_jobs.gold.status import gold_names, replay_marks, unchanged_result, write_status
 from spark_jobs.gold.tables import (
     HISTORY_SUFFIX,
-    gold_defaults,
     gold_location,
     gold_schema_ddl,
     history_schema_ddl,
@@ -54,9 +53,9 @@ from spark_jobs.gold.tables import (
 from spark_jobs.gold.unions import replace_union_rows, update_unions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 #: what other packages and the tests import from here (the stage's entry point)
 __all__ = ["HISTORY_SUFFIX", "GoldResult", "GoldTableResult", "GoldUnionError", "GoldUnionResult", "gold_location",
@@ -93,7 +92,7 @@ def _is_current(cfg: BinlakeConfig, before: dict[str, Any] | None, before_histor
     return keep_history == (before_history is not None and is_delta(cfg, before_history["location"]))
 
 
-def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, *,
+def run_gold(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str, *,
              initial_schema_sql: str | None = None,
              only_tables: frozenset[tuple[str, str]] | None = None,
              force: bool = False, seed_dump: str | None = None) -> GoldResult:
@@ -106,6 +105,8 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
     ``force``: replay every table in full, even when its inputs are unchanged since the last run.
     ``only_tables``: rebuild just these ``(db, table)`` (status rows of the others are kept
     out of this run's ``meta.gold_status`` rows, so use it for repairs, not routinely).
+    ``spark`` is asked for its session only by the paths that need one (a large table, an
+    incremental MERGE, a union, a table delta-rs may not write): a small night starts none.
     """
     t0 = time.time()
     snapshot = _snapshot(cfg, source, seed_dump)
@@ -137,7 +138,7 @@ def run_gold(spark: SparkSession, cfg: BinlakeConfig, source: str, run_id: str, 
                 results.append(_table(spark, cfg, task, inputs.get((db, table)), previous, seed))
         unions, left = update_unions(spark, cfg, source, results, previous, run_id, every_table=only_tables is None)
         write_status(spark, cfg, source, results, history, bool(seeds), run_id, unions,
-                     version if only_tables is None else None)
+                     version if only_tables is None else None, registered=frozenset(previous))
     finally:
         for r in results:
             if r.touched is not None:
@@ -175,7 +176,7 @@ def _lineage_inputs(inputs: dict[tuple[str, str], TableInputs], lineages: dict[t
     return out
 
 
-def _table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, inputs: TableInputs | None,
+def _table(spark: SparkSource, cfg: BinlakeConfig, task: TableTask, inputs: TableInputs | None,
            previous: dict[str, dict[str, Any]], seed: str | None) -> GoldTableResult:
     """One table of the run: skipped when its inputs are those of its last run, else built."""
     name = gold_table_name(task.source, task.db, task.table)
@@ -185,7 +186,6 @@ def _table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, inputs: Tab
         assert before is not None
         return unchanged_result(before, before_history)
     state = None if before is None else ReplayState.from_status(before, before_history)
-    with gold_defaults(spark, cfg):  # tables it creates carry the gold table properties
-        result = build_table(spark, cfg, replace(task, fingerprint=fingerprint, state=state, inputs=inputs))
+    result = build_table(spark, cfg, replace(task, fingerprint=fingerprint, state=state, inputs=inputs))
     _say_unknown(result.name, result.schema_status)
     return result

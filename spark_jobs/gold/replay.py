@@ -43,6 +43,7 @@ from spark_jobs.gold.tables import (
     coordinates_literal,
     ensure_gold_properties,
     event_coordinates,
+    gold_defaults,
     gold_location,
     gold_properties,
     gold_schema_ddl,
@@ -56,13 +57,22 @@ from spark_jobs.gold.tables import (
     table_version,
 )
 from spark_jobs.lake import delta_schema
-from spark_jobs.session import ddl_schema, local_arrow, local_frame, map_partitions_tagged, tagged_frame, tagged_values
+from spark_jobs.session import (
+    ddl_schema,
+    local_arrow,
+    local_frame,
+    map_partitions_tagged,
+    session_of,
+    tagged_frame,
+    tagged_values,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, Row, SparkSession
     from pyspark.sql.types import StructType
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 log = logging.getLogger(__name__)
 
@@ -136,19 +146,22 @@ def _replay(source: str, versions: Sequence[SchemaVersion], final: TableSchema, 
     return run
 
 
-def _write_history(df: DataFrame, path: str, run_id: str) -> None:
+def _write_history(cfg: BinlakeConfig, df: DataFrame, path: str, run_id: str) -> None:
     """Overwrite the SCD2 table with every version the replay made (one atomic Delta commit: the
-    replay is a function of silver, so a re-run or backfill rewrites the same versions)."""
-    (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-       .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
+    replay is a function of silver, so a re-run or backfill rewrites the same versions); a table it
+    creates carries the gold table properties."""
+    with gold_defaults(df.sparkSession, cfg):
+        (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+           .option("userMetadata", json.dumps({"job": "gold-history", "run_id": run_id})).save(path))
 
 
-def _table_maps(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, after: Coordinates | None = None
+def _table_maps(spark: SparkSource, cfg: BinlakeConfig, task: TableTask, after: Coordinates | None = None
                 ) -> list[tuple[Coordinates, dict[str, Any]]]:
     """The table's distinct TABLE_MAPs (each where last seen) from bronze.events; only those after
     ``after`` when given (Delta skips the older files' data by ``file_seq``)."""
     from pyspark.sql import functions as F
 
+    session = session_of(spark)  # before the first Column: classic PySpark builds them in the JVM
     mine = F.lit(False)
     for seg in task.segments or (Segment(task.db, task.table),):  # rows renamed in: their TABLE_MAPs too
         cond = (F.col("db") == seg.db) & (F.col("table_name") == seg.table)
@@ -157,7 +170,7 @@ def _table_maps(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, after:
         if seg.before is not None:
             cond = cond & (event_coordinates() < coordinates_literal(seg.before))
         mine = mine | cond
-    maps = (read_silver(spark, cfg, "bronze.events")
+    maps = (read_silver(session, cfg, "bronze.events")
             .where((F.col("source") == task.source) & mine & (F.col("event_type") == "TABLE_MAP")))
     if after is not None:
         maps = maps.where(((F.col("file_seq") >= after.file_seq) | F.col("file_seq").isNull())
@@ -167,7 +180,7 @@ def _table_maps(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, after:
     return [(Coordinates(r["at"]["s"], r["at"]["pos"], file=r["at"]["file"]), json.loads(r["fields"])) for r in seen]
 
 
-def _best_table_map(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> tuple[dict[str, Any] | None, str | None]:
+def _best_table_map(spark: SparkSource, cfg: BinlakeConfig, task: TableTask) -> tuple[dict[str, Any] | None, str | None]:
     """The table's best-informed TABLE_MAP (``gold_state.best_table_map``) and, as JSON for its
     status row, where it was seen. Why not always a scan of all its TABLE_MAPs: when the status row
     holds the previous best and the changes up to W are unchanged, the best of all is the best of
@@ -199,8 +212,9 @@ def _merges(cfg: BinlakeConfig, path: str, final: TableSchema, schema: StructTyp
     return bool(final.primary_key) and stored is not None and stored.simpleString() == schema.simpleString()
 
 
-def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchema, run_id: str, *, merge: bool) -> str:
-    """MERGE (``merge``: :func:`_merges`), else overwrite."""
+def _write_gold(spark: SparkSession, cfg: BinlakeConfig, df: DataFrame, path: str, final: TableSchema, run_id: str, *,
+                merge: bool) -> str:
+    """MERGE (``merge``: :func:`_merges`), else overwrite (a table it creates carries the gold table properties)."""
     meta = json.dumps({"job": "gold", "run_id": run_id})
     if merge:
         on = " AND ".join(f"t.{sql_identifier(k)} = s.{sql_identifier(k)}" for k in final.primary_key)
@@ -211,8 +225,9 @@ def _write_gold(spark: SparkSession, df: DataFrame, path: str, final: TableSchem
         merge_into(spark, path, df, on, f"WHEN MATCHED AND {changed} THEN UPDATE SET * "
                    "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE", job="gold", run_id=run_id)
         return "merge"
-    (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-       .option("userMetadata", meta).save(path))
+    with gold_defaults(spark, cfg):
+        (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+           .option("userMetadata", meta).save(path))
     return "overwrite"
 
 
@@ -253,7 +268,7 @@ class ReplayFacts:
         return facts
 
 
-def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
+def _full_replay(spark: SparkSource, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None], final: TableSchema,
                  reason: str) -> GoldTableResult:
     """Replay the table's whole history from silver and write its gold (and ``__history``) table:
     in this process when few row changes feed it (``[gold] in_process_changes``), else on an executor."""
@@ -269,7 +284,7 @@ def _full_replay(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
     if here:
         mode, facts = _replay_here(spark, cfg, task, paths, final, _replay(*args), segments)
     else:
-        mode, facts = _replay_on_executor(spark, cfg, task, paths, final, _replay_partition(*args), segments)
+        mode, facts = _replay_on_executor(session_of(spark), cfg, task, paths, final, _replay_partition(*args), segments)
     gold_version, history_version = versions_after(cfg, path, history_path)
     return GoldTableResult(gold_table_name(task.source, task.db, task.table), task.db, task.table, path, facts.rows,
                            facts.changes, mode, tuple(sorted(facts.warnings.items())), facts.last, task.fingerprint,
@@ -287,20 +302,22 @@ def _replay_on_executor(spark: SparkSession, cfg: BinlakeConfig, task: TableTask
     out = map_partitions_tagged(sorted_stream(lineage_stream(spark, cfg, task.source, segments)), replay).cache()
     try:
         rows = tagged_frame(spark, out, ("row",), gold_schema_ddl(final))
-        mode = _write_gold(spark, rows, path, final, task.run_id, merge=_merges(cfg, path, final, rows.schema))
+        mode = _write_gold(spark, cfg, rows, path, final, task.run_id, merge=_merges(cfg, path, final, rows.schema))
         if history_path is not None:
-            _write_history(tagged_frame(spark, out, ("history",), history_schema_ddl(final)), history_path, task.run_id)
+            _write_history(cfg, tagged_frame(spark, out, ("history",), history_schema_ddl(final)), history_path,
+                           task.run_id)
         return mode, ReplayFacts.of(tagged_values(out, *SIDE_KINDS))
     finally:
         out.unpersist()
 
 
-def _replay_here(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
+def _replay_here(spark: SparkSource, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
                  final: TableSchema, replay: Callable[[Iterable[StreamItem]], Iterator[tuple[str, Any]]],
                  segments: tuple[Segment, ...]) -> tuple[str, ReplayFacts]:
-    """The replay in this process over the stream read with delta-rs; Spark only writes its rows.
-    Why: for a table of a few thousand changes, the Spark job (silver's Delta snapshots, a Python
-    worker, the sort, the cached output) costs seconds of driver time for a few milliseconds of work."""
+    """The replay in this process over the stream read with delta-rs, its rows written by delta-rs
+    (Spark where delta-rs may not: :func:`_write_gold_here`). Why: for a table of a few thousand
+    changes, the Spark job (silver's Delta snapshots, a Python worker, the sort, the cached output)
+    costs seconds of driver time for a few milliseconds of work."""
     path, history_path = paths
     out: dict[str, list[Any]] = {"row": [], "history": []}
     side: list[tuple[str, Any]] = []
@@ -315,7 +332,7 @@ def _replay_here(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths
     return mode, ReplayFacts.of(side)
 
 
-def _write_gold_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,
+def _write_gold_here(spark: SparkSource, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,
                      run_id: str) -> str:
     """:func:`_write_gold` of rows made in this process, committed by delta-rs: the same MERGE or
     overwrite, decided the same way; Spark writes them where delta-rs may not (deletion vectors, a
@@ -323,7 +340,7 @@ def _write_gold_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], p
     Why: a Spark Delta write of a few rows costs seconds of driver time (the table's snapshot
     is a Spark job), delta-rs milliseconds; small tables are most tables of a small night."""
     ddl = gold_schema_ddl(final)
-    schema = ddl_schema(spark, ddl)
+    schema = ddl_schema(ddl)
     merge = _merges(cfg, path, final, schema)
     if not cfg.gold.deletion_vectors:
         data = local_arrow(rows, schema)
@@ -334,21 +351,22 @@ def _write_gold_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], p
         elif overwrite_table(path, cfg.s3, data, configuration=gold_properties(cfg),
                              user_metadata=meta) is not Commit.LEFT_TO_SPARK:
             return "overwrite"
-    return _write_gold(spark, local_frame(spark, rows, ddl), path, final, run_id, merge=merge)
+    session = session_of(spark)
+    return _write_gold(session, cfg, local_frame(session, rows, ddl), path, final, run_id, merge=merge)
 
 
-def _write_history_here(spark: SparkSession, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,
+def _write_history_here(spark: SparkSource, cfg: BinlakeConfig, rows: list[Any], path: str, final: TableSchema,
                         run_id: str) -> None:
     """:func:`_write_history` of rows made in this process, by delta-rs as :func:`_write_gold_here`."""
     ddl = history_schema_ddl(final)
     if not cfg.gold.deletion_vectors and overwrite_table(
-            path, cfg.s3, local_arrow(rows, ddl_schema(spark, ddl)), configuration=gold_properties(cfg),
+            path, cfg.s3, local_arrow(rows, ddl_schema(ddl)), configuration=gold_properties(cfg),
             user_metadata=json.dumps({"job": "gold-history", "run_id": run_id})) is not Commit.LEFT_TO_SPARK:
         return
-    _write_history(local_frame(spark, rows, ddl), path, run_id)
+    _write_history(cfg, local_frame(session_of(spark), rows, ddl), path, run_id)
 
 
-def _incremental_result(spark: SparkSession, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
+def _incremental_result(spark: SparkSource, cfg: BinlakeConfig, task: TableTask, paths: tuple[str, str | None],
                         final: TableSchema, outcome: Outcome) -> GoldTableResult:
     """The table's result after an incremental replay: counts are the earlier run's plus the new ones."""
     path, history_path = paths
@@ -384,7 +402,7 @@ def schema_problem(task: TableTask, final: TableSchema | None) -> str | None:
     return f"schema of {task.db}.{task.table} unknown: {why}; {tail}"
 
 
-def build_table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> GoldTableResult:
+def build_table(spark: SparkSource, cfg: BinlakeConfig, task: TableTask) -> GoldTableResult:
     """Bring one gold table (and its ``__history`` table when kept) up to date: incrementally when
     ``binlake.gold.plan`` proves it exact, else by the full replay (the result says which, and why)."""
     name = gold_table_name(task.source, task.db, task.table)
@@ -411,7 +429,7 @@ def build_table(spark: SparkSession, cfg: BinlakeConfig, task: TableTask) -> Gol
         snapshot = task.snapshot
         job = TableJob(task.source, task.versions, final, task.state.through, task.history,
                        snapshot.position if snapshot else None)
-        outcome = replay_new(spark, cfg, job, (task.source, task.db, task.table), paths, task.run_id)
+        outcome = replay_new(session_of(spark), cfg, job, (task.source, task.db, task.table), paths, task.run_id)
         if isinstance(outcome, Outcome):
             log.info("gold.%s: incremental, %d new row change(s) replayed on %d row(s) read back", name,
                      outcome.replayed, outcome.fetched)

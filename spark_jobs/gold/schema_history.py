@@ -19,9 +19,9 @@ from binlake.gold.schema_history import Coordinates, DdlStatement, SchemaVersion
 from spark_jobs.gold.tables import replace_source_rows
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 
 def seed_statements(initial_schema_sql: str | None, default_db: str | None = None) -> list[DdlStatement]:
@@ -53,7 +53,7 @@ def _history_rows(source: str, history: list[SchemaVersion]) -> list[tuple[Any, 
     return rows
 
 
-def write_schema_history(spark: SparkSession, cfg: BinlakeConfig, source: str, history: list[SchemaVersion],
+def write_schema_history(spark: SparkSource, cfg: BinlakeConfig, source: str, history: list[SchemaVersion],
                          run_id: str) -> None:
     """Replace the source's rows of silver.schema_history (one commit)."""
     replace_source_rows(spark, cfg, "silver.schema_history", _history_rows(source, history), source, run_id)

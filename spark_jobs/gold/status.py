@@ -24,11 +24,12 @@ from spark_jobs.gold.results import GoldTableResult, GoldUnionResult
 from spark_jobs.gold.tables import HISTORY_SUFFIX, gold_location, replace_source_rows
 from spark_jobs.lake import committed_write, delta_log, ensure_table
 from spark_jobs.schemas import spec
+from spark_jobs.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 
 def unchanged_result(previous: dict[str, Any], history: dict[str, Any] | None) -> GoldTableResult:
@@ -67,13 +68,16 @@ def _replay_columns(r: GoldTableResult, version: int | None, silver: int | None)
             r.table_map, r.schema_status)
 
 
-def write_status(spark: SparkSession, cfg: BinlakeConfig, source: str, results: list[GoldTableResult],
+def write_status(spark: SparkSource, cfg: BinlakeConfig, source: str, results: list[GoldTableResult],
                  history: list[SchemaVersion], seeded: bool, run_id: str,
-                 unions: tuple[GoldUnionResult, ...] = (), silver_version: int | None = None) -> None:
+                 unions: tuple[GoldUnionResult, ...] = (), silver_version: int | None = None,
+                 registered: frozenset[str] = frozenset()) -> None:
     """Replace the source's rows of meta.gold_status: one per gold table, history table and union
     part (a union table has one row per source: its rows there, and what they were copied at).
     Written after every table: the recorded ``table_version`` then proves the next run that
-    nothing wrote the table since (``binlake.gold.plan``)."""
+    nothing wrote the table since (``binlake.gold.plan``). The gold tables not in ``registered``
+    (the names of the previous status rows: registered when they appeared) are registered in a
+    persistent catalog (:func:`spark_jobs.catalog.register_gold_tables`)."""
     complete, since = reconciled_gap(cfg, source)
     gtids = coverage_text(cfg, source)
     now = _dt.datetime.now(_dt.UTC)
@@ -98,10 +102,10 @@ def write_status(spark: SparkSession, cfg: BinlakeConfig, source: str, results: 
     _ensure_columns(spark, cfg, "meta.gold_status")
     replace_source_rows(spark, cfg, "meta.gold_status", rows, source, run_id)
     mode = spec("meta.gold_status").column_names.index("write_mode")  # the status rows are the catalog's too
-    register_gold_tables(spark, cfg, (row[1] for row in rows if row[mode] != "dropped"))
+    register_gold_tables(spark, cfg, [row[1] for row in rows if row[mode] != "dropped" and row[1] not in registered])
 
 
-def _ensure_columns(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> None:
+def _ensure_columns(spark: SparkSource, cfg: BinlakeConfig, full_name: str) -> None:
     """Add the registry's columns a table written by an older binlake lacks (appended at the end,
     as the registry appends new columns), so the replace below finds the schema it writes."""
     path = ensure_table(spark, cfg, full_name)
@@ -117,7 +121,7 @@ def _ensure_columns(spark: SparkSession, cfg: BinlakeConfig, full_name: str) -> 
         if all(c.name in now_held for c in missing):
             return  # another source's gold task added them meanwhile
         fence.check()
-        spark.sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
+        session_of(spark).sql(f"ALTER TABLE delta.{sql_identifier(path)} ADD COLUMNS ({columns})")
 
     committed_write(path, cfg.s3, alter, f"add columns to {full_name}")
 

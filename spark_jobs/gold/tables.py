@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 META_DDL = ("_source STRING NOT NULL, _op STRING, _gtid STRING, _commit_time TIMESTAMP, "
             "_binlog_file STRING, _binlog_pos BIGINT, _binlog_payload_index INT, "
@@ -73,7 +74,7 @@ def gold_defaults(spark: SparkSession, cfg: BinlakeConfig) -> Iterator[None]:
             spark.conf.unset(key)
 
 
-def ensure_gold_properties(spark: SparkSession, cfg: BinlakeConfig, path: str) -> None:
+def ensure_gold_properties(spark: SparkSource, cfg: BinlakeConfig, path: str) -> None:
     """Give the existing gold table at ``path`` :func:`gold_properties` it lacks: one ``ALTER TABLE
     SET TBLPROPERTIES`` commit through :func:`spark_jobs.lake.committed_write` (the commit lock, the
     fence). Called before a table's MERGE (an older table gets them on its next run) and after a
@@ -81,6 +82,7 @@ def ensure_gold_properties(spark: SparkSession, cfg: BinlakeConfig, path: str) -
     stay until the files are rewritten (``OPTIMIZE``, ``REORG TABLE ... APPLY (PURGE)``)."""
     from binlake.lake.delta_tables import open_delta_table
     from spark_jobs.lake import committed_write
+    from spark_jobs.session import session_of
 
     table = open_delta_table(path, cfg.s3)
     if table is None:
@@ -94,7 +96,7 @@ def ensure_gold_properties(spark: SparkSession, cfg: BinlakeConfig, path: str) -
 
     def alter(fence: Any) -> None:
         fence.check()
-        spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({props})")
+        session_of(spark).sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({props})")
 
     committed_write(path, cfg.s3, alter, f"set {props} on {path}")
 
@@ -107,7 +109,7 @@ def table_version(cfg: BinlakeConfig, path: str) -> int | None:
     return None if table is None else int(table.version())
 
 
-def row_count(spark: SparkSession, cfg: BinlakeConfig, path: str) -> int:
+def row_count(spark: SparkSource, cfg: BinlakeConfig, path: str) -> int:
     """Rows of the Delta table at ``path``: the sum of its data files' ``numRecords`` statistics, read
     from the log by delta-rs (no Spark job); a Spark count where the log cannot tell (a file written
     without the statistic, or deletion vectors: a file's count then includes the rows its vector
@@ -119,10 +121,12 @@ def row_count(spark: SparkSession, cfg: BinlakeConfig, path: str) -> int:
         counts = add_actions(table).get("num_records", [])
         if None not in counts:
             return int(sum(counts))
-    return int(spark.read.format("delta").load(path).count())
+    from spark_jobs.session import session_of
+
+    return int(session_of(spark).read.format("delta").load(path).count())
 
 
-def replace_source_rows(spark: SparkSession, cfg: BinlakeConfig, full_name: str, rows: list[tuple[Any, ...]],
+def replace_source_rows(spark: SparkSource, cfg: BinlakeConfig, full_name: str, rows: list[tuple[Any, ...]],
                         source: str, run_id: str) -> None:
     """Replace the source's rows of a gold side table (``silver.schema_history``, ``meta.gold_status``),
     once per (run, source): a retried task whose commit did land is skipped by Delta (``txnAppId``),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
     from binlake.config import BinlakeConfig
+    from spark_jobs.session import SparkSource
 
 
 #: the per-source gold tables' source column: a union table's partition column and first key column
@@ -116,19 +117,21 @@ def _union_part(spark: SparkSession, cfg: BinlakeConfig, source: str, union: str
     return part(table.rows, "union")
 
 
-def update_unions(spark: SparkSession, cfg: BinlakeConfig, source: str, results: list[GoldTableResult],
+def update_unions(spark: SparkSource, cfg: BinlakeConfig, source: str, results: list[GoldTableResult],
                   previous: dict[str, dict[str, Any]], run_id: str, *,
                   every_table: bool = True) -> tuple[tuple[GoldUnionResult, ...], tuple[str, ...]]:
     """The source's part of every union table (``[gold] union``) its gold tables belong to, and the
     union tables it left (named by its last status, no longer by the config: its rows are removed
     there; only when ``every_table`` of the source was considered this run)."""
-    parts = tuple(_union_part(spark, cfg, source, union, r, previous.get(union), run_id)
+    from spark_jobs.session import session_of
+
+    parts = tuple(_union_part(session_of(spark), cfg, source, union, r, previous.get(union), run_id)
                   for r in results for union in cfg.gold.unions_of(source, r.db, r.table))
     left = []
     if every_table:
         kept = {u.name for u in parts}
         for name in sorted(previous):
             if "__" not in name and name not in kept and is_delta(cfg, gold_location(cfg, name)):
-                _remove_union_rows(spark, cfg, name, source, run_id)
+                _remove_union_rows(session_of(spark), cfg, name, source, run_id)
                 left.append(name)
     return parts, tuple(left)
