@@ -191,12 +191,15 @@ def _connect_server(stack: contextlib.ExitStack, config: Path, endpoint: str, so
 
 
 def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mode: str = "local",
-              per_task: int = 1) -> list[Night]:
-    """The :data:`NIGHTS` of ``n`` sources; every process started here is stopped before returning."""
+              per_task: int = 1, s3_log: Path | None = None) -> list[Night]:
+    """The :data:`NIGHTS` of ``n`` sources; every process started here is stopped before returning.
+    ``s3_log``: the S3 server's request log goes to ``<s3_log>/s3-requests-<n>.log``, each night's
+    requests after a ``### night <k>`` line."""
     tmp = Path(tempfile.mkdtemp(prefix=f"fleet-{n}-", dir="/tmp"))
     stack = contextlib.ExitStack()
     cpu = stack.enter_context(TreeCpu(interval, children_only=True, kind_of=process_kind))  # what it started
-    server = S3Server(mode="process").start()
+    log = None if s3_log is None else s3_log / f"s3-requests-{n}.log"
+    server = S3Server(mode="process", request_log=None if log is None else str(log)).start()
     airflow: AirflowServices | None = None
     try:
         os.environ.update(server.env())
@@ -224,6 +227,9 @@ def run_fleet(n: int, *, repo: Path, size: int, master: str, interval: float, mo
         for night in NIGHTS:
             if night == 3:
                 _release(client, held)
+            if log is not None:
+                with log.open("a", encoding="utf-8") as out:
+                    out.write(f"### night {night}\n")
             nights.append(_night(airflow, cpu, client, n, night))
             print(json.dumps(nights[-1].__dict__), flush=True)
         return nights
@@ -283,13 +289,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-task", type=int, default=1, help="[pipeline] sources_per_task (default 1)")
     parser.add_argument("--interval", type=float, default=0.5, help="CPU sampling interval, seconds")
     parser.add_argument("--json", type=Path, help="also write the nights as JSON here")
+    parser.add_argument("--s3-log", type=Path, help="a folder for the S3 server's request logs, one per N")
     args = parser.parse_args(argv)
     from binlake_testing.synthetic import _size
 
     nights: list[Night] = []
     for n in (int(x) for x in args.sources.split(",")):
         nights += run_fleet(n, repo=args.repo.resolve(), size=_size(args.size), master=args.master,
-                            interval=args.interval, mode=args.mode, per_task=args.per_task)
+                            interval=args.interval, mode=args.mode, per_task=args.per_task,
+                            s3_log=args.s3_log)
     print(f"fleet benchmark, {datetime.now():%Y-%m-%d %H:%M} UTC, code of {args.repo}, {os.cpu_count()} cores, "
           f"size {args.size} per source, Spark {args.master}, mode {args.mode}, {args.per_task} source(s) per task")
     print(table(nights))

@@ -48,6 +48,9 @@ class S3Server:
     mode: str = "thread"
     host: str = "127.0.0.1"
     port: int = 0
+    #: ``mode="process"`` only: a file for the server's request log (one line per request), to count
+    #: what a run asks of the object store (bench/fleet.py ``--s3-log``)
+    request_log: str | None = None
     _thread_server: Any = field(default=None, init=False, repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
@@ -79,10 +82,15 @@ class S3Server:
             self._thread_server = server
         elif self.mode == "process":
             self.port = self.port or free_port(self.host)
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "binlake_testing.moto_atomic", "-H", self.host, "-p", str(self.port)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
+            log = open(self.request_log, "ab") if self.request_log else None  # noqa: SIM115 - the child holds it
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "binlake_testing.moto_atomic", "-H", self.host, "-p", str(self.port)],
+                    stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
+                )
+            finally:
+                if log is not None:
+                    log.close()
         else:
             raise ValueError(f"unknown mode {self.mode!r}")
         self._wait_ready(timeout)
