@@ -416,6 +416,11 @@ def session_of(spark: SparkSource) -> SparkSession:
     return spark.get() if isinstance(spark, LazySession) else spark
 
 
+def session_started(spark: SparkSource) -> bool:
+    """Whether ``spark`` is a session, or a :class:`LazySession` some path started."""
+    return spark.started if isinstance(spark, LazySession) else True
+
+
 def run_on_executors(spark: SparkSession, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``fn(item)`` for every item, one Spark task each, on the executors; the results in ``items``' order.
 

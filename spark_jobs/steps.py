@@ -327,6 +327,7 @@ def step_gold(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str) 
 
     from binlake.runs import runs_store
     from spark_jobs.gold.job import run_gold
+    from spark_jobs.session import session_started
 
     res = run_gold(spark, cfg, source, f"{run_key(run_id)}.{source}")
     modes: dict[str, int] = {}
@@ -337,7 +338,8 @@ def step_gold(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str) 
                             names=tuple(sorted(t.name for t in res.tables)[:XCOM_LIST_LIMIT]),
                             written=res.written(), seconds=round(res.seconds, 2),
                             unknown_schemas=tuple(f"gold.{t.name}: {t.schema_status}" for t in res.tables
-                                                  if t.schema_status))
+                                                  if t.schema_status),
+                            spark=session_started(spark))
     put_doc(cfg, run_id, source, "gold", result)
     runs_store(cfg).put(_gold_inputs_key(source), json.dumps(gold_inputs(cfg, source), sort_keys=True).encode())
     log.info("source %s: %d gold table(s) %s, %d rows, %d table(s) written, %.1fs", source, len(res.tables), modes,

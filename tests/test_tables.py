@@ -56,11 +56,12 @@ def test_lookup_and_locations() -> None:
 def test_statistics_cover_the_key_and_the_filters_only() -> None:
     """Delta keeps data-skipping statistics on the key and filter columns (never a partition
     column, never the wide text), in table order; the property names them."""
-    from binlake.lake.tables import STATS_COLUMNS_PROPERTY
+    from binlake.lake.tables import CHECKPOINT_INTERVAL_PROPERTY, STATS_COLUMNS_PROPERTY
 
     events = table("bronze.events")
     assert events.stats_columns == ("file", "file_seq", "pos", "payload_index", "event_type", "db", "table_name")
-    assert events.properties == {STATS_COLUMNS_PROPERTY: "file,file_seq,pos,payload_index,event_type,db,table_name"}
+    assert events.properties == {STATS_COLUMNS_PROPERTY: "file,file_seq,pos,payload_index,event_type,db,table_name",
+                                 CHECKPOINT_INTERVAL_PROPERTY: "10"}
     assert table("silver.row_changes").stats_columns == (
         "file", "file_seq", "pos", "payload_index", "row_index", "db", "table_name")
     assert table("meta.ingested_files").stats_columns == ("file", "file_seq", "status")

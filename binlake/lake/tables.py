@@ -30,6 +30,11 @@ STRING_ARRAY = "ARRAY<STRING>"  # elements never NULL
 STRING_MAP = "MAP<STRING,STRING>"  # values may be NULL (SQL NULL in a row image)
 #: the Delta table property naming the columns with data-skipping statistics
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+#: the Delta table property saying every how many commits a writer writes a checkpoint
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
+#: :data:`CHECKPOINT_INTERVAL_PROPERTY` of binlake's own tables (Spark's default, written down: see
+#: :attr:`TableSpec.properties`)
+CHECKPOINT_INTERVAL = "10"
 
 
 def arrow_type(type_name: str) -> pa.DataType:
@@ -106,9 +111,18 @@ class TableSpec:
 
     @property
     def properties(self) -> dict[str, str]:
-        """Delta table properties binlake sets on the table (``delta.dataSkippingStatsColumns``)."""
+        """Delta table properties binlake sets on the table: ``delta.dataSkippingStatsColumns``, and
+        for a table with declared columns a checkpoint every :data:`CHECKPOINT_INTERVAL` commits.
+
+        Why the interval, Spark's default: most commits are delta-rs's now (the meta tables, a
+        small night's row tables), whose default is 100, and every reader that opens a table (a
+        task process, each source of a fleet) reads each commit since the last checkpoint: with
+        one commit per source and night, a fleet's tables were read commit by commit, most of the
+        object store's requests (bench/RESULTS.md, session 32)."""
+        if not self.columns:
+            return {}
         cols = self.stats_columns
-        return {STATS_COLUMNS_PROPERTY: ",".join(cols)} if cols else {}
+        return {CHECKPOINT_INTERVAL_PROPERTY: CHECKPOINT_INTERVAL, **({STATS_COLUMNS_PROPERTY: ",".join(cols)} if cols else {})}
 
     def ddl(self) -> str:
         """The columns as Spark DDL text (``source STRING NOT NULL, ...``)."""
