@@ -456,26 +456,31 @@ def _source_summary(cfg: BinlakeConfig, source: str, run_id: str) -> tuple[Sourc
 
 
 def write_coverage_pages(cfg: BinlakeConfig, source: str) -> tuple[str | None, str | None]:
-    """The source's coverage page (HTML, and PNG when Chromium is installed) as it stands; returns
-    their URIs for the run's summary. Never fails the run: a missing picture is logged.
+    """The source's coverage page (HTML, and a PNG of it when reconciliation has findings and
+    Chromium is installed) as it stands; returns their URIs for the run's summary. Never fails the
+    run: a missing picture is logged.
 
     The page is a function of the source's rows of the three meta tables it draws, so it is kept by
     a digest of those rows (``_sources/<source>/coverage/<digest>/``) and drawn only when they
     changed. Why: drawing (plotly, a headless Chromium) costs seconds of CPU and the page with
-    plotly.js inline is megabytes, while most nights of most sources change none of those rows."""
+    plotly.js inline is megabytes, while most nights of most sources change none of those rows.
+    Why a picture only with findings (a GAP, an OVERLAP, ...): a healthy source's rows change every
+    night it gets a file, and its Chromium screenshot was most of the summary's CPU per source
+    (bench/RESULTS.md, session 32); the page a reader opens is the HTML, and the picture is for the
+    night something is wrong (``binlake coverage`` draws it whenever asked)."""
     import hashlib
 
     from binlake.lake.storage import ObjectNotFound
     from binlake.reconcile.report import chromium_binary, load_coverage, render_coverage_report
 
     try:
+        data = load_coverage(cfg, source)
         try:
             chromium_binary()
-            png = True
+            png = bool(data.findings)
         except BinlakeError:
             png = False
         store = runs_store(cfg)
-        data = load_coverage(cfg, source)
         kept = f"_sources/{source}/coverage/{hashlib.sha256(repr((data, png)).encode()).hexdigest()[:20]}/"
         names = [f"coverage-{source}.html"] + ([f"coverage-{source}.png"] if png else [])
         try:

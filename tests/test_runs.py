@@ -6,6 +6,7 @@ The archive is the real MariaDB 10.11 chain in a local folder; discovery writes 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -222,3 +223,38 @@ def test_each_run_draws_the_coverage_page_next_to_its_summary(cfg: BinlakeConfig
         pages[night] = json.loads((Path(cfg.warehouse) / f"_binlake/runs/{night}/summary.json").read_text())
     assert pages["night2"]["sources"]["chain"]["coverage_html"] == str(page)
     assert pages["night3"]["sources"]["chain"]["coverage_html"] is None  # drawing it failed: logged, not fatal
+
+
+def test_a_healthy_source_gets_its_coverage_page_without_a_picture(cfg: BinlakeConfig) -> None:
+    """A chain whose reconciliation found nothing: the night's summary names the HTML page and no
+    PNG (the picture is for a night with findings; its Chromium run cost most of the summary)."""
+    import datetime as dt
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from binlake.lake.delta_tables import delta_uri
+    from binlake.lake.tables import table_location
+    from binlake.reconcile.coverage import FileFacts, coverage, reconcile
+
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    facts = [FileFacts(source="chain", file=f"binlog.{seq:06d}", seq=seq, previous_gtids=prev, contained_gtids=has,
+                       closing_event="ROTATE", next_file=f"binlog.{seq + 1:06d}", fingerprint=str(seq))
+             for seq, prev, has in ((1, "", f"{uuid}:1-5"), (2, f"{uuid}:1-5", f"{uuid}:6-8"))]
+    assert {r.status for r in reconcile(facts)} == {"OK"}
+    noon = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    tables = {"meta.binlog_files": [{"source": "chain", "file": f.file, "first_event_time": noon,
+                                     "last_event_time": noon + dt.timedelta(minutes=50)} for f in facts],
+              "meta.gtid_coverage": [c.as_dict() for c in coverage(facts)],
+              "meta.gtid_reconciliation": [r.as_dict() for r in reconcile(facts)]}
+    for name, rows in tables.items():
+        write_deltalake(delta_uri(table_location(cfg.warehouse, name)), pa.Table.from_pylist(rows), partition_by=["source"])
+    discover("chain", "night", cfg=cfg)
+    put_doc(cfg, "night", "chain", "decode", DecodeResult("chain", files=0, spark=False))
+    put_doc(cfg, "night", "chain", "reconcile", ReconcileResult("chain", ok=True))
+    with contextlib.suppress(RunFailedError):  # the steps after reconcile never ran: the verdict is not the point
+        summarize(["chain"], "night", cfg)
+    summary = json.loads((Path(cfg.warehouse) / "_binlake/runs/night/summary.json").read_text())["sources"]["chain"]
+    page = Path(summary["coverage_html"])
+    assert page.name == "coverage-chain.html" and f"{uuid}:1-8" in page.read_text()
+    assert summary["coverage_png"] is None and not page.with_suffix(".png").exists()

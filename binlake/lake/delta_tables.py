@@ -292,23 +292,24 @@ def _commit_once(location: str, s3: S3Settings | None, commit: Callable[[DeltaTa
     :func:`binlake.lake.leases.committed_write` (commit lock, fence, retried on a commit conflict),
     skipped when the log holds the txn. Without ``txn_app`` the commit is tied to no run (a write
     whose result is a function of its input: a re-run writes the same). ``create``: with no table
-    at ``location`` yet, ``commit`` gets None and creates it; else the table must exist."""
-    from deltalake import CommitProperties, DeltaTable, Transaction
+    at ``location`` yet, ``commit`` gets None and creates it; else the table must exist.
+
+    The table is opened with :func:`open_delta_table`: inside :func:`reused_delta_tables` (a task's
+    batch of sources) the snapshot the step read is brought up to date (the commits since) instead of
+    the log being read again from its last checkpoint for every commit (bench/RESULTS.md, session
+    32). Each attempt, the first and each retry after a conflict, sees the latest version."""
+    from deltalake import CommitProperties, Transaction
     from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
     from binlake.lake.leases import CommitFence, committed_write
 
-    options = locked_storage_options(location, s3)
     metadata = {"userMetadata": user_metadata} if user_metadata is not None else None
     transactions = None if txn_app is None else [Transaction(txn_app, txn_version)]
 
     def attempt(fence: CommitFence) -> Commit:
-        try:
-            table: DeltaTable | None = DeltaTable(delta_uri(location), storage_options=options)
-        except TableNotFoundError:
-            if not create:
-                raise
-            table = None
+        table = open_delta_table(location, s3)
+        if table is None and not create:
+            raise TableNotFoundError(f"no Delta table at {location}")
         if table is not None and not delta_rs_writes(table, *features):
             log.info("%s: protocol %s: delta-rs leaves the table to Spark", location, table.protocol())
             return Commit.LEFT_TO_SPARK
