@@ -196,12 +196,15 @@ def print_summary(cfg: BinlakeConfig, out: Any = None) -> dict[str, int]:
     """Register the tables and print each summary query's result; returns rows per section."""
     from binlake.sql.values import format_table
     from spark_jobs.session import spark_session
+    from spark_jobs.spark_logs import relay_jvm_stderr
     from spark_jobs.sql_engine import quiet_pyspark_sql_errors, register_tables, run_query
 
     out = out or sys.stdout
     counts: dict[str, int] = {}
     quiet_pyspark_sql_errors()
-    with spark_session(cfg, "binlake-demo-summary", ui=False) as spark:
+    with contextlib.ExitStack() as stack:
+        with relay_jvm_stderr():  # the JVM's start-up lines to the log (a small night's DAG started none)
+            spark = stack.enter_context(spark_session(cfg, "binlake-demo-summary", ui=False))
         registered = set(register_tables(spark, cfg))
         print("\n=== binlake demo summary ===", file=out)
         print(f"warehouse: {cfg.warehouse}", file=out)
@@ -394,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             say(f"DAG run {result.run_id} ended {result.state}; task logs are under {airflow_home}/logs", t0)
             return 1
         say(f"DAG run {result.run_id}: success", t0)
-        print_summary(cfg)
+        with spark_lines_to_file(demo_dir / "demo.log"):
+            print_summary(cfg)
         say(f"done in {time.monotonic() - t0:.0f}s. Query more: BINLAKE_CONFIG={cfg_path} "
             f"{'.venv/bin/' if _in_checkout() else ''}binlake sql \"SHOW TABLES IN meta\" "
             "(the S3 server is gone; the warehouse stays)")

@@ -13,6 +13,11 @@ per-range facts, then commits each row table once:
   from the rows the executors staged as Parquet parts under the run's staging folder;
 - a table with no rows of the files now and none before is left alone.
 
+A run whose files total at most ``[pipeline] decode_in_process_bytes`` runs the same tasks in the
+calling process instead, one after another, and commits every table with delta-rs, the staged parts
+of a re-ingested file's tables included (:func:`_decodes_here`, :func:`_replace_from_parts`): a small
+night starts no Spark job (docs/architecture.md, "Where the JVM starts").
+
 Executors: open the object store from plain settings (never a driver-side client), read their
 byte ranges (boto3 ranged GETs for s3://, seeks for local paths), decode with
 ``binlake.ingest.records`` into Arrow batches of about ``batch_rows`` rows per table, and write them
