@@ -72,21 +72,18 @@ def on_metastore(spark: SparkSession) -> bool:
     return (spark.conf.get("spark.sql.catalogImplementation", "in-memory") or "") == HIVE
 
 
-def _may_be_on_metastore(spark: SparkSource, cfg: BinlakeConfig) -> bool:
-    """:func:`on_metastore`, asked without starting a session that has not started: a jobs'
-    session is on the in-memory catalog unless ``[spark.conf]`` says otherwise, or it is a client of
-    ``binlake serve --connect`` (whose catalog is the metastore)."""
-    from spark_jobs.session import LazySession
-
-    if isinstance(spark, LazySession) and not spark.started:
-        return cfg.spark.mode == "connect" or cfg.spark.extra_conf.get("spark.sql.catalogImplementation") == HIVE
-    return on_metastore(session_of(spark))
-
-
 def register_gold_tables(spark: SparkSource, cfg: BinlakeConfig, names: Sequence[str]) -> list[str]:
     """Register the gold tables ``names`` (as gold writes their status rows) in the session's
-    metastore; nothing on an in-memory catalog (the jobs' default: ``binlake catalog sync`` then)."""
-    if not names or not _may_be_on_metastore(spark, cfg):
+    metastore; nothing on an in-memory catalog (the jobs' default: ``binlake catalog sync`` then).
+    A session not started yet is not started for an in-memory catalog: a jobs' session is on one
+    unless ``[spark.conf]`` says otherwise or it is a client of ``binlake serve --connect`` (whose
+    catalog is the metastore)."""
+    from spark_jobs.session import LazySession
+
+    if not names:
+        return []
+    if isinstance(spark, LazySession) and not spark.started and cfg.spark.mode != "connect" \
+            and cfg.spark.extra_conf.get("spark.sql.catalogImplementation") != HIVE:
         return []
     spark = session_of(spark)
     if not on_metastore(spark):

@@ -82,6 +82,7 @@ def decode_without_spark(cfg: BinlakeConfig, source: str, run_id: str) -> Decode
 def step_decode(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str) -> DecodeResult:
     """Ingest the planned files (``run_ingest``); fails when a file could not be decoded."""
     from spark_jobs.ingest import run_ingest
+    from spark_jobs.session import session_started
 
     plan = get_plan(cfg, run_id, source)
     res = run_ingest(spark, cfg, list(plan.files), run_id=f"{run_key(run_id)}.{source}",
@@ -93,7 +94,7 @@ def step_decode(spark: SparkSource, cfg: BinlakeConfig, source: str, run_id: str
         source=source, mode=plan.mode, files=res.files, skipped=res.skipped,
         ingested=tuple(sorted(res.file_status)[:XCOM_LIST_LIMIT]), rows=dict(res.rows), quarantined=res.quarantined,
         bytes=res.bytes, seconds=round(res.seconds, 2), failed=tuple(failed), partial=tuple(partial),
-        next_file_filled=tuple(filled), ok=not failed, spark=not res.in_process)
+        next_file_filled=tuple(filled), ok=not failed, spark=session_started(spark))
     put_doc(cfg, run_id, source, "decode", result)
     log.info("source %s: ingested %d file(s) (%d skipped as already ingested), rows %s, %d quarantined, %.1fs",
              source, res.files, res.skipped, res.rows, res.quarantined, res.seconds)
